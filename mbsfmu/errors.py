@@ -1,0 +1,40 @@
+"""The project's own errors: every one names where the problem is and what is wrong."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem at ``path`` (keys and list indices into the model file), e.g.
+    ("bodies", 2, "inertia", "Ixx"); ``line`` is the 1-based file line where known."""
+    path: tuple
+    message: str
+    line: int | None = None
+
+    def where(self) -> str:
+        out = ""
+        for key in self.path:
+            out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+        return out or "(top level)"
+
+
+class MbsError(Exception):
+    """Base class of mbsfmu's errors."""
+
+
+class ModelError(MbsError):
+    """A model that cannot be built; lists every problem found, each with its location."""
+
+    def __init__(self, problems: list[Problem], source: str = "<model>"):
+        self.problems = list(problems)
+        self.source = source
+        lines = [f"{len(self.problems)} problem(s) in model {source}:"]
+        for p in self.problems:
+            loc = f"{source}:{p.line}: " if p.line else f"{source}: "
+            lines.append(f"  {loc}{p.where()}: {p.message}")
+        super().__init__("\n".join(lines))
+
+
+class InputError(MbsError, ValueError):
+    """A call argument of the wrong size or with non-finite values."""

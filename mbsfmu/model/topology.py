@@ -1,0 +1,86 @@
+"""Tree topology of seed 003: reference body operator L(j), path matrix pi, supports, subtrees.
+
+Bodies are numbered 1..N in a topological order (every parent before its children), with 0 the
+inertial frame ("world"); seed 003 allows any numbering, the loader picks this one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import Problem
+from .description import WORLD, Body
+
+
+@dataclass(frozen=True)
+class Topology:
+    """L: (N+1,) parent index, L[0] = -1, L[j] = 0 for bodies on the world (seed 003 Eq. 3);
+    pi: (N, N) path matrix, pi[i-1, j-1] = 1 when body j lies on the path from the world to body
+    i, i itself included (seed 003); order: file index of each tree body 1..N."""
+    L: NDArray[np.int64]
+    pi: NDArray[np.int8]
+    order: tuple[int, ...]
+
+    def supports(self, i: int) -> list[int]:
+        """Bodies from the world to body i, i included, root first."""
+        return [j + 1 for j in np.flatnonzero(self.pi[i - 1])]
+
+    def subtree(self, j: int) -> list[int]:
+        """Bodies whose path from the world passes through body j, j included."""
+        return [i + 1 for i in np.flatnonzero(self.pi[:, j - 1])]
+
+    def children(self, j: int) -> list[int]:
+        return [i for i in range(1, len(self.L)) if self.L[i] == j]
+
+
+def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Problem]]:
+    """Order bodies parent-first (siblings keep file order) and build L and pi.
+
+    Reports unknown parents and cycles; returns no topology when there is any."""
+    problems: list[Problem] = []
+    index = {}
+    for k, b in enumerate(bodies):
+        index.setdefault(b.name, k)
+    kids: dict[str, list[int]] = {}
+    for k, b in enumerate(bodies):
+        if b.parent != WORLD and b.parent not in index:
+            problems.append(Problem(("bodies", k, "parent"), f"unknown parent {b.parent!r} of body {b.name!r}"
+                                    + _suggest(b.parent, [WORLD, *index])))
+        kids.setdefault(b.parent, []).append(k)
+    order: list[int] = []
+    queue = [WORLD]
+    seen = set()
+    while queue:
+        name = queue.pop(0)
+        for k in kids.get(name, []):
+            if k not in seen and index.get(bodies[k].name) == k:
+                seen.add(k)
+                order.append(k)
+                queue.append(bodies[k].name)
+    for k, b in enumerate(bodies):
+        if k not in seen and index.get(b.name) == k and (b.parent == WORLD or b.parent in index):
+            problems.append(Problem(("bodies", k, "parent"), f"body {b.name!r} is in a cycle of the tree "
+                                    "(following parents never reaches 'world'); close loops with 'loops', not parents"))
+    if problems:
+        return None, problems
+    number = {bodies[k].name: i + 1 for i, k in enumerate(order)}
+    n = len(order)
+    L = np.full(n + 1, -1, dtype=np.int64)
+    for i, k in enumerate(order):
+        p = bodies[k].parent
+        L[i + 1] = 0 if p == WORLD else number[p]
+    pi = np.zeros((n, n), dtype=np.int8)
+    for i in range(1, n + 1):
+        j = i
+        while j > 0:
+            pi[i - 1, j - 1] = 1
+            j = L[j]
+    return Topology(L=L, pi=pi, order=tuple(order)), problems
+
+
+def _suggest(word: str, options) -> str:
+    import difflib
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

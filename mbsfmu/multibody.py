@@ -1,0 +1,332 @@
+"""The public Model: a validated description, its topology and compiled tree, and the dynamics.
+
+Vectors: q (nq,) joint coordinates (quaternions scalar first), qd (nv,) joint rates,
+tau (nv,) joint forces [N m or N]. Body order is ``body_names`` (topological, parents first).
+External wrenches ``f_ext`` are (N, 6) [torque N m; force N] in body axes about each body's
+frame origin, or a dict {body name: (6,)}.
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import numpy as np
+
+from . import joints
+from .dynamics.aba import aba
+from .dynamics.crba import crba
+from .dynamics.rnea import rnea
+from .errors import InputError, ModelError, Problem
+from .kinematics import Kinematics, forward_kinematics, point_jacobian
+from .model.description import ModelSpec
+from .model.topology import Topology, build_topology
+from .model.tree import Tree, compile_tree
+from .model.validation import check_spec
+from .spatial import Array
+
+SINGULAR_RTOL = 1e-12  # M is singular along a direction whose Rayleigh quotient is below this x trace
+
+
+class Model:
+    """A multibody tree built from a ModelSpec; raises ModelError listing every problem."""
+
+    def __init__(self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None):
+        self.spec = spec
+        self.source = source
+        problems = check_spec(spec)
+        topo, topo_problems = build_topology(spec.bodies)
+        problems += topo_problems
+        if problems:
+            raise ModelError(_with_lines(problems, lines), source)
+        self.topology: Topology = topo
+        self.tree: Tree = compile_tree(spec, topo)
+        self._bodies = [spec.bodies[k] for k in topo.order]
+        self.body_names = tuple(b.name for b in self._bodies)
+        self.joint_names = tuple(b.joint.name for b in self._bodies)
+        self.body_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.body_names)})
+        self.joint_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.joint_names)})
+        self.frames = MappingProxyType({
+            fname: (i + 1, fr) for i, b in enumerate(self._bodies) for fname, fr in b.frames.items()})
+        t = self.tree
+        self._k = np.zeros(t.nv_total)
+        self._d = np.zeros(t.nv_total)
+        self._q0 = np.zeros(t.nv_total)
+        self._spring_iq = []
+        for i, b in enumerate(self._bodies, start=1):
+            if b.joint.spring is not None:
+                self._k[t.iv[i]] = b.joint.spring.k
+                self._d[t.iv[i]] = b.joint.spring.d
+                self._q0[t.iv[i]] = b.joint.spring.q0
+                self._spring_iq.append((t.iq[i], t.iv[i]))
+        problems = self._check_initial(lines) + self._check_moves_mass(lines)
+        if problems:
+            raise ModelError(problems, source)
+
+    # ---- sizes and topology -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def nq(self) -> int:
+        return self.tree.nq_total
+
+    @property
+    def nv(self) -> int:
+        return self.tree.nv_total
+
+    @property
+    def N(self) -> int:
+        return self.tree.N
+
+    @property
+    def gravity(self) -> Array:
+        return self.tree.a_grav[3:].copy()
+
+    @property
+    def L(self) -> np.ndarray:
+        """(N+1,) reference body operator of seed 003: L[j] is the parent of body j, 0 the world."""
+        return self.topology.L
+
+    @property
+    def pi(self) -> np.ndarray:
+        """(N, N) path matrix of seed 003 (bodies 1..N in ``body_names`` order)."""
+        return self.topology.pi
+
+    def supports(self, body: str) -> list[str]:
+        """Bodies from the world to ``body`` (itself included), root first."""
+        return [self.body_names[j - 1] for j in self.topology.supports(self._body(body))]
+
+    def subtree(self, body: str) -> list[str]:
+        """Bodies moved by ``body``'s joint (itself included)."""
+        return [self.body_names[j - 1] for j in self.topology.subtree(self._body(body))]
+
+    def q_slice(self, joint: str) -> slice:
+        i = self.joint_index[joint]
+        return slice(int(self.tree.iq[i]), int(self.tree.iq[i] + self.tree.nq[i]))
+
+    def v_slice(self, joint: str) -> slice:
+        i = self.joint_index[joint]
+        return slice(int(self.tree.iv[i]), int(self.tree.iv[i] + self.tree.nv[i]))
+
+    # ---- configurations -----------------------------------------------------------------
+    def neutral(self) -> Array:
+        """(nq,) zero angles and offsets, identity quaternions."""
+        return np.concatenate([joints.neutral(int(self.tree.jtype[i])) for i in range(1, self.N + 1)] or [np.zeros(0)])
+
+    def initial_state(self) -> tuple[Array, Array]:
+        """(q, qd) from the model's ``initial`` section, neutral/zero elsewhere."""
+        q, qd = self.neutral(), np.zeros(self.nv)
+        for name, val in self.spec.initial_q.items():
+            q[self.q_slice(name)] = val
+        for name, val in self.spec.initial_qd.items():
+            qd[self.v_slice(name)] = val
+        return q, qd
+
+    def random_state(self, rng: np.random.Generator) -> tuple[Array, Array]:
+        """(q, qd) with angles/offsets ~ U(-1, 1), random unit quaternions, rates ~ U(-1, 1)."""
+        q = rng.uniform(-1.0, 1.0, self.nq)
+        for i in range(1, self.N + 1):
+            jt, s = self.tree.jtype[i], int(self.tree.iq[i])
+            if jt == joints.SPHERICAL:
+                quat = rng.normal(size=4)
+                q[s: s + 4] = quat / np.linalg.norm(quat)
+            elif jt == joints.FREE:
+                quat = rng.normal(size=4)
+                q[s + 3: s + 7] = quat / np.linalg.norm(quat)
+        return q, rng.uniform(-1.0, 1.0, self.nv)
+
+    def config_rate(self, q: Array, qd: Array) -> Array:
+        """dq/dt (nq,) from qd (nv,) (quaternion kinematics per joint)."""
+        t = self.tree
+        return np.concatenate([joints.config_rate(int(t.jtype[i]), q[t.iq[i]: t.iq[i] + t.nq[i]],
+                                                  qd[t.iv[i]: t.iv[i] + t.nv[i]]) for i in range(1, self.N + 1)]
+                              or [np.zeros(0)])
+
+    def integrate(self, q: Array, dv: Array) -> Array:
+        """q (+) dv: configuration moved by the velocity increment dv (nv,) on each joint's manifold."""
+        t = self.tree
+        return np.concatenate([joints.integrate(int(t.jtype[i]), q[t.iq[i]: t.iq[i] + t.nq[i]],
+                                                dv[t.iv[i]: t.iv[i] + t.nv[i]]) for i in range(1, self.N + 1)]
+                              or [np.zeros(0)])
+
+    # ---- kinematics ---------------------------------------------------------------------
+    def forward_kinematics(self, q: Array, qd: Array | None = None, qdd: Array | None = None) -> Kinematics:
+        """Poses, spatial velocities and accelerations of every body (see ``Kinematics``)."""
+        q = self._vec("q", q, self.nq)
+        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        qdd = None if qdd is None else self._vec("qdd", qdd, self.nv)
+        return forward_kinematics(self.tree, q, qd, qdd)
+
+    def frame_pose(self, q: Array, frame: str) -> tuple[Array, Array]:
+        """(R, p): orientation (frame axes as columns, world axes) and origin [m] of a named frame."""
+        i, fr = self._frame(frame)
+        kin = self.forward_kinematics(q)
+        return kin.R[i] @ fr.R, kin.point_position(i, fr.p)
+
+    def frame_velocity(self, q: Array, qd: Array, frame: str) -> tuple[Array, Array]:
+        """(omega, v): angular velocity [rad/s] and velocity of the frame origin [m/s], world axes."""
+        i, fr = self._frame(frame)
+        kin = self.forward_kinematics(q, qd)
+        return kin.omega_world[i], kin.point_velocity(i, fr.p)
+
+    def frame_acceleration(self, q: Array, qd: Array, qdd: Array, frame: str) -> tuple[Array, Array]:
+        """(omegadot, a): angular [rad/s^2] and classical linear acceleration [m/s^2] of the frame
+        origin, world axes."""
+        i, fr = self._frame(frame)
+        kin = self.forward_kinematics(q, qd, qdd)
+        return kin.R[i] @ kin.a[i, :3], kin.point_acceleration(i, fr.p)
+
+    def frame_jacobian(self, q: Array, frame: str) -> Array:
+        """J: (6, nv) with [omega; v] = J qd for the frame origin, world axes [angular; linear]."""
+        i, fr = self._frame(frame)
+        return point_jacobian(self.tree, self.forward_kinematics(q), i, fr.p)
+
+    def kinetic_energy(self, q: Array, qd: Array) -> float:
+        """KE [J] summed body by body: 1/2 (w^T I_c w + m |v_c|^2) (seed 002 Eq. 1, no wheels)."""
+        kin = self.forward_kinematics(q, qd)
+        t = self.tree
+        w = kin.v[1:, :3]
+        vc = kin.v[1:, 3:] + np.cross(w, t.com[1:])
+        return 0.5 * float(np.einsum("ni,nij,nj->", w, t.I_c[1:], w) + np.einsum("n,ni,ni->", t.mass[1:], vc, vc))
+
+    # ---- dynamics -----------------------------------------------------------------------
+    def passive_forces(self, q: Array, qd: Array) -> Array:
+        """(nv,) joint spring-damper forces -k (q - q0) - d qd [N m or N] (seed 001 systems 2, 3)."""
+        tau = -self._d * qd
+        for iq, iv in self._spring_iq:
+            tau[iv] -= self._k[iv] * (q[iq] - self._q0[iv])
+        return tau
+
+    def mass_matrix(self, q: Array) -> Array:
+        """M(q): (nv, nv) joint-space inertia by CRBA."""
+        return crba(self.tree, self._vec("q", q, self.nq))
+
+    def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None) -> Array:
+        """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA)."""
+        q, qd, qdd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("qdd", qdd, self.nv)
+        return rnea(self.tree, q, qd, qdd, self._fext(f_ext)) - self.passive_forces(q, qd)
+
+    def forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba") -> Array:
+        """qdd (nv,) under actuator forces tau, springs/dampers, gravity and f_ext.
+
+        method: "aba" (O(N) articulated-body), "crba" (solve M qdd = tau - RNEA(q, qd, 0)) or
+        "transform" (seed 003 velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd))."""
+        q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
+        fx = self._fext(f_ext)
+        tau = tau + self.passive_forces(q, qd)
+        if method == "aba":
+            return aba(self.tree, q, qd, tau, fx)
+        if method == "crba":
+            return np.linalg.solve(crba(self.tree, q), tau - rnea(self.tree, q, qd, np.zeros(self.nv), fx))
+        if method == "transform":
+            from .dynamics.transform import transform_forward_dynamics
+            return transform_forward_dynamics(self.tree, q, qd, tau, fx)
+        raise InputError(f"method {method!r}: expected 'aba', 'crba' or 'transform'")
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _body(self, body: str) -> int:
+        if body not in self.body_index:
+            raise InputError(f"unknown body {body!r} in model {self.source}; bodies: {', '.join(self.body_names)}")
+        return self.body_index[body]
+
+    def _frame(self, frame: str):
+        if frame not in self.frames:
+            raise InputError(f"unknown frame {frame!r} in model {self.source}; frames: {', '.join(self.frames) or 'none'}")
+        return self.frames[frame]
+
+    def _vec(self, name: str, x, n: int) -> Array:
+        try:
+            x = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{name} must be a vector of {n} numbers ({e})") from None
+        if x.shape != (n,):
+            what = {"q": f"nq = {n} coordinates", "qd": f"nv = {n} rates", "qdd": f"nv = {n} accelerations",
+                    "tau": f"nv = {n} joint forces"}.get(name, f"{n} entries")
+            raise InputError(f"{name} has shape {x.shape}, model {self.source} has {what} "
+                             f"(joints: {', '.join(self.joint_names)})")
+        if not np.all(np.isfinite(x)):
+            bad = np.flatnonzero(~np.isfinite(x)).tolist()
+            raise InputError(f"{name} has non-finite entries at indices {bad}")
+        return x
+
+    def _fext(self, f_ext) -> Array | None:
+        if f_ext is None:
+            return None
+        out = np.zeros((self.N + 1, 6))
+        if isinstance(f_ext, dict):
+            for body, w in f_ext.items():
+                out[self._body(body)] = self._vec(f"f_ext[{body!r}]", w, 6)
+        else:
+            arr = np.asarray(f_ext, dtype=float)
+            if arr.shape != (self.N, 6):
+                raise InputError(f"f_ext has shape {arr.shape}, expected ({self.N}, 6): one [torque; force] "
+                                 f"row per body in order {', '.join(self.body_names)}")
+            if not np.all(np.isfinite(arr)):
+                raise InputError("f_ext has non-finite entries")
+            out[1:] = arr
+        return out
+
+    def _check_initial(self, lines) -> list[Problem]:
+        problems = []
+        for key, values, size in (("q", self.spec.initial_q, "nq"), ("qd", self.spec.initial_qd, "nv")):
+            for jname, val in values.items():
+                path = ("initial", key, jname)
+                if jname not in self.joint_index:
+                    from .model.topology import _suggest
+                    problems.append(Problem(path, f"unknown joint {jname!r}" + _suggest(jname, self.joint_names)))
+                    continue
+                i = self.joint_index[jname]
+                n = int(getattr(self.tree, size)[i])
+                arr = np.atleast_1d(np.asarray(val, dtype=float))
+                if arr.shape != (n,):
+                    problems.append(Problem(path, f"joint {jname!r} ({self._bodies[i - 1].joint.type}) takes {n} "
+                                            f"value(s) for {key}, got {arr.size}"))
+                elif not np.all(np.isfinite(arr)):
+                    problems.append(Problem(path, f"{arr.tolist()} is not finite"))
+                elif key == "q" and self.tree.jtype[i] in (joints.SPHERICAL, joints.FREE):
+                    quat = arr[-4:]
+                    if abs(np.linalg.norm(quat) - 1.0) > 1e-9:
+                        problems.append(Problem(path, f"quaternion (w, x, y, z) {quat.tolist()} has norm "
+                                                f"{np.linalg.norm(quat):.12g}, must be 1"))
+        return _with_lines(problems, lines)
+
+    def _check_moves_mass(self, lines) -> list[Problem]:
+        """Joints whose motion moves no mass or inertia, which makes M singular: looked for at two
+        random configurations (a structural singularity shows at both)."""
+        if self.nv == 0:
+            return []
+        rng = np.random.default_rng(12345)
+        suspects: set[int] | None = None
+        for _ in range(2):
+            q, _qd = self.random_state(rng)
+            M = crba(self.tree, q)
+            ev, V = np.linalg.eigh(M)
+            tol = SINGULAR_RTOL * max(np.trace(M), 1e-300)
+            null = V[:, ev <= tol]
+            found = set()
+            for col in null.T:
+                found |= {int(k) for k in np.flatnonzero(np.abs(col) > 1e-6)}
+            suspects = found if suspects is None else suspects & found
+        problems = []
+        for i in range(1, self.N + 1):
+            sl = range(self.tree.iv[i], self.tree.iv[i] + self.tree.nv[i])
+            if suspects and any(k in suspects for k in sl):
+                b = self._bodies[i - 1]
+                problems.append(Problem(("bodies", self.topology.order[i - 1], "joint"),
+                                        f"joint {b.joint.name!r} moves no mass or inertia in some direction "
+                                        f"(body {b.name!r} and its subtree), so the mass matrix is singular: "
+                                        "give the moved bodies mass or inertia, or make the joint fixed"))
+        return _with_lines(problems, lines)
+
+
+def _with_lines(problems: list[Problem], lines: dict | None) -> list[Problem]:
+    """Attach file line numbers (from the loader's path -> line map) to problems."""
+    if not lines:
+        return problems
+    out = []
+    for p in problems:
+        path = p.path
+        while path and path not in lines:
+            path = path[:-1]
+        out.append(Problem(p.path, p.message, lines.get(path)))
+    return out

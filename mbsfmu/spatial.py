@@ -1,0 +1,127 @@
+"""Spatial algebra: 3-D rotations, unit quaternions and 6-D motion/force vectors.
+
+Conventions (Featherstone, *Rigid Body Dynamics Algorithms* (RBDA), ch. 2):
+spatial vectors are [angular; linear]; a Plucker transform ``X`` from frame A to frame B is
+``[[E, 0], [-E skew(r), E]]`` with ``E`` the rotation taking A coordinates to B coordinates and
+``r`` the origin of B in A coordinates (RBDA Eq. 2.24). Quaternions are scalar first (w, x, y, z).
+A rotation matrix ``R`` "of a frame" has that frame's axes as columns in the parent frame, so
+``E = R.T``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[np.float64]
+
+
+def skew(v: Array) -> Array:
+    """Cross-product matrix: skew(a) @ b == a x b."""
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def rot_axis(axis: Array, angle: float) -> Array:
+    """Rotation matrix of angle [rad] about a unit axis (Rodrigues)."""
+    K = skew(axis)
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
+
+
+def rpy_to_R(rpy: Array) -> Array:
+    """URDF roll-pitch-yaw [rad] to rotation matrix: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def quat_to_R(quat: Array) -> Array:
+    """Unit quaternion (w, x, y, z) to rotation matrix (body axes as columns in the parent)."""
+    w, x, y, z = quat
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def R_to_quat(R: Array) -> Array:
+    """Rotation matrix to unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method)."""
+    t = np.trace(R)
+    if t > 0:
+        s = 2.0 * np.sqrt(1.0 + t)
+        q = np.array([0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s])
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.empty(4)
+        q[0] = (R[k, j] - R[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (R[j, i] + R[i, j]) / s
+        q[1 + k] = (R[k, i] + R[i, k]) / s
+    return q if q[0] >= 0 else -q
+
+
+def quat_mul(a: Array, b: Array) -> Array:
+    """Hamilton product a (x) b of quaternions (w, x, y, z)."""
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([
+        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+    ])
+
+
+def quat_rate(quat: Array, omega_body: Array) -> Array:
+    """Quaternion derivative from body-frame angular velocity [rad/s]: dq/dt = 1/2 q (x) (0, w)."""
+    return 0.5 * quat_mul(quat, np.array([0.0, omega_body[0], omega_body[1], omega_body[2]]))
+
+
+def quat_exp(phi: Array) -> Array:
+    """Unit quaternion of the rotation vector phi [rad] (exponential map)."""
+    angle = np.linalg.norm(phi)
+    if angle < 1e-12:
+        return np.array([1.0, 0.5 * phi[0], 0.5 * phi[1], 0.5 * phi[2]]) / np.sqrt(1.0 + 0.25 * angle * angle)
+    axis = phi / angle
+    return np.concatenate(([np.cos(0.5 * angle)], np.sin(0.5 * angle) * axis))
+
+
+def plucker(E: Array, r: Array) -> Array:
+    """Plucker motion transform X = [[E, 0], [-E skew(r), E]] (RBDA Eq. 2.24)."""
+    X = np.zeros((6, 6))
+    X[:3, :3] = E
+    X[3:, 3:] = E
+    X[3:, :3] = -E @ skew(r)
+    return X
+
+
+def crm(v: Array) -> Array:
+    """Spatial cross product for motion vectors, v x (RBDA Eq. 2.31)."""
+    X = np.zeros((6, 6))
+    w = skew(v[:3])
+    X[:3, :3] = w
+    X[3:, 3:] = w
+    X[3:, :3] = skew(v[3:])
+    return X
+
+
+def crf(v: Array) -> Array:
+    """Spatial cross product for force vectors, v x* = -crm(v)^T (RBDA Eq. 2.32)."""
+    return -crm(v).T
+
+
+def spatial_inertia(m: float, c: Array, I_c: Array) -> Array:
+    """Spatial inertia about the frame origin of a body of mass m [kg], CoM c [m] and inertia
+    I_c about the CoM [kg m^2], all in that frame (RBDA Eq. 2.63)."""
+    C = skew(c)
+    I = np.zeros((6, 6))
+    I[:3, :3] = I_c + m * C @ C.T
+    I[:3, 3:] = m * C
+    I[3:, :3] = m * C.T
+    I[3:, 3:] = m * np.eye(3)
+    return I
