@@ -1,7 +1,8 @@
 """Tree topology of seed 003: reference body operator L(j), path matrix pi, supports, subtrees.
 
-Bodies are numbered 1..N in a topological order (every parent before its children), with 0 the
-inertial frame ("world"); seed 003 allows any numbering, the loader picks this one.
+Bodies are numbered 1..N in depth-first preorder (every parent before its children, each subtree
+a contiguous range, as Pinocchio and RBDA's regular numbering expect), with 0 the inertial frame
+("world"); seed 003 allows any numbering, the loader picks this one.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Topology:
 
 
 def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Problem]]:
-    """Order bodies parent-first (siblings keep file order) and build L and pi.
+    """Number bodies in depth-first preorder (siblings keep file order) and build L and pi.
 
     Reports unknown parents and cycles; returns no topology when there is any."""
     problems: list[Problem] = []
@@ -49,16 +50,17 @@ def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Prob
             problems.append(Problem(("bodies", k, "parent"), f"unknown parent {b.parent!r} of body {b.name!r}"
                                     + _suggest(b.parent, [WORLD, *index])))
         kids.setdefault(b.parent, []).append(k)
-    order: list[int] = []
-    queue = [WORLD]
+    order: list[int] = []   # depth-first preorder: every subtree is a contiguous range of numbers
+    stack = [WORLD]
     seen = set()
-    while queue:
-        name = queue.pop(0)
-        for k in kids.get(name, []):
-            if k not in seen and index.get(bodies[k].name) == k:
-                seen.add(k)
-                order.append(k)
-                queue.append(bodies[k].name)
+    while stack:
+        name = stack.pop()
+        fresh = [k for k in kids.get(name, []) if k not in seen and index.get(bodies[k].name) == k]
+        for k in fresh:
+            seen.add(k)
+        if name != WORLD:
+            order.append(index[name])
+        stack.extend(bodies[k].name for k in reversed(fresh))
     for k, b in enumerate(bodies):
         if k not in seen and index.get(b.name) == k and (b.parent == WORLD or b.parent in index):
             problems.append(Problem(("bodies", k, "parent"), f"body {b.name!r} is in a cycle of the tree "
