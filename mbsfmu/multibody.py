@@ -7,6 +7,7 @@ frame origin, or a dict {body name: (6,)}.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 import numpy as np
@@ -17,7 +18,7 @@ from .dynamics.crba import crba
 from .dynamics.rnea import rnea
 from .errors import InputError, ModelError, Problem
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
-from .model.description import ModelSpec
+from .model.description import Body, Joint, ModelSpec, Origin
 from .model.topology import Topology, build_topology
 from .model.tree import Tree, compile_tree
 from .model.validation import check_spec
@@ -32,14 +33,19 @@ class Model:
     def __init__(self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None):
         self.spec = spec
         self.source = source
+        bodies, wheel_paths = _with_wheel_rotors(spec)
         problems = check_spec(spec)
-        topo, topo_problems = build_topology(spec.bodies)
-        problems += topo_problems
+        topo, topo_problems = build_topology(bodies)
+        problems += [_map_path(p, wheel_paths) for p in topo_problems]
         if problems:
             raise ModelError(_with_lines(problems, lines), source)
         self.topology: Topology = topo
-        self.tree: Tree = compile_tree(spec, topo)
-        self._bodies = [spec.bodies[k] for k in topo.order]
+        self.tree: Tree = compile_tree(replace(spec, bodies=bodies), topo)
+        self._bodies = [bodies[k] for k in topo.order]
+        self.wheels = MappingProxyType({
+            w.name: (self.topology.order.index(k) + 1, w) for k, w in
+            ((k, wheel_paths[k][1]) for k in wheel_paths)})
+        self.rigid_bodies = tuple(i for i in range(1, len(self._bodies) + 1) if topo.order[i - 1] not in wheel_paths)
         self.body_names = tuple(b.name for b in self._bodies)
         self.joint_names = tuple(b.joint.name for b in self._bodies)
         self.body_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.body_names)})
@@ -330,3 +336,29 @@ def _with_lines(problems: list[Problem], lines: dict | None) -> list[Problem]:
             path = path[:-1]
         out.append(Problem(p.path, p.message, lines.get(path)))
     return out
+
+
+def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:
+    """Bodies plus one rotor body per reaction wheel: a massless rotor on a revolute joint about
+    the wheel axis with inertia I_w g g^T, so every algorithm carries the wheel's gyroscopic
+    coupling exactly (seeds 000/002: h = g I_w thetadot, KE = h^2 / (2 I_w)). Returns the bodies
+    and, per rotor, (its path in the file, the Wheel)."""
+    bodies = list(spec.bodies)
+    paths = {}
+    for k, b in enumerate(spec.bodies):
+        for w_idx, w in enumerate(b.wheels):
+            g = np.asarray(w.axis, dtype=float)
+            g = g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else g
+            paths[len(bodies)] = (("bodies", k, "wheels", w_idx), w)
+            bodies.append(Body(name=w.name, parent=b.name,
+                               joint=Joint(name=w.name, type="revolute", axis=tuple(g), origin=Origin(xyz=w.position)),
+                               mass=0.0, inertia=tuple(map(tuple, w.inertia * np.outer(g, g)))))
+    return tuple(bodies), paths
+
+
+def _map_path(problem: Problem, wheel_paths: dict) -> Problem:
+    """Point a problem found on a wheel rotor body at the wheel's entry in the file."""
+    path = problem.path
+    if len(path) >= 2 and path[0] == "bodies" and path[1] in wheel_paths:
+        return Problem(wheel_paths[path[1]][0] + ("name",), problem.message, problem.line)
+    return problem

@@ -50,9 +50,21 @@ class Joint:
 
 
 @dataclass(frozen=True)
+class Wheel:
+    """A reaction wheel (seeds 000/002): a symmetric rotor spinning about ``axis`` (unit, body
+    axes) through ``position`` [m] with spin inertia ``inertia`` I_w [kg m^2], driven by a motor
+    torque input ``<name>.torque``. Its mass and transverse inertia belong to the host body's
+    mass properties; I_w about the spin axis is the wheel's own. h = g I_w thetadot."""
+    name: str
+    axis: tuple[float, float, float]
+    inertia: float
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
 class Body:
     """A rigid body: mass [kg], CoM [m] and inertia about the CoM [kg m^2] in body axes,
-    named frames (endpoints) fixed on it."""
+    named frames (endpoints) fixed on it, reaction wheels carried by it."""
     name: str
     parent: str
     joint: Joint
@@ -60,14 +72,55 @@ class Body:
     com: tuple[float, float, float] = (0.0, 0.0, 0.0)
     inertia: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),) * 3
     frames: dict[str, Origin] = field(default_factory=dict)
+    wheels: tuple[Wheel, ...] = ()
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A point [m] fixed on a body (body axes), or on the world (world axes)."""
+    body: str
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class SpringDamper:
+    """Point-to-point linear spring-damper between anchors a and b: tension
+    k (l - l0) + d ldot [N] along the line; PE = 1/2 k (l - l0)^2."""
+    name: str
+    a: Anchor
+    b: Anchor
+    k: float = 0.0
+    d: float = 0.0
+    l0: float = 0.0
+
+
+@dataclass(frozen=True)
+class Thruster:
+    """Force of magnitude given by input ``<name>.thrust`` [N] along the body-fixed unit
+    ``direction`` at ``point`` (body axes)."""
+    name: str
+    body: str
+    point: tuple[float, float, float]
+    direction: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class BodyWrench:
+    """External force and torque on a body from inputs ``<name>.f[1..3]`` [N] (applied at
+    ``point``, body axes) and ``<name>.torque[1..3]`` [N m], both in ``axes`` ("world" or "body")."""
+    name: str
+    body: str
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    axes: str = "world"
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     """Everything a model file says: bodies in any order, gravity [m/s^2] in world axes,
-    initial joint values by joint name."""
+    initial joint values by joint (or wheel) name, force elements."""
     name: str
     bodies: tuple[Body, ...]
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
     initial_qd: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    forces: tuple[SpringDamper | Thruster | BodyWrench, ...] = ()

@@ -2,18 +2,24 @@
 
 The schema is documented in README.md ("Model files"). Parsing keeps a map from each value's
 path (keys and list indices) to its 1-based line, so later checks can point into the file too.
+JSON files have no line map: their problems name the field path only.
 """
 from __future__ import annotations
 
 import difflib
 import json
 import math
+import numbers
+import re
 from pathlib import Path
 
 import yaml
+from yaml.constructor import ConstructorError
 
 from ..errors import ModelError, Problem
 from .description import Body, Joint, ModelSpec, Origin, Spring
+from .topology import build_topology
+from .validation import check_spec, locate
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("version", "name", "gravity", "bodies", "initial")
@@ -22,6 +28,34 @@ JOINT_KEYS = ("name", "type", "axis", "origin", "spring", "actuated")
 ORIGIN_KEYS = ("xyz", "rpy")
 SPRING_KEYS = ("k", "d", "q0")
 INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reads 1e-3 as a number (YAML 1.2), rejects duplicate keys and reports a
+    bad tagged scalar (``!!int x``, the date 2001-02-30) as a YAML error with its line."""
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as e:
+            # PyYAML's scalar constructors raise these bare, without a file position
+            raise ConstructorError(None, None, f"cannot read {node.value!r} as {node.tag.rsplit(':', 1)[-1]} ({e})",
+                                   node.start_mark) from None
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for k, _ in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.tag != MERGE_TAG:
+                key = self.construct_object(k)
+                if key in seen:
+                    raise ConstructorError(None, None, f"duplicate key {key!r}", k.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+                              list("-+0123456789"))
 
 
 class _Reader:
@@ -32,10 +66,7 @@ class _Reader:
         self.problems: list[Problem] = []
 
     def problem(self, path: tuple, message: str) -> None:
-        p = path
-        while p and p not in self.lines:
-            p = p[:-1]
-        self.problems.append(Problem(path, message, self.lines.get(p)))
+        self.problems += locate([Problem(path, message)], self.lines)
 
     def mapping(self, value, path, keys, required=()) -> dict:
         if not isinstance(value, dict):
@@ -48,42 +79,45 @@ class _Reader:
                 self.problem(path + (key,), f"unknown key {key!r}{hint}")
         for key in required:
             if key not in value:
-                self.problem(path, f"missing required key {key!r}")
+                self.problem(path + (key,), f"missing required key {key!r}")
         return value
 
-    def number(self, value, path, default=None):
-        if value is None and default is not None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+    def number(self, value, path) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             self.problem(path, f"expected a number, got {_kind(value)}")
-            return default if default is not None else 0.0
-        if not math.isfinite(value):
-            self.problem(path, f"{value} is not finite")
-        return float(value)
+            return 0.0
+        try:
+            x = float(value)
+        except OverflowError:
+            self.problem(path, "expected a finite number, got one beyond the float range (1.8e308)")
+            return 0.0
+        if not math.isfinite(x):
+            self.problem(path, f"expected a finite number, got {x}")
+            return 0.0
+        return x
 
-    def vector(self, value, path, n, default=None):
-        if value is None and default is not None:
-            return default
-        if not isinstance(value, list) or len(value) != n:
-            got = f"{len(value)} entries" if isinstance(value, list) else _kind(value)
+    def vector(self, value, path, n) -> tuple:
+        if not isinstance(value, (list, tuple)) or len(value) != n:
+            got = f"{len(value)} entries" if isinstance(value, (list, tuple)) else _kind(value)
             self.problem(path, f"expected a list of {n} numbers, got {got}")
-            return default if default is not None else (0.0,) * n
+            return (0.0,) * n
         return tuple(self.number(x, path + (k,)) for k, x in enumerate(value))
 
-    def string(self, value, path, default=None):
-        if value is None and default is not None:
-            return default
+    def string(self, value, path) -> str:
         if not isinstance(value, str) or not value:
             self.problem(path, f"expected a non-empty name, got {_kind(value)}")
-            return default or f"<invalid {path[-1]}>"
+            return f"<invalid {path[-1]}>"
         return value
 
 
 def _kind(value) -> str:
     if value is None:
         return "nothing"
-    return {dict: "a mapping", list: "a list", str: f"the text {value!r}", bool: f"{value}"}.get(
-        type(value), f"{type(value).__name__} {value!r}")
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}" + ("..." if len(value) > 40 else "")
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    return {dict: "a mapping", list: "a list"}.get(type(value), f"{type(value).__name__} {repr(value)[:40]}")
 
 
 def parse_file(path: str | Path) -> tuple[object, dict]:
@@ -92,92 +126,129 @@ def parse_file(path: str | Path) -> tuple[object, dict]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ModelError([Problem((), f"cannot read the file: {e}")], str(path)) from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text), {}
-        except json.JSONDecodeError as e:
-            raise ModelError([Problem((), f"broken JSON: {e.msg}", e.lineno)], str(path)) from None
+        raise ModelError([Problem((), f"cannot read the file: {getattr(e, 'strerror', None) or e}")], str(path)) from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)
+        if path.suffix.lower() == ".json":
+            return json.loads(text, object_pairs_hook=_json_object), {}
+        return _parse_yaml(text)
+    except json.JSONDecodeError as e:
+        raise ModelError([Problem((), f"broken JSON: {e.msg}", e.lineno)], str(path)) from None
+    except ValueError as e:  # json: a duplicate key, an integer of more than 4300 digits
+        raise ModelError([Problem((), f"broken JSON: {e}")], str(path)) from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        msg = f"broken YAML: {getattr(e, 'problem', None) or e}"
-        raise ModelError([Problem((), msg, mark.line + 1 if mark else None)], str(path)) from None
-    lines: dict = {}
-    _node_lines(node, (), lines)
-    return data, lines
+        raise ModelError([_yaml_problem(e, text)], str(path)) from None
+    except RecursionError:
+        raise ModelError([Problem((), "lists or mappings nested too deeply")], str(path)) from None
 
 
-def _node_lines(node, path, lines) -> None:
+def _parse_yaml(text: str) -> tuple[object, dict]:
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = None if node is None else loader.construct_document(node)
+        lines: dict = {}
+        _node_lines(node, (), lines, loader, set())
+        return data, lines
+    finally:
+        loader.dispose()
+
+
+def _json_object(pairs: list) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError(f"duplicate key {next(k for k in out if [p for p, _ in pairs].count(k) > 1)!r}")
+    return out
+
+
+def _yaml_problem(e: yaml.YAMLError, text: str) -> Problem:
+    if isinstance(e, yaml.reader.ReaderError):
+        return Problem((), f"broken YAML: character #x{ord(e.character):04x}: {e.reason}",
+                       text.count("\n", 0, e.position) + 1)
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    what = ", ".join(s for s in (getattr(e, "context", None), getattr(e, "problem", None)) if s) or str(e)
+    return Problem((), f"broken YAML: {what}", mark.line + 1 if mark else None)
+
+
+def _node_lines(node, path, lines, loader, seen) -> None:
+    """lines[path] = 1-based line of every key and list item under ``node``; an aliased node's
+    contents are mapped once (at its anchor), so recursive or exponential aliases stay finite."""
     if node is None:
         return
-    lines[path] = node.start_mark.line + 1
+    lines.setdefault(path, node.start_mark.line + 1)
+    if id(node) in seen:
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
-            key = k.value
-            lines[path + (key,)] = k.start_mark.line + 1
-            _node_lines(v, path + (key,), lines)
-            lines[path + (key,)] = k.start_mark.line + 1
+            if isinstance(k, yaml.ScalarNode) and k.tag != MERGE_TAG:
+                key = path + (loader.construct_object(k),)
+                lines[key] = k.start_mark.line + 1
+                _node_lines(v, key, lines, loader, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            _node_lines(v, path + (i,), lines)
+            _node_lines(v, path + (i,), lines, loader, seen)
 
 
 def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> ModelSpec:
-    """Build a ModelSpec from a parsed document; ModelError lists every problem."""
+    """Build a ModelSpec from a parsed document; ModelError lists every problem.
+
+    When the document has problems of form (types, keys, sizes), the checks of meaning (names,
+    tree, mass properties) also run on what could be read, so one error lists both; their
+    findings at or under a field that could not be read are left out."""
     r = _Reader(lines or {})
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "bodies"))
-    if "version" in doc and doc["version"] != SCHEMA_VERSION:
-        r.problem(("version",), f"unsupported model schema version {doc['version']!r}; this mbsfmu reads version {SCHEMA_VERSION}")
-    name = r.string(doc.get("name"), ("name",), default=Path(source).stem)
-    gravity = r.vector(doc.get("gravity"), ("gravity",), 3, default=(0.0, 0.0, -9.81))
-    bodies_raw = doc.get("bodies", [])
+    if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != SCHEMA_VERSION):
+        r.problem(("version",), f"unsupported model schema version {_kind(doc['version'])}; "
+                  f"this mbsfmu reads version {SCHEMA_VERSION}")
+    name = r.string(doc["name"], ("name",)) if "name" in doc else Path(source).stem
+    gravity = r.vector(doc.get("gravity", [0.0, 0.0, -9.81]), ("gravity",), 3)
     bodies = []
-    if not isinstance(bodies_raw, list) or not bodies_raw:
-        r.problem(("bodies",), f"expected a non-empty list of bodies, got {_kind(bodies_raw)}")
-    else:
-        bodies = [_body(r, b, ("bodies", k)) for k, b in enumerate(bodies_raw)]
-    init_q, init_qd = {}, {}
-    if "initial" in doc:
-        init = r.mapping(doc["initial"], ("initial",), ("q", "qd"))
-        init_q = _initial(r, init.get("q", {}), ("initial", "q"))
-        init_qd = _initial(r, init.get("qd", {}), ("initial", "qd"))
+    if "bodies" in doc:
+        if not isinstance(doc["bodies"], list) or not doc["bodies"]:
+            r.problem(("bodies",), f"expected a non-empty list of bodies, got {_kind(doc['bodies'])}")
+        else:
+            bodies = [_body(r, b, ("bodies", k)) for k, b in enumerate(doc["bodies"])]
+    init = r.mapping(doc.get("initial", {}), ("initial",), ("q", "qd"))
+    spec = ModelSpec(name=name, bodies=tuple(bodies), gravity=gravity,
+                     initial_q=_initial(r, init.get("q", {}), ("initial", "q")),
+                     initial_qd=_initial(r, init.get("qd", {}), ("initial", "qd")))
     if r.problems:
-        raise ModelError(r.problems, source)
-    return ModelSpec(name=name, bodies=tuple(bodies), gravity=gravity, initial_q=init_q, initial_qd=init_qd)
+        unread = [p.path for p in r.problems]
+        for p in check_spec(spec) + build_topology(spec.bodies)[1]:
+            if not any(p.path[:len(u)] == u or u[:len(p.path)] == p.path for u in unread):
+                r.problem(p.path, p.message)
+        raise ModelError(sorted(r.problems, key=lambda p: math.inf if p.line is None else p.line), source)
+    return spec
 
 
 def _body(r: _Reader, raw, at) -> Body:
     b = r.mapping(raw, at, BODY_KEYS, required=("name", "parent", "joint"))
-    name = r.string(b.get("name"), at + ("name",), default=None) if "name" in b else f"<body {at[-1]}>"
-    parent = r.string(b.get("parent"), at + ("parent",)) if "parent" in b else "world"
-    joint = _joint(r, b.get("joint", {}), at + ("joint",), name) if "joint" in b else Joint(name, "fixed")
+    name = r.string(b["name"], at + ("name",)) if "name" in b else f"<body {at[-1]}>"
+    parent = r.string(b["parent"], at + ("parent",)) if "parent" in b else "world"
+    joint = _joint(r, b["joint"], at + ("joint",), name) if "joint" in b else Joint(name, "fixed")
     mass = r.number(b.get("mass", 0.0), at + ("mass",))
     com = r.vector(b.get("com", [0.0, 0.0, 0.0]), at + ("com",), 3)
-    inertia = _inertia(r, b.get("inertia"), at + ("inertia",))
+    inertia = _inertia(r, b.get("inertia", {}), at + ("inertia",))
     frames = {}
-    if "frames" in b:
-        raw_frames = b["frames"]
-        if not isinstance(raw_frames, dict):
-            r.problem(at + ("frames",), f"expected a mapping of frame name to [x, y, z] or {{xyz, rpy}}, got {_kind(raw_frames)}")
+    raw_frames = b.get("frames", {})
+    if not isinstance(raw_frames, dict):
+        r.problem(at + ("frames",), f"expected a mapping of frame name to [x, y, z] or {{xyz, rpy}}, got {_kind(raw_frames)}")
+        raw_frames = {}
+    for fname, fr in raw_frames.items():
+        fat = at + ("frames", fname)
+        if not isinstance(fname, str) or not fname:
+            r.problem(fat, f"frame names must be non-empty text, got {_kind(fname)}")
         else:
-            for fname, fr in raw_frames.items():
-                fat = at + ("frames", fname)
-                if not isinstance(fname, str) or not fname:
-                    r.problem(fat, f"frame names must be non-empty text, got {_kind(fname)}")
-                    continue
-                frames[fname] = _origin(r, fr, fat) if isinstance(fr, dict) else Origin(xyz=r.vector(fr, fat, 3))
+            frames[fname] = _origin(r, fr, fat) if isinstance(fr, dict) else Origin(xyz=r.vector(fr, fat, 3))
     return Body(name=name, parent=parent, joint=joint, mass=mass, com=com, inertia=inertia, frames=frames)
 
 
 def _joint(r: _Reader, raw, at, body_name) -> Joint:
     j = r.mapping(raw, at, JOINT_KEYS, required=("type",))
-    jname = r.string(j.get("name"), at + ("name",)) if "name" in j else body_name
-    jtype = r.string(j.get("type"), at + ("type",)) if "type" in j else "fixed"
+    jname = r.string(j["name"], at + ("name",)) if "name" in j else body_name
+    jtype = r.string(j["type"], at + ("type",)) if "type" in j else "fixed"
     axis = r.vector(j.get("axis", [0.0, 0.0, 1.0]), at + ("axis",), 3)
-    origin = _origin(r, j["origin"], at + ("origin",)) if "origin" in j else Origin()
+    origin = _origin(r, j.get("origin", {}), at + ("origin",))
     spring = None
     if "spring" in j:
         s = r.mapping(j["spring"], at + ("spring",), SPRING_KEYS)
@@ -185,8 +256,7 @@ def _joint(r: _Reader, raw, at, body_name) -> Joint:
     actuated = j.get("actuated", True)
     if not isinstance(actuated, bool):
         r.problem(at + ("actuated",), f"expected true or false, got {_kind(actuated)}")
-        actuated = True
-    return Joint(name=jname, type=jtype, axis=axis, origin=origin, spring=spring, actuated=actuated)
+    return Joint(name=jname, type=jtype, axis=axis, origin=origin, spring=spring, actuated=actuated is not False)
 
 
 def _origin(r: _Reader, raw, at) -> Origin:
@@ -196,8 +266,7 @@ def _origin(r: _Reader, raw, at) -> Origin:
 
 
 def _inertia(r: _Reader, raw, at):
-    if raw is None:
-        return ((0.0, 0.0, 0.0),) * 3
+    """{Ixx, Iyy, Izz, Ixy, Ixz, Iyz} (missing entries 0) or a 3x3 matrix, about the CoM."""
     if isinstance(raw, list):
         if len(raw) != 3:
             r.problem(at, f"expected a 3x3 matrix (3 rows of 3 numbers) or {{Ixx, ...}}, got {len(raw)} rows")
@@ -214,8 +283,10 @@ def _initial(r: _Reader, raw, at) -> dict:
         return {}
     out = {}
     for jname, val in raw.items():
-        if isinstance(val, list):
-            out[str(jname)] = tuple(r.number(x, at + (jname, k)) for k, x in enumerate(val))
+        if not isinstance(jname, str):
+            r.problem(at + (jname,), f"expected a joint name, got {_kind(jname)}")
+        elif isinstance(val, (list, tuple)):
+            out[jname] = tuple(r.number(x, at + (jname, k)) for k, x in enumerate(val))
         else:
-            out[str(jname)] = (r.number(val, at + (jname,)),)
+            out[jname] = (r.number(val, at + (jname,)),)
     return out

@@ -1,0 +1,117 @@
+"""Per-step outputs: body records in the seeds' four notations and the engine's own momentum
+and energy (seeds 000 and 002).
+
+Notations (seed 000 Figs. 1-2): inertial absolute (r_abs = rbar_i, the CoM in world axes);
+inertial from the system CM (r_cm = rhat_i = rbar_i - R); body-1 axes from the system CM
+(r_cm_b1 = C_1^T rhat_i); body-1 axes from joint 1 (r_j1_b1 = C_1^T (rbar_i - etabar_1)); and
+for seed 002 Procedure 4 inertial axes from joint 1 (r_j1). Every rate is the inertial time
+derivative expressed in the stated axes (so C_1 rdot^1 is the inertial rate, as seed 000
+Procedures 3-4 use it). C_1 rotates body-1 axes to world axes; body 1 is the tree's base body.
+
+The engine's own p_sys, H_sys, KE come from other formulas than the checker's: total spatial
+momentum sum X_i^* I_i v_i (RBDA Sec. 2.13) shifted to the CM, and KE = 1/2 qd^T M qd (CRBA).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dynamics.crba import crba
+from .kinematics import Kinematics
+from .spatial import Array, skew
+
+VEC3 = ("omega", "omega_b1", "r_abs", "rdot_abs", "r_cm", "rdot_cm", "r_cm_b1", "rdot_cm_b1",
+        "r_j1", "rdot_j1", "r_j1_b1", "rdot_j1_b1")
+SYM6 = ("I", "I_b1")             # inertia about the CoM: xx, yy, zz, xy, xz, yz
+SYM_INDEX = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
+
+
+@dataclass(frozen=True)
+class Invariants:
+    """Engine's system quantities, world axes: p_sys = sum m_i rhatdot_i (seed 000 Eq. 9, ~0)
+    [N s]; P_sys = M_tot Rdot total linear momentum [N s]; H_sys about the system CM incl.
+    wheels (Eq. 10) [N m s]; R, Rdot CM position [m] and velocity [m/s]; KE, PE [J]."""
+    p_sys: Array
+    P_sys: Array
+    H_sys: Array
+    R: Array
+    Rdot: Array
+    KE: float
+    PE: float
+
+    @property
+    def E(self) -> float:
+        return self.KE + self.PE
+
+
+def engine_invariants(model, kin: Kinematics, q: Array, qd: Array, spring_pe: float) -> Invariants:
+    """p_sys, P_sys, H_sys, R, Rdot from spatial momenta; KE by CRBA; PE = springs + gravity
+    (seed 002 Eq. 2: 1/2 sum k theta^2 - sum m g^T rbar)."""
+    t = model.tree
+    n = model.N
+    h_world = np.zeros(6)                      # [angular about world origin; linear], world axes
+    m_tot = 0.0
+    mc = np.zeros(3)
+    for i in range(1, n + 1):
+        h = t.I[i] @ kin.v[i]                 # spatial momentum about the body origin, body axes
+        R, p = kin.R[i], kin.p[i]
+        L_w, P_w = R @ h[:3], R @ h[3:]
+        h_world += np.r_[L_w + np.cross(p, P_w), P_w]
+        m_tot += t.mass[i]
+        mc += t.mass[i] * (p + R @ t.com[i])
+    R_cm = mc / m_tot
+    P = h_world[3:]
+    Rdot = P / m_tot
+    H = h_world[:3] - np.cross(R_cm, P)
+    KE = 0.5 * qd @ crba(t, q) @ qd
+    PE = spring_pe - float(t.mass[1:] @ (kin.p[1:] + np.einsum("nij,nj->ni", kin.R[1:], t.com[1:])) @ model.gravity)
+    return Invariants(p_sys=P - m_tot * Rdot, P_sys=P, H_sys=H, R=R_cm, Rdot=Rdot, KE=float(KE), PE=float(PE))
+
+
+def body_records(model, kin: Kinematics) -> dict[str, Array]:
+    """Records of every rigid body (wheel rotors excluded) and wheel, as flat named columns:
+    ``<body>.m``, ``<body>.I[xx..yz]``, ``<body>.<vec>[1..3]`` for vec in VEC3, ``<wheel>.h``,
+    ``<wheel>.h_b1``, ``<wheel>.Iw``, and system ``C1[1..9]`` (row-major), ``R``, ``Rdot``,
+    ``eta1``, ``etadot1``, ``g``."""
+    t = model.tree
+    idx = model.rigid_bodies
+    m = t.mass[list(idx)]
+    C1 = kin.R[1]
+    rbar = np.array([kin.p[i] + kin.R[i] @ t.com[i] for i in idx])
+    rbardot = np.array([kin.point_velocity(i, t.com[i]) for i in idx])
+    omega = kin.omega_world[list(idx)]
+    I_w = np.array([kin.R[i] @ t.I_c[i] @ kin.R[i].T for i in idx])
+    M = m.sum()
+    R = m @ rbar / M
+    Rdot = m @ rbardot / M
+    eta1, etadot1 = kin.p[1], kin.point_velocity(1, np.zeros(3))
+    vec = {"omega": omega, "omega_b1": omega @ C1, "r_abs": rbar, "rdot_abs": rbardot,
+           "r_cm": rbar - R, "rdot_cm": rbardot - Rdot, "r_cm_b1": (rbar - R) @ C1, "rdot_cm_b1": (rbardot - Rdot) @ C1,
+           "r_j1": rbar - eta1, "rdot_j1": rbardot - etadot1,
+           "r_j1_b1": (rbar - eta1) @ C1, "rdot_j1_b1": (rbardot - etadot1) @ C1}
+    inert = {"I": I_w, "I_b1": np.einsum("ji,njk,kl->nil", C1, I_w, C1)}
+    out: dict[str, Array] = {}
+    for k, i in enumerate(idx):
+        name = model.body_names[i - 1]
+        out[f"{name}.m"] = m[k]
+        for key in SYM6:
+            for (a, b), lab in zip(SYM_INDEX, ("xx", "yy", "zz", "xy", "xz", "yz")):
+                out[f"{name}.{key}[{lab}]"] = inert[key][k, a, b]
+        for key in VEC3:
+            for c in range(3):
+                out[f"{name}.{key}[{c + 1}]"] = vec[key][k, c]
+    for wname, (i, w) in model.wheels.items():
+        g = t.axis[i]
+        h = t.I_c[i] @ kin.v[i, :3]                        # = g I_w thetadot, rotor axes
+        h_world = kin.R[i] @ h
+        for c in range(3):
+            out[f"{wname}.h[{c + 1}]"] = h_world[c]
+            out[f"{wname}.h_b1[{c + 1}]"] = (C1.T @ h_world)[c]
+        out[f"{wname}.Iw"] = float(g @ t.I_c[i] @ g)
+    for c in range(9):
+        out[f"C1[{c + 1}]"] = C1.flat[c]
+    for key, val in (("R", R), ("Rdot", Rdot), ("eta1", eta1), ("etadot1", etadot1), ("g", model.gravity)):
+        for c in range(3):
+            out[f"{key}[{c + 1}]"] = val[c]
+    return out

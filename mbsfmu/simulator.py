@@ -1,0 +1,229 @@
+"""The Simulator: state (q, qd incl. wheel speeds, input work), named inputs, step(dt), outputs.
+
+The state vector is x = [q (nq), qd (nv), W_in, W_diss]: W_in [J] is the work done by the
+inputs (actuators, wheel motors, thrusters, body wrenches) and W_diss [J] (<= 0) the work of the
+dampers, integrated with the motion so that E(t) - E(0) = W_in + W_diss can be checked exactly.
+Inputs are held constant over a step (zero-order hold).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import joints
+from .dynamics.aba import aba
+from .errors import InputError, MbsError
+from .forces import ForceElements
+from .integrators import IntegrationError, dop853, rk4_step
+from .kinematics import forward_kinematics
+from .records import Invariants, body_records, engine_invariants
+from .spatial import Array
+
+INTEGRATORS = ("rk4", "dop853")
+
+
+class SimulationError(MbsError):
+    """The run cannot go on: non-finite state or a failed step; names the time and component."""
+
+
+@dataclass(frozen=True)
+class SimState:
+    """A full copy of the simulator's state, for rollback: time [s], x, inputs u, statistics."""
+    t: float
+    x: Array
+    u: Array
+    n_steps: int
+    n_rhs: int
+    h_last: float
+
+
+class Simulator:
+    """Runs a Model forward in time.
+
+    integrator: "rk4" (fixed internal step h_max [s]; each step(dt) takes ceil(dt / h_max)
+    equal sub-steps) or "dop853" (adaptive, rtol/atol, internal steps at most h_max if > 0).
+    """
+
+    def __init__(self, model, integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10,
+                 atol: float = 1e-12):
+        if integrator not in INTEGRATORS:
+            raise InputError(f"integrator {integrator!r}: expected one of {', '.join(INTEGRATORS)}")
+        for name, val in (("rtol", rtol), ("atol", atol)):
+            if not (math.isfinite(val) and val > 0):
+                raise InputError(f"{name} must be a positive number, got {val}")
+        if not (math.isfinite(h_max) and (h_max > 0 or (integrator == "dop853" and h_max == 0))):
+            raise InputError(f"h_max must be a positive step [s] (0 = unlimited for dop853), got {h_max}")
+        self.model = model
+        self.integrator, self.h_max, self.rtol, self.atol = integrator, float(h_max), float(rtol), float(atol)
+        self.forces = ForceElements(model)
+        self.input_names = self.forces.layout.names
+        self._nq, self._nv = model.nq, model.nv
+        t = model.tree
+        self._quat = [slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
+                      for i in range(1, model.N + 1) if t.jtype[i] in (joints.SPHERICAL, joints.FREE)]
+        self.state_names = _state_names(model)
+        q, qd = model.initial_state()
+        self.t = 0.0
+        self.x = np.concatenate((q, qd, [0.0, 0.0]))
+        self.u = np.zeros(len(self.input_names))
+        self.n_steps = self.n_rhs = 0
+        self.h_last = 0.0
+
+    # ---- state and inputs ---------------------------------------------------------------
+    @property
+    def q(self) -> Array:
+        return self.x[: self._nq].copy()
+
+    @property
+    def qd(self) -> Array:
+        return self.x[self._nq: self._nq + self._nv].copy()
+
+    @property
+    def work(self) -> tuple[float, float]:
+        """(W_in, W_diss) [J] since the start (or the last set_state)."""
+        return float(self.x[-2]), float(self.x[-1])
+
+    def set_configuration(self, q: Array, qd: Array) -> None:
+        """Set q (nq,) and qd (nv,) (quaternions must be unit); input work restarts at zero."""
+        q = self.model._vec("q", q, self._nq)
+        qd = self.model._vec("qd", qd, self._nv)
+        for s in self._quat:
+            if abs(np.linalg.norm(q[s]) - 1.0) > 1e-9:
+                raise InputError(f"q[{s.start}:{s.stop}] is a quaternion of norm {np.linalg.norm(q[s]):.12g}, must be 1")
+        self.x = np.concatenate((q, qd, [0.0, 0.0]))
+
+    def set_input(self, name: str, value: float) -> None:
+        """Set one named input (see ``input_names``) [SI units]."""
+        if name not in self.input_names:
+            import difflib
+            close = difflib.get_close_matches(name, self.input_names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InputError(f"unknown input {name!r}{hint}; model {self.model.source} has inputs: "
+                             f"{', '.join(self.input_names) or 'none'}")
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"input {name!r} must be a number, got {value!r}") from None
+        if not math.isfinite(v):
+            raise InputError(f"input {name!r} is {v}: inputs must be finite")
+        self.u[self.input_names.index(name)] = v
+
+    def set_inputs(self, values: dict[str, float]) -> None:
+        for name, v in values.items():
+            self.set_input(name, v)
+
+    def get_state(self) -> SimState:
+        return SimState(self.t, self.x.copy(), self.u.copy(), self.n_steps, self.n_rhs, self.h_last)
+
+    def set_state(self, s: SimState) -> None:
+        self.t, self.x, self.u = s.t, s.x.copy(), s.u.copy()
+        self.n_steps, self.n_rhs, self.h_last = s.n_steps, s.n_rhs, s.h_last
+
+    # ---- dynamics -----------------------------------------------------------------------
+    def rhs(self, x: Array) -> Array:
+        """dx/dt at state x with the current inputs."""
+        m, nq, nv = self.model, self._nq, self._nv
+        q, qd = x[:nq], x[nq: nq + nv]
+        tau_u = self.forces.joint_forces(self.u)
+        f_ext, p_in, p_damp = None, 0.0, 0.0
+        if self.forces.springs or self.forces.thrusters or self.forces.wrenches:
+            f_ext, p_in, p_damp = self.forces.body_wrenches(forward_kinematics(m.tree, q, qd), self.u)
+        qdd = aba(m.tree, q, qd, tau_u + m.passive_forces(q, qd), f_ext)
+        p_in += tau_u @ qd
+        p_damp -= m._d @ (qd * qd)
+        self.n_rhs += 1
+        return np.concatenate((m.config_rate(q, qd), qdd, [p_in, p_damp]))
+
+    def step(self, dt: float) -> None:
+        """Advance the state by dt [s] with the inputs held; SimulationError on failure (the
+        state is then left at the start of the step)."""
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise InputError(f"dt must be a positive, finite time step [s], got {dt!r}")
+        x = self.x
+        try:
+            with np.errstate(all="ignore"):
+                if self.integrator == "rk4":
+                    n = max(1, math.ceil(dt / self.h_max - 1e-9))
+                    h = dt / n
+                    for _ in range(n):
+                        x = self._normalise(rk4_step(self.rhs, x, h))
+                        self._check_finite(x, self.t + h)
+                    self.n_steps += n
+                    self.h_last = h
+                else:
+                    x, _nfev, self.h_last = dop853(self.rhs, x, dt, self.rtol, self.atol, self.h_max, self.h_last or None)
+                    x = self._normalise(x)
+                    self.n_steps += 1
+        except (IntegrationError, FloatingPointError, np.linalg.LinAlgError) as e:
+            raise SimulationError(f"step from t = {self.t:.9g} s by {dt:.9g} s failed: {e}") from None
+        self._check_finite(x, self.t + dt)
+        self.x = x
+        self.t += dt
+
+    def _normalise(self, x: Array) -> Array:
+        for s in self._quat:
+            x[s] /= np.linalg.norm(x[s])
+        return x
+
+    def _check_finite(self, x: Array, t: float) -> None:
+        bad = np.flatnonzero(~np.isfinite(x))
+        if bad.size:
+            names = [self.state_names[k] for k in bad[:5]]
+            raise SimulationError(f"non-finite state at t = {t:.9g} s in {', '.join(names)}"
+                                  f"{' and more' if bad.size > 5 else ''} (last good t = {self.t:.9g} s)")
+
+    # ---- outputs ------------------------------------------------------------------------
+    def kinematics(self):
+        return forward_kinematics(self.model.tree, self.x[: self._nq], self.x[self._nq: self._nq + self._nv])
+
+    def invariants(self) -> Invariants:
+        """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state."""
+        q, qd = self.q, self.qd
+        kin = self.kinematics()
+        return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin))
+
+    def spring_energy(self, kin=None) -> float:
+        """PE of joint springs and point-to-point springs [J] (seed 002 Eq. 2, first term)."""
+        kin = kin or self.kinematics()
+        m, q = self.model, self.q
+        pe = sum(0.5 * m._k[iv] * (q[iq] - m._q0[iv]) ** 2 for iq, iv in m._spring_iq)
+        return float(pe + sum(0.5 * k * x * x for _n, k, x in self.forces.spring_state(kin)))
+
+    def spring_records(self, kin=None) -> dict[str, float]:
+        """``<spring>.k`` [N/m or N m/rad] and ``<spring>.x`` (deflection) of every spring."""
+        kin = kin or self.kinematics()
+        m, q = self.model, self.q
+        out = {}
+        for iq, iv in m._spring_iq:
+            name = _joint_of_dof(m, iv)
+            out[f"{name}.k"], out[f"{name}.x"] = float(m._k[iv]), float(q[iq] - m._q0[iv])
+        for name, k, x in self.forces.spring_state(kin):
+            out[f"{name}.k"], out[f"{name}.x"] = float(k), float(x)
+        return out
+
+    def records(self) -> dict[str, float]:
+        """Body, wheel and spring records for the independent checker (see records.py)."""
+        kin = self.kinematics()
+        return {**body_records(self.model, kin), **self.spring_records(kin)}
+
+
+def _joint_of_dof(model, iv: int) -> str:
+    t = model.tree
+    for i in range(1, model.N + 1):
+        if t.iv[i] <= iv < t.iv[i] + t.nv[i]:
+            return model.joint_names[i - 1]
+    raise KeyError(iv)
+
+
+def _state_names(model) -> list[str]:
+    """Readable names of the state vector entries: q.<joint>[k], qd.<joint>[k], W_in, W_diss."""
+    names = []
+    t = model.tree
+    for key, size in (("q", t.nq), ("qd", t.nv)):
+        for i in range(1, model.N + 1):
+            n = int(size[i])
+            for k in range(n):
+                names.append(f"{key}.{model.joint_names[i - 1]}" + (f"[{k + 1}]" if n > 1 else ""))
+    return names + ["W_in", "W_diss"]
