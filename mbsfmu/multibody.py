@@ -273,69 +273,49 @@ class Model:
         return out
 
     def _check_initial(self, lines) -> list[Problem]:
-        problems = []
-        for key, values, size in (("q", self.spec.initial_q, "nq"), ("qd", self.spec.initial_qd, "nv")):
-            for jname, val in values.items():
-                path = ("initial", key, jname)
-                if jname not in self.joint_index:
-                    from .model.topology import _suggest
-                    problems.append(Problem(path, f"unknown joint {jname!r}" + _suggest(jname, self.joint_names)))
-                    continue
-                i = self.joint_index[jname]
-                n = int(getattr(self.tree, size)[i])
-                arr = np.atleast_1d(np.asarray(val, dtype=float))
-                if arr.shape != (n,):
-                    problems.append(Problem(path, f"joint {jname!r} ({self._bodies[i - 1].joint.type}) takes {n} "
-                                            f"value(s) for {key}, got {arr.size}"))
-                elif not np.all(np.isfinite(arr)):
-                    problems.append(Problem(path, f"{arr.tolist()} is not finite"))
-                elif key == "q" and self.tree.jtype[i] in (joints.SPHERICAL, joints.FREE):
-                    quat = arr[-4:]
-                    if abs(np.linalg.norm(quat) - 1.0) > 1e-9:
-                        problems.append(Problem(path, f"quaternion (w, x, y, z) {quat.tolist()} has norm "
-                                                f"{np.linalg.norm(quat):.12g}, must be 1"))
-        return _with_lines(problems, lines)
+        """Initial values are checked with the rest of the description, by ``check_spec``."""
+        return []
 
     def _check_moves_mass(self, lines) -> list[Problem]:
-        """Joints whose motion moves no mass or inertia, which makes M singular: looked for at two
-        random configurations (a structural singularity shows at both)."""
+        """Joints whose motion, alone or combined with other joints', moves no mass or inertia, which
+        makes M singular: looked for at two random configurations (a structural singularity shows
+        at both); M overflowing to inf is reported too."""
         if self.nv == 0:
             return []
         rng = np.random.default_rng(12345)
         suspects: set[int] | None = None
-        for _ in range(2):
-            q, _qd = self.random_state(rng)
-            M = crba(self.tree, q)
-            ev, V = np.linalg.eigh(M)
-            tol = SINGULAR_RTOL * max(np.trace(M), 1e-300)
-            null = V[:, ev <= tol]
-            found = set()
-            for col in null.T:
-                found |= {int(k) for k in np.flatnonzero(np.abs(col) > 1e-6)}
-            suspects = found if suspects is None else suspects & found
+        with np.errstate(all="ignore"):
+            for _ in range(2):
+                M = crba(self.tree, self.random_state(rng)[0])
+                if not np.all(np.isfinite(M)):
+                    return _with_lines([Problem(("bodies",), "the mass matrix overflows: some mass, inertia, com, "
+                                                "origin or axis is far too large")], lines)
+                tol = SINGULAR_RTOL * max(np.trace(M), 1e-300)
+                ev, V = np.linalg.eigh(M)
+                found = set(np.flatnonzero(np.abs(V[:, ev <= tol]).max(axis=1, initial=0.0) > 1e-6).tolist())
+                suspects = found if suspects is None else suspects & found
+        t, wheel_paths = self.tree, _with_wheel_rotors(self.spec)[1]
+        singular = [i for i in range(1, self.N + 1) if suspects & set(range(t.iv[i], t.iv[i] + t.nv[i]))]
         problems = []
-        for i in range(1, self.N + 1):
-            sl = range(self.tree.iv[i], self.tree.iv[i] + self.tree.nv[i])
-            if suspects and any(k in suspects for k in sl):
-                b = self._bodies[i - 1]
-                problems.append(Problem(("bodies", self.topology.order[i - 1], "joint"),
-                                        f"joint {b.joint.name!r} moves no mass or inertia in some direction "
-                                        f"(body {b.name!r} and its subtree), so the mass matrix is singular: "
-                                        "give the moved bodies mass or inertia, or make the joint fixed"))
+        for i in singular:
+            b, k, sl = self._bodies[i - 1], self.topology.order[i - 1], slice(t.iv[i], t.iv[i] + t.nv[i])
+            what = f"wheel {b.name!r}" if k in wheel_paths else f"joint {b.joint.name!r}"
+            others = ", ".join(repr(self._bodies[j - 1].joint.name) for j in singular if j != i)
+            if not others or np.linalg.eigvalsh(M[sl, sl])[0] <= tol:
+                msg = (f"{what} moves no mass or inertia{' in some direction' if t.nv[i] > 1 else ''} (body "
+                       f"{b.name!r} and its subtree), so the mass matrix is singular: give the moved bodies mass "
+                       "or inertia, or make the joint fixed")
+            else:
+                msg = (f"{what} combined with {others} moves no mass or inertia (e.g. coaxial joints with only "
+                       "massless bodies between them), so the mass matrix is singular")
+            problems.append(_map_path(Problem(("bodies", k, "joint"), msg), wheel_paths))
         return _with_lines(problems, lines)
 
 
 def _with_lines(problems: list[Problem], lines: dict | None) -> list[Problem]:
-    """Attach file line numbers (from the loader's path -> line map) to problems."""
-    if not lines:
-        return problems
-    out = []
-    for p in problems:
-        path = p.path
-        while path and path not in lines:
-            path = path[:-1]
-        out.append(Problem(p.path, p.message, lines.get(path)))
-    return out
+    """Attach file line numbers (from the loader's path -> line map) to problems, in file order."""
+    from .model.validation import locate
+    return locate(problems, lines)
 
 
 def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:

@@ -30,7 +30,8 @@ BRANCHED = {
     "version": 1, "name": "branched",
     "bodies": [
         {"name": "base", "parent": "world", "joint": {"name": "float", "type": "free"},
-         "mass": 5.0, "inertia": [[0.2, 0, 0], [0, 0.3, 0], [0, 0, 0.4]]},
+         "mass": 5.0, "inertia": [[0.2, 0, 0], [0, 0.3, 0], [0, 0, 0.4]],
+         "wheels": [{"name": "rw1", "axis": [1, 0, 0], "inertia": 0.05, "position": [0, 0.1, 0]}]},
         {"name": "mount", "parent": "base", "joint": {"type": "fixed", "origin": {"xyz": [0, 0, 0.1]}}},
         {"name": "ball", "parent": "mount", "joint": {"name": "shoulder", "type": "spherical", "actuated": False},
          "mass": 1.0, "com": [0, 0, 0.2], "inertia": {"Ixx": 0.01, "Iyy": 0.01, "Izz": 0.01}},
@@ -39,15 +40,23 @@ BRANCHED = {
          "mass": 0.5, "inertia": {"Ixx": 0.001, "Iyy": 0.001, "Izz": 0.001, "Ixy": 0.0001},
          "frames": {"pad": [0.1, 0, 0]}},
     ],
-    "initial": {"q": {"float": [0, 0, 1, 1, 0, 0, 0], "shoulder": [1, 0, 0, 0]}},
+    "forces": [
+        {"type": "spring", "name": "s1", "a": {"body": "ball", "point": [0, 0, 0.3]}, "b": {"body": "world"},
+         "k": 10.0, "d": 0.1, "l0": 0.5},
+        {"type": "thruster", "name": "thr1", "body": "base", "point": [0, 0, 1], "direction": [0, 0, 1]},
+        {"type": "wrench", "name": "push", "body": "slider", "axes": "body"},
+    ],
+    "initial": {"q": {"float": [0, 0, 1, 1, 0, 0, 0], "shoulder": [1, 0, 0, 0]}, "qd": {"rw1": 2.0}},
 }
 
 JUNK = st.one_of(
     st.none(), st.booleans(), st.text(max_size=6), st.integers(-3, 3), st.integers(),
     st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([-1.0, -1e-9, 0.0, 1e308, -1e308, 10**400]),
     st.lists(st.floats(-2, 2), max_size=5), st.lists(st.integers(-2, 2), max_size=3).map(lambda x: [x]),
-    st.dictionaries(st.sampled_from(["name", "xyz", "Ixx", "k", "q", "type", "zz"]), st.integers(-1, 1), max_size=2),
-    st.sampled_from(["world", "link1", "base", "revolute", "free", "fixed", ".nan", "1e-3", "2001-02-30"]),
+    st.dictionaries(st.sampled_from(["name", "xyz", "Ixx", "k", "q", "type", "body", "zz"]), st.integers(-1, 1),
+                    max_size=2),
+    st.sampled_from(["world", "link1", "base", "ball", "rw1", "revolute", "free", "spring", "thruster", ".nan",
+                     "1e-3", "2001-02-30"]),
 )
 OPS = ("replace", "delete", "add_key", "resize", "nest", "duplicate_body", "reorder_bodies", "parent", "joint_type")
 
@@ -132,11 +141,27 @@ def test_mutated_dict_raises_only_model_error(data):
         assert e.problems and all(p.message for p in e.problems)
 
 
-@settings(max_examples=100, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list("abkmn:-[]{},.'\"&*!|>#?~@`%0129 \n\t")), max_size=120))
-def test_random_text_raises_only_model_error(tmp_path_factory, text):
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_mutated_text_raises_only_model_error(tmp_path_factory, data):
+    lines = yaml.safe_dump(data.draw(st.sampled_from([SCARA, BRANCHED])), sort_keys=False).splitlines()
+    for _ in range(data.draw(st.integers(1, 3))):
+        k = data.draw(st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["delete", "duplicate", "indent", "dedent", "insert"]))
+        if op == "delete":
+            del lines[k]
+        elif op == "duplicate":
+            lines.insert(k, lines[k])
+        elif op in ("indent", "dedent"):
+            lines[k] = "  " + lines[k] if op == "indent" else lines[k][2:]
+        else:
+            at = data.draw(st.integers(0, len(lines[k])))
+            token = data.draw(st.sampled_from(["[", "]", "{", "}", ":", "- ", "&a ", "*a", "!!float ", "!!int ",
+                                               "!!timestamp ", "!!binary ", "<<: ", "? ", "'", '"', "#", "\t",
+                                               "\x07", "2001-02-30", ".nan", "~", "1e999", "---\n"]))
+            lines[k] = lines[k][:at] + token + lines[k][at:]
     path = tmp_path_factory.mktemp("fuzz") / "model.yaml"
-    path.write_text(text, encoding="utf-8")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     try:
         mbsfmu.load_model(path)
     except mbsfmu.ModelError as e:

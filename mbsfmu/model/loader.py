@@ -18,12 +18,13 @@ from yaml.constructor import ConstructorError
 
 from ..errors import ModelError, Problem
 from .description import Body, Joint, ModelSpec, Origin, Spring
+from .elements import parse_forces, parse_wheels
 from .topology import build_topology
 from .validation import check_spec, locate
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("version", "name", "gravity", "bodies", "initial")
-BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "frames")
+TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "initial")
+BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "frames", "wheels")
 JOINT_KEYS = ("name", "type", "axis", "origin", "spring", "actuated")
 ORIGIN_KEYS = ("xyz", "rpy")
 SPRING_KEYS = ("k", "d", "q0")
@@ -40,7 +41,8 @@ class _Loader(yaml.SafeLoader):
             return super().construct_object(node, deep)
         except (ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as e:
             # PyYAML's scalar constructors raise these bare, without a file position
-            raise ConstructorError(None, None, f"cannot read {node.value!r} as {node.tag.rsplit(':', 1)[-1]} ({e})",
+            tag = node.tag.rsplit(":", 1)[-1]
+            raise ConstructorError(None, None, f"cannot read {_kind(node.value)} as {tag} ({e})",
                                    node.start_mark) from None
 
     def construct_mapping(self, node, deep=False):
@@ -54,8 +56,8 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-                              list("-+0123456789"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                              re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
 class _Reader:
@@ -117,6 +119,8 @@ def _kind(value) -> str:
         return f"the text {value[:40]!r}" + ("..." if len(value) > 40 else "")
     if isinstance(value, bool):
         return f"the boolean {value}"
+    if isinstance(value, numbers.Real):
+        return f"the number {value!r}" if not isinstance(value, int) or value.bit_length() < 64 else "a huge integer"
     return {dict: "a mapping", list: "a list"}.get(type(value), f"{type(value).__name__} {repr(value)[:40]}")
 
 
@@ -126,7 +130,8 @@ def parse_file(path: str | Path) -> tuple[object, dict]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ModelError([Problem((), f"cannot read the file: {getattr(e, 'strerror', None) or e}")], str(path)) from None
+        why = getattr(e, "strerror", None) or e
+        raise ModelError([Problem((), f"cannot read the file: {why}")], str(path)) from None
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text, object_pairs_hook=_json_object), {}
@@ -162,7 +167,7 @@ def _json_object(pairs: list) -> dict:
 
 def _yaml_problem(e: yaml.YAMLError, text: str) -> Problem:
     if isinstance(e, yaml.reader.ReaderError):
-        return Problem((), f"broken YAML: character #x{ord(e.character):04x}: {e.reason}",
+        return Problem((), f"broken YAML: character #x{e.character:04x}: {e.reason}",
                        text.count("\n", 0, e.position) + 1)
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     what = ", ".join(s for s in (getattr(e, "context", None), getattr(e, "problem", None)) if s) or str(e)
@@ -198,7 +203,7 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
     r = _Reader(lines or {})
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "bodies"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != SCHEMA_VERSION):
-        r.problem(("version",), f"unsupported model schema version {_kind(doc['version'])}; "
+        r.problem(("version",), f"unsupported model schema version: got {_kind(doc['version'])}, "
                   f"this mbsfmu reads version {SCHEMA_VERSION}")
     name = r.string(doc["name"], ("name",)) if "name" in doc else Path(source).stem
     gravity = r.vector(doc.get("gravity", [0.0, 0.0, -9.81]), ("gravity",), 3)
@@ -211,7 +216,8 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
     init = r.mapping(doc.get("initial", {}), ("initial",), ("q", "qd"))
     spec = ModelSpec(name=name, bodies=tuple(bodies), gravity=gravity,
                      initial_q=_initial(r, init.get("q", {}), ("initial", "q")),
-                     initial_qd=_initial(r, init.get("qd", {}), ("initial", "qd")))
+                     initial_qd=_initial(r, init.get("qd", {}), ("initial", "qd")),
+                     forces=parse_forces(r, doc["forces"]) if "forces" in doc else ())
     if r.problems:
         unread = [p.path for p in r.problems]
         for p in check_spec(spec) + build_topology(spec.bodies)[1]:
@@ -232,7 +238,8 @@ def _body(r: _Reader, raw, at) -> Body:
     frames = {}
     raw_frames = b.get("frames", {})
     if not isinstance(raw_frames, dict):
-        r.problem(at + ("frames",), f"expected a mapping of frame name to [x, y, z] or {{xyz, rpy}}, got {_kind(raw_frames)}")
+        r.problem(at + ("frames",), "expected a mapping of frame name to [x, y, z] or {xyz, rpy}, "
+                  f"got {_kind(raw_frames)}")
         raw_frames = {}
     for fname, fr in raw_frames.items():
         fat = at + ("frames", fname)
@@ -240,7 +247,9 @@ def _body(r: _Reader, raw, at) -> Body:
             r.problem(fat, f"frame names must be non-empty text, got {_kind(fname)}")
         else:
             frames[fname] = _origin(r, fr, fat) if isinstance(fr, dict) else Origin(xyz=r.vector(fr, fat, 3))
-    return Body(name=name, parent=parent, joint=joint, mass=mass, com=com, inertia=inertia, frames=frames)
+    wheels = parse_wheels(r, b["wheels"], at + ("wheels",)) if "wheels" in b else ()
+    return Body(name=name, parent=parent, joint=joint, mass=mass, com=com, inertia=inertia, frames=frames,
+                wheels=wheels)
 
 
 def _joint(r: _Reader, raw, at, body_name) -> Joint:

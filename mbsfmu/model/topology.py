@@ -39,7 +39,9 @@ class Topology:
 def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Problem]]:
     """Number bodies in depth-first preorder (siblings keep file order) and build L and pi.
 
-    Reports unknown parents and cycles; returns no topology when there is any."""
+    Reports unknown parents and each body on a cycle of parents (bodies that only hang from a
+    cycle or from an unknown parent are not reported again); returns no topology when there is
+    any problem."""
     problems: list[Problem] = []
     index = {}
     for k, b in enumerate(bodies):
@@ -62,9 +64,9 @@ def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Prob
             order.append(index[name])
         stack.extend(bodies[k].name for k in reversed(fresh))
     for k, b in enumerate(bodies):
-        if k not in seen and index.get(b.name) == k and (b.parent == WORLD or b.parent in index):
-            problems.append(Problem(("bodies", k, "parent"), f"body {b.name!r} is in a cycle of the tree "
-                                    "(following parents never reaches 'world'); close loops with 'loops', not parents"))
+        if k not in seen and index.get(b.name) == k and (cycle := _cycle(bodies, index, k)):
+            problems.append(Problem(("bodies", k, "parent"), f"body {b.name!r} is on a cycle of parents "
+                                    f"({' -> '.join(cycle)}), so it never reaches 'world'"))
     if problems:
         return None, problems
     number = {bodies[k].name: i + 1 for i, k in enumerate(order)}
@@ -80,6 +82,14 @@ def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Prob
             pi[i - 1, j - 1] = 1
             j = L[j]
     return Topology(L=L, pi=pi, order=tuple(order)), problems
+
+
+def _cycle(bodies: tuple[Body, ...], index: dict, k: int) -> list[str]:
+    """Names from body k up its parents and back to k when k is on a cycle, else []."""
+    chain = [k]
+    while (j := index.get(bodies[chain[-1]].parent)) is not None and j not in chain:
+        chain.append(j)
+    return [bodies[j].name for j in chain + [k]] if j == k else []
 
 
 def _suggest(word: str, options) -> str:

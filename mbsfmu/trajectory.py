@@ -1,0 +1,321 @@
+"""Trajectory files: plain CSV, one row per output time, read by the independent checker
+(``mbsfmu check TRAJECTORY.csv --procedure N``, see ``mbsfmu/invariants.py``).
+
+Any simulator can write one (MuJoCo, Pinocchio, an in-house code): export the columns below and
+run the checker on the file. Format:
+
+- Plain CSV, UTF-8, comma separated. The first row holds the column names; no comment lines,
+  no units row. Every later row holds one number per column (Python ``float`` syntax; ``nan``
+  and ``inf`` are read as such). Write full precision (``repr(x)`` or ``%.17g``): the checker
+  compares to ~1e-12, and 6 significant digits cap every relative check at ~1e-6.
+- ``time`` [s]: required, strictly increasing.
+- Column order is free; extra columns are ignored. Vectors are 1-based ``name[1]..name[3]``,
+  symmetric 3x3 tensors ``name[xx]``, ``[yy]``, ``[zz]``, ``[xy]``, ``[xz]``, ``[yz]``.
+- All vectors are in world (inertial) axes unless the name says ``_b1`` (body-1 axes: the axes of
+  the reference body b1, the tree's base body). Every rate is the inertial time derivative,
+  expressed in the stated axes (so ``C1 @ rdot_b1`` is the inertial velocity).
+
+Per rigid body B (discovered by its ``B.m`` column):
+
+| column | meaning | unit |
+|---|---|---|
+| ``B.m`` | mass | kg |
+| ``B.I[xx..yz]`` | inertia about the CoM, world axes | kg m^2 |
+| ``B.I_b1[xx..yz]`` | inertia about the CoM, body-1 axes | kg m^2 |
+| ``B.omega[1..3]``, ``B.omega_b1[1..3]`` | angular velocity, world / body-1 axes | rad/s |
+| ``B.r_abs[1..3]``, ``B.rdot_abs[1..3]`` | CoM position and velocity (rbar, inertial) | m, m/s |
+| ``B.r_cm[1..3]``, ``B.rdot_cm[1..3]`` | CoM from the system CM (rhat), world axes | m, m/s |
+| ``B.r_cm_b1[1..3]``, ``B.rdot_cm_b1[1..3]`` | the same in body-1 axes | m, m/s |
+| ``B.r_j1[1..3]``, ``B.rdot_j1[1..3]`` | CoM from joint 1 (r = rbar - etabar_1), world axes | m, m/s |
+| ``B.r_j1_b1[1..3]``, ``B.rdot_j1_b1[1..3]`` | the same in body-1 axes | m, m/s |
+
+Per reaction wheel W (discovered by ``W.Iw``): ``W.Iw`` spin-axis inertia [kg m^2],
+``W.h[1..3]`` / ``W.h_b1[1..3]`` wheel angular momentum h = g I_w thetadot (absolute spin rate)
+in world / body-1 axes [N m s]. The wheel's mass and transverse inertia are part of its host
+body's ``m`` and ``I``; the host's ``I`` omits the wheel's spin-axis inertia.
+
+Per spring S (joint springs named by their joint, point springs by their element; discovered by
+``S.k``): ``S.k`` stiffness [N/m or N m/rad], ``S.x`` deflection [m or rad]; PE = 1/2 k x^2.
+
+System: ``C1[1..9]`` the rotation body-1 axes -> world axes, row-major (C1[1] C1[2] C1[3] is
+the first row); ``R[1..3]``, ``Rdot[1..3]`` system CM position and velocity [m, m/s];
+``eta1[1..3]``, ``etadot1[1..3]`` joint-1 position and velocity (etabar_1) [m, m/s];
+``g[1..3]`` uniform gravity [m/s^2].
+
+Names: ``engine``, ``q``, ``qd`` and ``u`` are reserved column prefixes: a body, wheel or spring
+of that name is not discovered. Names must not contain commas or quotes.
+
+Optional: joint states ``q.<joint>``, ``qd.<joint>`` (``[k]`` for multi-DoF joints), inputs
+``u.<name>``, and the simulator's own values, compared by the ``engine_agreement`` check:
+``engine.p_sys[1..3]``, ``engine.P_sys[1..3]``, ``engine.H_sys[1..3]`` [N s, N s, N m s],
+``engine.R[1..3]``, ``engine.Rdot[1..3]``, ``engine.KE``, ``engine.PE``, ``engine.E`` [J],
+``engine.W_in`` (work done by the inputs since the first row) and ``engine.W_diss`` (damper
+work, <= 0) [J], so that KE + PE - W_in - W_diss is constant (``energy_balance`` check).
+
+Which columns a check needs depends on the procedure (seed 000/002 Procedures 1-4, table in
+``mbsfmu/invariants.py``): a file needs only the columns of the procedures it is checked with;
+the checker names any that are missing. The smallest export is the inertial absolute one:
+``time``, ``g``, and per body ``m``, ``I``, ``omega``, ``r_abs``, ``rdot_abs`` (plus wheels' ``h``,
+``Iw`` and springs' ``k``, ``x``), checked with ``--procedure 2 --energy-procedure 1``.
+
+Exporting from MuJoCo (checked in tests/test_invariants.py): for body b, ``m = model.body_mass[b]``,
+``r_abs = data.xipos[b]``, ``I = X diag(model.body_inertia[b]) X^T`` with
+``X = data.ximat[b].reshape(3, 3)``, and ``[omega, rdot_abs]`` = the 6-vector from
+``mujoco.mj_objectVelocity(model, data, mjOBJ_BODY, b, res, 0)`` (world axes, at the CoM).
+From Pinocchio: ``data.oMi[i]`` gives the joint frame (R, p), ``model.inertias[i]`` its mass,
+``lever`` c and ``inertia`` about the CoM (joint axes), so ``r_abs = p + R c``,
+``I = R I_c R^T``; ``getVelocity(model, data, i, LOCAL_WORLD_ALIGNED)`` gives omega and the
+frame origin's velocity v, so ``rdot_abs = v + omega x (R c)``.
+"""
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import MbsError
+
+Array = NDArray[np.float64]
+
+
+class TrajectoryError(MbsError):
+    """A trajectory file that cannot be written or read; names the file, row and column."""
+
+
+class Trajectory(Mapping):
+    """Columns of a trajectory as float arrays (T,), by name; ``time`` (T,) [s].
+
+    Built by ``read_trajectory`` or ``Trajectory.from_columns``; ``names`` keeps the file order."""
+
+    def __init__(self, columns: Mapping[str, Array], source: str):
+        self._columns = dict(columns)
+        self.source = source
+        self.names = tuple(self._columns)
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, object], source: str = "<columns>") -> Trajectory:
+        """A trajectory from named scalars or equal-length sequences, validated like a file
+        (``time`` present, numeric, strictly increasing)."""
+        out: dict[str, Array] = {}
+        for name, val in columns.items():
+            try:
+                arr = np.atleast_1d(np.asarray(val, dtype=float))
+            except (TypeError, ValueError):
+                raise TrajectoryError(f"{source}: column {name!r} is not numeric") from None
+            if arr.ndim != 1:
+                raise TrajectoryError(f"{source}: column {name!r} has shape {arr.shape}, expected (T,)")
+            out[str(name)] = arr
+        lengths = {len(v) for v in out.values()}
+        if len(lengths) > 1:
+            raise TrajectoryError(f"{source}: columns have different lengths {sorted(lengths)}")
+        _check_time(out, source, first_line=None)
+        return cls(out, source)
+
+    # Mapping interface
+    def __getitem__(self, name: str) -> Array:
+        try:
+            return self._columns[name]
+        except KeyError:
+            raise KeyError(f"{self.source}: no column {name!r}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    @property
+    def time(self) -> Array:
+        """(T,) output times [s]."""
+        return self._columns["time"]
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.time)
+
+    def missing(self, names: Iterable[str]) -> list[str]:
+        """The names (in the given order) that are not columns of this trajectory."""
+        return [n for n in names if n not in self._columns]
+
+    def stack(self, names: Sequence[str]) -> Array:
+        """(T, len(names)) the named columns side by side."""
+        return np.column_stack([self._columns[n] for n in names])
+
+    def __repr__(self) -> str:
+        return f"Trajectory({self.source!r}, {self.n_rows} rows, {len(self)} columns)"
+
+
+class TrajectoryWriter:
+    """Streaming CSV writer: opens ``path``, writes the header (column names) at once, then one
+    row per ``write(row)``, flushed, so a run that fails keeps every row it computed.
+
+    columns: the column names, ``time`` among them; if None, taken from the first row's keys
+    (the header is then written with the first row). Use as a context manager or call close()."""
+
+    def __init__(self, path: str | os.PathLike, columns: Sequence[str] | None = None):
+        self.path = str(path)
+        self.columns: tuple[str, ...] | None = None
+        self.n_rows = 0
+        try:
+            self._f = open(self.path, "w", newline="", encoding="utf-8")
+        except OSError as e:
+            raise TrajectoryError(f"cannot write trajectory file {self.path}: {e.strerror or e}") from None
+        if columns is not None:
+            self._header(columns)
+
+    def _header(self, columns: Sequence[str]) -> None:
+        cols = tuple(str(c) for c in columns)
+        bad = [c for c in cols if not c or c != c.strip() or any(ch in c for ch in ',"\r\n')]
+        if bad:
+            raise TrajectoryError(f"{self.path}: column names must be non-empty, without commas, quotes, "
+                                  f"newlines or surrounding blanks: {', '.join(map(repr, bad))}")
+        dup = sorted({c for c in cols if cols.count(c) > 1})
+        if dup:
+            raise TrajectoryError(f"{self.path}: duplicate column names: {', '.join(dup)}")
+        if "time" not in cols:
+            raise TrajectoryError(f"{self.path}: the columns must include 'time'")
+        self.columns = cols
+        self._f.write(",".join(cols) + "\n")
+        self._f.flush()
+
+    def write(self, row: Mapping[str, float] | Sequence[float]) -> None:
+        """Append one row: a mapping with exactly the file's columns, or a sequence of values
+        in column order. Values are written with repr (exact round trip)."""
+        if self._f.closed:
+            raise TrajectoryError(f"{self.path}: write after close")
+        if self.columns is None:
+            if not isinstance(row, Mapping):
+                raise TrajectoryError(f"{self.path}: the first row must be a mapping when no columns were given")
+            self._header(list(row))
+        if isinstance(row, Mapping):
+            missing = [c for c in self.columns if c not in row]
+            extra = [str(k) for k in row if k not in set(self.columns)]
+            if missing or extra:
+                raise TrajectoryError(
+                    f"{self.path}: row {self.n_rows + 1} does not match the header"
+                    + (f"; missing: {', '.join(missing)}" if missing else "")
+                    + (f"; not in the header: {', '.join(extra)}" if extra else ""))
+            values = [row[c] for c in self.columns]
+        else:
+            values = list(row)
+            if len(values) != len(self.columns):
+                raise TrajectoryError(f"{self.path}: row {self.n_rows + 1} has {len(values)} values, "
+                                      f"the header has {len(self.columns)} columns")
+        cells = []
+        for c, v in zip(self.columns, values):
+            try:
+                cells.append(repr(float(v)))
+            except (TypeError, ValueError):
+                raise TrajectoryError(f"{self.path}: row {self.n_rows + 1}, column {c!r}: "
+                                      f"{v!r} is not a number") from None
+        self._f.write(",".join(cells) + "\n")
+        self._f.flush()
+        self.n_rows += 1
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+
+    def __enter__(self) -> TrajectoryWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write_trajectory(path: str | os.PathLike, columns: Sequence[str] | None = None) -> TrajectoryWriter:
+    """Open a streaming trajectory writer (see ``TrajectoryWriter``):
+
+        with write_trajectory("run.csv", names) as w:
+            for ...: w.write(row)
+    """
+    return TrajectoryWriter(path, columns)
+
+
+def save_trajectory(path: str | os.PathLike, columns: Mapping[str, object]) -> None:
+    """Write whole columns (scalars or equal-length sequences, ``time`` included) at once."""
+    traj = Trajectory.from_columns(columns, source=str(path))
+    with TrajectoryWriter(path, traj.names) as w:
+        for k in range(traj.n_rows):
+            w.write([traj[c][k] for c in traj.names])
+
+
+def read_trajectory(path: str | os.PathLike) -> Trajectory:
+    """Read a trajectory CSV (format in this module's docstring) into float columns.
+
+    TrajectoryError names the file and, for bad cells, the line, row and column."""
+    path = str(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.reader(f))
+    except OSError as e:
+        raise TrajectoryError(f"cannot read trajectory file {path}: {e.strerror or e}") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise TrajectoryError(f"trajectory file {path} is not a readable CSV text file: {e}") from None
+    # keep file line numbers (1-based) while skipping blank lines
+    lines = [(k + 1, r) for k, r in enumerate(rows) if r and any(c.strip() for c in r)]
+    if not lines:
+        raise TrajectoryError(f"trajectory file {path} is empty: expected a header row of column names")
+    header_line, header = lines[0]
+    names = [c.strip() for c in header]
+    empty = [k + 1 for k, c in enumerate(names) if not c]
+    if empty:
+        raise TrajectoryError(f"{path}: line {header_line}: header has empty column name(s) at position(s) "
+                              f"{', '.join(map(str, empty))}")
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        raise TrajectoryError(f"{path}: line {header_line}: duplicate column names: {', '.join(dup)}")
+    if "time" not in names:
+        raise TrajectoryError(f"{path}: no 'time' column (the first row must be the column names, e.g. "
+                              f"time,...; found: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})")
+    data = lines[1:]
+    if not data:
+        raise TrajectoryError(f"{path}: no data rows after the header")
+    for row_no, (line, r) in enumerate(data, start=1):
+        if len(r) != len(names):
+            raise TrajectoryError(f"{path}: line {line} (row {row_no}) has {len(r)} cells, the header has "
+                                  f"{len(names)} columns")
+    try:
+        values = np.array([r for _, r in data], dtype=float)
+    except ValueError:
+        values = None
+    if values is None:
+        for row_no, (line, r) in enumerate(data, start=1):
+            for name, cell in zip(names, r):
+                try:
+                    float(cell)
+                except ValueError:
+                    raise TrajectoryError(f"{path}: line {line} (row {row_no}), column {name!r}: "
+                                          f"{cell.strip()!r} is not a number") from None
+        raise TrajectoryError(f"{path}: could not read the numbers")  # pragma: no cover
+    columns = {name: values[:, k].copy() for k, name in enumerate(names)}
+    _check_time(columns, path, first_line=[line for line, _ in data])
+    return Trajectory(columns, path)
+
+
+def _check_time(columns: Mapping[str, Array], source: str, first_line: list[int] | None) -> None:
+    if "time" not in columns:
+        raise TrajectoryError(f"{source}: no 'time' column")
+    t = columns["time"]
+    if t.size == 0:
+        raise TrajectoryError(f"{source}: no data rows")
+
+    def where(k: int) -> str:
+        return f"line {first_line[k]} (row {k + 1})" if first_line else f"row {k + 1}"
+
+    bad = np.flatnonzero(~np.isfinite(t))
+    if bad.size:
+        raise TrajectoryError(f"{source}: {where(int(bad[0]))}: time is {float(t[bad[0]])}, must be finite")
+    back = np.flatnonzero(np.diff(t) <= 0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise TrajectoryError(f"{source}: {where(k)}: time {float(t[k])!r} s is not greater than the previous "
+                              f"{float(t[k - 1])!r} s (time must be strictly increasing)")
+
+
+__all__ = ["Trajectory", "TrajectoryError", "TrajectoryWriter", "read_trajectory", "save_trajectory",
+           "write_trajectory"]
+
