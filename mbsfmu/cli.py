@@ -12,11 +12,13 @@ def _info(args) -> int:
     m = load_model(args.model)
     print(f"model {m.name} ({args.model}): {m.N} bodies, nq = {m.nq}, nv = {m.nv}, gravity {m.gravity.tolist()} m/s^2")
     print(f"{'#':>3}  {'body':<16} {'parent (L)':<16} {'joint':<12} {'type':<10} {'nq':>2} {'nv':>2} {'mass [kg]':>10}")
-    for i, b in enumerate(m.body_names, start=1):
+    t = m.tree
+    for i, b in enumerate(m.bodies, start=1):
         p = "world" if m.L[i] == 0 else m.body_names[m.L[i] - 1]
-        t = m.tree
-        print(f"{i:>3}  {b:<16} {p:<16} {m.joint_names[i - 1]:<12} {m.spec.bodies[m.topology.order[i - 1]].joint.type:<10} "
-              f"{t.nq[i]:>2} {t.nv[i]:>2} {t.mass[i]:>10.4g}")
+        kind = "wheel" if b.name in m.wheels else b.joint.type
+        print(f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} {t.mass[i]:>10.4g}")
+    sim_inputs = __import__("mbsfmu.forces", fromlist=["ForceElements"]).ForceElements(m).layout.names
+    print(f"inputs: {', '.join(sim_inputs) or 'none'}")
     return 0
 
 

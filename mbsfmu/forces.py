@@ -41,14 +41,14 @@ class ForceElements:
         names, units, desc, tau_index, tau_dof = [], [], [], [], []
         wheel_bodies = {i for i, _w in model.wheels.values()}
         for i in range(1, model.N + 1):
-            b = model._bodies[i - 1]
+            b = model.bodies[i - 1]
             if i in wheel_bodies:
                 names.append(f"{b.name}.torque")
                 units.append("N.m")
                 desc.append(f"motor torque on reaction wheel {b.name}, about its spin axis (reaction on the host)")
                 tau_index.append(len(names) - 1)
                 tau_dof.append(int(t.iv[i]))
-            elif b.joint.actuated and t.nv[i] > 0:
+            elif b.joint.is_actuated and t.nv[i] > 0:
                 for k in range(int(t.nv[i])):
                     suffix = "" if t.nv[i] == 1 else f"[{k + 1}]"
                     names.append(f"{b.joint.name}.tau{suffix}")

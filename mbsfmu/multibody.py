@@ -21,7 +21,7 @@ from .kinematics import Kinematics, forward_kinematics, point_jacobian
 from .model.description import Body, Joint, ModelSpec, Origin
 from .model.topology import Topology, build_topology
 from .model.tree import Tree, compile_tree
-from .model.validation import check_spec
+from .model.validation import check_spec, locate
 from .spatial import Array
 
 SINGULAR_RTOL = 1e-12  # M is singular along a direction whose Rayleigh quotient is below this x trace
@@ -38,32 +38,32 @@ class Model:
         topo, topo_problems = build_topology(bodies)
         problems += [_map_path(p, wheel_paths) for p in topo_problems]
         if problems:
-            raise ModelError(_with_lines(problems, lines), source)
+            raise ModelError(locate(problems, lines), source)
         self.topology: Topology = topo
         self.tree: Tree = compile_tree(replace(spec, bodies=bodies), topo)
-        self._bodies = [bodies[k] for k in topo.order]
+        self.bodies = tuple(bodies[k] for k in topo.order)   # tree order; wheel rotors included
         self.wheels = MappingProxyType({
             w.name: (self.topology.order.index(k) + 1, w) for k, w in
             ((k, wheel_paths[k][1]) for k in wheel_paths)})
-        self.rigid_bodies = tuple(i for i in range(1, len(self._bodies) + 1) if topo.order[i - 1] not in wheel_paths)
-        self.body_names = tuple(b.name for b in self._bodies)
-        self.joint_names = tuple(b.joint.name for b in self._bodies)
+        self.rigid_bodies = tuple(i for i in range(1, len(self.bodies) + 1) if topo.order[i - 1] not in wheel_paths)
+        self.body_names = tuple(b.name for b in self.bodies)
+        self.joint_names = tuple(b.joint.name for b in self.bodies)
         self.body_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.body_names)})
         self.joint_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.joint_names)})
         self.frames = MappingProxyType({
-            fname: (i + 1, fr) for i, b in enumerate(self._bodies) for fname, fr in b.frames.items()})
+            fname: (i + 1, fr) for i, b in enumerate(self.bodies) for fname, fr in b.frames.items()})
         t = self.tree
         self._k = np.zeros(t.nv_total)
         self._d = np.zeros(t.nv_total)
         self._q0 = np.zeros(t.nv_total)
         self._spring_iq = []
-        for i, b in enumerate(self._bodies, start=1):
+        for i, b in enumerate(self.bodies, start=1):
             if b.joint.spring is not None:
                 self._k[t.iv[i]] = b.joint.spring.k
                 self._d[t.iv[i]] = b.joint.spring.d
                 self._q0[t.iv[i]] = b.joint.spring.q0
                 self._spring_iq.append((t.iq[i], t.iv[i]))
-        problems = self._check_initial(lines) + self._check_moves_mass(lines)
+        problems = self._check_moves_mass(lines)
         if problems:
             raise ModelError(problems, source)
 
@@ -272,10 +272,6 @@ class Model:
             out[1:] = arr
         return out
 
-    def _check_initial(self, lines) -> list[Problem]:
-        """Initial values are checked with the rest of the description, by ``check_spec``."""
-        return []
-
     def _check_moves_mass(self, lines) -> list[Problem]:
         """Joints whose motion, alone or combined with other joints', moves no mass or inertia, which
         makes M singular: looked for at two random configurations (a structural singularity shows
@@ -288,7 +284,7 @@ class Model:
             for _ in range(2):
                 M = crba(self.tree, self.random_state(rng)[0])
                 if not np.all(np.isfinite(M)):
-                    return _with_lines([Problem(("bodies",), "the mass matrix overflows: some mass, inertia, com, "
+                    return locate([Problem(("bodies",), "the mass matrix overflows: some mass, inertia, com, "
                                                 "origin or axis is far too large")], lines)
                 tol = SINGULAR_RTOL * max(np.trace(M), 1e-300)
                 ev, V = np.linalg.eigh(M)
@@ -298,9 +294,9 @@ class Model:
         singular = [i for i in range(1, self.N + 1) if suspects & set(range(t.iv[i], t.iv[i] + t.nv[i]))]
         problems = []
         for i in singular:
-            b, k, sl = self._bodies[i - 1], self.topology.order[i - 1], slice(t.iv[i], t.iv[i] + t.nv[i])
+            b, k, sl = self.bodies[i - 1], self.topology.order[i - 1], slice(t.iv[i], t.iv[i] + t.nv[i])
             what = f"wheel {b.name!r}" if k in wheel_paths else f"joint {b.joint.name!r}"
-            others = ", ".join(repr(self._bodies[j - 1].joint.name) for j in singular if j != i)
+            others = ", ".join(repr(self.bodies[j - 1].joint.name) for j in singular if j != i)
             if not others or np.linalg.eigvalsh(M[sl, sl])[0] <= tol:
                 msg = (f"{what} moves no mass or inertia{' in some direction' if t.nv[i] > 1 else ''} (body "
                        f"{b.name!r} and its subtree), so the mass matrix is singular: give the moved bodies mass "
@@ -309,13 +305,7 @@ class Model:
                 msg = (f"{what} combined with {others} moves no mass or inertia (e.g. coaxial joints with only "
                        "massless bodies between them), so the mass matrix is singular")
             problems.append(_map_path(Problem(("bodies", k, "joint"), msg), wheel_paths))
-        return _with_lines(problems, lines)
-
-
-def _with_lines(problems: list[Problem], lines: dict | None) -> list[Problem]:
-    """Attach file line numbers (from the loader's path -> line map) to problems, in file order."""
-    from .model.validation import locate
-    return locate(problems, lines)
+        return locate(problems, lines)
 
 
 def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:
@@ -328,7 +318,9 @@ def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:
     for k, b in enumerate(spec.bodies):
         for w_idx, w in enumerate(b.wheels):
             g = np.asarray(w.axis, dtype=float)
-            g = g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else g
+            with np.errstate(all="ignore"):   # huge or zero axes are reported by check_elements
+                norm = np.linalg.norm(g)
+            g = g / norm if 0 < norm < np.inf else g
             paths[len(bodies)] = (("bodies", k, "wheels", w_idx), w)
             bodies.append(Body(name=w.name, parent=b.name,
                                joint=Joint(name=w.name, type="revolute", axis=tuple(g), origin=Origin(xyz=w.position)),

@@ -8,8 +8,9 @@ for seed 002 Procedure 4 inertial axes from joint 1 (r_j1). Every rate is the in
 derivative expressed in the stated axes (so C_1 rdot^1 is the inertial rate, as seed 000
 Procedures 3-4 use it). C_1 rotates body-1 axes to world axes; body 1 is the tree's base body.
 
-The engine's own p_sys, H_sys, KE come from other formulas than the checker's: total spatial
-momentum sum X_i^* I_i v_i (RBDA Sec. 2.13) shifted to the CM, and KE = 1/2 qd^T M qd (CRBA).
+The engine's own p_sys, H_sys, KE come from other formulas than the checker's: each body's
+spatial momentum I_i v_i (RBDA Sec. 2.13) split into its CoM angular momentum and linear
+momentum, summed about the system CM; KE = 1/2 qd^T M qd (CRBA).
 """
 from __future__ import annotations
 
@@ -49,24 +50,25 @@ def engine_invariants(model, kin: Kinematics, q: Array, qd: Array, spring_pe: fl
     """p_sys, P_sys, H_sys, R, Rdot from spatial momenta; KE by CRBA; PE = springs + gravity
     (seed 002 Eq. 2: 1/2 sum k theta^2 - sum m g^T rbar)."""
     t = model.tree
-    n = model.N
-    h_world = np.zeros(6)                      # [angular about world origin; linear], world axes
-    m_tot = 0.0
-    mc = np.zeros(3)
-    for i in range(1, n + 1):
+    L_c = np.zeros((model.N + 1, 3))          # angular momentum about each body's CoM, world axes
+    P = np.zeros((model.N + 1, 3))            # linear momentum, world axes
+    c = np.zeros((model.N + 1, 3))            # CoM positions, world
+    for i in range(1, model.N + 1):
         h = t.I[i] @ kin.v[i]                 # spatial momentum about the body origin, body axes
-        R, p = kin.R[i], kin.p[i]
-        L_w, P_w = R @ h[:3], R @ h[3:]
-        h_world += np.r_[L_w + np.cross(p, P_w), P_w]
-        m_tot += t.mass[i]
-        mc += t.mass[i] * (p + R @ t.com[i])
-    R_cm = mc / m_tot
-    P = h_world[3:]
-    Rdot = P / m_tot
-    H = h_world[:3] - np.cross(R_cm, P)
+        L_c[i] = kin.R[i] @ (h[:3] - np.cross(t.com[i], h[3:]))
+        P[i] = kin.R[i] @ h[3:]
+        c[i] = kin.p[i] + kin.R[i] @ t.com[i]
+    m_tot = t.mass.sum()
+    R_cm = t.mass @ c / m_tot
+    P_sys = P.sum(axis=0)
+    Rdot = P_sys / m_tot
+    # moments of the CM-relative momenta: sum (c_i - R) x m_i Rdot = 0 drops out exactly, which
+    # keeps H_sys accurate when the system is far from the origin or fast (free fall)
+    H = L_c.sum(axis=0) + np.cross(c - R_cm, P - np.outer(t.mass, Rdot)).sum(axis=0)
     KE = 0.5 * qd @ crba(t, q) @ qd
     PE = spring_pe - float(t.mass[1:] @ (kin.p[1:] + np.einsum("nij,nj->ni", kin.R[1:], t.com[1:])) @ model.gravity)
-    return Invariants(p_sys=P - m_tot * Rdot, P_sys=P, H_sys=H, R=R_cm, Rdot=Rdot, KE=float(KE), PE=float(PE))
+    return Invariants(p_sys=(P - np.outer(t.mass, Rdot)).sum(axis=0), P_sys=P_sys, H_sys=H, R=R_cm, Rdot=Rdot,
+                      KE=float(KE), PE=float(PE))
 
 
 def body_records(model, kin: Kinematics) -> dict[str, Array]:

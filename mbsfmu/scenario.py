@@ -10,16 +10,17 @@ import json
 import math
 import sys
 import time as wallclock
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import MbsError, ModelError
 from .model.loader import _Reader, parse_file
+from .multibody import Model
 from .schedules import Schedule, parse_schedule
 from .simulator import INTEGRATORS, SimulationError, Simulator
 
 SCENARIO_VERSION = 1
-TOP_KEYS = ("version", "name", "description", "model", "duration", "quick_duration", "dt", "integrator",
+TOP_KEYS = ("version", "name", "description", "model", "gravity", "duration", "quick_duration", "dt", "integrator",
             "initial", "inputs", "checks")
 INTEGRATOR_KEYS = ("method", "h_max", "rtol", "atol")
 
@@ -35,6 +36,7 @@ class Scenario:
     name: str
     description: str
     model_path: Path
+    gravity: tuple | None
     duration: float
     quick_duration: float
     dt: float
@@ -57,23 +59,25 @@ def load_scenario(path: str | Path) -> Scenario:
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
         r.problem(("version",), f"unsupported scenario version {doc['version']!r}; this mbsfmu reads {SCENARIO_VERSION}")
-    model_path = path.parent / r.string(doc.get("model"), ("model",), default="?")
+    model_path = path.parent / (r.string(doc["model"], ("model",)) if "model" in doc else "?")
     if "model" in doc and isinstance(doc["model"], str) and not model_path.is_file():
         r.problem(("model",), f"model file {str(model_path)!r} does not exist")
+    gravity = r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else None
     times = {}
     for key in ("duration", "dt", "quick_duration"):
         if key in doc:
             times[key] = r.number(doc[key], (key,))
             if not times[key] > 0:
                 r.problem((key,), f"{key} must be a positive time [s], got {doc[key]}")
-    integ = {"method": "rk4", "h_max": 1e-3, "rtol": 1e-10, "atol": 1e-12}
+    integ = {"method": "rk4", "rtol": 1e-10, "atol": 1e-12}
     if "integrator" in doc:
         raw = r.mapping(doc["integrator"], ("integrator",), INTEGRATOR_KEYS)
         for key in INTEGRATOR_KEYS:
             if key in raw:
                 integ[key] = raw[key] if key == "method" else r.number(raw[key], ("integrator", key))
-        if integ["method"] not in INTEGRATORS:
-            r.problem(("integrator", "method"), f"unknown integrator {integ['method']!r}; expected {', '.join(INTEGRATORS)}")
+    if integ["method"] not in INTEGRATORS:
+        r.problem(("integrator", "method"), f"unknown integrator {integ['method']!r}; expected {', '.join(INTEGRATORS)}")
+    integ.setdefault("h_max", 1e-3 if integ["method"] == "rk4" else 0.0)   # dop853: unlimited
     init_q, init_qd = {}, {}
     if "initial" in doc:
         init = r.mapping(doc["initial"], ("initial",), ("q", "qd"))
@@ -122,8 +126,11 @@ def load_scenario(path: str | Path) -> Scenario:
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     duration = times["duration"]
-    return Scenario(path=path, name=r.string(doc.get("name"), ("name",), default=path.stem),
-                    description=str(doc.get("description", "")), model_path=model_path, duration=duration,
+    name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
+    if r.problems:
+        raise ScenarioError(r.problems, str(path))
+    return Scenario(path=path, name=name,
+                    description=str(doc.get("description", "")), model_path=model_path, gravity=gravity, duration=duration,
                     quick_duration=min(times.get("quick_duration", duration), duration), dt=times["dt"],
                     integrator=integ, initial_q=init_q, initial_qd=init_qd, inputs=inputs, procedure=procedure,
                     checks=checks)
@@ -133,6 +140,8 @@ def build_simulator(scn: Scenario) -> Simulator:
     """Load the model, apply the initial-state overrides and check input names."""
     from . import load_model
     model = load_model(scn.model_path)
+    if scn.gravity is not None:
+        model = Model(replace(model.spec, gravity=scn.gravity), source=model.source)
     sim = Simulator(model, integrator=scn.integrator["method"], h_max=scn.integrator["h_max"],
                     rtol=scn.integrator["rtol"], atol=scn.integrator["atol"])
     q, qd = model.initial_state()

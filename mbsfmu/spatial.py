@@ -125,3 +125,15 @@ def spatial_inertia(m: float, c: Array, I_c: Array) -> Array:
     I[3:, :3] = m * C.T
     I[3:, 3:] = m * np.eye(3)
     return I
+
+
+def bias_force(I: Array, v: Array) -> Array:
+    """v x* (I v): the velocity-product force of a rigid body (RBDA Eq. 2.67).
+
+    Written out so that the linear velocity never multiplies itself: with h = I v and
+    v = [w; v_o], the term v_o x h_lin equals v_o x (I[3:, :3] w) exactly, because
+    v_o x (m v_o) = 0. The plain product loses m |v_o|^2 eps to round-off, which for a fast
+    or free-falling body is a spurious torque large enough to break momentum conservation."""
+    w, vo = v[:3], v[3:]
+    h = I @ v
+    return np.concatenate((np.cross(w, h[:3]) + np.cross(vo, I[3:, :3] @ w), np.cross(w, h[3:])))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.tree import Tree, joint_transforms
-from ..spatial import Array, crf, crm
+from ..spatial import Array, bias_force, crm
 
 
 def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None) -> Array:
@@ -25,7 +25,7 @@ def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None)
         vJ = S @ qd[tree.iv[i]: tree.iv[i] + tree.nv[i]]
         v[i] = Xup[i] @ v[tree.parent[i]] + vJ
         c[i] = crm(v[i]) @ vJ
-        pA[i] = crf(v[i]) @ tree.I[i] @ v[i]
+        pA[i] = bias_force(tree.I[i], v[i])
         if f_ext is not None:
             pA[i] -= f_ext[i]
     U = [None] * (n + 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.tree import Tree, joint_transforms
-from ..spatial import Array, crf, crm
+from ..spatial import Array, bias_force, crm
 
 
 def rnea(tree: Tree, q: Array, qd: Array, qdd: Array, f_ext: Array | None = None) -> Array:
@@ -25,7 +25,7 @@ def rnea(tree: Tree, q: Array, qd: Array, qdd: Array, f_ext: Array | None = None
         vJ = S @ qd[sl]
         v[i] = Xup[i] @ v[tree.parent[i]] + vJ
         a[i] = Xup[i] @ a[tree.parent[i]] + S @ qdd[sl] + crm(v[i]) @ vJ
-        f[i] = tree.I[i] @ a[i] + crf(v[i]) @ tree.I[i] @ v[i]
+        f[i] = tree.I[i] @ a[i] + bias_force(tree.I[i], v[i])
         if f_ext is not None:
             f[i] -= f_ext[i]
     tau = np.zeros(tree.nv_total)

@@ -46,7 +46,13 @@ class Joint:
     axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
     origin: Origin = field(default_factory=Origin)
     spring: Spring | None = None
-    actuated: bool = True
+    actuated: bool | None = None
+
+    @property
+    def is_actuated(self) -> bool:
+        """Has actuator inputs: as set, else every joint but a free one (a floating base is
+        driven by forces on bodies, not by a joint motor)."""
+        return self.type != "free" if self.actuated is None else self.actuated
 
 
 @dataclass(frozen=True)

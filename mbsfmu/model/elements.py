@@ -13,6 +13,7 @@ FORCE_TYPES = ("spring", "thruster", "wrench")
 FORCE_KEYS = {"spring": ("name", "type", "a", "b", "k", "d", "l0"),
               "thruster": ("name", "type", "body", "point", "direction"),
               "wrench": ("name", "type", "body", "point", "axes")}
+REQUIRED = {"spring": ("name", "a", "b"), "thruster": ("name", "body", "direction"), "wrench": ("name", "body")}
 ANCHOR_KEYS = ("body", "point")
 
 
@@ -38,10 +39,12 @@ def parse_forces(r, raw, at=("forces",)) -> tuple:
         r.problem(at, f"expected a list of force elements, got {type(raw).__name__}")
         return ()
     out = []
-    for k, f in enumerate(raw):
+    complete = True   # after an element that cannot be read, later ones are parsed for form only,
+    for k, f in enumerate(raw):   # so that elements keep their file index in the spec
         fat = at + (k,)
         if not isinstance(f, dict):
             r.problem(fat, f"expected a mapping with a 'type' of {', '.join(FORCE_TYPES)}")
+            complete = False
             continue
         ftype = f.get("type")
         if ftype not in FORCE_TYPES:
@@ -49,8 +52,9 @@ def parse_forces(r, raw, at=("forces",)) -> tuple:
             close = difflib.get_close_matches(str(ftype), FORCE_TYPES, n=1)
             r.problem(fat + ("type",), f"unknown force element type {ftype!r}; expected one of {', '.join(FORCE_TYPES)}"
                       + (f" (did you mean {close[0]!r}?)" if close else ""))
+            complete = False
             continue
-        f = r.mapping(f, fat, FORCE_KEYS[ftype], required=("name",) + FORCE_KEYS[ftype][2:3])
+        f = r.mapping(f, fat, FORCE_KEYS[ftype], required=REQUIRED[ftype])
         name = r.string(f.get("name"), fat + ("name",)) if "name" in f else f"<force {k}>"
         if ftype == "spring":
             out.append(SpringDamper(name=name, a=_anchor(r, f.get("a"), fat + ("a",)), b=_anchor(r, f.get("b"), fat + ("b",)),
@@ -59,19 +63,23 @@ def parse_forces(r, raw, at=("forces",)) -> tuple:
         elif ftype == "thruster":
             out.append(Thruster(name=name, body=r.string(f.get("body"), fat + ("body",)),
                                 point=r.vector(f.get("point", [0.0, 0.0, 0.0]), fat + ("point",), 3),
-                                direction=r.vector(f.get("direction"), fat + ("direction",), 3)))
+                                direction=r.vector(f.get("direction", [1.0, 0.0, 0.0]), fat + ("direction",), 3)))
         else:
             axes = f.get("axes", "world")
             if axes not in ("world", "body"):
                 r.problem(fat + ("axes",), f"axes must be 'world' or 'body', got {axes!r}")
             out.append(BodyWrench(name=name, body=r.string(f.get("body"), fat + ("body",)),
                                   point=r.vector(f.get("point", [0.0, 0.0, 0.0]), fat + ("point",), 3), axes=str(axes)))
-    return tuple(out)
+    return tuple(out) if complete else tuple(out[:_first_gap(raw)])
+
+
+def _first_gap(raw: list) -> int:
+    """Index of the first force element that could not be read at all."""
+    return next(k for k, f in enumerate(raw) if not isinstance(f, dict) or f.get("type") not in FORCE_TYPES)
 
 
 def _anchor(r, raw, at) -> Anchor:
-    if raw is None:
-        r.problem(at, "missing anchor {body, point}")
+    if raw is None:   # missing: reported by the element's required keys
         return Anchor(WORLD)
     a = r.mapping(raw, at, ANCHOR_KEYS, required=("body",))
     return Anchor(body=r.string(a.get("body"), at + ("body",)) if "body" in a else WORLD,

@@ -262,10 +262,11 @@ def _joint(r: _Reader, raw, at, body_name) -> Joint:
     if "spring" in j:
         s = r.mapping(j["spring"], at + ("spring",), SPRING_KEYS)
         spring = Spring(**{k: r.number(s.get(k, 0.0), at + ("spring", k)) for k in SPRING_KEYS})
-    actuated = j.get("actuated", True)
-    if not isinstance(actuated, bool):
+    actuated = j.get("actuated")
+    if actuated is not None and not isinstance(actuated, bool):
         r.problem(at + ("actuated",), f"expected true or false, got {_kind(actuated)}")
-    return Joint(name=jname, type=jtype, axis=axis, origin=origin, spring=spring, actuated=actuated is not False)
+        actuated = None
+    return Joint(name=jname, type=jtype, axis=axis, origin=origin, spring=spring, actuated=actuated)
 
 
 def _origin(r: _Reader, raw, at) -> Origin:
