@@ -11,9 +11,17 @@ __version__ = "0.1.0"
 
 
 def load_model(path: str | Path) -> Model:
-    """Load and validate a model file (.yaml, .yml or .json); ModelError lists every problem."""
+    """Load and validate a model file: YAML/JSON (.yaml, .yml, .json), a URDF robot description
+    (.urdf), or a YAML/JSON overlay with a ``urdf`` key (a URDF plus wheels, forces, gravity,
+    initial state; see README "URDF"). ModelError lists every problem."""
     from .model.loader import parse_file, spec_from_dict
+    if Path(path).suffix.lower() == ".urdf":
+        from .model.urdf import load_urdf
+        return load_urdf(path)
     data, lines = parse_file(path)
+    if isinstance(data, dict) and "urdf" in data:
+        from .model.urdf import load_overlay
+        return load_overlay(data, lines, path)
     spec = spec_from_dict(data, lines, str(path))
     return Model(spec, source=str(path), lines=lines)
 
