@@ -53,16 +53,13 @@ class Model:
         self.frames = MappingProxyType({
             fname: (i + 1, fr) for i, b in enumerate(self.bodies) for fname, fr in b.frames.items()})
         t = self.tree
-        self._k = np.zeros(t.nv_total)
-        self._d = np.zeros(t.nv_total)
-        self._q0 = np.zeros(t.nv_total)
-        self._spring_iq = []
+        self.damping = np.zeros(t.nv_total)          # (nv,) joint damping d [N m s/rad or N s/m]
+        self._springs = []                            # (joint name, q index, v index, k, q0)
         for i, b in enumerate(self.bodies, start=1):
             if b.joint.spring is not None:
-                self._k[t.iv[i]] = b.joint.spring.k
-                self._d[t.iv[i]] = b.joint.spring.d
-                self._q0[t.iv[i]] = b.joint.spring.q0
-                self._spring_iq.append((t.iq[i], t.iv[i]))
+                self.damping[t.iv[i]] = b.joint.spring.d
+                self._springs.append((b.joint.name, int(t.iq[i]), int(t.iv[i]), b.joint.spring.k, b.joint.spring.q0))
+        self.damping.flags.writeable = False
         problems = self._check_moves_mass(lines)
         if problems:
             raise ModelError(problems, source)
@@ -198,10 +195,14 @@ class Model:
     # ---- dynamics -----------------------------------------------------------------------
     def passive_forces(self, q: Array, qd: Array) -> Array:
         """(nv,) joint spring-damper forces -k (q - q0) - d qd [N m or N] (seed 001 systems 2, 3)."""
-        tau = -self._d * qd
-        for iq, iv in self._spring_iq:
-            tau[iv] -= self._k[iv] * (q[iq] - self._q0[iv])
+        tau = -self.damping * qd
+        for _name, iq, iv, k, q0 in self._springs:
+            tau[iv] -= k * (q[iq] - q0)
         return tau
+
+    def joint_spring_deflections(self, q: Array) -> dict[str, tuple[float, float]]:
+        """{joint name: (k, q - q0)} of the joint springs; PE = 1/2 k (q - q0)^2 (seed 002 Eq. 2)."""
+        return {name: (float(k), float(q[iq] - q0)) for name, iq, _iv, k, q0 in self._springs}
 
     def mass_matrix(self, q: Array) -> Array:
         """M(q): (nv, nv) joint-space inertia by CRBA."""

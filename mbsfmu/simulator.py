@@ -132,9 +132,14 @@ class Simulator:
             f_ext, p_in, p_damp = self.forces.body_wrenches(forward_kinematics(m.tree, q, qd), self.u)
         qdd = aba(m.tree, q, qd, tau_u + m.passive_forces(q, qd), f_ext)
         p_in += tau_u @ qd
-        p_damp -= m._d @ (qd * qd)
+        p_damp -= m.damping @ (qd * qd)
         self.n_rhs += 1
         return np.concatenate((m.config_rate(q, qd), qdd, [p_in, p_damp]))
+
+    def advance_to(self, t_end: float) -> None:
+        """step(t_end - t), landing exactly on t_end [s] (no round-off creep in a time grid)."""
+        self.step(t_end - self.t)
+        self.t = float(t_end)
 
     def step(self, dt: float) -> None:
         """Advance the state by dt [s] with the inputs held; SimulationError on failure (the
@@ -187,18 +192,15 @@ class Simulator:
     def spring_energy(self, kin=None) -> float:
         """PE of joint springs and point-to-point springs [J] (seed 002 Eq. 2, first term)."""
         kin = kin or self.kinematics()
-        m, q = self.model, self.q
-        pe = sum(0.5 * m._k[iv] * (q[iq] - m._q0[iv]) ** 2 for iq, iv in m._spring_iq)
-        return float(pe + sum(0.5 * k * x * x for _n, k, x in self.forces.spring_state(kin)))
+        return float(sum(0.5 * k * x * x for k, x in self.model.joint_spring_deflections(self.q).values())
+                     + sum(0.5 * k * x * x for _n, k, x in self.forces.spring_state(kin)))
 
     def spring_records(self, kin=None) -> dict[str, float]:
         """``<spring>.k`` [N/m or N m/rad] and ``<spring>.x`` (deflection) of every spring."""
         kin = kin or self.kinematics()
-        m, q = self.model, self.q
         out = {}
-        for iq, iv in m._spring_iq:
-            name = _joint_of_dof(m, iv)
-            out[f"{name}.k"], out[f"{name}.x"] = float(m._k[iv]), float(q[iq] - m._q0[iv])
+        for name, (k, x) in self.model.joint_spring_deflections(self.q).items():
+            out[f"{name}.k"], out[f"{name}.x"] = k, x
         for name, k, x in self.forces.spring_state(kin):
             out[f"{name}.k"], out[f"{name}.x"] = float(k), float(x)
         return out
@@ -207,14 +209,6 @@ class Simulator:
         """Body, wheel and spring records for the independent checker (see records.py)."""
         kin = self.kinematics()
         return {**body_records(self.model, kin), **self.spring_records(kin)}
-
-
-def _joint_of_dof(model, iv: int) -> str:
-    t = model.tree
-    for i in range(1, model.N + 1):
-        if t.iv[i] <= iv < t.iv[i] + t.nv[i]:
-            return model.joint_names[i - 1]
-    raise KeyError(iv)
 
 
 def _state_names(model) -> list[str]:
