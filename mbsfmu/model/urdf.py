@@ -17,9 +17,10 @@ without <inertial> is massless (as in Pinocchio). Joint types:
 | planar     | prismatic ``<j>_TX``, prismatic ``<j>_TY``, revolute ``<j>_RZ`` through two     |
 |            | massless bodies ``<j>_TX``, ``<j>_TY`` (MuJoCo's names and plane axes)        |
 
-<dynamics damping> becomes a joint damper Spring(k=0, d=damping); <dynamics friction> (Coulomb
-friction) is read but not modelled; <mimic> is rejected. Geometry (<visual>, <collision>, meshes
-by package:// or file names) is ignored: the dynamics needs none. The root link is fixed to the
+<dynamics damping> becomes a joint damper Spring(k=0, d=damping) (on each 1-DoF joint; ignored on
+floating joints); <dynamics friction> (Coulomb friction) is read but not modelled; <mimic> is
+rejected. Geometry (<visual>, <collision>, meshes by package:// or file names) is ignored: the
+dynamics needs none. The root link is fixed to the
 world by a fixed joint ``root_joint``, or floats on a free joint ``root_joint`` (Pinocchio's
 name) with ``floating_base``; a root link named ``world`` is the inertial frame itself.
 
@@ -34,6 +35,7 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from xml.parsers import expat
 
 import numpy as np
@@ -43,7 +45,10 @@ from ..spatial import rot_axis, rpy_to_R
 from .description import WORLD, Body, Joint, ModelSpec, Origin, Spring
 from .elements import parse_forces, parse_wheels
 from .loader import _initial, _kind, _Reader
-from .validation import locate
+from .validation import check_spec, locate
+
+if TYPE_CHECKING:   # the Model is built from this package's output: import it lazily at run time
+    from ..multibody import Model
 
 URDF_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
@@ -106,7 +111,6 @@ class UrdfRobot:
     links: tuple[UrdfLink, ...]
     joints: tuple[UrdfJoint, ...]
     root: str
-    line: int = 1
 
     @property
     def limits(self) -> dict[str, Limit]:
@@ -129,7 +133,7 @@ def read_urdf(path: str | Path) -> UrdfRobot:
     return robot
 
 
-def load_urdf(path: str | Path, floating_base: bool = False) -> "Model":  # noqa: F821
+def load_urdf(path: str | Path, floating_base: bool = False) -> Model:
     """The Model of a URDF file; the root link on a free joint ``root_joint`` if floating_base."""
     robot = read_urdf(path)
     if floating_base and robot.root == WORLD:
@@ -138,12 +142,7 @@ def load_urdf(path: str | Path, floating_base: bool = False) -> "Model":  # noqa
     return _build(spec, where, source=str(path), urdf_label=None, overlay_lines=None)
 
 
-def is_overlay(data) -> bool:
-    """True for a parsed YAML/JSON document that is a URDF overlay (it has a ``urdf`` key)."""
-    return isinstance(data, dict) and "urdf" in data
-
-
-def load_overlay(data, lines: dict, path: str | Path) -> "Model":  # noqa: F821
+def load_overlay(data, lines: dict, path: str | Path) -> Model:
     """The Model of a URDF overlay file (parsed document ``data`` with its path -> line map):
     the referenced URDF (path relative to the overlay) plus floating_base, gravity, joint springs,
     wheels, force elements and initial state. One ModelError lists the problems of both files."""
@@ -173,6 +172,11 @@ def load_overlay(data, lines: dict, path: str | Path) -> "Model":  # noqa: F821
     spec, where = urdf_spec(robot, floating) if robot is not None else (None, {})
     if spec is not None:
         spec, where = _apply_overlay(r, doc, spec, where, robot)
+        if r.problems:   # also the model's checks of meaning, outside what could not be read (as the loader)
+            unread = [p.path for p in r.problems]
+            for p in check_spec(spec):
+                if not any(p.path[:len(u)] == u or u[:len(p.path)] == p.path for u in unread):
+                    problems.append(_map(p, where, label, lines))
     if r.problems or problems:
         raise ModelError(_sorted(r.problems + problems), str(path))
     return _build(spec, where, source=str(path), urdf_label=label, overlay_lines=lines)
@@ -261,8 +265,7 @@ def _read(path: Path) -> tuple[UrdfRobot | None, list[Problem]]:
     if x.problems:
         return None, x.problems
     name = root.get("name") or path.stem
-    return UrdfRobot(name=name, source=str(path), links=tuple(links), joints=tuple(joints), root=root_link,
-                     line=lines.get(root, 1)), []
+    return UrdfRobot(name=name, source=str(path), links=tuple(links), joints=tuple(joints), root=root_link), []
 
 
 def _link(x: _Elements, el: ET.Element) -> UrdfLink:
@@ -296,7 +299,9 @@ def _link(x: _Elements, el: ET.Element) -> UrdfLink:
     else:
         ln["inertia"] = x.lines.get(I_el)
         v = {a: x.number(I_el, a, f"{at}/inertia") for a in INERTIA_ATTRS}
-        I_in = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]])
+        I_in = np.array([[v["ixx"], v["ixy"], v["ixz"]],
+                         [v["ixy"], v["iyy"], v["iyz"]],
+                         [v["ixz"], v["iyz"], v["izz"]]])
     R = rpy_to_R(np.asarray(rpy))
     I_link = R @ I_in @ R.T
     I_link = 0.5 * (I_link + I_link.T)
@@ -315,7 +320,8 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
     if jtype is None:
         x.problem(label, "missing attribute 'type'; expected one of " + ", ".join(URDF_TYPES), el)
     elif jtype not in URDF_TYPES:
-        x.problem(label, f"unknown type {jtype!r}; expected one of {', '.join(URDF_TYPES)}" + _suggest(jtype, URDF_TYPES), el)
+        x.problem(label, f"unknown type {jtype!r}; expected one of {', '.join(URDF_TYPES)}"
+                  + _suggest(jtype, URDF_TYPES), el)
     ends = {}
     for end in ("parent", "child"):
         sub = el.find(end)
@@ -357,10 +363,8 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
         for a in ("effort", "velocity"):
             if (getattr(limit, a) or 0.0) < 0:
                 x.problem(f"{label}/limit@{a}", f"negative {a} limit {getattr(limit, a)}", lim)
-    if jtype not in URDF_TYPES or "parent" not in ends or "child" not in ends:
-        return None
-    if ends["parent"] is None or ends["child"] is None:
-        return None
+    if ends.get("parent") is None or ends.get("child") is None:
+        return None   # reported; a joint with a bad type still takes part in the name and tree checks
     return UrdfJoint(name=name, type=jtype, parent=ends["parent"], child=ends["child"], origin=origin, axis=axis,
                      damping=damping, friction=friction, limit=limit, lines=ln)
 
@@ -468,7 +472,7 @@ def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec,
             for suffix, axis, origin in (("_TX", R[:, 0], j.origin), ("_TY", R[:, 1], Origin())):
                 name = j.name + suffix
                 k = len(bodies)
-                bodies.append(Body(name=name, parent=parent, joint=Joint(name, "prismatic", tuple(axis), origin, spring)))
+                bodies.append(Body(name, parent, Joint(name, "prismatic", tuple(axis), origin, spring)))
                 _where_joint(where, k, j, label)
                 where[("bodies", k)] = where[("bodies", k, "name")] = (label, j.lines["joint"])
                 parent = name
