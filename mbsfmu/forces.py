@@ -13,7 +13,7 @@ import numpy as np
 
 from .kinematics import Kinematics
 from .model.description import BodyWrench, SpringDamper, Thruster
-from .spatial import Array
+from .spatial import Array, cross
 
 LENGTH_EPS = 1e-12  # [m] below this a spring has no direction; its force is then zero
 
@@ -137,7 +137,7 @@ def _body(model, name: str) -> int:
 def _add_force(f: Array, kin: Kinematics, i: int, r: Array, F_world: Array) -> None:
     fb = kin.R[i].T @ F_world
     f[i, 3:] += fb
-    f[i, :3] += np.cross(r, fb)
+    f[i, :3] += cross(r, fb)
 
 
 def _spring_geometry(kin: Kinematics, ia, ra, ib, rb) -> tuple[Array, float, float]:

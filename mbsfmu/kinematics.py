@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model.tree import Tree, joint_transforms
-from .spatial import Array, crm, skew
+from .spatial import Array, crm, cross, skew
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Kinematics:
     def point_velocity(self, body: int, r: Array) -> Array:
         """World-axes velocity [m/s] of the point r (body coordinates) of a body."""
         w, vo = self.v[body, :3], self.v[body, 3:]
-        return self.R[body] @ (vo + np.cross(w, r))
+        return self.R[body] @ (vo + cross(w, r))
 
     def point_acceleration(self, body: int, r: Array) -> Array:
         """World-axes classical acceleration [m/s^2] of the point r (body coordinates):
@@ -47,7 +47,7 @@ class Kinematics:
         acceleration (RBDA Sec. 2.11: classical = spatial + w x v_o)"""
         w, vo = self.v[body, :3], self.v[body, 3:]
         dw, dvo = self.a[body, :3], self.a[body, 3:]
-        return self.R[body] @ (dvo + np.cross(dw, r) + np.cross(w, vo + np.cross(w, r)))
+        return self.R[body] @ (dvo + cross(dw, r) + cross(w, vo + cross(w, r)))
 
 
 def forward_kinematics(tree: Tree, q: Array, qd: Array | None = None, qdd: Array | None = None) -> Kinematics:

@@ -15,6 +15,11 @@ from numpy.typing import NDArray
 Array = NDArray[np.float64]
 
 
+def cross(a: Array, b: Array) -> Array:
+    """a x b of 3-vectors (np.cross costs ~10x more per call on single vectors)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def skew(v: Array) -> Array:
     """Cross-product matrix: skew(a) @ b == a x b."""
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
@@ -136,4 +141,4 @@ def bias_force(I: Array, v: Array) -> Array:
     or free-falling body is a spurious torque large enough to break momentum conservation."""
     w, vo = v[:3], v[3:]
     h = I @ v
-    return np.concatenate((np.cross(w, h[:3]) + np.cross(vo, I[3:, :3] @ w), np.cross(w, h[3:])))
+    return np.concatenate((cross(w, h[:3]) + cross(vo, I[3:, :3] @ w), cross(w, h[3:])))

@@ -34,7 +34,8 @@ def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None)
     for i in range(n, 0, -1):
         S = tree.S[i, :, : tree.nv[i]]
         U[i] = IA[i] @ S
-        Dinv[i] = np.linalg.inv(S.T @ U[i])
+        D = S.T @ U[i]
+        Dinv[i] = 1.0 / D if D.shape == (1, 1) else np.linalg.inv(D)
         u[i] = tau[tree.iv[i]: tree.iv[i] + tree.nv[i]] - S.T @ pA[i]
         p = tree.parent[i]
         if p > 0:
