@@ -27,7 +27,7 @@ def _run(args) -> int:
     from .scenario import load_scenario, run_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
-    report = run_scenario(scn, args.out, duration=duration, progress=not args.no_progress)
+    report = run_scenario(scn, args.out, duration=duration, progress=not args.no_progress, record=args.record)
     print(f"scenario {scn.name}: {report['duration']:g} s simulated in {report['wall_time_s']:.2f} s wall "
           f"(real-time factor {report['real_time_factor']:.3g}), {scn.integrator['method']}; "
           f"outputs in {args.out}/trajectory.csv, {args.out}/report.json")
@@ -35,7 +35,54 @@ def _run(args) -> int:
         print(f"mbsfmu: error: run stopped: {report['error']} (trajectory up to then written)", file=sys.stderr)
     if report.get("checks"):
         print(summary_table(report))
+    if report.get("check_error"):
+        print(f"mbsfmu: error: checks not run: {report['check_error']}", file=sys.stderr)
+    for kind, entries in (("reference", report.get("references", {})), ("final", report.get("final", {}))):
+        for name, e in entries.items():
+            detail = e.get("error") or (f"max |error| {e['max_abs']:.3g} (at t = {e['at_t']:.6g} s)" if kind == "reference"
+                                        else f"{e['value']:.12g} vs {e['expected']:.12g}")
+            print(f"{kind:<9} {name[:60]:<60} {detail}  tol {e.get('tol', float('nan')):.3g}  "
+                  f"{'PASS' if e['passed'] else 'FAIL'}")
+    print(f"scenario {scn.name}: {'PASS' if report['passed'] else 'FAIL'}")
     return 0 if report["passed"] else 1
+
+
+def _list(args) -> int:
+    from pathlib import Path
+
+    from .scenario import ScenarioError, load_scenario
+    here = Path(args.dir) if args.dir else next(
+        (d for d in (Path("scenarios"), Path(__file__).resolve().parents[1] / "scenarios") if d.is_dir()), None)
+    if here is None or not here.is_dir():
+        print(f"mbsfmu: error: no scenario folder {str(here or 'scenarios')!r}", file=sys.stderr)
+        return 2
+    for path in sorted(here.glob("*.yaml")):
+        try:
+            scn = load_scenario(path)
+            print(f"{str(path):<44} {scn.duration:>6g} s  {scn.description}")
+        except ScenarioError as e:
+            print(f"{str(path):<44} (does not load: {len(e.problems)} problem(s); `mbsfmu run` lists them)")
+    return 0
+
+
+def _sweep(args) -> int:
+    from .sweep import parse_param, run_sweep, summary_text
+    params = [parse_param(p) for p in args.param]
+    rows = run_sweep(args.scenario, params, args.out, duration=args.duration)
+    print(summary_text(rows, [p for p, _ in params]))
+    print(f"summary: {args.out}/summary.csv")
+    return 0 if all(r["passed"] for r in rows) else 1
+
+
+def _ros(args) -> int:
+    """Run the ROS 2 node (package ``ros_node``, imported here only: mbsfmu never imports it)."""
+    try:
+        from ros_node.node import main as ros_main
+    except ImportError as e:
+        print(f"mbsfmu: error: the ROS 2 node needs rclpy and the ROS 2 messages ({e}): pip install "
+              f"\"mbsfmu[ros]\" or source a ROS 2 installation (Jazzy or newer)", file=sys.stderr)
+        return 2
+    return ros_main(["mbsfmu ros", args.model, *args.ros_args])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +98,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, help="simulated time [s] instead of the scenario's")
     p.add_argument("--quick", action="store_true", help="use the scenario's quick_duration (as CI does)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--record", metavar="RUN.mcap", help="also write the run as ROS 2 messages in an MCAP file")
     p.set_defaults(func=_run)
+    p = sub.add_parser("sweep", help="run a scenario over a parameter grid in parallel processes; one summary table")
+    p.add_argument("scenario")
+    p.add_argument("--param", action="append", required=True, metavar="PATH=start:stop:n",
+                   help="e.g. body.link1.mass=0.8:1.2:5, gravity[3]=-9.81,-1.62, joint.q2.spring.k=1:10:4, "
+                        "initial.q.q1=0:0.5:3 (repeat for a Cartesian product)")
+    p.add_argument("--out", required=True, help="output directory: run_0000/..., summary.csv")
+    p.add_argument("--duration", type=float, help="simulated time [s] of every run instead of the scenario's")
+    p.set_defaults(func=_sweep)
+    p = sub.add_parser("list", help="list the scenarios of a folder (default: the bundled ones) with one-line descriptions")
+    p.add_argument("dir", nargs="?", help="folder of scenario files (default: ./scenarios or the bundled folder)")
+    p.set_defaults(func=_list)
     add_check_parser(sub)
+    p = sub.add_parser("ros", help="run the model as a ROS 2 node (joint states, momentum, energy, diagnostics "
+                                   "out; actuator commands in); README \"ROS 2\"")
+    p.add_argument("model", help="model file (YAML/JSON/URDF)")
+    p.add_argument("ros_args", nargs=argparse.REMAINDER, metavar="--ros-args ...",
+                   help="ROS arguments, e.g. --ros-args -p real_time_factor:=0.0 -p lock_step:=true")
+    p.set_defaults(func=_ros)
+    from .fmu.build import add_parser as add_fmu_parser
+    add_fmu_parser(sub)
     return parser
 
 

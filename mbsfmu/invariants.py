@@ -600,8 +600,8 @@ def _check_engine_agreement(ctx: _Context) -> dict:
     for q, ref in engine.items():
         if ref is None:
             continue
-        if q == "p_sys":
-            mine, scale = ctx.p_sys, ctx.p_scale
+        if q == "p_sys":   # p_sys ~ 0 by definition: compare on the scale of the momenta it sums
+            mine, scale = ctx.p_sys, max(ctx.p_scale, ctx.P_scale)
         elif q == "P_sys":
             mine, scale = ctx.M[:, None] * ctx.mR[1], ctx.P_scale
         elif q == "H_sys":
@@ -625,7 +625,7 @@ def _check_engine_agreement(ctx: _Context) -> dict:
     w = quantities[worst]
     return {"quantity": CHECKS["engine_agreement"].quantity, "unit": "(per quantity)", "worst": worst,
             "max_abs": w["max_abs"], "scale": w["scale"],
-            "scale_is": "p_sys: sum_j m_j |rhatdot_j|; P_sys: sum_j m_j |rbardot_j|; H_sys: as H_sys_constant; "
+            "scale_is": "p_sys: max(sum_j m_j |rhatdot_j|, sum_j m_j |rbardot_j|); P_sys: sum_j m_j |rbardot_j|; H_sys: as H_sys_constant; "
                         "R: max(|R|, radius of gyration); Rdot: P_sys scale / M; KE: max KE; PE, E: max(|value|, "
                         "energy scale); maxima over rows",
             "max_rel": w["max_rel"], "drift_per_s": w["drift_per_s"], "quantities": quantities}

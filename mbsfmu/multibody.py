@@ -15,6 +15,10 @@ import numpy as np
 from . import joints
 from .dynamics.aba import aba
 from .dynamics.crba import crba
+from .dynamics.loops import (AssemblyError, LoopData, LoopSet, Partition, compile_loops, loop_forward_dynamics,
+                             loop_inverse_dynamics, make_partition, reduction)
+from .dynamics.loops import assemble as loop_assemble
+from .dynamics.loops import constraints as loop_constraints
 from .dynamics.rnea import rnea
 from .errors import InputError, ModelError, Problem
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
@@ -63,6 +67,8 @@ class Model:
         problems = self._check_moves_mass(lines)
         if problems:
             raise ModelError(problems, source)
+        self.loops: LoopSet = compile_loops(self)
+        self._assembled = self._assemble_initial(lines) if self.loops else None
 
     # ---- sizes and topology -------------------------------------------------------------
     @property
@@ -116,8 +122,11 @@ class Model:
         """(nq,) zero angles and offsets, identity quaternions."""
         return np.concatenate([joints.neutral(int(self.tree.jtype[i])) for i in range(1, self.N + 1)] or [np.zeros(0)])
 
-    def initial_state(self) -> tuple[Array, Array]:
-        """(q, qd) from the model's ``initial`` section, neutral/zero elsewhere."""
+    def initial_state(self, assemble: bool = True) -> tuple[Array, Array]:
+        """(q, qd) from the model's ``initial`` section, neutral/zero elsewhere; with loops and
+        ``assemble``, closed by ``assemble`` (the declared independent joints keep their values)."""
+        if assemble and self._assembled is not None:
+            return self._assembled[0].copy(), self._assembled[1].copy()
         q, qd = self.neutral(), np.zeros(self.nv)
         for name, val in self.spec.initial_q.items():
             q[self.q_slice(name)] = val
@@ -229,6 +238,90 @@ class Model:
             from .dynamics.transform import transform_forward_dynamics
             return transform_forward_dynamics(self.tree, q, qd, tau, fx)
         raise InputError(f"method {method!r}: expected 'aba', 'crba' or 'transform'")
+
+    # ---- closed loops (mbsfmu/dynamics/loops.py) ----------------------------------------
+    @property
+    def loop_names(self) -> tuple[str, ...]:
+        return self.loops.names
+
+    def loop_rows(self, loop: str) -> slice:
+        """The rows of one loop in Phi, A, gamma and lambda."""
+        for c in self.loops.closures:
+            if c.name == loop:
+                return c.rows
+        raise InputError(f"unknown loop {loop!r} in model {self.source}; loops: {', '.join(self.loop_names) or 'none'}")
+
+    def loop_constraints(self, q: Array, qd: Array | None = None) -> LoopData:
+        """Phi (m,), A = dPhi/dq (m, nv) mapped to the rates qd, and given qd, Phidot = A qd and
+        gamma = -Adot qd (m,), all loops stacked (``loop_rows``)."""
+        q = self._vec("q", q, self.nq)
+        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        return loop_constraints(self.tree, self.loops, q, qd)
+
+    def assemble(self, q: Array, qd: Array | None = None) -> tuple[Array, Array | None]:
+        """(q, qd) closed: declared independent joints and joints off the loops are held, the
+        other loop joints solved by Gauss-Newton; rates corrected so that A qd = 0. InputError
+        (AssemblyError) names the loops that cannot be closed."""
+        q = self._vec("q", q, self.nq)
+        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        return loop_assemble(self.tree, self.loops, q, qd) if self.loops else (q, qd)
+
+    def loop_partition(self) -> Partition:
+        """The coordinate partition of seed 004 declared by the loops' ``independent`` joints;
+        InputError if no loop declares any."""
+        names = tuple(self.joint_names[i - 1] for i in range(1, self.N + 1) for _ in range(int(self.tree.nv[i])))
+        part = make_partition(self.loops, self.nv, names)
+        if part is None:
+            raise InputError(f"model {self.source}: coordinate partitioning needs loops that declare their "
+                             f"independent joints; none of {', '.join(self.loop_names) or 'no loops'} does")
+        return part
+
+    def constrained_forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "multipliers",
+                                     alpha: float = 0.0, beta: float = 0.0) -> tuple[Array, Array]:
+        """(qdd (nv,), lambda (m,)) with the loops closed, at a consistent state (q, qd).
+
+        method "multipliers": seed 003 Eq. 24 [[M, A^T], [A, 0]] [qdd; lambda] =
+        [tau - C; gamma - 2 alpha Phidot - beta^2 Phi]; "partitioning": seed 004's ODE in the
+        independent coordinates (loops without declared independent joints keep multipliers).
+        lambda: constraint forces, -A^T lambda the generalised force (minimum norm for redundant
+        rows); tau (nv,) actuator forces, springs/dampers added."""
+        q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
+        if method not in ("multipliers", "partitioning"):
+            raise InputError(f"method {method!r}: expected 'multipliers' or 'partitioning'")
+        part = self.loop_partition() if method == "partitioning" else None
+        qdd, lam, _ = loop_forward_dynamics(self.tree, self.loops, q, qd, tau + self.passive_forces(q, qd),
+                                            self._fext(f_ext), part, alpha, beta)
+        return qdd, lam
+
+    def constrained_inverse_dynamics(self, q: Array, qd: Array, udd: Array, f_ext=None) -> Array:
+        """tau_u (nu,): forces on the independent coordinates (``loop_partition().iu``) that give
+        them the accelerations udd (nu,), springs/dampers and f_ext acting:
+        tau_u = J^T (RNEA(q, qd, J udd + b) - tau_passive). Every loop must declare its
+        independent joints; (q, qd) must be consistent."""
+        q, qd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv)
+        part = self.loop_partition()
+        missing = [c.name for c in self.loops.closures if not c.held]
+        if missing:
+            raise InputError(f"loop inverse dynamics needs every loop partitioned; {', '.join(missing)} declare no "
+                             "independent joints")
+        udd = self._vec("udd", udd, part.iu.size)
+        ld = loop_constraints(self.tree, self.loops, q)
+        J, _ = reduction(ld.A[part.rows], None, part, self.nv)
+        return loop_inverse_dynamics(self.tree, self.loops, part, q, qd, udd, self._fext(f_ext)) \
+            - J.T @ self.passive_forces(q, qd)
+
+    def _assemble_initial(self, lines) -> tuple[Array, Array]:
+        """The file's initial state closed; ModelError naming the loops that cannot be."""
+        q, qd = self.initial_state(assemble=False)
+        try:
+            q, qd = loop_assemble(self.tree, self.loops, q, qd)
+        except AssemblyError as e:
+            index = {c.name: k for k, c in enumerate(self.spec.loops)}
+            what = "initial state" if e.what == "|Phi|" else "initial rates"
+            raise ModelError(locate([Problem(("loops", index[n]), f"loop {n!r} cannot be closed from the {what}: "
+                                             f"max {e.what} = {v:.3g} remains; {e.reason}")
+                                     for n, v in e.residuals.items()], lines), self.source) from None
+        return q, qd
 
     # ---- helpers ------------------------------------------------------------------------
     def _body(self, body: str) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import sys
+
+import numpy as np
 import time as wallclock
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,13 +18,18 @@ from pathlib import Path
 from .errors import MbsError, ModelError
 from .model.loader import _Reader, parse_file
 from .multibody import Model
+from .controller import JointPID
 from .schedules import Schedule, parse_schedule
 from .simulator import INTEGRATORS, SimulationError, Simulator
 
 SCENARIO_VERSION = 1
 TOP_KEYS = ("version", "name", "description", "model", "gravity", "duration", "quick_duration", "dt", "integrator",
-            "initial", "inputs", "checks")
+            "initial", "inputs", "controller", "checks", "references", "final", "outputs", "loops")
+REFERENCE_KEYS = ("column", "expr", "params", "tol", "t0", "t1")
+PID_KEYS = ("kp", "ki", "kd", "limit", "setpoint", "derivative")
+OUTPUT_KEYS = ("records", "plots")
 INTEGRATOR_KEYS = ("method", "h_max", "rtol", "atol")
+LOOP_KEYS = ("method", "stabilisation", "baumgarte", "assemble")
 
 
 class ScenarioError(ModelError):
@@ -36,6 +43,7 @@ class Scenario:
     name: str
     description: str
     model_path: Path
+    model_inline: tuple | None        # (document, line map) of a model written in the scenario
     gravity: tuple | None
     duration: float
     quick_duration: float
@@ -46,6 +54,13 @@ class Scenario:
     inputs: dict[str, Schedule]
     procedure: int
     checks: dict[str, object] = field(default_factory=dict)
+    controller: dict = field(default_factory=dict)          # joint -> PIDGains
+    references: tuple = ()                                   # (column, compiled expr, params, tol, t0, t1, text)
+    final: dict = field(default_factory=dict)               # column -> (value, tol)
+    records: bool = True
+    plots: bool = True
+    edits: tuple = ()                                        # (parameter path, value): model edits (sweeps)
+    loops: dict = field(default_factory=dict)               # Simulator loop options (README "Closed loops")
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -59,9 +74,14 @@ def load_scenario(path: str | Path) -> Scenario:
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
         r.problem(("version",), f"unsupported scenario version {doc['version']!r}; this mbsfmu reads {SCENARIO_VERSION}")
-    model_path = path.parent / (r.string(doc["model"], ("model",)) if "model" in doc else "?")
-    if "model" in doc and isinstance(doc["model"], str) and not model_path.is_file():
-        r.problem(("model",), f"model file {str(model_path)!r} does not exist")
+    inline = None
+    if isinstance(doc.get("model"), dict):
+        model_path = path
+        inline = (doc["model"], {p[1:]: line for p, line in lines.items() if p[:1] == ("model",)})
+    else:
+        model_path = path.parent / (r.string(doc["model"], ("model",)) if "model" in doc else "?")
+        if "model" in doc and isinstance(doc["model"], str) and not model_path.is_file():
+            r.problem(("model",), f"model file {str(model_path)!r} does not exist")
     gravity = r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else None
     times = {}
     for key in ("duration", "dt", "quick_duration"):
@@ -96,7 +116,7 @@ def load_scenario(path: str | Path) -> Scenario:
             r.problem(("inputs",), "expected a mapping of input name to a number or schedule")
         else:
             for name, sched in raw.items():
-                s = parse_schedule(r, sched, ("inputs", name))
+                s = parse_schedule(r, sched, ("inputs", name), path.parent)
                 if s is not None:
                     inputs[str(name)] = s
     checks, procedure = {}, 1
@@ -126,6 +146,27 @@ def load_scenario(path: str | Path) -> Scenario:
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     duration = times["duration"]
+    controller = _controller(r, doc["controller"], path.parent) if "controller" in doc else {}
+    for joint in controller:
+        if f"{joint}.tau" in inputs:
+            r.problem(("inputs", f"{joint}.tau"), f"input {joint}.tau is driven by the controller too")
+    references = _references(r, doc["references"]) if "references" in doc else ()
+    final = {}
+    if "final" in doc:
+        raw = doc["final"] if isinstance(doc["final"], dict) else r.problem(("final",), "expected a mapping "
+                                                                             "of column to {value, tol}") or {}
+        for col, spec in raw.items():
+            m = r.mapping(spec, ("final", col), ("value", "tol"), required=("value", "tol"))
+            if "value" in m and "tol" in m:
+                final[str(col)] = (r.number(m["value"], ("final", col, "value")), r.number(m["tol"], ("final", col, "tol")))
+    outputs = r.mapping(doc.get("outputs", {}), ("outputs",), OUTPUT_KEYS)
+    for key in OUTPUT_KEYS:
+        if key in outputs and not isinstance(outputs[key], bool):
+            r.problem(("outputs", key), f"expected true or false, got {outputs[key]!r}")
+    if outputs.get("records") is False and checks:
+        r.problem(("outputs", "records"), "the checks recompute momentum and energy from the body records: "
+                  "keep records on, or drop the checks")
+    loops = _loop_options(r, doc["loops"]) if "loops" in doc else {}
     name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
     if r.problems:
         raise ScenarioError(r.problems, str(path))
@@ -133,17 +174,113 @@ def load_scenario(path: str | Path) -> Scenario:
                     description=str(doc.get("description", "")), model_path=model_path, gravity=gravity, duration=duration,
                     quick_duration=min(times.get("quick_duration", duration), duration), dt=times["dt"],
                     integrator=integ, initial_q=init_q, initial_qd=init_qd, inputs=inputs, procedure=procedure,
-                    checks=checks)
+                    checks=checks, model_inline=inline, controller=controller, references=references, final=final,
+                    records=outputs.get("records", True) is not False, plots=outputs.get("plots", True) is not False,
+                    loops=loops)
+
+
+def _loop_options(r, raw) -> dict:
+    """``loops: {method, stabilisation, baumgarte: [alpha, beta], assemble}``: the Simulator's
+    closed-loop options (mbsfmu/simulator.py)."""
+    from .simulator import LOOP_METHODS, LOOP_STABILISATION
+    m = r.mapping(raw, ("loops",), LOOP_KEYS)
+    out = {}
+    for key, arg, allowed in (("method", "loop_method", LOOP_METHODS), ("stabilisation", "loop_stabilisation",
+                                                                          LOOP_STABILISATION)):
+        if key in m:
+            if m[key] not in allowed:
+                r.problem(("loops", key), f"unknown loop {key} {m[key]!r}; expected one of {', '.join(allowed)}")
+            else:
+                out[arg] = m[key]
+    if "baumgarte" in m:
+        ab = r.vector(m["baumgarte"], ("loops", "baumgarte"), 2)
+        if min(ab) < 0:
+            r.problem(("loops", "baumgarte"), f"baumgarte [alpha, beta] must be >= 0 [1/s], got {list(ab)}")
+        out["baumgarte"] = ab
+    if "assemble" in m:
+        if not isinstance(m["assemble"], bool):
+            r.problem(("loops", "assemble"), f"expected true or false, got {m['assemble']!r}")
+        else:
+            out["assemble"] = m["assemble"]
+    return out
+
+
+def _controller(r, raw, base: Path) -> dict:
+    """``controller: {type: pid, joints: {joint: {kp, ki, kd, limit, setpoint}}}``."""
+    from .controller import PIDGains
+    m = r.mapping(raw, ("controller",), ("type", "joints"), required=("type", "joints"))
+    if m.get("type", "pid") != "pid":
+        r.problem(("controller", "type"), f"unknown controller type {m.get('type')!r}; expected 'pid'")
+    joints = m.get("joints", {})
+    if not isinstance(joints, dict) or not joints:
+        r.problem(("controller", "joints"), "expected a mapping of joint name to {kp, ki, kd, limit, setpoint}")
+        return {}
+    out = {}
+    for joint, g in joints.items():
+        at = ("controller", "joints", joint)
+        g = r.mapping(g, at, PID_KEYS, required=("kp", "setpoint"))
+        vals = {k: r.number(g[k], at + (k,)) if k in g else d for k, d in (("kp", 0.0), ("ki", 0.0), ("kd", 0.0),
+                                                                             ("limit", math.inf))}
+        for k, v in vals.items():
+            if not v >= 0:
+                r.problem(at + (k,), f"{k} must be >= 0, got {v}")
+        sp = parse_schedule(r, g["setpoint"], at + ("setpoint",), base) if "setpoint" in g else None
+        derivative = g.get("derivative", "measurement")
+        if derivative not in ("measurement", "error"):
+            r.problem(at + ("derivative",), f"derivative must be 'measurement' or 'error', got {derivative!r}")
+        if sp is not None:
+            out[str(joint)] = PIDGains(setpoint=sp, derivative=derivative, **vals)
+    return out
+
+
+def _references(r, raw) -> tuple:
+    """``references: [{column, expr, params, tol, t0, t1}]``: analytic curves a column must follow."""
+    from .expressions import ExpressionError, compile_expression
+    if not isinstance(raw, list):
+        r.problem(("references",), "expected a list of {column, expr, params, tol, t0, t1}")
+        return ()
+    out = []
+    for k, ref in enumerate(raw):
+        at = ("references", k)
+        ref = r.mapping(ref, at, REFERENCE_KEYS, required=("column", "expr", "tol"))
+        params = ref.get("params", {})
+        if not isinstance(params, dict):
+            r.problem(at + ("params",), "expected a mapping of parameter name to number")
+            params = {}
+        params = {str(n): r.number(v, at + ("params", n)) for n, v in params.items()}
+        try:
+            tree = compile_expression(ref.get("expr", "0"), set(params))
+        except ExpressionError as e:
+            r.problem(at + ("expr",), str(e))
+            continue
+        if "column" in ref and "tol" in ref:
+            window = [r.number(ref[key], at + (key,)) if key in ref else default
+                      for key, default in (("t0", -math.inf), ("t1", math.inf))]
+            out.append((r.string(ref["column"], at + ("column",)), tree, params, r.number(ref["tol"], at + ("tol",)),
+                        *window, str(ref["expr"])))
+    return tuple(out)
 
 
 def build_simulator(scn: Scenario) -> Simulator:
     """Load the model, apply the initial-state overrides and check input names."""
     from . import load_model
-    model = load_model(scn.model_path)
-    if scn.gravity is not None:
-        model = Model(replace(model.spec, gravity=scn.gravity), source=model.source)
+    if scn.model_inline is not None:
+        from .model.loader import spec_from_dict
+        doc, lines = scn.model_inline
+        try:
+            model = Model(spec_from_dict(doc, lines, str(scn.path)), source=str(scn.path), lines=lines)
+        except ModelError as e:   # the inline model's paths start at the scenario's ``model`` key
+            raise ScenarioError([replace(p, path=("model", *p.path)) for p in e.problems], str(scn.path)) from None
+    else:
+        model = load_model(scn.model_path)
+    if scn.gravity is not None or scn.edits:
+        from .model.edits import edit_spec
+        spec = model.spec if scn.gravity is None else replace(model.spec, gravity=scn.gravity)
+        for path, value in scn.edits:
+            spec = edit_spec(spec, path, value)
+        model = Model(spec, source=model.source)
     sim = Simulator(model, integrator=scn.integrator["method"], h_max=scn.integrator["h_max"],
-                    rtol=scn.integrator["rtol"], atol=scn.integrator["atol"])
+                    rtol=scn.integrator["rtol"], atol=scn.integrator["atol"], **scn.loops)
     q, qd = model.initial_state()
     problems = []
     for key, vals, vec, slicer in (("q", scn.initial_q, q, model.q_slice), ("qd", scn.initial_qd, qd, model.v_slice)):
@@ -159,13 +296,18 @@ def build_simulator(scn: Scenario) -> Simulator:
     for name in scn.inputs:
         if name not in sim.input_names:
             problems.append(f"inputs.{name}: unknown input; model {model.source} has: {', '.join(sim.input_names) or 'none'}")
+    for joint in scn.controller:
+        if f"{joint}.tau" not in sim.input_names:
+            problems.append(f"controller.joints.{joint}: not an actuated 1-DoF joint; actuated inputs: "
+                            f"{', '.join(n for n in sim.input_names if n.endswith('.tau')) or 'none'}")
     if problems:
         raise MbsError(f"scenario {scn.path}:\n  " + "\n  ".join(problems))
     sim.set_configuration(q, qd)
     return sim
 
 
-def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = None, progress: bool = True) -> dict:
+def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = None, progress: bool = True,
+                 record: str | Path | None = None) -> dict:
     """Run, writing ``trajectory.csv`` row by row and ``report.json`` at the end (also after a
     failure, with what was computed). Returns the report; its "passed" says if every check held."""
     from .invariants import conservation_report
@@ -178,18 +320,35 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
     error = None
     start = wallclock.perf_counter()
     bar = _Progress(n_steps, progress)
+    recorder = None
+    if record is not None:
+        from .recording import McapRecorder
+        recorder = McapRecorder(record, _joint_columns(sim))
+    pid = JointPID(scn.controller, scn.dt) if scn.controller else None
+    joints = list(scn.controller)
     with TrajectoryWriter(out / "trajectory.csv") as writer:
         try:
             for k in range(n_steps + 1):
                 t = k * scn.dt
                 for name, sched in scn.inputs.items():
                     sim.set_input(name, sched(t))
-                writer.write(_row(sim))
+                if pid is not None:
+                    q, qd = sim.q, sim.qd
+                    u = pid(t, {j: q[sim.model.q_slice(j)][0] for j in joints}, {j: qd[sim.model.v_slice(j)][0] for j in joints})
+                    for j, value in u.items():
+                        sim.set_input(f"{j}.tau", value)
+                row = _row(sim, scn.records)
+                writer.write(row)
+                if recorder is not None:
+                    recorder.write(row)
                 if k < n_steps:
                     sim.advance_to((k + 1) * scn.dt)
                 bar.update(k, wallclock.perf_counter() - start)
         except SimulationError as e:
             error = str(e)
+        finally:
+            if recorder is not None:
+                recorder.close()
     bar.close()
     wall = wallclock.perf_counter() - start
     traj = read_trajectory(out / "trajectory.csv")
@@ -198,15 +357,66 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
               "steps": int(len(traj.time) - 1), "wall_time_s": wall,
               "real_time_factor": (traj.time[-1] / wall) if wall > 0 else math.inf,
               "solver": {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs}, "error": error}
-    report.update(conservation_report(traj, scn.checks, scn.procedure) if len(traj.time) > 1 and scn.checks
-                  else {"checks": {}, "passed": True})
-    if error:
-        report["passed"] = False
+    try:
+        report.update(conservation_report(traj, scn.checks, scn.procedure) if len(traj.time) > 1 and scn.checks
+                      else {"checks": {}, "passed": True})
+    except MbsError as e:   # the trajectory stays; the report says why it could not be checked
+        report.update({"checks": {}, "passed": False, "check_error": str(e)})
+    report["references"] = _reference_results(scn, traj)
+    report["final"] = _final_results(scn, traj, complete=error is None)
+    report["passed"] = bool(report["passed"] and error is None
+                            and all(e["passed"] for e in (*report["references"].values(), *report["final"].values())))
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
+    if scn.plots:
+        from .plots import plot_run
+        report["plots"] = [str(p) for p in plot_run(traj, out, scn.name)]
+        (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     return report
 
 
-def _row(sim: Simulator) -> dict[str, float]:
+def _joint_columns(sim: Simulator) -> list[tuple[str, str, str, str | None]]:
+    """(name, q column, qd column, effort input column) of every 1-DoF joint and wheel, for
+    sensor_msgs/JointState (multi-DoF joints have no place there: ROS puts them in /tf)."""
+    m = sim.model
+    out = []
+    for name in m.joint_names:
+        if m.v_slice(name).stop - m.v_slice(name).start == 1 and m.q_slice(name).stop - m.q_slice(name).start == 1:
+            effort = next((f"u.{n}" for n in (f"{name}.tau", f"{name}.torque") if n in sim.input_names), None)
+            out.append((name, f"q.{name}", f"qd.{name}", effort))
+    return out
+
+
+def _reference_results(scn: Scenario, traj) -> dict:
+    """Max |column - expr(t)| over each reference's time window, against its tolerance."""
+    from .expressions import evaluate
+    out = {}
+    for column, tree, params, tol, t0, t1, text in scn.references:
+        key = f"{column} ~ {text}"
+        if column not in traj:
+            out[key] = {"passed": False, "error": f"no column {column!r} in the trajectory"}
+            continue
+        sel = (traj.time >= t0) & (traj.time <= t1)
+        err = np.abs(traj[column][sel] - evaluate(tree, traj.time[sel], params))
+        worst = float(np.max(err)) if err.size else math.nan
+        out[key] = {"max_abs": worst, "at_t": float(traj.time[sel][np.argmax(err)]) if err.size else None,
+                    "tol": tol, "passed": bool(err.size and worst <= tol)}
+    return out
+
+
+def _final_results(scn: Scenario, traj, complete: bool) -> dict:
+    """|column(T) - value| against tol at the last row (fails if the run stopped early)."""
+    out = {}
+    for column, (value, tol) in scn.final.items():
+        if column not in traj:
+            out[column] = {"passed": False, "error": f"no column {column!r} in the trajectory"}
+            continue
+        got = float(traj[column][-1])
+        out[column] = {"value": got, "expected": value, "tol": tol, "t": float(traj.time[-1]),
+                       "passed": bool(complete and abs(got - value) <= tol)}
+    return out
+
+
+def _row(sim: Simulator, records: bool = True) -> dict[str, float]:
     """One trajectory row: time, joint states, inputs, records, engine invariants."""
     row = {"time": sim.t}
     q, qd = sim.q, sim.qd
@@ -218,13 +428,18 @@ def _row(sim: Simulator) -> dict[str, float]:
         row[names[nq + k]] = v
     for name, v in zip(sim.input_names, sim.u):
         row[f"u.{name}"] = v
-    row.update(sim.records())
+    if records:
+        row.update(sim.records())
     inv = sim.invariants()
     for key in ("p_sys", "P_sys", "H_sys", "R", "Rdot"):
         for c, v in enumerate(getattr(inv, key)):
             row[f"engine.{key}[{c + 1}]"] = v
     W_in, W_diss = sim.work
     row.update({"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in, "engine.W_diss": W_diss})
+    for loop, out in sim.loop_outputs().items():   # closed loops: violation norms and constraint forces
+        row[f"loop.{loop}.phi"], row[f"loop.{loop}.phidot"] = out["phi"], out["phidot"]
+        for k, lam in enumerate(out["lambda"]):
+            row[f"loop.{loop}.lambda[{k + 1}]"] = lam
     return row
 
 

@@ -1,18 +1,21 @@
-"""Input schedules u(t) for scenarios: constant, step, pulse, ramp, sine and piecewise-linear
-tables. Each is a pure function of time [s]; the runner samples it at the start of every
-communication step and holds it (zero-order hold)."""
+"""Input schedules u(t) for scenarios: constant, step, pulse, ramp, sine, piecewise-linear
+tables and CSV files (read into a table). Each is a pure function of time [s]; the runner samples
+it at the start of every communication step and holds it (zero-order hold)."""
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 KINDS = {"constant": ("value",), "step": ("t0", "value", "before"), "pulse": ("t0", "t1", "value"),
          "ramp": ("t0", "t1", "start", "end"), "sine": ("amplitude", "frequency", "phase", "offset"),
-         "table": ("t", "value")}
+         "table": ("t", "value"), "csv": ("file", "time", "value")}
 REQUIRED = {"constant": ("value",), "step": ("t0", "value"), "pulse": ("t0", "t1", "value"),
-            "ramp": ("t0", "t1", "end"), "sine": ("amplitude", "frequency"), "table": ("t", "value")}
+            "ramp": ("t0", "t1", "end"), "sine": ("amplitude", "frequency"), "table": ("t", "value"),
+            "csv": ("file", "value")}
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,10 @@ class Schedule:
         return float(np.interp(t, p["t"], p["value"]))
 
 
-def parse_schedule(r, raw, at) -> Schedule | None:
-    """A number (constant) or {type: kind, ...}; problems go to the reader r."""
+def parse_schedule(r, raw, at, base: Path = Path(".")) -> Schedule | None:
+    """A number (constant) or {type: kind, ...}; problems go to the reader r. A csv schedule
+    {type: csv, file, time: column (default "time"), value: column} reads a piecewise-linear table
+    from ``file`` (relative to ``base``)."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return Schedule("constant", {"value": r.number(raw, at)})
     if not isinstance(raw, dict) or raw.get("type") not in KINDS:
@@ -50,6 +55,8 @@ def parse_schedule(r, raw, at) -> Schedule | None:
         return None
     kind = raw["type"]
     m = r.mapping(raw, at, ("type",) + KINDS[kind], required=REQUIRED[kind])
+    if kind == "csv":
+        return _csv_table(r, m, at, base)
     params = {}
     for key in KINDS[kind]:
         if key not in m:
@@ -70,3 +77,32 @@ def parse_schedule(r, raw, at) -> Schedule | None:
     if kind in ("pulse", "ramp") and "t0" in params and "t1" in params and params["t1"] <= params["t0"]:
         r.problem(at + ("t1",), f"t1 = {params['t1']} must be after t0 = {params['t0']}")
     return Schedule(kind, params)
+
+
+def _csv_table(r, m: dict, at: tuple, base: Path) -> Schedule | None:
+    """A table schedule from two columns of a CSV file with a header row."""
+    path = base / str(m.get("file", ""))
+    tcol, vcol = str(m.get("time", "time")), str(m.get("value", ""))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        r.problem(at + ("file",), f"cannot read input file {str(path)!r}: {e}")
+        return None
+    missing = [c for c in (tcol, vcol) if not rows or c not in rows[0]]
+    if missing:
+        r.problem(at, f"input file {str(path)!r} has no column(s) {', '.join(map(repr, missing))}"
+                  + (f"; columns: {', '.join(rows[0])}" if rows else " (no data rows)"))
+        return None
+    t, v = [], []
+    for k, row in enumerate(rows, start=2):
+        try:
+            t.append(float(row[tcol]))
+            v.append(float(row[vcol]))
+        except (TypeError, ValueError):
+            r.problem(at + ("file",), f"{path}:{k}: {row[tcol]!r}, {row[vcol]!r} are not numbers")
+            return None
+    if not all(map(math.isfinite, t + v)) or np.any(np.diff(t) <= 0):
+        r.problem(at + ("file",), f"{path}: times must be finite and strictly increasing, values finite")
+        return None
+    return Schedule("table", {"t": t, "value": v})

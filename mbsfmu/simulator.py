@@ -4,6 +4,16 @@ The state vector is x = [q (nq), qd (nv), W_in, W_diss]: W_in [J] is the work do
 inputs (actuators, wheel motors, thrusters, body wrenches) and W_diss [J] (<= 0) the work of the
 dampers, integrated with the motion so that E(t) - E(0) = W_in + W_diss can be checked exactly.
 Inputs are held constant over a step (zero-order hold).
+
+Closed loops (model ``loops``, mbsfmu/dynamics/loops.py): ``loop_method`` "multipliers" (seed 003
+Eq. 24) or "partitioning" (seed 004: loops that declare independent joints are reduced to them;
+the state's dependent entries are recomputed, v = H(u), vdot = B_vu udot, from the independent
+ones at every evaluation and after every step; other loops keep multipliers).
+``loop_stabilisation`` for the multiplier loops: "baumgarte" (gamma - 2 alpha Phidot - beta^2 Phi
+in the dynamics), "projection" (q onto Phi = 0 and qd onto A qd = 0 after every step: each RK4
+sub-step, each DOP853 step(dt)), "both" (default) or "none". The initial state (and every
+``set_configuration``) is assembled unless ``assemble=False``, which instead rejects a state that
+violates a loop.
 """
 from __future__ import annotations
 
@@ -13,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import joints
+from .dynamics import loops as loop_dyn
 from .dynamics.aba import aba
 from .errors import InputError, MbsError
 from .forces import ForceElements
@@ -22,6 +33,8 @@ from .records import Invariants, body_records, engine_invariants
 from .spatial import Array
 
 INTEGRATORS = ("rk4", "dop853")
+LOOP_METHODS = ("multipliers", "partitioning")
+LOOP_STABILISATION = ("baumgarte", "projection", "both", "none")
 
 
 class SimulationError(MbsError):
@@ -44,12 +57,26 @@ class Simulator:
 
     integrator: "rk4" (fixed internal step h_max [s]; each step(dt) takes ceil(dt / h_max)
     equal sub-steps) or "dop853" (adaptive, rtol/atol, internal steps at most h_max if > 0).
+    Models with loops: loop_method, loop_stabilisation, baumgarte = (alpha, beta) [1/s] and
+    assemble, see the module docstring.
     """
 
     def __init__(self, model, integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10,
-                 atol: float = 1e-12):
+                 atol: float = 1e-12, *, loop_method: str = "multipliers", loop_stabilisation: str = "both",
+                 baumgarte: tuple[float, float] = (loop_dyn.ALPHA, loop_dyn.BETA), assemble: bool = True):
         if integrator not in INTEGRATORS:
             raise InputError(f"integrator {integrator!r}: expected one of {', '.join(INTEGRATORS)}")
+        if loop_method not in LOOP_METHODS:
+            raise InputError(f"loop_method {loop_method!r}: expected one of {', '.join(LOOP_METHODS)}")
+        if loop_stabilisation not in LOOP_STABILISATION:
+            raise InputError(f"loop_stabilisation {loop_stabilisation!r}: expected one of "
+                             f"{', '.join(LOOP_STABILISATION)}")
+        try:
+            alpha, beta = (float(v) for v in baumgarte)
+        except (TypeError, ValueError):
+            raise InputError(f"baumgarte must be (alpha, beta) in 1/s, got {baumgarte!r}") from None
+        if not all(math.isfinite(v) and v >= 0 for v in (alpha, beta)):
+            raise InputError(f"baumgarte (alpha, beta) must be finite and >= 0 [1/s], got {baumgarte!r}")
         for name, val in (("rtol", rtol), ("atol", atol)):
             if not (math.isfinite(val) and val > 0):
                 raise InputError(f"{name} must be a positive number, got {val}")
@@ -64,12 +91,16 @@ class Simulator:
         self._quat = [slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
                       for i in range(1, model.N + 1) if t.jtype[i] in (joints.SPHERICAL, joints.FREE)]
         self.state_names = _state_names(model)
-        q, qd = model.initial_state()
+        self.loops = model.loops
+        self.loop_method, self.loop_stabilisation, self.assemble = loop_method, loop_stabilisation, bool(assemble)
+        self._alpha, self._beta = (alpha, beta) if loop_stabilisation in ("baumgarte", "both") else (0.0, 0.0)
+        self._project = loop_stabilisation in ("projection", "both")
+        self._part = model.loop_partition() if (self.loops and loop_method == "partitioning") else None
         self.t = 0.0
-        self.x = np.concatenate((q, qd, [0.0, 0.0]))
         self.u = np.zeros(len(self.input_names))
         self.n_steps = self.n_rhs = 0
         self.h_last = 0.0
+        self.set_configuration(*model.initial_state(assemble=False))
 
     # ---- state and inputs ---------------------------------------------------------------
     @property
@@ -86,12 +117,22 @@ class Simulator:
         return float(self.x[-2]), float(self.x[-1])
 
     def set_configuration(self, q: Array, qd: Array) -> None:
-        """Set q (nq,) and qd (nv,) (quaternions must be unit); input work restarts at zero."""
+        """Set q (nq,) and qd (nv,) (quaternions must be unit); input work restarts at zero.
+        With loops: assembled (``Model.assemble``: the declared independent joints keep their
+        values), or with assemble=False checked (InputError naming the violated loops)."""
         q = self.model._vec("q", q, self._nq)
         qd = self.model._vec("qd", qd, self._nv)
         for s in self._quat:
             if abs(np.linalg.norm(q[s]) - 1.0) > 1e-9:
                 raise InputError(f"q[{s.start}:{s.stop}] is a quaternion of norm {np.linalg.norm(q[s]):.12g}, must be 1")
+        if self.loops:
+            t = self.model.tree
+            if self.assemble:
+                q, qd = loop_dyn.assemble(t, self.loops, q, qd)
+            else:
+                loop_dyn.check_consistent(t, self.loops, q, qd)
+            if self._part is not None:
+                q, qd, _J = loop_dyn.consistent_state(t, self.loops, self._part, q, qd)
         self.x = np.concatenate((q, qd, [0.0, 0.0]))
 
     def set_input(self, name: str, value: float) -> None:
@@ -124,6 +165,10 @@ class Simulator:
     # ---- dynamics -----------------------------------------------------------------------
     def rhs(self, x: Array) -> Array:
         """dx/dt at state x with the current inputs."""
+        if self.loops:
+            q, qd, qdd, _lam, p_in, p_damp = self._loop_dynamics(x)
+            self.n_rhs += 1
+            return np.concatenate((self.model.config_rate(q, qd), qdd, [p_in, p_damp]))
         m, nq, nv = self.model, self._nq, self._nv
         q, qd = x[:nq], x[nq: nq + nv]
         tau_u = self.forces.joint_forces(self.u)
@@ -135,6 +180,23 @@ class Simulator:
         p_damp -= m.damping @ (qd * qd)
         self.n_rhs += 1
         return np.concatenate((m.config_rate(q, qd), qdd, [p_in, p_damp]))
+
+    def _loop_dynamics(self, x: Array):
+        """(q, qd, qdd, lambda, input power [W], damper power [W]) at x with the loops closed;
+        with partitioned loops q and qd are first made consistent from their independent part."""
+        m, nq, nv = self.model, self._nq, self._nv
+        q, qd = x[:nq], x[nq: nq + nv]
+        if self._part is not None:
+            q, qd, _J = loop_dyn.consistent_state(m.tree, self.loops, self._part, q, qd)
+        tau_u = self.forces.joint_forces(self.u)
+        f_ext, p_in, p_damp = None, 0.0, 0.0
+        if self.forces.springs or self.forces.thrusters or self.forces.wrenches:
+            f_ext, p_in, p_damp = self.forces.body_wrenches(forward_kinematics(m.tree, q, qd), self.u)
+        qdd, lam, _ld = loop_dyn.loop_forward_dynamics(m.tree, self.loops, q, qd, tau_u + m.passive_forces(q, qd),
+                                                       f_ext, self._part, self._alpha, self._beta)
+        p_in += tau_u @ qd
+        p_damp -= m.damping @ (qd * qd)
+        return q, qd, qdd, lam, p_in, p_damp
 
     def advance_to(self, t_end: float) -> None:
         """step(t_end - t), landing exactly on t_end [s] (no round-off creep in a time grid)."""
@@ -153,19 +215,36 @@ class Simulator:
                     n = max(1, math.ceil(dt / self.h_max - 1e-9))
                     h = dt / n
                     for _ in range(n):
-                        x = self._normalise(rk4_step(self.rhs, x, h))
+                        x = self._close_loops(self._normalise(rk4_step(self.rhs, x, h)))
                         self._check_finite(x, self.t + h)
                     self.n_steps += n
                     self.h_last = h
                 else:
                     x, _nfev, self.h_last = dop853(self.rhs, x, dt, self.rtol, self.atol, self.h_max, self.h_last or None)
-                    x = self._normalise(x)
+                    x = self._close_loops(self._normalise(x))
                     self.n_steps += 1
-        except (IntegrationError, FloatingPointError, np.linalg.LinAlgError) as e:
+        except (IntegrationError, FloatingPointError, np.linalg.LinAlgError, loop_dyn.PartitionError) as e:
             raise SimulationError(f"step from t = {self.t:.9g} s by {dt:.9g} s failed: {e}") from None
         self._check_finite(x, self.t + dt)
         self.x = x
         self.t += dt
+
+    def _close_loops(self, x: Array) -> Array:
+        """After a step: v = H(u), vdot = B_vu udot for partitioned loops; projection of the
+        multiplier loops when selected."""
+        if not self.loops or not (self._project or self._part is not None):
+            return x
+        nq, nv = self._nq, self._nv
+        q, qd = x[:nq], x[nq: nq + nv]
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            return x          # reported by _check_finite
+        if self._project:
+            q, qd = loop_dyn.project(self.model.tree, self.loops, q, qd, self._part)
+        else:
+            q, qd, _J = loop_dyn.consistent_state(self.model.tree, self.loops, self._part, q, qd)
+        x = x.copy()
+        x[:nq], x[nq: nq + nv] = q, qd
+        return x
 
     def _normalise(self, x: Array) -> Array:
         for s in self._quat:
@@ -188,6 +267,17 @@ class Simulator:
         q, qd = self.q, self.qd
         kin = self.kinematics()
         return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin))
+
+    def loop_outputs(self) -> dict[str, dict]:
+        """Per loop at the current state and inputs: ``phi`` = |Phi| (2-norm of its position
+        rows) [m or -], ``phidot`` = |A qd| [m/s or 1/s], ``lambda`` (rows,) its constraint
+        forces (-A^T lambda the generalised force; minimum norm for redundant rows) [N or N m]."""
+        if not self.loops:
+            return {}
+        q, qd, _qdd, lam, _p, _d = self._loop_dynamics(self.x)
+        ld = loop_dyn.constraints(self.model.tree, self.loops, q, qd)
+        return {c.name: {"phi": float(np.linalg.norm(ld.Phi[c.rows])), "phidot": float(np.linalg.norm(ld.Phidot[c.rows])),
+                         "lambda": lam[c.rows].copy()} for c in self.loops.closures}
 
     def spring_energy(self, kin=None) -> float:
         """PE of joint springs and point-to-point springs [J] (seed 002 Eq. 2, first term)."""

@@ -171,7 +171,7 @@ def _compound_params(model):
 def _compound_file(model, p):
     _gravity_checks(model)
     _rod_file_checks(model, "rod")
-    assert model.joint_names == ("q",) and springs(model)[0][0] == 0 and springs(model)[1][0] == 0
+    assert model.joint_names == ("q1",) and springs(model)[0][0] == 0 and springs(model)[1][0] == 0
 
 
 COMPOUND = System(

@@ -121,12 +121,44 @@ class BodyWrench:
 
 
 @dataclass(frozen=True)
+class LoopSide:
+    """One side of a cut joint: the cut-joint frame fixed on ``body`` ("world" for the inertial
+    frame), with origin ``point`` [m] and axes rotated by URDF roll-pitch-yaw ``rpy`` [rad], both
+    in body axes; or the named body frame ``frame`` (its origin and axes; ``body`` then only
+    repeats its host)."""
+    body: str = WORLD
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    frame: str | None = None
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A loop-closure (cut) joint between frames a and b of two bodies, Phi(q) = 0:
+
+    ball: the origins coincide (3 rows); revolute: the origins coincide and ``axis`` (unit,
+    components in frame a and, the same components, in frame b) stays common (5 rows); prismatic:
+    the frames keep a common orientation and origin b stays on the line through origin a along
+    ``axis`` (frame a axes) (5 rows); planar: origin b stays in the plane through origin a normal
+    to ``axis`` and the two ``axis`` vectors stay parallel (3 rows). ``independent`` names the
+    joints whose values are held when the loop is assembled and which are the independent
+    coordinates u when the loop is reduced by coordinate partitioning (seed 004)."""
+    name: str
+    type: str
+    a: LoopSide
+    b: LoopSide
+    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    independent: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """Everything a model file says: bodies in any order, gravity [m/s^2] in world axes,
-    initial joint values by joint (or wheel) name, force elements."""
+    initial joint values by joint (or wheel) name, force elements, loop-closure joints."""
     name: str
     bodies: tuple[Body, ...]
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
     initial_qd: dict[str, tuple[float, ...]] = field(default_factory=dict)
     forces: tuple[SpringDamper | Thruster | BodyWrench, ...] = ()
+    loops: tuple[Loop, ...] = ()

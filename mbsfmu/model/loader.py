@@ -19,11 +19,12 @@ from yaml.constructor import ConstructorError
 from ..errors import ModelError, Problem
 from .description import Body, Joint, ModelSpec, Origin, Spring
 from .elements import parse_forces, parse_wheels
+from .loops import parse_loops
 from .topology import build_topology
 from .validation import check_spec, locate
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "initial")
+TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial")
 BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "frames", "wheels")
 JOINT_KEYS = ("name", "type", "axis", "origin", "spring", "actuated")
 ORIGIN_KEYS = ("xyz", "rpy")
@@ -217,7 +218,8 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
     spec = ModelSpec(name=name, bodies=tuple(bodies), gravity=gravity,
                      initial_q=_initial(r, init.get("q", {}), ("initial", "q")),
                      initial_qd=_initial(r, init.get("qd", {}), ("initial", "qd")),
-                     forces=parse_forces(r, doc["forces"]) if "forces" in doc else ())
+                     forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
+                     loops=parse_loops(r, doc["loops"]) if "loops" in doc else ())
     if r.problems:
         unread = [p.path for p in r.problems]
         for p in check_spec(spec) + build_topology(spec.bodies)[1]:

@@ -7,15 +7,19 @@ from .. import joints
 from ..errors import Problem
 from .description import WORLD, ModelSpec
 from .elements import check_elements
+from .loops import check_loops
 from .topology import _suggest
 
 INERTIA_RTOL = 1e-9  # relative slack for symmetry, PSD and triangle-inequality checks
 AXIS_MIN = 1e-12     # shortest joint axis [-] taken as a direction
 
 
+RESERVED = frozenset({"engine", "q", "qd", "u", "time", "loop"})   # trajectory column prefixes
+
+
 def check_spec(spec: ModelSpec) -> list[Problem]:
     """Every problem in the names (bodies, joints, frames), joints, mass properties, gravity,
-    wheels and force elements, and initial values."""
+    wheels and force elements, initial values and loop-closure joints."""
     problems: list[Problem] = []
     _array(spec.gravity, (3,), ("gravity",), problems)
     first: dict[tuple[str, str], tuple] = {}
@@ -24,6 +28,10 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
         if b.name == WORLD:
             problems.append(Problem(at + ("name",), "'world' is the inertial frame and cannot name a body"))
         named = [("body", b.name, at + ("name",)), ("joint", b.joint.name, at + ("joint", "name"))]
+        for what, name, path in named + [("wheel", w.name, at + ("wheels", j, "name")) for j, w in enumerate(b.wheels)]:
+            if name in RESERVED:
+                problems.append(Problem(path, f"{what} name {name!r} is reserved (trajectory columns start with "
+                                        f"{', '.join(sorted(RESERVED))}): choose another"))
         for what, name, path in named + [("frame", f, at + ("frames", f)) for f in b.frames]:
             if (what, name) in first:
                 problems.append(Problem(path, f"duplicate {what} name {name!r} (also {_where(first[what, name])})"))
@@ -33,7 +41,11 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
         for fname, fr in b.frames.items():
             _array(fr.xyz, (3,), at + ("frames", fname, "xyz"), problems)
             _array(fr.rpy, (3,), at + ("frames", fname, "rpy"), problems)
-    return problems + check_elements(spec) + _check_initial(spec)
+    for k, f in enumerate(spec.forces):
+        if f.name in RESERVED:
+            problems.append(Problem(("forces", k, "name"), f"force element name {f.name!r} is reserved "
+                                    f"({', '.join(sorted(RESERVED))}): choose another"))
+    return problems + check_elements(spec) + _check_initial(spec) + check_loops(spec)
 
 
 def locate(problems: list[Problem], lines: dict | None) -> list[Problem]:

@@ -1,0 +1,184 @@
+"""Scenario features of issue 7: controller, analytic references, final state, CSV inputs,
+inline models, plots, MCAP recording, list and sweep."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from mbsfmu.controller import JointPID, PIDGains
+from mbsfmu.expressions import ExpressionError, compile_expression, evaluate
+from mbsfmu.scenario import ScenarioError, load_scenario, run_scenario
+from mbsfmu.schedules import Schedule
+from mbsfmu.trajectory import read_trajectory
+
+SCARA = ROOT / "scenarios" / "models" / "scara.yaml"
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_pid_law_saturation_and_anti_windup():
+    """u = sat(kp e + ki I + kd D); the integral freezes while the output is saturated."""
+    g = PIDGains(kp=10.0, ki=5.0, kd=2.0, limit=3.0, setpoint=Schedule("constant", {"value": 1.0}))
+    pid = JointPID({"j": g}, dt=0.1)
+    u = pid(0.0, {"j": 0.9}, {"j": 0.5})
+    assert u["j"] == pytest.approx(10 * 0.1 + 0 - 2 * 0.5)
+    assert pid.integral["j"] == pytest.approx(0.01)
+    u = pid(0.1, {"j": 0.0}, {"j": 0.0})            # 10 + 0.05 -> saturated at 3, integral frozen
+    assert u["j"] == 3.0 and pid.integral["j"] == pytest.approx(0.01)
+    err = PIDGains(kp=0.0, ki=0.0, kd=1.0, limit=math.inf, setpoint=Schedule("ramp", {"t0": 0.0, "t1": 1.0, "end": 1.0}),
+                   derivative="error")
+    pid = JointPID({"j": err}, dt=0.1)
+    assert pid(0.0, {"j": 0.0}, {"j": 0.0})["j"] == 0.0          # no previous setpoint: no rate yet
+    assert pid(0.1, {"j": 0.0}, {"j": 0.25})["j"] == pytest.approx(1.0 - 0.25)   # setpoint rate 1 rad/s
+
+
+def test_expressions_are_safe_and_vectorised():
+    tree = compile_expression("a * exp(-t) * cos(w * t) + (t > 1)", {"a", "w"})
+    t = np.linspace(0, 2, 5)
+    np.testing.assert_allclose(evaluate(tree, t, {"a": 2.0, "w": 3.0}), 2 * np.exp(-t) * np.cos(3 * t) + (t > 1))
+    for bad in ("__import__('os')", "a.__class__", "open('x')", "[1, 2]", "'text'", "b + 1", "lambda: 1"):
+        with pytest.raises(ExpressionError):
+            compile_expression(bad, {"a"})
+
+
+def test_references_final_and_inline_model(tmp_path):
+    """A pendulum defined inline: its small-angle reference passes; a wrong final state fails the
+    run (exit 1) while trajectory and report are written."""
+    scn = write(tmp_path / "p.yaml", """version: 1
+model:
+  version: 1
+  gravity: [0, -9.81, 0]
+  bodies:
+    - {name: rod, parent: world, joint: {name: q1, type: revolute}, mass: 1.0, com: [0, -0.5, 0],
+       inertia: {Ixx: 0.0833333333333333, Iyy: 0.0, Izz: 0.0833333333333333}}
+duration: 2.0
+dt: 0.01
+integrator: {method: dop853, rtol: 1.0e-12, atol: 1.0e-12}
+initial: {q: {q1: 0.005}}
+checks: {energy_constant: rel:1.0e-10}
+references:
+  - {column: q.q1, expr: "q0 * cos(sqrt(3 * g / (2 * l)) * t)", params: {q0: 0.005, g: 9.81, l: 1.0}, tol: 1.0e-6}
+final:
+  q.q1: {value: 1.0, tol: 1.0e-3}
+outputs: {plots: true}
+""")
+    res = subprocess.run([sys.executable, "-m", "mbsfmu", "run", str(scn), "--out", str(tmp_path / "o"), "--no-progress"],
+                         capture_output=True, text=True)
+    assert res.returncode == 1, res.stderr
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    (ref,) = report["references"].values()
+    assert ref["passed"] and ref["max_abs"] < 1e-6
+    assert report["final"]["q.q1"]["passed"] is False and not report["passed"]
+    assert "final     q.q1" in res.stdout and "FAIL" in res.stdout
+    for png in ("joint_states.png", "conservation.png"):
+        assert (tmp_path / "o" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_inline_model_errors_point_into_the_scenario_file(tmp_path):
+    scn = write(tmp_path / "bad.yaml", """version: 1
+model:
+  version: 1
+  bodies:
+    - {name: rod, parent: world, joint: {name: q1, type: revolute}, mass: -1.0}
+duration: 1.0
+dt: 0.01
+""")
+    with pytest.raises(ScenarioError, match=r"bad.yaml:5: model.bodies\[0\].mass: negative mass"):
+        run_scenario(load_scenario(scn), tmp_path / "o", progress=False)
+
+
+def test_csv_input_and_pid_controller(tmp_path):
+    """A CSV torque table on q2 and the PID on q1 drive the SCARA; the energy balance holds."""
+    (tmp_path / "tau.csv").write_text("time,torque\n0,0\n0.5,2\n1.0,-1\n")
+    scn = write(tmp_path / "s.yaml", f"""version: 1
+model: {SCARA}
+duration: 1.0
+dt: 0.005
+integrator: {{method: rk4, h_max: 0.001}}
+inputs: {{q2.tau: {{type: csv, file: tau.csv, time: time, value: torque}}}}
+controller: {{type: pid, joints: {{q1: {{kp: 200, kd: 20, ki: 10, limit: 80, setpoint: 0.5}}}}}}
+checks: {{energy_balance: rel:1.0e-8}}
+outputs: {{plots: false}}
+""")
+    report = run_scenario(load_scenario(scn), tmp_path / "o", progress=False)
+    assert report["passed"], report
+    traj = read_trajectory(tmp_path / "o" / "trajectory.csv")
+    np.testing.assert_allclose(traj["u.q2.tau"][traj.time == 0.25], 1.0, rtol=1e-12)
+    assert abs(traj["q.q1"][-1] - 0.5) < 0.1
+    assert not (tmp_path / "o" / "conservation.png").exists()
+
+
+def test_scenario_rejects_conflicting_or_bad_controller(tmp_path):
+    scn = write(tmp_path / "s.yaml", f"""version: 1
+model: {SCARA}
+duration: 1.0
+dt: 0.01
+inputs: {{q1.tau: 1.0}}
+controller: {{type: pid, joints: {{q1: {{kp: -1, setpoint: 0.0, derivative: sideways}}}}}}
+outputs: {{records: false}}
+checks: {{energy_constant: 1.0e-9}}
+""")
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(scn)
+    msg = str(e.value)
+    for fragment in ("inputs.q1.tau: input q1.tau is driven by the controller too", "kp must be >= 0",
+                     "derivative must be 'measurement' or 'error'", "outputs.records: the checks recompute"):
+        assert fragment in msg, msg
+
+
+@pytest.mark.integration
+def test_mcap_recording_reads_back_with_rosbags(tmp_path):
+    """--record writes ROS 2 messages that an independent reader (rosbags) decodes: names, stamps
+    and values equal the trajectory's."""
+    rosbags = pytest.importorskip("rosbags.highlevel")
+    from rosbags.typesys import Stores, get_typestore
+    res = subprocess.run([sys.executable, "-m", "mbsfmu", "run", "scenarios/scara_free.yaml", "--out", str(tmp_path),
+                          "--duration", "0.2", "--no-progress", "--record", str(tmp_path / "run.mcap")],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    traj = read_trajectory(tmp_path / "trajectory.csv")
+    seen = {}
+    with rosbags.AnyReader([tmp_path / "run.mcap"], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        for conn, ts, raw in reader.messages():
+            seen.setdefault(conn.topic, []).append((ts, reader.deserialize(raw, conn.msgtype)))
+    assert set(seen) == {"/clock", "/joint_states", "/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity", "/mbs/energy"}
+    js = seen["/joint_states"]
+    assert len(js) == len(traj.time)
+    k = 7
+    ts, msg = js[k]
+    assert list(msg.name) == ["q1", "q2"] and ts == round(traj.time[k] * 1e9)
+    assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == ts
+    np.testing.assert_array_equal(msg.position, [traj["q.q1"][k], traj["q.q2"][k]])
+    _, energy = seen["/mbs/energy"][k]
+    assert energy.data[0] == traj["engine.KE"][k] and energy.layout.dim[0].label == "KE,PE,E,W_in,W_diss"
+    _, mom = seen["/mbs/centroidal_momentum"][k]
+    assert mom.wrench.torque.z == traj["engine.H_sys[3]"][k]
+
+
+def test_list_shows_bundled_scenarios():
+    res = subprocess.run([sys.executable, "-m", "mbsfmu", "list"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0
+    assert "spacecraft_free.yaml" in res.stdout and "momentum and energy conserved" in res.stdout
+
+
+@pytest.mark.integration
+def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "mbsfmu", "sweep", "scenarios/scara_free.yaml", "--param",
+                          "body.link1.mass=1.5:2.5:2", "--param", "gravity[2]=-9.81,-1.62", "--out", str(tmp_path),
+                          "--duration", "0.2"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "4 runs, 0 failed" in res.stdout
+    lines = (tmp_path / "summary.csv").read_text().splitlines()
+    assert len(lines) == 5 and lines[0].startswith("run,body.link1.mass,gravity[2],passed")
+    assert (tmp_path / "run_0003" / "trajectory.csv").exists()
+    bad = subprocess.run([sys.executable, "-m", "mbsfmu", "sweep", "scenarios/scara_free.yaml", "--param",
+                          "body.link9.mass=1:2:2", "--out", str(tmp_path / "b")], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "no body 'link9'" in bad.stderr
