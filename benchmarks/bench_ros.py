@@ -1,0 +1,166 @@
+"""Benchmark of the ROS 2 node over real DDS on loopback (not a test): sustained publish rate and
+period jitter of /joint_states for the SCARA at 1 kHz (wall-clock paced; one rk4 step of 1 ms
+per cycle), the same at 200 Hz (one 5 ms rk4 step per cycle: a rate the engine sustains, so
+the numbers show the pacing itself), and the lock-step round-trip rate with a PD controller in
+the client (1 ms cycles).
+
+    python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--json out.json]
+
+Each variant starts the node in its own process on a private ROS domain (localhost discovery).
+Client-side numbers come from the arrival times of /joint_states in this process; node-side
+numbers (lateness, work per cycle, overruns) from its real_time diagnostic. Needs the ``ros``
+extra (or a sourced ROS 2).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import mbsfmu  # noqa: E402
+from ros_node import conversion as cv  # noqa: E402
+from ros_node import testing as rt  # noqa: E402
+
+MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
+
+
+def _real_time_values(client) -> dict[str, float]:
+    for arr in reversed(client.msgs["/diagnostics"]):
+        for s in arr.status:
+            if s.name.endswith(": real_time"):
+                out = {}
+                for kv in s.values:
+                    try:
+                        out[kv.key] = float(kv.value)
+                    except ValueError:
+                        pass
+                return out
+    return {}
+
+
+def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+    params = {"publish_rate": rate, "physics_step": 1.0 / rate, "real_time_factor": 1.0, "diagnostics_rate": 1.0,
+              **extra}
+    domain = rt.free_domain_id(label)
+    proc = rt.start_node(MODEL, params, domain, log_dir / f"{label}.log")
+    client = rt.Client(domain, name="bench_client")
+    try:
+        client.subscribe("/joint_states", JointState, depth=1000)
+        client.subscribe("/diagnostics", DiagnosticArray)
+        if not client.spin_until(lambda: len(client.msgs["/joint_states"]) > 50, 30):
+            raise RuntimeError(f"{label}: no joint states; node log:\n{rt.read_log(log_dir / f'{label}.log')}")
+        client.spin_for(1.0)                               # warm-up
+        n0 = len(client.msgs["/joint_states"])
+        client.spin_for(seconds)
+        arr = np.array(client.arrivals["/joint_states"][n0:])
+        stamps = np.array([cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec)
+                           for m in client.msgs["/joint_states"][n0:]]) * 1e-9
+        wall = arr[-1] - arr[0]
+        dt = np.diff(arr)
+        period = 1.0 / rate
+        node = _real_time_values(client)
+        return {"variant": label, "target_hz": rate, "received": int(len(arr)),
+                "rate_hz": (len(arr) - 1) / wall, "real_time_factor": (stamps[-1] - stamps[0]) / wall,
+                "period_p50_ms": 1e3 * float(np.percentile(dt, 50)), "period_p99_ms": 1e3 * float(np.percentile(dt, 99)),
+                "jitter_p50_ms": 1e3 * float(np.percentile(np.abs(dt - period), 50)),
+                "jitter_p99_ms": 1e3 * float(np.percentile(np.abs(dt - period), 99)),
+                "missing_stamps": int(round((stamps[-1] - stamps[0]) / period)) + 1 - len(stamps),
+                "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
+                "node_lateness_p99_ms": 1e3 * node.get("lateness_p99", np.nan),
+                "node_overrun_fraction": node.get("overrun_fraction", np.nan)}
+    finally:
+        rt.stop_node(proc)
+        client.close()
+
+
+def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    model = mbsfmu.load_model(MODEL)
+    lay = cv.joint_layout(model)
+    params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
+    domain = rt.free_domain_id(label)
+    proc = rt.start_node(MODEL, params, domain, log_dir / f"{label}.log")
+    client = rt.Client(domain, name="bench_client")
+    try:
+        pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
+        if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
+            raise RuntimeError(f"{label}: node not found")
+        sent, rtt = [], []
+        q_ref, kp, kd = np.array([1.0, 0.5]), np.array([60.0, 40.0]), np.array([15.0, 8.0])
+        last = [-1]
+
+        def on_state(msg):
+            t = cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
+            if t == last[0]:
+                return
+            last[0] = t
+            now = time.perf_counter()
+            if sent:
+                rtt.append(now - sent[-1])
+            q, qd = cv.state_from_joint_state(lay, msg.name, msg.position, msg.velocity)
+            u = model.inverse_dynamics(q, np.zeros(2), np.zeros(2)) + kp * (q_ref - q) - kd * qd
+            sent.append(time.perf_counter())
+            pub.publish(Float64MultiArray(data=u.tolist()))
+
+        client.subscribe("/joint_states", JointState, on_state)
+        client.spin_until(lambda: len(rtt) > 20, 30)
+        n0, w0 = len(rtt), time.perf_counter()
+        client.spin_for(seconds)
+        n, w = len(rtt) - n0, time.perf_counter() - w0
+        r = np.array(rtt[n0:])
+        return {"variant": label, "cycle_s": 1.0 / rate, "round_trips": n, "round_trips_per_s": n / w,
+                "real_time_factor": n / rate / w, "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
+                "rtt_p99_ms": 1e3 * float(np.percentile(r, 99))}
+    finally:
+        rt.stop_node(proc)
+        client.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=10.0, help="measured wall time per variant [s]")
+    ap.add_argument("--rate", type=float, default=1000.0, help="publish rate [Hz]")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
+    args = ap.parse_args(argv)
+    logs = Path(args.logs)
+    logs.mkdir(parents=True, exist_ok=True)
+    results = []
+    for label, rate, extra in (("paced", args.rate, {}), ("paced_events", args.rate, {"executor": "events"}),
+                               ("paced_decim10", args.rate, {"invariants_decimation": 10}),
+                               ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
+                               ("paced_200Hz", 200.0, {}), ("paced_200Hz_events", 200.0, {"executor": "events"})):
+        results.append(paced(rate, args.seconds, extra, label, logs))
+        print(json.dumps(results[-1]), flush=True)
+    for label, extra in (("lockstep", {}), ("lockstep_events", {"executor": "events"})):
+        results.append(lock_step(args.rate, args.seconds, extra, label, logs))
+        print(json.dumps(results[-1]), flush=True)
+    print()
+    print(f"{'variant':<22} {'rate [Hz]':>10} {'RTF':>6} {'period p50/p99 [ms]':>20} {'jitter p50/p99 [ms]':>20} "
+          f"{'node work p50 [ms]':>18} {'overruns':>8}")
+    for r in results:
+        if "rate_hz" in r:
+            print(f"{r['variant']:<22} {r['rate_hz']:>10.1f} {r['real_time_factor']:>6.3f} "
+                  f"{r['period_p50_ms']:>9.3f}/{r['period_p99_ms']:<10.3f} {r['jitter_p50_ms']:>9.3f}/{r['jitter_p99_ms']:<10.3f} "
+                  f"{r['node_work_p50_ms']:>18.3f} {r['node_overrun_fraction']:>8.3f}")
+        else:
+            print(f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
+                  f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
+                  f"{1e3 * r['cycle_s']:g} ms)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

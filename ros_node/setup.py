@@ -1,0 +1,28 @@
+"""ament_python build of the ROS 2 package ``mbsfmu_ros`` (colcon): this folder is the Python
+package ``ros_node``; ``ros2 run mbsfmu_ros mbs_node MODEL.yaml`` and ``ros2 launch mbsfmu_ros
+mbsfmu.launch.py model:=MODEL.yaml`` then work. The engine itself (``mbsfmu``) comes from the
+repository's pyproject.toml: ``pip install -e REPO`` into the Python of the ROS 2 installation.
+Not used by ``pip install -e REPO`` (that installs ``ros_node`` from pyproject.toml)."""
+from glob import glob
+
+from setuptools import setup
+
+PACKAGE = "mbsfmu_ros"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=["ros_node"],
+    package_dir={"ros_node": "."},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="mbsfmu developers",
+    description="ROS 2 node of the mbsfmu rigid multibody engine",
+    license="MIT",
+    entry_points={"console_scripts": ["mbs_node = ros_node.node:main"]},
+)
