@@ -242,6 +242,9 @@ static int start_python(const Instance* I)
     if (is_init()) return 1;             /* loaded and started by another mbsfmu FMU */
     const char* exe = getenv("MBSFMU_PYTHON");
     if (!exe || !*exe) exe = MBSFMU_PYTHON_EXE;
+    /* The PyPI ROS 2 wheels add a site hook that re-executes every Python process once with its
+       library path set; an embedded interpreter cannot re-execute, and the FMU needs no ROS. */
+    setenv("_ROS_WHEELS_BOOTSTRAP_COMPLETE", "1", 0);
     PyConfig config;
     config_init(&config);
     config.install_signal_handlers = 0;  /* leave the host's signal handlers alone */
