@@ -14,6 +14,7 @@ import numpy as np
 import time as wallclock
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import MbsError, ModelError
 from .model.loader import _Reader, parse_file
@@ -22,9 +23,12 @@ from .controller import JointPID
 from .schedules import Schedule, parse_schedule
 from .simulator import INTEGRATORS, SimulationError, Simulator
 
+if TYPE_CHECKING:
+    from .cosim import CosimSpec
+
 SCENARIO_VERSION = 1
 TOP_KEYS = ("version", "name", "description", "model", "gravity", "duration", "quick_duration", "dt", "integrator",
-            "initial", "inputs", "controller", "checks", "references", "final", "outputs", "loops")
+            "initial", "inputs", "controller", "checks", "references", "final", "outputs", "loops", "cosim")
 REFERENCE_KEYS = ("column", "expr", "params", "tol", "t0", "t1")
 PID_KEYS = ("kp", "ki", "kd", "limit", "setpoint", "derivative")
 OUTPUT_KEYS = ("records", "plots")
@@ -61,6 +65,7 @@ class Scenario:
     plots: bool = True
     edits: tuple = ()                                        # (parameter path, value): model edits (sweeps)
     loops: dict = field(default_factory=dict)               # Simulator loop options (README "Closed loops")
+    cosim: CosimSpec | None = None                           # FMUs and connections for `mbsfmu cosim` (cosim.py)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -167,6 +172,10 @@ def load_scenario(path: str | Path) -> Scenario:
         r.problem(("outputs", "records"), "the checks recompute momentum and energy from the body records: "
                   "keep records on, or drop the checks")
     loops = _loop_options(r, doc["loops"]) if "loops" in doc else {}
+    cosim = None
+    if "cosim" in doc:
+        from .cosim import parse_cosim
+        cosim = parse_cosim(r, doc["cosim"], path.parent, has_controller="controller" in doc)
     name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
     if r.problems:
         raise ScenarioError(r.problems, str(path))
@@ -176,7 +185,7 @@ def load_scenario(path: str | Path) -> Scenario:
                     integrator=integ, initial_q=init_q, initial_qd=init_qd, inputs=inputs, procedure=procedure,
                     checks=checks, model_inline=inline, controller=controller, references=references, final=final,
                     records=outputs.get("records", True) is not False, plots=outputs.get("plots", True) is not False,
-                    loops=loops)
+                    loops=loops, cosim=cosim)
 
 
 def _loop_options(r, raw) -> dict:
@@ -310,8 +319,13 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                  record: str | Path | None = None) -> dict:
     """Run, writing ``trajectory.csv`` row by row and ``report.json`` at the end (also after a
     failure, with what was computed). Returns the report; its "passed" says if every check held."""
-    from .invariants import conservation_report
-    from .trajectory import TrajectoryWriter, read_trajectory
+    from .trajectory import TrajectoryWriter
+    if scn.cosim is not None:
+        external = [(c.src[0], c.dst[1]) for c in scn.cosim.connections
+                    if c.dst[0] == "mbs" and c.src[0] != "mbs" and scn.cosim.fmus[c.src[0]].builtin is None]
+        if external:
+            raise MbsError(f"scenario {scn.path}: FMU {external[0][0]!r} drives mbs.{external[0][1]} (cosim.fmus): "
+                           "`mbsfmu run` cannot run it in-process; use `mbsfmu cosim`")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sim = build_simulator(scn)
@@ -350,26 +364,50 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
             if recorder is not None:
                 recorder.close()
     bar.close()
-    wall = wallclock.perf_counter() - start
-    traj = read_trajectory(out / "trajectory.csv")
+    return finish_run(scn, out, T, wallclock.perf_counter() - start, error, {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs})
+
+
+def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | None, solver: dict,
+               skip_checks: str | None = None, extra: dict | None = None, plot_traj=None) -> dict:
+    """Check ``out/trajectory.csv`` and write ``out/report.json`` (and the plots): the scenario's
+    conservation checks (or, with ``skip_checks`` = the reason, none: each listed as skipped),
+    references and final values; ``extra`` entries join the report. plot_traj: a function giving
+    the trajectory to plot (default: the file). Returns the report; "passed" says if every check
+    that ran held and the run completed."""
+    from .invariants import conservation_report
+    from .trajectory import TrajectoryError, read_trajectory
+    try:
+        traj = read_trajectory(out / "trajectory.csv")
+    except TrajectoryError as e:   # the run stopped before its first row
+        traj, error = None, error or str(e)
+    steps = int(len(traj.time) - 1) if traj is not None else 0
     report = {"scenario": scn.name, "scenario_file": str(scn.path), "model": str(scn.model_path),
               "duration": T, "dt": scn.dt, "integrator": scn.integrator, "procedure": scn.procedure,
-              "steps": int(len(traj.time) - 1), "wall_time_s": wall,
-              "real_time_factor": (traj.time[-1] / wall) if wall > 0 else math.inf,
-              "solver": {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs}, "error": error}
-    try:
-        report.update(conservation_report(traj, scn.checks, scn.procedure) if len(traj.time) > 1 and scn.checks
-                      else {"checks": {}, "passed": True})
-    except MbsError as e:   # the trajectory stays; the report says why it could not be checked
-        report.update({"checks": {}, "passed": False, "check_error": str(e)})
-    report["references"] = _reference_results(scn, traj)
-    report["final"] = _final_results(scn, traj, complete=error is None)
+              "steps": steps, "wall_time_s": wall,
+              "real_time_factor": (traj.time[-1] / wall) if wall > 0 and traj is not None else math.inf,
+              "solver": solver, "error": error, **(extra or {})}
+    if skip_checks is not None or traj is None:
+        why = skip_checks or "no trajectory rows"
+        report.update({"checks": {}, "passed": True, "skipped_checks": {name: why for name in scn.checks}})
+    else:
+        try:
+            report.update(conservation_report(traj, scn.checks, scn.procedure) if len(traj.time) > 1 and scn.checks
+                          else {"checks": {}, "passed": True})
+        except MbsError as e:   # the trajectory stays; the report says why it could not be checked
+            report.update({"checks": {}, "passed": False, "check_error": str(e)})
+    if traj is None:
+        report["references"] = {key: {"passed": False, "error": "no trajectory rows"}
+                                for key in (f"{c} ~ {text}" for c, *_, text in scn.references)}
+        report["final"] = {c: {"passed": False, "error": "no trajectory rows"} for c in scn.final}
+    else:
+        report["references"] = _reference_results(scn, traj)
+        report["final"] = _final_results(scn, traj, complete=error is None)
     report["passed"] = bool(report["passed"] and error is None
                             and all(e["passed"] for e in (*report["references"].values(), *report["final"].values())))
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
-    if scn.plots:
+    if scn.plots and traj is not None:
         from .plots import plot_run
-        report["plots"] = [str(p) for p in plot_run(traj, out, scn.name)]
+        report["plots"] = [str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name)]
         (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     return report
 
