@@ -35,6 +35,7 @@ from .spatial import Array
 INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
 LOOP_STABILISATION = ("baumgarte", "projection", "both", "none")
+BACKENDS = ("auto", "python", "numba")
 
 
 class SimulationError(MbsError):
@@ -58,12 +59,16 @@ class Simulator:
     integrator: "rk4" (fixed internal step h_max [s]; each step(dt) takes ceil(dt / h_max)
     equal sub-steps) or "dop853" (adaptive, rtol/atol, internal steps at most h_max if > 0).
     Models with loops: loop_method, loop_stabilisation, baumgarte = (alpha, beta) [1/s] and
-    assemble, see the module docstring.
+    assemble, see the module docstring. backend: "python" (the reference code), "numba" (each
+    rk4 step(dt) runs all its sub-steps in one compiled call, mbsfmu/compiled: same operations,
+    results equal to round-off; rk4 without loops only) or "auto" (numba where it applies and
+    numba imports, else python).
     """
 
     def __init__(self, model, integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10,
                  atol: float = 1e-12, *, loop_method: str = "multipliers", loop_stabilisation: str = "both",
-                 baumgarte: tuple[float, float] = (loop_dyn.ALPHA, loop_dyn.BETA), assemble: bool = True):
+                 baumgarte: tuple[float, float] = (loop_dyn.ALPHA, loop_dyn.BETA), assemble: bool = True,
+                 backend: str = "auto"):
         if integrator not in INTEGRATORS:
             raise InputError(f"integrator {integrator!r}: expected one of {', '.join(INTEGRATORS)}")
         if loop_method not in LOOP_METHODS:
@@ -100,6 +105,7 @@ class Simulator:
         self.u = np.zeros(len(self.input_names))
         self.n_steps = self.n_rhs = 0
         self.h_last = 0.0
+        self.backend, self._compiled = _backend(backend, integrator, model), None
         self.set_configuration(*model.initial_state(assemble=False))
 
     # ---- state and inputs ---------------------------------------------------------------
@@ -214,9 +220,12 @@ class Simulator:
                 if self.integrator == "rk4":
                     n = max(1, math.ceil(dt / self.h_max - 1e-9))
                     h = dt / n
-                    for _ in range(n):
-                        x = self._close_loops(self._normalise(rk4_step(self.rhs, x, h)))
-                        self._check_finite(x, self.t + h)
+                    if self.backend == "numba":
+                        x = self._rk4_compiled(x, h, n)
+                    else:
+                        for _ in range(n):
+                            x = self._close_loops(self._normalise(rk4_step(self.rhs, x, h)))
+                            self._check_finite(x, self.t + h)
                     self.n_steps += n
                     self.h_last = h
                 else:
@@ -228,6 +237,19 @@ class Simulator:
         self._check_finite(x, self.t + dt)
         self.x = x
         self.t += dt
+
+    def _rk4_compiled(self, x: Array, h: float, n: int) -> Array:
+        """n RK4 sub-steps of h [s] in one compiled call (rhs, rk4_step and _normalise as above);
+        SimulationError at the first non-finite sub-step, as the loop above."""
+        if self._compiled is None:
+            from .compiled import compile_model
+            self._compiled = compile_model(self.model)
+        x = x.copy()
+        done = self._compiled.run(x, h, n, self.u.reshape(1, -1))
+        self.n_rhs += 4 * min(done + 1, n)
+        if done < n:
+            self._check_finite(x, self.t + (done + 1) * h)
+        return x
 
     def _close_loops(self, x: Array) -> Array:
         """After a step: v = H(u), vdot = B_vu udot for partitioned loops; projection of the
@@ -299,6 +321,20 @@ class Simulator:
         """Body, wheel and spring records for the independent checker (see records.py)."""
         kin = self.kinematics()
         return {**body_records(self.model, kin), **self.spring_records(kin)}
+
+
+def _backend(backend: str, integrator: str, model) -> str:
+    """The backend that runs: "numba" for rk4 without loops (if numba imports), else "python"."""
+    if backend not in BACKENDS:
+        raise InputError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    if backend == "python":
+        return backend
+    from .compiled import available
+    why = ("it compiles the rk4 integrator only" if integrator != "rk4" else
+           "the model has closed loops" if model.loops else "numba is not installed" if not available() else "")
+    if why and backend == "numba":
+        raise InputError(f"backend 'numba' cannot run this simulation: {why} (use backend='python' or 'auto')")
+    return "python" if why else "numba"
 
 
 def _state_names(model) -> list[str]:
