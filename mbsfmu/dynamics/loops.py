@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 from .. import joints
 from ..errors import InputError
@@ -262,7 +263,6 @@ def kkt_solve(M: Array, h: Array, A: Array, g: Array, rcond: float = RCOND) -> t
     G^+ from G's eigendecomposition (its SVD: G is symmetric positive semi-definite), dropping
     eigenvalues below rcond x the largest: redundant rows get the minimum-norm lambda (the
     component in null(A^T), which moves nothing, is zero), and x is unique either way."""
-    from scipy.linalg import cho_factor, cho_solve   # on first use: keeps `import mbsfmu` quick
     c = cho_factor(M)
     Mi_h = cho_solve(c, h)
     if A.shape[0] == 0:
