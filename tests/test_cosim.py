@@ -208,8 +208,7 @@ class Runs:
             if kind == "inprocess":
                 report = run_scenario(scn, out, duration=T, progress=False)
             elif kind == "libcosim":
-                # as a user runs it: its own process (one master per process; a second copy of the
-                # same pythonfmu FMUs loaded beside fmpy's corrupts the heap at exit, see the note)
+                # as a user runs it: the CLI in its own process
                 pytest.importorskip("libcosimpy")
                 res = subprocess.run([sys.executable, "-m", "mbsfmu", "cosim", str(SCENARIO), "--master", "libcosim",
                                       "--out", str(out), "--duration", str(T), "--fmu-dir", str(self.fmu_dir),
@@ -361,27 +360,16 @@ def test_libcosim_agrees_with_the_in_process_run_to_the_one_step_delay(runs):
 @pytest.mark.integration
 def test_an_fmu_file_runs_like_the_builtin_controller(runs, fmu_dir, tmp_path):
     """``{path: ctrl.fmu}``: the same controller FMU given as a file (parameters set by the
-    master) runs exactly like the builtin.
-
-    Runs in its own process: loading a second copy of the same pythonfmu controller FMU (same
-    model identifier, another folder) into a process that already ran the first corrupts the heap
-    at interpreter exit (pythonfmu 0.7; see the session note). The run itself completes and is
-    checked here; the child's exit status is not."""
-    from mbsfmu.cosim import build_fmus
+    master) runs exactly like the builtin, in the same process as the builtin's run."""
+    from mbsfmu.cosim import build_fmus, run_cosim
     _, gs = runs["gauss-seidel"]
     shutil.copy(build_fmus(load_scenario(SCENARIO), fmu_dir)["ctrl"], tmp_path / "ctrl.fmu")
     text = bundled_text(**{"ctrl: {builtin: pid}": "ctrl: {path: ctrl.fmu, parameters: {q2.kd: 60.0}}"})
     text = text[:text.index("\ncontroller:\n")] + text[text.index("\ncosim:\n"):]
-    scn = scenario_file(tmp_path, text)
-    code = (f"import json; from mbsfmu.cosim import run_cosim; from mbsfmu.scenario import load_scenario; "
-            f"r = run_cosim(load_scenario({str(scn)!r}), {str(tmp_path / 'out')!r}, duration=0.3, "
-            f"fmu_dir={str(fmu_dir)!r}, progress=False); print('FMUS', json.dumps(r['cosim']['fmus']['ctrl']))")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("FMUS ")), None)
-    assert line is not None, res.stdout + res.stderr
-    assert json.loads(line[5:]) == {"path": str(tmp_path / "ctrl.fmu"), "builtin": None}
+    report = run_cosim(load_scenario(scenario_file(tmp_path, text)), tmp_path / "out", duration=0.3, fmu_dir=fmu_dir,
+                       progress=False)
     traj = read_trajectory(tmp_path / "out" / "trajectory.csv")
-    assert traj.n_rows == 301
+    assert report["cosim"]["fmus"]["ctrl"] == {"path": str(tmp_path / "ctrl.fmu"), "builtin": None}
     for c in traj.names:
         np.testing.assert_array_equal(traj[c], gs[c][:traj.n_rows], err_msg=c)
 

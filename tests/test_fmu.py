@@ -3,6 +3,7 @@ with the engine run directly, variable steps, FMU state round trips, several ins
 Discard path and rejected values."""
 from __future__ import annotations
 
+import subprocess
 import sys
 import zipfile
 import xml.etree.ElementTree as ET
@@ -373,3 +374,13 @@ def test_python_checks_without_loader(fmus):
     f.setReal([f.vr["q1.tau"]], [0.5])
     f.doStep(0.0, 0.01)
     close(f)
+
+
+def test_simulate_fmu_twice_in_one_process(fmus):
+    """fmpy.simulate_fmu unpacks the FMU anew at each call and deletes the folder afterwards; the
+    second call must import the slave module again (not the first unpacking's, whose files are
+    gone), give the same result, and the process must exit cleanly."""
+    code = (f"import fmpy\nr = [fmpy.simulate_fmu({str(fmus.fmu('scara'))!r}, stop_time=0.01, output_interval=0.005)"
+            f" for _ in range(2)]\nassert (r[0] == r[1]).all()\nprint('same')\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0 and "same" in res.stdout, res.stdout + res.stderr

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- FMI 2.0 types (fmi2TypesPlatform.h, fmi2FunctionTypes.h) -------------------------- */
 typedef void* fmi2Component;
@@ -432,6 +433,46 @@ static fmi2Status guard(Instance* I, fmi2Status s)
 EXPORT const char* fmi2GetTypesPlatform(void) { return "default"; }
 EXPORT const char* fmi2GetVersion(void) { return "2.0"; }
 
+/* pythonfmu's binary imports the slave module by name at every fmi2Instantiate and takes the
+   class from the module it gets. A host that unpacked this FMU before, ran it and deleted that
+   folder (fmpy.simulate_fmu does) leaves the old module in sys.modules, pointing at files that are
+   gone: pythonfmu then finds no class ("has no attribute ''") and the instance fails. Drop such a
+   stale module so that it is imported again from this unpacking's resources. */
+static void forget_stale_slave_module(const char* resources)
+{
+    const char* path = strncmp(resources, "file://", 7) == 0 ? resources + 7 : resources;
+    char file[4096], name[512] = "";
+    snprintf(file, sizeof file, "%s/slavemodule.txt", path);
+    FILE* f = fopen(file, "r");
+    if (!f) return;
+    if (!fgets(name, sizeof name, f)) name[0] = 0;
+    fclose(f);
+    name[strcspn(name, "\r\n")] = 0;
+    PyGILState_STATE (*ensure)(void) = (PyGILState_STATE (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    void (*release)(PyGILState_STATE) = (void (*)(PyGILState_STATE))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    PyObject* (*modules_of)(void) = (PyObject* (*)(void))dlsym(RTLD_DEFAULT, "PyImport_GetModuleDict");
+    PyObject* (*get)(PyObject*, const char*) = (PyObject* (*)(PyObject*, const char*))dlsym(RTLD_DEFAULT,
+                                                                                           "PyDict_GetItemString");
+    int (*del)(PyObject*, const char*) = (int (*)(PyObject*, const char*))dlsym(RTLD_DEFAULT, "PyDict_DelItemString");
+    PyObject* (*attr)(PyObject*, const char*) = (PyObject* (*)(PyObject*, const char*))dlsym(RTLD_DEFAULT,
+                                                                                            "PyObject_GetAttrString");
+    const char* (*utf8)(PyObject*) = (const char* (*)(PyObject*))dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8");
+    void (*decref)(PyObject*) = (void (*)(PyObject*))dlsym(RTLD_DEFAULT, "Py_DecRef");
+    void (*clear)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "PyErr_Clear");
+    if (!name[0] || !ensure || !release || !modules_of || !get || !del || !attr || !utf8 || !decref || !clear) return;
+    PyGILState_STATE gil = ensure();
+    PyObject* modules = modules_of();
+    PyObject* module = modules ? get(modules, name) : NULL;
+    if (module) {
+        PyObject* where = attr(module, "__file__");
+        const char* text = where ? utf8(where) : NULL;
+        if (text && access(text, F_OK) != 0) del(modules, name);
+        if (where) decref(where);
+    }
+    clear();
+    release(gil);
+}
+
 EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2String fmuGUID,
                                      fmi2String fmuResourceLocation, const Callbacks* functions, fmi2Boolean visible,
                                      fmi2Boolean loggingOn)
@@ -458,6 +499,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
             logf_(I, fmi2Error, "fmi2Instantiate: cannot find the FMU's resources (fmuResourceLocation %s)",
                   fmuResourceLocation ? fmuResourceLocation : "NULL");
         } else {
+            forget_stale_slave_module(resources);
             I->inner = R.Instantiate(instanceName, fmuType, fmuGUID, resources, &I->cb, visible, fmi2True);
             free(resources);
             if (I->inner) return I;
