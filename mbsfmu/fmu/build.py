@@ -58,7 +58,7 @@ def build_fmu(model: str | Path, output: str | Path | None = None, *, naming: st
     cannot be compiled), False = ship pythonfmu's binary only, None = loader if possible.
     Returns the FMU's path. ModelError lists the model's problems."""
     try:
-        from pythonfmu.builder import FmuBuilder
+        from pythonfmu.builder import FmuBuilder  # noqa: F401 (fail early, before any work, with a clear message)
     except ImportError:
         raise FmuBuildError("building an FMU needs pythonfmu: pip install 'mbsfmu[fmu]'") from None
     model_path = Path(model)
@@ -96,17 +96,25 @@ def build_fmu(model: str | Path, output: str | Path | None = None, *, naming: st
         script = stage / f"{module}.py"
         script.write_text(_slave_module(identifier, engine, f"mbsfmu model {m.name}"), encoding="utf-8")
 
-        before = set(sys.modules)
-        try:
-            raw = FmuBuilder.build_FMU(script, dest=tmp / "raw" / f"{identifier}.fmu",
-                                       project_files=[stage / engine, stage / MODEL_DIR, stage / BUILD_INFO],
-                                       canGetAndSetFMUstate=True, canSerializeFMUstate=True)
-        finally:
-            _forget_staged_modules(before, tmp)
-        binary = None if loader is False else _compile_loader(tmp / "loader", identifier, guid, table, info,
-                                                              required=bool(loader))
-        _finish(Path(raw), output, table, info, binary)
+        _package(script, [stage / engine, stage / MODEL_DIR, stage / BUILD_INFO], tmp, identifier, guid, table, info,
+                 loader, output)
     return output
+
+
+def _package(script: Path, project_files: list[Path], tmp: Path, identifier: str, guid: str, table, info: dict,
+             loader, output: Path, finish=None) -> None:
+    """pythonfmu's builder on the generated slave module, then the loader binary, and ``finish``
+    (default: this module's ``_finish``) writes ``output``; shared by the model and controller FMUs."""
+    from pythonfmu.builder import FmuBuilder
+    before = set(sys.modules)
+    try:
+        raw = FmuBuilder.build_FMU(script, dest=tmp / "raw" / f"{identifier}.fmu", project_files=project_files,
+                                   canGetAndSetFMUstate=True, canSerializeFMUstate=True)
+    finally:
+        _forget_staged_modules(before, tmp)
+    binary = None if loader is False else _compile_loader(tmp / "loader", identifier, guid, table, info,
+                                                          required=bool(loader))
+    (finish or _finish)(Path(raw), output, table, info, binary)
 
 
 def model_identifier(name: str) -> str:

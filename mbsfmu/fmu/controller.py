@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 import tempfile
 import uuid
 import zipfile
@@ -279,12 +278,7 @@ def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
     units: joint -> (q, qd, tau) unit names (default rad, rad/s, N.m); name: the model name
     (modelIdentifier ``mbsfmu_pid_<name>``); loader as in ``build_fmu`` (the Linux loader binary,
     so libcosim and other C hosts load it). Returns the FMU's path."""
-    try:
-        from pythonfmu.builder import FmuBuilder
-    except ImportError:       # pragma: no cover - this module imports pythonfmu already
-        from .build import FmuBuildError
-        raise FmuBuildError("building an FMU needs pythonfmu: pip install 'mbsfmu[fmu]'") from None
-    from .build import (_compile_loader, _copy_engine, _forget_staged_modules, _python_info, _slave_module, engine_hash,
+    from .build import (_copy_engine, _package, _python_info, _slave_module, engine_hash,
                         model_identifier)
     cfg = pid_config(gains, dt, units, name)
     table = pid_variables(cfg)
@@ -311,16 +305,8 @@ def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
         script = stage / f"{module}.py"
         script.write_text(_slave_module(identifier, engine, f"discrete joint PID {name}", "fmu.controller import PidSlave",
                                          "mbsfmu.fmu.controller.build_pid_fmu"), encoding="utf-8")
-        before = set(sys.modules)
-        try:
-            raw = FmuBuilder.build_FMU(script, dest=tmp / "raw" / f"{identifier}.fmu",
-                                       project_files=[stage / engine, stage / BUILD_INFO, stage / CONFIG],
-                                       canGetAndSetFMUstate=True, canSerializeFMUstate=True)
-        finally:
-            _forget_staged_modules(before, tmp)
-        binary = None if loader is False else _compile_loader(tmp / "loader", identifier, guid, table, info,
-                                                              required=bool(loader))
-        _finish(Path(raw), output, table, info, binary)
+        _package(script, [stage / engine, stage / BUILD_INFO, stage / CONFIG], tmp, identifier, guid, table, info,
+                 loader, output, finish=_finish)
     return output
 
 
