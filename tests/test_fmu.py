@@ -380,8 +380,8 @@ def test_simulate_fmu_twice_in_one_process(fmus):
     """fmpy.simulate_fmu unpacks the FMU anew at each call and deletes the folder afterwards; the
     second call must import the slave module again (not the first unpacking's, whose files are
     gone) and give the same result. Known defect, not asserted here: such a process sometimes
-    aborts at exit with a corrupted heap (pythonfmu's binary of the first unpacking is unloaded while
-    Python still holds its objects; see the session note), so only the run itself is checked."""
+    aborts at exit with a corrupted heap (cause not found yet; see the session note), so only the
+    run itself is checked."""
     code = (f"import fmpy\nr = [fmpy.simulate_fmu({str(fmus.fmu('scara'))!r}, stop_time=0.01, output_interval=0.005)"
             f" for _ in range(2)]\nassert (r[0] == r[1]).all()\nprint('same', flush=True)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
