@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-# imported with the module, not on first use: in an FMU host, scipy loaded after the compiled
-# kernels' LLVM corrupted the heap at process exit (C host and fmpy both; tests/test_fmu_importers.py)
-from scipy.integrate import solve_ivp
 
 from .spatial import Array
 
@@ -30,6 +27,9 @@ class IntegrationError(RuntimeError):
 def dop853(f: Rhs, x: Array, dt: float, rtol: float, atol: float, h_max: float,
            first_step: float | None) -> tuple[Array, int, float]:
     """Advance by dt [s] with DOP853; returns (x, number of f evaluations, last step size)."""
+    # on first use: scipy.integrate costs ~0.2 s of start-up that the RK4 path does not need (for
+    # the order of scipy and numba, see compiled/kernels.py)
+    from scipy.integrate import solve_ivp
     sol = solve_ivp(lambda _t, y: f(y), (0.0, dt), x, method="DOP853", rtol=rtol, atol=atol,
                     max_step=h_max if h_max > 0 else np.inf,
                     first_step=min(first_step, dt) if first_step else None)

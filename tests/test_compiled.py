@@ -244,3 +244,17 @@ def test_cold_compile_in_a_fresh_cache_then_cached(tmp_path):
     (t_cold, qdd_cold), (t_cached, qdd_cached) = [r.stdout.split(" ", 1) for r in runs]
     assert qdd_cold == qdd_cached
     assert float(t_cached) < 1.0 and float(t_cached) < float(t_cold)
+
+
+def test_scenario_start_loads_scipy_fortran_before_numba_and_no_integrate():
+    """A fresh process running the first compiled step of a scenario: scipy.linalg (its Fortran
+    runtime) is imported before numba (the order that keeps the heap sound at exit in processes
+    that also host an FMU, see compiled/kernels.py), and scipy.integrate (DOP853 only, ~0.2 s of
+    start-up) is not imported at all. sys.modules keeps import order."""
+    code = ("import sys, mbsfmu.scenario as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
+            "sim.step(scn.dt); assert sim.backend == 'numba', sim.backend; print(' '.join(sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code, str(ROOT / "scenarios" / "scara_tracking.yaml")], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    mods = res.stdout.split()
+    assert "scipy.integrate" not in mods
+    assert mods.index("scipy.linalg") < mods.index("numba")

@@ -42,7 +42,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from .. import joints
 from ..errors import InputError
@@ -263,11 +262,11 @@ def kkt_solve(M: Array, h: Array, A: Array, g: Array, rcond: float = RCOND) -> t
     G^+ from G's eigendecomposition (its SVD: G is symmetric positive semi-definite), dropping
     eigenvalues below rcond x the largest: redundant rows get the minimum-norm lambda (the
     component in null(A^T), which moves nothing, is zero), and x is unique either way."""
-    c = cho_factor(M)
-    Mi_h = cho_solve(c, h)
+    L = np.linalg.cholesky(M)          # LinAlgError unless M is positive definite
+    X = np.linalg.solve(L.T, np.linalg.solve(L, np.column_stack([h, A.T])))
+    Mi_h, Mi_AT = X[:, 0], X[:, 1:]
     if A.shape[0] == 0:
         return Mi_h, np.zeros(0)
-    Mi_AT = cho_solve(c, A.T)
     G = A @ Mi_AT
     lam = _pinv_sym(0.5 * (G + G.T), rcond) @ (A @ Mi_h - g)
     return Mi_h - Mi_AT @ lam, lam
