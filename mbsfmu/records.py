@@ -20,7 +20,7 @@ import numpy as np
 
 from .dynamics.crba import crba
 from .kinematics import Kinematics
-from .spatial import Array, skew
+from .spatial import Array, cross_rows, skew
 
 VEC3 = ("omega", "omega_b1", "r_abs", "rdot_abs", "r_cm", "rdot_cm", "r_cm_b1", "rdot_cm_b1",
         "r_j1", "rdot_j1", "r_j1_b1", "rdot_j1_b1")
@@ -46,29 +46,28 @@ class Invariants:
         return self.KE + self.PE
 
 
-def engine_invariants(model, kin: Kinematics, q: Array, qd: Array, spring_pe: float) -> Invariants:
-    """p_sys, P_sys, H_sys, R, Rdot from spatial momenta; KE by CRBA; PE = springs + gravity
-    (seed 002 Eq. 2: 1/2 sum k theta^2 - sum m g^T rbar)."""
+def engine_invariants(model, kin: Kinematics, q: Array, qd: Array, spring_pe: float,
+                      M: Array | None = None) -> Invariants:
+    """p_sys, P_sys, H_sys, R, Rdot from spatial momenta; KE by the joint-space inertia M (CRBA
+    when not given); PE = springs + gravity (seed 002 Eq. 2: 1/2 sum k theta^2 - sum m g^T rbar)."""
     t = model.tree
-    L_c = np.zeros((model.N + 1, 3))          # angular momentum about each body's CoM, world axes
-    P = np.zeros((model.N + 1, 3))            # linear momentum, world axes
-    c = np.zeros((model.N + 1, 3))            # CoM positions, world
-    for i in range(1, model.N + 1):
-        h = t.I[i] @ kin.v[i]                 # spatial momentum about the body origin, body axes
-        L_c[i] = kin.R[i] @ (h[:3] - np.cross(t.com[i], h[3:]))
-        P[i] = kin.R[i] @ h[3:]
-        c[i] = kin.p[i] + kin.R[i] @ t.com[i]
-    m_tot = t.mass.sum()
-    R_cm = t.mass @ c / m_tot
+    Rw, com = kin.R[1:], t.com[1:]
+    h = np.einsum("nij,nj->ni", t.I[1:], kin.v[1:])   # spatial momenta about the body origins, body axes
+    L_c = np.einsum("nij,nj->ni", Rw, h[:, :3] - cross_rows(com, h[:, 3:]))   # about each CoM, world axes
+    P = np.einsum("nij,nj->ni", Rw, h[:, 3:])          # linear momenta, world axes
+    c = kin.p[1:] + np.einsum("nij,nj->ni", Rw, com)   # CoM positions, world
+    m = t.mass[1:]
+    m_tot = m.sum()
+    R_cm = m @ c / m_tot
     P_sys = P.sum(axis=0)
     Rdot = P_sys / m_tot
     # moments of the CM-relative momenta: sum (c_i - R) x m_i Rdot = 0 drops out exactly, which
     # keeps H_sys accurate when the system is far from the origin or fast (free fall)
-    H = L_c.sum(axis=0) + np.cross(c - R_cm, P - np.outer(t.mass, Rdot)).sum(axis=0)
-    KE = 0.5 * qd @ crba(t, q) @ qd
-    PE = spring_pe - float(t.mass[1:] @ (kin.p[1:] + np.einsum("nij,nj->ni", kin.R[1:], t.com[1:])) @ model.gravity)
-    return Invariants(p_sys=(P - np.outer(t.mass, Rdot)).sum(axis=0), P_sys=P_sys, H_sys=H, R=R_cm, Rdot=Rdot,
-                      KE=float(KE), PE=float(PE))
+    p_rel = P - np.outer(m, Rdot)
+    H = L_c.sum(axis=0) + cross_rows(c - R_cm, p_rel).sum(axis=0)
+    KE = 0.5 * qd @ (crba(t, q) if M is None else M) @ qd
+    PE = spring_pe - float(m @ c @ model.gravity)
+    return Invariants(p_sys=p_rel.sum(axis=0), P_sys=P_sys, H_sys=H, R=R_cm, Rdot=Rdot, KE=float(KE), PE=float(PE))
 
 
 def body_records(model, kin: Kinematics) -> dict[str, Array]:

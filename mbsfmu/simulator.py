@@ -241,15 +241,19 @@ class Simulator:
     def _rk4_compiled(self, x: Array, h: float, n: int) -> Array:
         """n RK4 sub-steps of h [s] in one compiled call (rhs, rk4_step and _normalise as above);
         SimulationError at the first non-finite sub-step, as the loop above."""
-        if self._compiled is None:
-            from .compiled import compile_model
-            self._compiled = compile_model(self.model)
         x = x.copy()
-        done = self._compiled.run(x, h, n, self.u.reshape(1, -1))
+        done = self._kernels().run(x, h, n, self.u.reshape(1, -1))
         self.n_rhs += 4 * min(done + 1, n)
         if done < n:
             self._check_finite(x, self.t + (done + 1) * h)
         return x
+
+    def _kernels(self):
+        """The model's CompiledModel (numba backend), built on first use."""
+        if self._compiled is None:
+            from .compiled import compile_model
+            self._compiled = compile_model(self.model)
+        return self._compiled
 
     def _close_loops(self, x: Array) -> Array:
         """After a step: v = H(u), vdot = B_vu udot for partitioned loops; projection of the
@@ -282,13 +286,18 @@ class Simulator:
 
     # ---- outputs ------------------------------------------------------------------------
     def kinematics(self):
-        return forward_kinematics(self.model.tree, self.x[: self._nq], self.x[self._nq: self._nq + self._nv])
+        """Poses and velocities of every body at the current state (compiled on the numba backend)."""
+        q, qd = self.x[: self._nq], self.x[self._nq: self._nq + self._nv]
+        if self.backend == "numba":
+            return self._kernels().forward_kinematics(q, qd)
+        return forward_kinematics(self.model.tree, q, qd)
 
     def invariants(self) -> Invariants:
         """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state."""
         q, qd = self.q, self.qd
         kin = self.kinematics()
-        return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin))
+        M = self._kernels().crba(q) if self.backend == "numba" else None
+        return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin), M)
 
     def loop_outputs(self) -> dict[str, dict]:
         """Per loop at the current state and inputs: ``phi`` = |Phi| (2-norm of its position

@@ -20,6 +20,15 @@ def cross(a: Array, b: Array) -> Array:
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
+def cross_rows(a: Array, b: Array) -> Array:
+    """Row-wise a x b of (n, 3) arrays (np.cross's axis handling costs ~10x more on small n)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
+
+
 def skew(v: Array) -> Array:
     """Cross-product matrix: skew(a) @ b == a x b."""
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])

@@ -180,6 +180,17 @@ def test_simulator_backends_agree(name, rng):
             sim.step(0.01)
     close(fast.x, ref.x)
     assert fast.t == ref.t and fast.n_steps == ref.n_steps and fast.n_rhs == ref.n_rhs
+    # outputs from the compiled kinematics and mass matrix equal the reference ones
+    ref.set_state(fast.get_state())
+    kf, kr = fast.kinematics(), ref.kinematics()
+    for key in ("R", "p", "v", "Xup"):
+        close(getattr(kf, key), getattr(kr, key))
+    inv_f, inv_r = fast.invariants(), ref.invariants()
+    for key in ("p_sys", "P_sys", "H_sys", "R", "Rdot", "KE", "PE"):
+        close(np.atleast_1d(getattr(inv_f, key)), np.atleast_1d(getattr(inv_r, key)))
+    rec_f, rec_r = fast.records(), ref.records()
+    assert rec_f.keys() == rec_r.keys()
+    close(np.array(list(rec_f.values()), dtype=float), np.array(list(rec_r.values()), dtype=float))
     assert Simulator(model, "rk4").backend == "numba" and Simulator(model, "dop853").backend == "python"
 
 
