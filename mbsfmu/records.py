@@ -20,7 +20,7 @@ import numpy as np
 
 from .dynamics.crba import crba
 from .kinematics import Kinematics
-from .spatial import Array, cross_rows, skew
+from .spatial import Array, cross_rows
 
 VEC3 = ("omega", "omega_b1", "r_abs", "rdot_abs", "r_cm", "rdot_cm", "r_cm_b1", "rdot_cm_b1",
         "r_j1", "rdot_j1", "r_j1_b1", "rdot_j1_b1")
