@@ -14,9 +14,11 @@ FMU-building tests are ``integration``; the FMUs are built once per session into
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -388,6 +390,20 @@ def test_failing_check_exits_nonzero_and_keeps_trajectory_and_report(runs, fmu_d
     assert not report["passed"] and report["error"] is None
     assert [e["passed"] for e in report["references"].values()] == [False, False]
     assert (tmp_path / "out" / "joint_states.png").is_file()
+
+
+@pytest.mark.integration
+def test_controller_fmu_without_torque_limit_writes_xsd_infinity(tmp_path):
+    """No torque limit = +inf: modelDescription.xml writes it as xs:double's INF (Python's "inf" is
+    not a valid xs:double) and the FMU validates."""
+    from fmpy.validation import validate_fmu
+    from mbsfmu.cosim import build_fmus
+    text = bundled_text(**{"limit: 120.0, ": "", "limit: 60.0, ": ""})
+    fmu = build_fmus(load_scenario(scenario_file(tmp_path, text)), tmp_path / "fmus")["ctrl"]
+    assert validate_fmu(str(fmu)) == []
+    xml = zipfile.ZipFile(fmu).read("modelDescription.xml").decode()
+    assert re.search(r'name="q1.limit"[^>]*>\s*<Real[^>]*start="INF"', xml)
+    assert 'start="inf"' not in xml
 
 
 @pytest.mark.integration

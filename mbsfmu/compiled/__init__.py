@@ -73,64 +73,39 @@ class CompiledModel:
         """qdd (nv,) = M^-1 (tau - C qd - G + J^T f_ext) by ABA, as ``dynamics.aba.aba(tree, ...)``:
         tau (nv,) joint forces [N m or N] (no springs/dampers added); f_ext (N+1, 6) wrench per
         body [N m; N], body axes about the body origin, row 0 ignored; out (nv,) to write into."""
-        qdd = np.empty(self.nv) if out is None else out
-        k = self._aba or self._load("aba")
-        if f_ext is None:
-            f_ext = _NO_FEXT
-        try:
-            st = k(self._buf, q, qd, tau, f_ext, False, qdd)
-        except TypeError:
-            q, qd, tau, f_ext, qdd = self._convert(("q", q), ("qd", qd), ("tau", tau), ("f_ext", f_ext), ("out", qdd))
-            st = k(self._buf, q, qd, tau, f_ext, False, qdd)
-        if st:
-            self._raise(st, ("q", q), ("qd", qd), ("tau", tau), ("f_ext", f_ext), ("passive", None), ("out", qdd))
-        return qdd
+        return self._recursion("aba", q, qd, "tau", tau, _NO_FEXT if f_ext is None else f_ext, False, out)
 
     def forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, out: Array | None = None) -> Array:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as
         ``Model.forward_dynamics`` (f_ext (N, 6) or {body: (6,)})."""
-        qdd = np.empty(self.nv) if out is None else out
         fx = _NO_FEXT if f_ext is None else self.model._fext(f_ext)
-        k = self._aba or self._load("aba")
-        try:
-            st = k(self._buf, q, qd, tau, fx, True, qdd)
-        except TypeError:
-            q, qd, tau, qdd = self._convert(("q", q), ("qd", qd), ("tau", tau), ("out", qdd))
-            st = k(self._buf, q, qd, tau, fx, True, qdd)
-        if st:
-            self._raise(st, ("q", q), ("qd", qd), ("tau", tau), ("f_ext", fx), ("passive", None), ("out", qdd))
-        return qdd
+        return self._recursion("aba", q, qd, "tau", tau, fx, True, out)
 
     def rnea(self, q: Array, qd: Array, qdd: Array, f_ext: Array | None = None, out: Array | None = None) -> Array:
         """tau (nv,) = M qdd + C qd + G - J^T f_ext by RNEA, as ``dynamics.rnea.rnea(tree, ...)``
         (f_ext (N+1, 6), row 0 ignored)."""
-        tau = np.empty(self.nv) if out is None else out
-        k = self._rnea or self._load("rnea")
-        if f_ext is None:
-            f_ext = _NO_FEXT
-        try:
-            st = k(self._buf, q, qd, qdd, f_ext, False, tau)
-        except TypeError:
-            q, qd, qdd, f_ext, tau = self._convert(("q", q), ("qd", qd), ("qdd", qdd), ("f_ext", f_ext), ("out", tau))
-            st = k(self._buf, q, qd, qdd, f_ext, False, tau)
-        if st:
-            self._raise(st, ("q", q), ("qd", qd), ("qdd", qdd), ("f_ext", f_ext), ("passive", None), ("out", tau))
-        return tau
+        return self._recursion("rnea", q, qd, "qdd", qdd, _NO_FEXT if f_ext is None else f_ext, False, out)
 
     def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, out: Array | None = None) -> Array:
         """tau (nv,) actuator forces producing qdd with springs/dampers and f_ext acting, as
         ``Model.inverse_dynamics`` (f_ext (N, 6) or {body: (6,)})."""
-        tau = np.empty(self.nv) if out is None else out
         fx = _NO_FEXT if f_ext is None else self.model._fext(f_ext)
-        k = self._rnea or self._load("rnea")
+        return self._recursion("rnea", q, qd, "qdd", qdd, fx, True, out)
+
+    def _recursion(self, name: str, q: Array, qd: Array, b_name: str, b: Array, fx: Array, passive: bool,
+                   out: Array | None) -> Array:
+        """The ABA or RNEA kernel on (q, qd, b = tau or qdd, f_ext), with the model's springs and
+        dampers when ``passive``; the (nv,) result in ``out`` (new if None)."""
+        res = np.empty(self.nv) if out is None else out
+        k = getattr(self, "_" + name) or self._load(name)
         try:
-            st = k(self._buf, q, qd, qdd, fx, True, tau)
+            st = k(self._buf, q, qd, b, fx, passive, res)
         except TypeError:
-            q, qd, qdd, tau = self._convert(("q", q), ("qd", qd), ("qdd", qdd), ("out", tau))
-            st = k(self._buf, q, qd, qdd, fx, True, tau)
+            q, qd, b, fx, res = self._convert(("q", q), ("qd", qd), (b_name, b), ("f_ext", fx), ("out", res))
+            st = k(self._buf, q, qd, b, fx, passive, res)
         if st:
-            self._raise(st, ("q", q), ("qd", qd), ("qdd", qdd), ("f_ext", fx), ("passive", None), ("out", tau))
-        return tau
+            self._raise(st, ("q", q), ("qd", qd), (b_name, b), ("f_ext", fx), ("passive", None), ("out", res))
+        return res
 
     def crba(self, q: Array, out: Array | None = None) -> Array:
         """M(q): (nv, nv) joint-space inertia by CRBA, as ``dynamics.crba.crba(tree, q)``."""

@@ -18,6 +18,7 @@ import argparse
 import datetime
 import hashlib
 import json
+import math
 import re
 import shutil
 import site
@@ -102,9 +103,9 @@ def build_fmu(model: str | Path, output: str | Path | None = None, *, naming: st
 
 
 def _package(script: Path, project_files: list[Path], tmp: Path, identifier: str, guid: str, table, info: dict,
-             loader, output: Path, finish=None) -> None:
-    """pythonfmu's builder on the generated slave module, then the loader binary, and ``finish``
-    (default: this module's ``_finish``) writes ``output``; shared by the model and controller FMUs."""
+             loader, output: Path) -> None:
+    """pythonfmu's builder on the generated slave module, then the loader binary, and ``_finish``
+    writes ``output``; shared by the model and controller FMUs."""
     from pythonfmu.builder import FmuBuilder
     before = set(sys.modules)
     try:
@@ -114,7 +115,7 @@ def _package(script: Path, project_files: list[Path], tmp: Path, identifier: str
         _forget_staged_modules(before, tmp)
     binary = None if loader is False else _compile_loader(tmp / "loader", identifier, guid, table, info,
                                                           required=bool(loader))
-    (finish or _finish)(Path(raw), output, table, info, binary)
+    _finish(Path(raw), output, table, info, binary)
 
 
 def model_identifier(name: str) -> str:
@@ -286,7 +287,7 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
             el.set("unit", v.unit)
         for key, value in (("min", v.min), ("max", v.max), ("start", v.start)):
             if value is not None:
-                el.set(key, repr(float(value)) if v.type == "Real" else str(int(value)))
+                el.set(key, _xsd_double(float(value)) if v.type == "Real" else str(int(value)))
     ms = root.find("ModelStructure")
     for child in list(ms):
         ms.remove(child)
@@ -304,6 +305,13 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
                           dependencies=" ".join(str(i) for i in sorted(index[d] for d in v.init_deps)))
     ET.indent(root)
     return ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
+
+
+def _xsd_double(x: float) -> str:
+    """x as xs:double text: exact (repr) when finite, else INF, -INF or NaN."""
+    if math.isfinite(x):
+        return repr(x)
+    return "NaN" if math.isnan(x) else ("INF" if x > 0 else "-INF")
 
 
 # ---- the loader binary --------------------------------------------------------------------------
@@ -369,26 +377,30 @@ def _compile_loader(work: Path, identifier: str, guid: str, table, info: dict, r
 
 
 def _finish(raw: Path, output: Path, table, info: dict, binary: Path | None) -> None:
-    """Write the final FMU: pythonfmu's files, the new modelDescription.xml, the loader."""
+    """Write the final FMU: pythonfmu's files, the new modelDescription.xml, the loader (through a
+    uniquely named part file, so concurrent builds of one FMU never mix and a failure leaves none)."""
     ident = info["model_identifier"]
     lib = f"binaries/{PLATFORM}/{ident}.so"
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = output.with_name(output.name + ".part")
-    with zipfile.ZipFile(raw) as zin, zipfile.ZipFile(tmp_out, "w", zipfile.ZIP_DEFLATED) as zout:
-        names = zin.namelist()
-        if lib not in names and binary is not None:
-            raise FmuBuildError(f"pythonfmu's FMU has no {lib}")
-        for name in names:
-            if name.endswith("/"):
-                continue
-            data = zin.read(name)
-            if name == "modelDescription.xml":
-                data = model_description(data, table, info)
-            elif name == lib and binary is not None:
-                zout.writestr(f"binaries/{PLATFORM}/{ident}.pythonfmu.so", data)
-                data = binary.read_bytes()
-            zout.writestr(_entry(name, zin.getinfo(name)), data)
-    tmp_out.replace(output)
+    tmp_out = output.with_name(output.name + f".{uuid.uuid4().hex[:8]}.part")
+    try:
+        with zipfile.ZipFile(raw) as zin, zipfile.ZipFile(tmp_out, "w", zipfile.ZIP_DEFLATED) as zout:
+            names = zin.namelist()
+            if lib not in names and binary is not None:
+                raise FmuBuildError(f"pythonfmu's FMU has no {lib}")
+            for name in names:
+                if name.endswith("/"):
+                    continue
+                data = zin.read(name)
+                if name == "modelDescription.xml":
+                    data = model_description(data, table, info)
+                elif name == lib and binary is not None:
+                    zout.writestr(f"binaries/{PLATFORM}/{ident}.pythonfmu.so", data)
+                    data = binary.read_bytes()
+                zout.writestr(_entry(name, zin.getinfo(name)), data)
+        tmp_out.replace(output)
+    finally:
+        tmp_out.unlink(missing_ok=True)
 
 
 def _entry(name: str, src: zipfile.ZipInfo) -> zipfile.ZipInfo:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import tempfile
 import uuid
 import zipfile
@@ -306,43 +305,8 @@ def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
         script.write_text(_slave_module(identifier, engine, f"discrete joint PID {name}", "fmu.controller import PidSlave",
                                          "mbsfmu.fmu.controller.build_pid_fmu"), encoding="utf-8")
         _package(script, [stage / engine, stage / BUILD_INFO, stage / CONFIG], tmp, identifier, guid, table, info,
-                 loader, output, finish=_finish)
+                 loader, output)
     return output
-
-
-def _finish(raw: Path, output: Path, table: list[FmuVariable], info: dict, binary: Path | None) -> None:
-    """The final FMU: pythonfmu's files, the completed modelDescription.xml (``build.model_description``,
-    with infinite start values written as XML Schema's INF), the loader binary."""
-    from .build import PLATFORM, FmuBuildError, _entry, model_description
-    ident = info["model_identifier"]
-    lib = f"binaries/{PLATFORM}/{ident}.so"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = output.with_name(output.name + f".{uuid.uuid4().hex[:8]}.part")
-    try:
-        with zipfile.ZipFile(raw) as zin, zipfile.ZipFile(tmp_out, "w", zipfile.ZIP_DEFLATED) as zout:
-            names = zin.namelist()
-            if lib not in names and binary is not None:
-                raise FmuBuildError(f"pythonfmu's FMU has no {lib}")
-            for name in names:
-                if name.endswith("/"):
-                    continue
-                data = zin.read(name)
-                if name == "modelDescription.xml":
-                    data = _xsd_floats(model_description(data, table, info))
-                elif name == lib and binary is not None:
-                    zout.writestr(f"binaries/{PLATFORM}/{ident}.pythonfmu.so", data)
-                    data = binary.read_bytes()
-                zout.writestr(_entry(name, zin.getinfo(name)), data)
-        tmp_out.replace(output)
-    finally:
-        tmp_out.unlink(missing_ok=True)
-
-
-def _xsd_floats(xml: bytes) -> bytes:
-    """Python's ``inf``/``-inf``/``nan`` in start/min/max attributes as xs:double's INF/-INF/NaN."""
-    fix = {"inf": "INF", "-inf": "-INF", "nan": "NaN"}
-    return re.sub(rb'(start|min|max)="(-?inf|nan)"', lambda m: m.group(1) + b'="' + fix[m.group(2).decode()].encode()
-                  + b'"', xml)
 
 
 def read_pid_config(fmu: str | Path) -> dict:
