@@ -1,0 +1,132 @@
+/* mbs_core.h - the mbsfmu engine core in C99: one model, many instances, no global state.
+ *
+ * The numpy code in mbsfmu/dynamics (readable, the test oracle) and this core implement the same
+ * equations: forward kinematics, RNEA (Featherstone, Rigid Body Dynamics Algorithms, Table 5.1),
+ * CRBA (Table 6.2), ABA (Table 7.1), force elements, closed loops by Lagrange multipliers
+ * (seed 003 Eq. 24, Baumgarte and projection), RK4 and DOP853 integration, and the invariants of
+ * seeds 000/002. It depends on libc and libm only, allocates nothing after mbs_sim_init, and keeps
+ * every byte of an instance in the block the caller gives it (an FMU gives memory from its host's
+ * allocator; Python gives a numpy buffer).
+ *
+ * A model reaches the core as two constant tables, an int32 table and a float64 table, built in one
+ * place (mbsfmu/native/tables.py) and either compiled into an FMU as generated constant arrays or
+ * passed from Python. Their layout is private to the core (tables.py and model.c); both start with
+ * a header carrying MBS_TABLES_VERSION and a hash of the model.
+ *
+ * Units SI; spatial vectors [angular; linear] (Featherstone); quaternions scalar first (w, x, y, z).
+ * State x = [q (nq), qd (nv), W_in, W_diss]: W_in [J] work done by the inputs, W_diss [J] (<= 0)
+ * work of the dampers, integrated with the motion (as mbsfmu.simulator).
+ */
+#ifndef MBS_CORE_H
+#define MBS_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MBS_TABLES_VERSION 1
+
+/* status codes: MBS_OK, or a reason the caller reports (text in the err buffer or mbs_sim_message) */
+enum { MBS_OK = 0, MBS_DISCARD = 1, MBS_ERROR = 2 };
+
+/* joint types: the codes of mbsfmu/joints.py */
+enum { MBS_FIXED = 0, MBS_REVOLUTE = 1, MBS_PRISMATIC = 2, MBS_SPHERICAL = 3, MBS_FREE = 4 };
+
+/* integrators */
+enum { MBS_RK4 = 1, MBS_DOP853 = 2 };
+
+/* parameter kinds for mbs_sim_set_param (index: body 1..N in tree order, the rotor body of a
+ * wheel, or the joint's body; comp: component) */
+enum {
+    MBS_P_GRAVITY = 1,   /* comp 0..2 [m/s^2] world axes */
+    MBS_P_MASS = 2,      /* body [kg] */
+    MBS_P_COM = 3,       /* body, comp 0..2 [m] body axes */
+    MBS_P_INERTIA = 4,   /* body, comp 0..5 = xx, yy, zz, xy, xz, yz about the CoM, body axes [kg m^2] */
+    MBS_P_WHEEL_IW = 5,  /* rotor body of a wheel: spin inertia I_w [kg m^2] */
+    MBS_P_SPRING_K = 6,  /* joint's body: stiffness [N m/rad or N/m] */
+    MBS_P_SPRING_D = 7   /* joint's body: damping [N m s/rad or N s/m] */
+};
+
+typedef struct mbs_sim mbs_sim;          /* one instance: model copy, parameters, state, work buffers */
+
+typedef struct {
+    int N, nq, nv, nx, n_u, n_loops, n_rows;     /* bodies, sizes, inputs, loops, constraint rows */
+    uint64_t model_hash;                          /* from the tables' header */
+} mbs_sizes;
+
+typedef struct {
+    double p_sys[3];   /* sum m_i rhatdot_i, seed 000 Eq. 9 (~0) [N s], world axes */
+    double P_sys[3];   /* total linear momentum M_tot Rdot [N s] */
+    double H_sys[3];   /* angular momentum about the system CM incl. wheels, seed 000 Eq. 10 [N m s] */
+    double R[3];       /* system CM [m] */
+    double Rdot[3];    /* system CM velocity [m/s] */
+    double KE, PE;     /* seed 002 Eqs. 1-2 [J] (PE: joint springs, point springs, gravity) */
+} mbs_invariants;
+
+/* ---- instances -------------------------------------------------------------------------- */
+/* Bytes an instance of this model needs, 0 if the tables are malformed (reason in err). */
+size_t mbs_sim_size(const int32_t *ti, size_t n_ti, const double *tf, size_t n_tf, char *err, size_t n_err);
+/* Build an instance in mem (mbs_sim_size bytes, 8-byte aligned); NULL with the reason in err on
+ * malformed tables. The state is the model's initial state, inputs zero, t = 0. */
+mbs_sim *mbs_sim_init(void *mem, size_t size, const int32_t *ti, size_t n_ti, const double *tf, size_t n_tf,
+                      char *err, size_t n_err);
+mbs_sizes mbs_sim_sizes(const mbs_sim *s);
+/* Copy an instance into another block of the same size (FMU get/set state). */
+int mbs_sim_copy(mbs_sim *dst, const mbs_sim *src);
+
+/* ---- parameters (before the first step; mbs_sim_apply_params validates and recomputes) -------- */
+int mbs_sim_set_param(mbs_sim *s, int kind, int index, int comp, double value);
+int mbs_sim_get_param(const mbs_sim *s, int kind, int index, int comp, double *value);
+/* Validate every parameter (mass >= 0, inertia positive semi-definite and triangle inequality,
+ * every joint moves mass, finite values) and rebuild the spatial inertias; MBS_ERROR with every
+ * problem listed in err ("body link1: negative mass -1 kg; ..."). */
+int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err);
+/* Solver settings: method MBS_RK4 | MBS_DOP853, h_max [s] (rk4: > 0; dop853: 0 = unlimited),
+ * rtol, atol (> 0). Loop settings: stabilisation flags and Baumgarte (alpha, beta) [1/s]. */
+int mbs_sim_set_solver(mbs_sim *s, int method, double h_max, double rtol, double atol, char *err, size_t n_err);
+int mbs_sim_set_loops(mbs_sim *s, int baumgarte, int projection, double alpha, double beta);
+
+/* ---- state and inputs ---------------------------------------------------------------------- */
+double mbs_sim_time(const mbs_sim *s);
+void mbs_sim_set_time(mbs_sim *s, double t);
+const double *mbs_sim_x(const mbs_sim *s);                       /* (nx,) */
+/* Set x (nx,); MBS_ERROR if non-finite or a quaternion is not unit (reason in err). With loops the
+ * configuration is assembled (assemble = 1) or checked. */
+int mbs_sim_set_x(mbs_sim *s, const double *x, int assemble, char *err, size_t n_err);
+const double *mbs_sim_u(const mbs_sim *s);                       /* (n_u,) */
+int mbs_sim_set_u(mbs_sim *s, int k, double value);              /* MBS_ERROR if non-finite or k out of range */
+
+/* ---- stepping ------------------------------------------------------------------------------ */
+/* Advance by dt [s] > 0 with inputs held (zero-order hold). MBS_OK; MBS_DISCARD when the step
+ * cannot be completed (non-finite state, DOP853 step size underflow, singular loop system): the
+ * state is left as before the call and the reason is in mbs_sim_message. */
+int mbs_sim_step(mbs_sim *s, double dt);
+const char *mbs_sim_message(const mbs_sim *s);
+/* statistics: internal steps, right-hand-side evaluations, last internal step [s] */
+void mbs_sim_stats(const mbs_sim *s, long long *n_steps, long long *n_rhs, double *h_last);
+
+/* ---- outputs, computed at most once per state and only when asked ------------------------- */
+const double *mbs_sim_qdd(mbs_sim *s);                           /* (nv,) at the current x and u */
+const mbs_invariants *mbs_sim_invariants(mbs_sim *s);
+const double *mbs_sim_lambda(mbs_sim *s);                        /* (n_rows,) loop multipliers */
+
+/* ---- algorithms at a given state (no springs/dampers/inputs added unless said) ---------------- */
+/* qdd = ABA(q, qd, tau, f_ext); f_ext (N+1)*6 body wrenches [N m; N], body axes about the body
+ * origin, row 0 ignored, or NULL. */
+int mbs_aba(mbs_sim *s, const double *q, const double *qd, const double *tau, const double *f_ext, double *qdd);
+/* tau = RNEA(q, qd, qdd, f_ext) */
+int mbs_rnea(mbs_sim *s, const double *q, const double *qd, const double *qdd, const double *f_ext, double *tau);
+/* M (nv*nv, row-major) = CRBA(q) */
+int mbs_crba(mbs_sim *s, const double *q, double *M);
+/* qdd under inputs u (n_u,), joint springs/dampers, force elements, gravity and f_ext: the
+ * equations of motion the simulator integrates (loops closed when the model has loops). */
+int mbs_forward_dynamics(mbs_sim *s, const double *q, const double *qd, const double *u, const double *f_ext,
+                         double *qdd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MBS_CORE_H */
