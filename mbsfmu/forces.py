@@ -117,7 +117,7 @@ class ForceElements:
         return f, p_in, p_damp
 
     def spring_state(self, kin: Kinematics) -> list[tuple[str, float, float]]:
-        """[(name, k, l - l0)] of the point-to-point springs (seed 002 Eq. 2 form 1/2 k x^2)."""
+        """[(name, k, l - l0)] of the point-to-point springs (MBS Energy Testing Eq. 2 form 1/2 k x^2)."""
         return [(el.name, el.k, _spring_geometry(kin, ia, ra, ib, rb)[1] - el.l0)
                 for el, ia, ra, ib, rb in self.springs]
 

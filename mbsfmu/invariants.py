@@ -1,17 +1,17 @@
-"""The independent checker: p_sys, H_sys, R, Rdot (seed 000_1df965ada8519024, Eqs. 9, 10) and KE,
-PE (seed 002_e90d94d0d1e7c1dc, Eqs. 1, 2) recomputed from body records alone, by the seeds'
-Procedures 1-4, and a conservation report on a trajectory (``mbsfmu check``).
+"""The independent checker: p_sys, H_sys, R, Rdot ("MBS Momentum Testing", Concurrent Dynamics
+International 2017, Eqs. 9, 10) and KE, PE ("MBS Energy Testing", ibid., Eqs. 1, 2) recomputed from
+body records alone, by their Procedures 1-4, and a conservation report on a trajectory (``mbsfmu check``).
 
 This module reads only a trajectory's columns (format: ``mbsfmu/trajectory.py``); it imports
 neither the dynamics nor the model, so it can judge this engine and any other simulator alike.
 Bodies, wheels and springs are discovered from the column names (``<body>.m``, ``<wheel>.Iw``,
 ``<spring>.k``). Axes: world unless stated; arrays are (T, ...) over the T rows.
 
-Procedures (which records the simulation outputs, per body j and wheel k). The seeds number
-them differently for momentum and energy: inertial absolute records are momentum Procedure 2 but
+Procedures (which records the simulation outputs, per body j and wheel k). The two documents
+number them differently for momentum and energy: inertial absolute records are momentum Procedure 2 but
 energy Procedure 1, so ``conservation_report`` takes an optional ``energy_procedure``.
 
-| N | momentum, seed 000 | energy, seed 002 |
+| N | momentum, MBS Momentum Testing | energy, MBS Energy Testing |
 |---|---|---|
 | 1 | I, omega, rhat, rhatdot, h (world axes, CM-centric); R, Rdot | I, omega, rbar, rbardot, h (world axes, absolute) |
 | 2 | I, omega, rbar, rbardot, h (world axes, absolute) | I, omega, rhat, rhatdot, h (world axes), R, Rdot |
@@ -19,7 +19,7 @@ energy Procedure 1, so ``conservation_report`` takes an optional ``energy_proced
 | 4 | I^1, omega^1, r^1, rdot^1, h^1 (body-1 axes, joint(1)-centric), C1; eta1, etadot1 | I, omega, r, rdot, h (world axes, joint(1)-centric), eta1, etadot1 |
 
 Every procedure needs ``<body>.m``; energy needs the wheels' ``Iw``, ``g`` and the springs' ``k``,
-``x``. Seed 000 computes R, Rdot itself only in Procedure 2; Procedures 1 and 3 take them from
+``x``. MBS Momentum Testing computes R, Rdot itself only in Procedure 2; Procedures 1 and 3 take them from
 the ``R``, ``Rdot`` columns ("(R, Rdot) should also be an output of the simulation"), Procedure 4
 from joint 1: R = eta1 + C1 c^1, Rdot = etadot1 + C1 cdot^1. ``momentum(..., with_R=False)`` and
 the report's checks that do not use R, Rdot do not need those columns.
@@ -53,7 +53,7 @@ SYM = ("xx", "yy", "zz", "xy", "xz", "yz")
 SYM_INDEX = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 SKIP_PREFIXES = ("engine.", "q.", "qd.", "u.")
 
-# Records each procedure reads: body fields, wheel field, system fields (seed 000 / seed 002).
+# Records each procedure reads: body fields, wheel field, system fields (MBS Momentum/Energy Testing).
 MOMENTUM_BODY = {1: ("I", "omega", "r_cm", "rdot_cm"), 2: ("I", "omega", "r_abs", "rdot_abs"),
                  3: ("I_b1", "omega_b1", "r_cm_b1", "rdot_cm_b1"), 4: ("I_b1", "omega_b1", "r_j1_b1", "rdot_j1_b1")}
 MOMENTUM_WHEEL = {1: "h", 2: "h", 3: "h_b1", 4: "h_b1"}
@@ -69,14 +69,14 @@ class CheckError(MbsError):
     """The checker cannot run: unknown procedure or check, missing columns, bad bound."""
 
 
-# ---- the seeds' equations ------------------------------------------------------------------
+# ---- the documents' equations ------------------------------------------------------------------
 def eq9_p_sys(m: Array, rhatdot: Array) -> Array:
-    """p_sys = sum_j m_j rhatdot_j (seed 000 Eq. 9): (T, 3) [N s]; m (T, N), rhatdot (T, N, 3)."""
+    """p_sys = sum_j m_j rhatdot_j (MBS Momentum Testing Eq. 9): (T, 3) [N s]; m (T, N), rhatdot (T, N, 3)."""
     return np.einsum("tn,tni->ti", m, rhatdot)
 
 
 def eq10_H_sys(m: Array, I: Array, omega: Array, rhat: Array, rhatdot: Array, h: Array) -> Array:
-    """H_sys = sum_j (I_j omega_j + m_j rhat_j x rhatdot_j) + sum_k h_k (seed 000 Eq. 10): (T, 3)
+    """H_sys = sum_j (I_j omega_j + m_j rhat_j x rhatdot_j) + sum_k h_k (MBS Momentum Testing Eq. 10): (T, 3)
     [N m s]; I (T, N, 3, 3), omega, rhat, rhatdot (T, N, 3), h (T, Nw, 3), all world axes."""
     return (np.einsum("tnij,tnj->ti", I, omega) + np.einsum("tn,tni->ti", m, np.cross(rhat, rhatdot))
             + h.sum(axis=1))
@@ -84,13 +84,13 @@ def eq10_H_sys(m: Array, I: Array, omega: Array, rhat: Array, rhatdot: Array, h:
 
 def eq1_KE(m: Array, I: Array, omega: Array, rbardot: Array, h: Array, Iw: Array) -> Array:
     """KE = 1/2 (sum_i (omega_i^T I_i omega_i + m_i |rbardot_i|^2) + sum_k |h_k|^2 / I_k^w)
-    (seed 002 Eq. 1): (T,) [J]; Iw (T, Nw) [kg m^2]."""
+    (MBS Energy Testing Eq. 1): (T,) [J]; Iw (T, Nw) [kg m^2]."""
     return 0.5 * (np.einsum("tni,tnij,tnj->t", omega, I, omega) + np.einsum("tn,tni,tni->t", m, rbardot, rbardot)
                   + np.einsum("tki,tki,tk->t", h, h, 1.0 / Iw))
 
 
 def eq2_PE(k: Array, x: Array, m: Array, g: Array, rbar: Array) -> Array:
-    """PE = 1/2 sum_s k_s x_s^2 - sum_i m_i g^T rbar_i (seed 002 Eq. 2): (T,) [J]; k, x (T, Ns),
+    """PE = 1/2 sum_s k_s x_s^2 - sum_i m_i g^T rbar_i (MBS Energy Testing Eq. 2): (T,) [J]; k, x (T, Ns),
     g (T, 3) [m/s^2], rbar (T, N, 3) [m]."""
     return 0.5 * np.einsum("ts,ts,ts->t", k, x, x) - np.einsum("tn,ti,tni->t", m, g, rbar)
 
@@ -218,7 +218,7 @@ def _masses(traj: Trajectory, system: System) -> Array:
 
 @dataclass(frozen=True)
 class MomentumTerms:
-    """Seed 000 Eq. 9/10 inputs in world axes: m (T, N) [kg], I (T, N, 3, 3) [kg m^2] about the
+    """MBS Momentum Testing Eq. 9/10 inputs in world axes: m (T, N) [kg], I (T, N, 3, 3) [kg m^2] about the
     CoMs, omega (T, N, 3) [rad/s], rhat, rhatdot (T, N, 3) [m, m/s] from the system CM, h (T, Nw, 3)
     [N m s]; R, Rdot (T, 3) [m, m/s] (NaN when not asked for)."""
     m: Array
@@ -233,7 +233,7 @@ class MomentumTerms:
 
 @dataclass(frozen=True)
 class EnergyTerms:
-    """Seed 002 Eq. 1/2 inputs in world axes: m, I, omega, rbar, rbardot (inertial CoM position and
+    """MBS Energy Testing Eq. 1/2 inputs in world axes: m, I, omega, rbar, rbardot (inertial CoM position and
     velocity), h (world axes, or body-1 axes for Procedure 3: only |h| enters), Iw (T, Nw), spring
     k, x (T, Ns), g (T, 3)."""
     m: Array
@@ -249,7 +249,7 @@ class EnergyTerms:
 
 
 def momentum_terms(traj, procedure: int, with_R: bool = True) -> MomentumTerms:
-    """Records of seed 000 Procedure 1-4 turned into the Eq. 9/10 inputs (world axes, CM-centric)."""
+    """Records of MBS Momentum Testing Procedure 1-4 turned into the Eq. 9/10 inputs (world axes, CM-centric)."""
     traj = as_trajectory(traj)
     N = check_procedure(procedure)
     sysm = discover(traj)
@@ -293,7 +293,7 @@ def momentum_terms(traj, procedure: int, with_R: bool = True) -> MomentumTerms:
 
 
 def momentum(traj, procedure: int, with_R: bool = True) -> tuple[Array, Array, Array, Array]:
-    """(p_sys, H_sys, R, Rdot), each (T, 3), world axes [N s, N m s, m, m/s], by seed 000 Procedure
+    """(p_sys, H_sys, R, Rdot), each (T, 3), world axes [N s, N m s, m, m/s], by MBS Momentum Testing Procedure
     1-4 and Eqs. 9, 10 from a trajectory's records (a Trajectory, a mapping of columns or a path).
     with_R=False: R, Rdot are not computed (NaN) and their columns are not needed."""
     t = momentum_terms(traj, procedure, with_R)
@@ -301,7 +301,7 @@ def momentum(traj, procedure: int, with_R: bool = True) -> tuple[Array, Array, A
 
 
 def energy_terms(traj, procedure: int) -> EnergyTerms:
-    """Records of seed 002 Procedure 1-4 turned into the Eq. 1/2 inputs."""
+    """Records of MBS Energy Testing Procedure 1-4 turned into the Eq. 1/2 inputs."""
     traj = as_trajectory(traj)
     N = check_procedure(procedure)
     sysm = discover(traj)
@@ -333,7 +333,7 @@ def energy_terms(traj, procedure: int) -> EnergyTerms:
 
 
 def energy(traj, procedure: int) -> tuple[Array, Array]:
-    """(KE, PE), each (T,) [J], by seed 002 Procedure 1-4 and Eqs. 1, 2 (PE = 1/2 sum k x^2 -
+    """(KE, PE), each (T,) [J], by MBS Energy Testing Procedure 1-4 and Eqs. 1, 2 (PE = 1/2 sum k x^2 -
     sum m g^T rbar) from a trajectory's records."""
     t = energy_terms(traj, procedure)
     return eq1_KE(t.m, t.I, t.omega, t.rbardot, t.h, t.Iw), eq2_PE(t.k, t.x, t.m, t.g, t.rbar)
@@ -661,8 +661,8 @@ def _json_safe(x):
 
 def conservation_report(traj, checks: Mapping[str, object] | Iterable[str] | None = None, procedure: int = 1,
                         energy_procedure: int | None = None) -> dict:
-    """Run the named checks on a trajectory by seed 000/002 Procedure ``procedure`` (momentum and
-    energy; ``energy_procedure`` if given for the energy: the seeds number the notations
+    """Run the named checks on a trajectory by MBS Momentum/Energy Testing Procedure ``procedure`` (momentum and
+    energy; ``energy_procedure`` if given for the energy: the documents number the notations
     differently, e.g. inertial absolute records are momentum Procedure 2 but energy Procedure 1).
 
     checks: {name: bound} (bound a number, "abs:x", "rel:x" or None for the default; see

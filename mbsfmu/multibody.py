@@ -93,12 +93,12 @@ class Model:
 
     @property
     def L(self) -> np.ndarray:
-        """(N+1,) reference body operator of seed 003: L[j] is the parent of body j, 0 the world."""
+        """(N+1,) reference body operator of No's method: L[j] is the parent of body j, 0 the world."""
         return self.topology.L
 
     @property
     def pi(self) -> np.ndarray:
-        """(N, N) path matrix of seed 003 (bodies 1..N in ``body_names`` order)."""
+        """(N, N) path matrix of No's method (bodies 1..N in ``body_names`` order)."""
         return self.topology.pi
 
     def supports(self, body: str) -> list[str]:
@@ -194,7 +194,7 @@ class Model:
         return point_jacobian(self.tree, self.forward_kinematics(q), i, fr.p)
 
     def kinetic_energy(self, q: Array, qd: Array) -> float:
-        """KE [J] summed body by body: 1/2 (w^T I_c w + m |v_c|^2) (seed 002 Eq. 1, no wheels)."""
+        """KE [J] summed body by body: 1/2 (w^T I_c w + m |v_c|^2) (MBS Energy Testing Eq. 1, no wheels)."""
         kin = self.forward_kinematics(q, qd)
         t = self.tree
         w = kin.v[1:, :3]
@@ -203,14 +203,14 @@ class Model:
 
     # ---- dynamics -----------------------------------------------------------------------
     def passive_forces(self, q: Array, qd: Array) -> Array:
-        """(nv,) joint spring-damper forces -k (q - q0) - d qd [N m or N] (seed 001 systems 2, 3)."""
+        """(nv,) joint spring-damper forces -k (q - q0) - d qd [N m or N] (Wojtusch's systems 2, 3)."""
         tau = -self.damping * qd
         for _name, iq, iv, k, q0 in self._springs:
             tau[iv] -= k * (q[iq] - q0)
         return tau
 
     def joint_spring_deflections(self, q: Array) -> dict[str, tuple[float, float]]:
-        """{joint name: (k, q - q0)} of the joint springs; PE = 1/2 k (q - q0)^2 (seed 002 Eq. 2)."""
+        """{joint name: (k, q - q0)} of the joint springs; PE = 1/2 k (q - q0)^2 (MBS Energy Testing Eq. 2)."""
         return {name: (float(k), float(q[iq] - q0)) for name, iq, _iv, k, q0 in self._springs}
 
     def mass_matrix(self, q: Array) -> Array:
@@ -226,7 +226,7 @@ class Model:
         """qdd (nv,) under actuator forces tau, springs/dampers, gravity and f_ext.
 
         method: "aba" (O(N) articulated-body), "crba" (solve M qdd = tau - RNEA(q, qd, 0)) or
-        "transform" (seed 003 velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd))."""
+        "transform" (No's velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd))."""
         q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
         fx = self._fext(f_ext)
         tau = tau + self.passive_forces(q, qd)
@@ -267,7 +267,7 @@ class Model:
         return loop_assemble(self.tree, self.loops, q, qd) if self.loops else (q, qd)
 
     def loop_partition(self) -> Partition:
-        """The coordinate partition of seed 004 declared by the loops' ``independent`` joints;
+        """The coordinate partition (PyMbs Background) declared by the loops' ``independent`` joints;
         InputError if no loop declares any."""
         names = tuple(self.joint_names[i - 1] for i in range(1, self.N + 1) for _ in range(int(self.tree.nv[i])))
         part = make_partition(self.loops, self.nv, names)
@@ -280,8 +280,8 @@ class Model:
                                      alpha: float = 0.0, beta: float = 0.0) -> tuple[Array, Array]:
         """(qdd (nv,), lambda (m,)) with the loops closed, at a consistent state (q, qd).
 
-        method "multipliers": seed 003 Eq. 24 [[M, A^T], [A, 0]] [qdd; lambda] =
-        [tau - C; gamma - 2 alpha Phidot - beta^2 Phi]; "partitioning": seed 004's ODE in the
+        method "multipliers": No's method, Eq. 24, ``[[M, A^T], [A, 0]] [qdd; lambda] =
+        [tau - C; gamma - 2 alpha Phidot - beta^2 Phi]``; "partitioning": PyMbs Background's ODE in the
         independent coordinates (loops without declared independent joints keep multipliers).
         lambda: constraint forces, -A^T lambda the generalised force (minimum norm for redundant
         rows); tau (nv,) actuator forces, springs/dampers added."""
@@ -405,7 +405,7 @@ class Model:
 def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:
     """Bodies plus one rotor body per reaction wheel: a massless rotor on a revolute joint about
     the wheel axis with inertia I_w g g^T, so every algorithm carries the wheel's gyroscopic
-    coupling exactly (seeds 000/002: h = g I_w thetadot, KE = h^2 / (2 I_w)). Returns the bodies
+    coupling exactly (MBS Momentum/Energy Testing: h = g I_w thetadot, KE = h^2 / (2 I_w)). Returns the bodies
     and, per rotor, (its path in the file, the Wheel)."""
     bodies = list(spec.bodies)
     paths = {}

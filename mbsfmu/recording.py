@@ -1,7 +1,7 @@
 """Record a run as ROS 2 messages in an MCAP file (Foxglove opens it, `ros2 bag play` replays it)
 with no ROS install: the `mcap` and `mcap-ros2-support` packages write CDR-encoded messages from
 the standard message definitions below. Topics and types are those of the ROS 2 face
-(DESIGN.md): /clock, /joint_states, /mbs/centroidal_momentum, /mbs/com, /mbs/com_velocity,
+(docs/reference/ros-interface.md): /clock, /joint_states, /mbs/centroidal_momentum, /mbs/com, /mbs/com_velocity,
 /mbs/energy. Message fields come from pure functions of one trajectory row.
 """
 from __future__ import annotations

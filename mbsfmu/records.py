@@ -1,11 +1,11 @@
-"""Per-step outputs: body records in the seeds' four notations and the engine's own momentum
-and energy (seeds 000 and 002).
+"""Per-step outputs: body records in the four notations of MBS Momentum Testing and the engine's own momentum
+and energy (MBS Momentum Testing and MBS Energy Testing).
 
-Notations (seed 000 Figs. 1-2): inertial absolute (r_abs = rbar_i, the CoM in world axes);
+Notations (MBS Momentum Testing Figs. 1-2): inertial absolute (r_abs = rbar_i, the CoM in world axes);
 inertial from the system CM (r_cm = rhat_i = rbar_i - R); body-1 axes from the system CM
 (r_cm_b1 = C_1^T rhat_i); body-1 axes from joint 1 (r_j1_b1 = C_1^T (rbar_i - etabar_1)); and
-for seed 002 Procedure 4 inertial axes from joint 1 (r_j1). Every rate is the inertial time
-derivative expressed in the stated axes (so C_1 rdot^1 is the inertial rate, as seed 000
+for MBS Energy Testing Procedure 4 inertial axes from joint 1 (r_j1). Every rate is the inertial time
+derivative expressed in the stated axes (so C_1 rdot^1 is the inertial rate, as MBS Momentum Testing
 Procedures 3-4 use it). C_1 rotates body-1 axes to world axes; body 1 is the tree's base body.
 
 The engine's own p_sys, H_sys, KE come from other formulas than the checker's: each body's
@@ -30,7 +30,7 @@ SYM_INDEX = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 
 @dataclass(frozen=True)
 class Invariants:
-    """Engine's system quantities, world axes: p_sys = sum m_i rhatdot_i (seed 000 Eq. 9, ~0)
+    """Engine's system quantities, world axes: p_sys = sum m_i rhatdot_i (MBS Momentum Testing Eq. 9, ~0)
     [N s]; P_sys = M_tot Rdot total linear momentum [N s]; H_sys about the system CM incl.
     wheels (Eq. 10) [N m s]; R, Rdot CM position [m] and velocity [m/s]; KE, PE [J]."""
     p_sys: Array
@@ -49,7 +49,7 @@ class Invariants:
 def engine_invariants(model, kin: Kinematics, q: Array, qd: Array, spring_pe: float,
                       M: Array | None = None) -> Invariants:
     """p_sys, P_sys, H_sys, R, Rdot from spatial momenta; KE by the joint-space inertia M (CRBA
-    when not given); PE = springs + gravity (seed 002 Eq. 2: 1/2 sum k theta^2 - sum m g^T rbar)."""
+    when not given); PE = springs + gravity (MBS Energy Testing Eq. 2: 1/2 sum k theta^2 - sum m g^T rbar)."""
     t = model.tree
     Rw, com = kin.R[1:], t.com[1:]
     h = np.einsum("nij,nj->ni", t.I[1:], kin.v[1:])   # spatial momenta about the body origins, body axes

@@ -5,8 +5,8 @@ inputs (actuators, wheel motors, thrusters, body wrenches) and W_diss [J] (<= 0)
 dampers, integrated with the motion so that E(t) - E(0) = W_in + W_diss can be checked exactly.
 Inputs are held constant over a step (zero-order hold).
 
-Closed loops (model ``loops``, mbsfmu/dynamics/loops.py): ``loop_method`` "multipliers" (seed 003
-Eq. 24) or "partitioning" (seed 004: loops that declare independent joints are reduced to them;
+Closed loops (model ``loops``, mbsfmu/dynamics/loops.py): ``loop_method`` "multipliers" (No's method
+Eq. 24) or "partitioning" (PyMbs Background: loops that declare independent joints are reduced to them;
 the state's dependent entries are recomputed, v = H(u), vdot = B_vu udot, from the independent
 ones at every evaluation and after every step; other loops keep multipliers).
 ``loop_stabilisation`` for the multiplier loops: "baumgarte" (gamma - 2 alpha Phidot - beta^2 Phi
@@ -311,7 +311,7 @@ class Simulator:
                          "lambda": lam[c.rows].copy()} for c in self.loops.closures}
 
     def spring_energy(self, kin=None) -> float:
-        """PE of joint springs and point-to-point springs [J] (seed 002 Eq. 2, first term)."""
+        """PE of joint springs and point-to-point springs [J] (MBS Energy Testing Eq. 2, first term)."""
         kin = kin or self.kinematics()
         return float(sum(0.5 * k * x * x for k, x in self.model.joint_spring_deflections(self.q).values())
                      + sum(0.5 * k * x * x for _n, k, x in self.forces.spring_state(kin)))

@@ -52,7 +52,7 @@ Optional: joint states ``q.<joint>``, ``qd.<joint>`` (``[k]`` for multi-DoF join
 ``engine.W_in`` (work done by the inputs since the first row) and ``engine.W_diss`` (damper
 work, <= 0) [J], so that KE + PE - W_in - W_diss is constant (``energy_balance`` check).
 
-Which columns a check needs depends on the procedure (seed 000/002 Procedures 1-4, table in
+Which columns a check needs depends on the procedure (MBS Momentum/Energy Testing Procedures 1-4, table in
 ``mbsfmu/invariants.py``): a file needs only the columns of the procedures it is checked with;
 the checker names any that are missing. The smallest export is the inertial absolute one:
 ``time``, ``g``, and per body ``m``, ``I``, ``omega``, ``r_abs``, ``rdot_abs`` (plus wheels' ``h``,

@@ -1,6 +1,6 @@
 """Message conversion as pure functions: engine outputs -> message field values, and command
 messages -> validated input dicts. No rclpy here: ``node.py`` copies these values into messages,
-and the tests check them without ROS (STYLE.md section 5).
+and the tests check them without ROS.
 
 Joint states (sensor_msgs/JointState) are flattened per joint coordinate, in the model's tree
 order (``model.joint_names``; fixed joints have no entry). A joint with one coordinate keeps its

@@ -12,7 +12,7 @@ for a non-finite value).
 |---|---|---|
 | ``H_sys_constant`` | no external force or torque: every root joint is free, no spring anchored to the world (uniform gravity allowed: no torque about the CM) | 1e-8 / 1e-5 |
 | ``P_sys_constant`` | as above and gravity zero | 1e-8 / 1e-5 |
-| ``p_sys_zero`` | always (momentum about the CM, seed 000 Eq. 9) | 1e-9 / 1e-6 |
+| ``p_sys_zero`` | always (momentum about the CM, MBS Momentum Testing Eq. 9) | 1e-9 / 1e-6 |
 | ``energy_balance`` | always: KE + PE - W_in - W_diss constant | 1e-8 / 1e-5 |
 | ``engine_agreement`` | always: checker vs the engine's own p_sys, H_sys, R, Rdot, KE, PE | 1e-9 / 1e-6 |
 

@@ -159,7 +159,7 @@ def test_outputs_equal_engine_quantities(fmus):
 
 
 def test_drift_indicators_free_spacecraft(fmus):
-    """No external torque: H_sys is conserved (relative drift ~1e-13), as the seeds demand."""
+    """No external torque: H_sys is conserved (relative drift ~1e-13), as MBS Momentum Testing demands."""
     f = instance(fmus, fmus.fmu("spacecraft"), params={"solver.h_max": 0.01}, inputs={"rw1.torque": 0.05})
     for k in range(20):
         f.doStep(0.1 * k, 0.1)

@@ -1,4 +1,4 @@
-"""The independent checker (mbsfmu/invariants.py): seed 000 Eqs. 9, 10 and seed 002 Eqs. 1, 2 by
+"""The independent checker (mbsfmu/invariants.py): MBS Momentum Testing Eqs. 9, 10 and MBS Energy Testing Eqs. 1, 2 by
 Procedures 1-4 on a synthetic system with known motion (no engine), the conservation report, the
 errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
 import ast
@@ -137,7 +137,7 @@ def test_four_procedures_agree_with_each_other_and_the_known_motion(rng, g):
         np.testing.assert_allclose(Rdot, known["Rdot"], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(KE, known["KE"], rtol=1e-12, atol=1e-12 * E_ref)
         np.testing.assert_allclose(PE, known["PE"], rtol=1e-12, atol=1e-12 * E_ref)
-    # the known values are what the seeds say: H_sys constant, KE + PE constant, R parabolic
+    # the known values are what MBS Momentum/Energy Testing say: H_sys constant, KE + PE constant, R parabolic
     np.testing.assert_allclose(known["H_sys"], np.broadcast_to(known["H_sys"][0], (len(T_GRID), 3)),
                                rtol=0, atol=1e-12 * H_ref)
     E = known["KE"] + known["PE"]
@@ -408,7 +408,7 @@ def engine_run(path, model, q, qd, h, n=20, dt=0.01):
 
 def test_short_engine_run_conserves_and_converges(tmp_path, rng):
     """Wheel model without gravity: the checker agrees with the engine row by row, p_sys = 0, and
-    the conserved quantities' errors shrink ~16x when RK4's step halves (STYLE.md sec. 7)."""
+    the conserved quantities' errors shrink ~16x when RK4's step halves (fourth order)."""
     model = wheel_model()
     q, qd = model.random_state(rng)
     conserved = ("P_sys_constant", "H_sys_constant", "R_parabolic", "energy_constant")

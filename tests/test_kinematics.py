@@ -52,7 +52,7 @@ def test_config_rate_matches_integrate(rng):
 
 
 def test_body_poses_compose_along_the_path(rng):
-    """p_i = p_L(i) + R_L(i) (p_tree + R_tree p_J) for every body: pose recursion over L (seed 003 Eq. 5)."""
+    """p_i = p_L(i) + R_L(i) (p_tree + R_tree p_J) for every body: pose recursion over L (No's method, Eq. 5)."""
     model = random_tree(rng, 12)
     q, _ = model.random_state(rng)
     kin = model.forward_kinematics(q)

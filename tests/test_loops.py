@@ -1,5 +1,5 @@
-"""Closed kinematic loops (issue 4): cut-joint constraints, multipliers (seed 003 Eq. 24) and
-coordinate partitioning (seed 004), against finite differences, the Freudenstein closed form,
+"""Closed kinematic loops (issue 4): cut-joint constraints, multipliers (No's method, Eq. 24) and
+coordinate partitioning (PyMbs Background), against finite differences, the Freudenstein closed form,
 Pinocchio's constrained dynamics, each other, and energy conservation; bad loop input."""
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ def pin_constraints(model, pm):
 
 @pytest.mark.parametrize("case", ["rssr", "fourbar", "random"])
 def test_constrained_accelerations_match_pinocchio(case, rng):
-    """qdd of seed 003 Eq. 24 at random consistent states and torques equals Pinocchio's
+    """qdd of No's method, Eq. 24 at random consistent states and torques equals Pinocchio's
     constraintDynamics with the cut joints built in Pinocchio itself (CONTACT_3D between the
     two anchor points): the spatial RSSR (ball cut, a spherical tree joint), the planar four-bar
     (revolute cut: 5 rows of rank 2; Pinocchio's 3 rows, one redundant), and a random 7-body tree
@@ -194,7 +194,7 @@ def test_constrained_accelerations_match_pinocchio(case, rng):
 # ---- multipliers, redundancy and partitioning --------------------------------------------
 @pytest.mark.parametrize("name", ["fourbar.yaml", "crank_slider.yaml"])
 def test_partitioning_agrees_with_multipliers(name, rng):
-    """Seed 004's reduced ODE J^T M J uddot = J^T (tau - C - M b) and seed 003's Eq. 24 give
+    """PyMbs Background's reduced ODE J^T M J uddot = J^T (tau - C - M b) and No's Eq. 24 give
     the same qdd and lambda at random consistent states; qdd satisfies A qdd = gamma."""
     model = load(name)
     for _ in range(10):

@@ -1,4 +1,4 @@
-"""The free-floating spacecraft (seeds 000/002) over real DDS: multi-DoF joint states, momentum
+"""The free-floating spacecraft (MBS Momentum/Energy Testing) over real DDS: multi-DoF joint states, momentum
 diagnostics OK while nothing external acts, and a thruster command (thr1.thrust) makes the
 momentum diagnostics leave OK while the energy balance (thrust work counted) stays OK."""
 import numpy as np

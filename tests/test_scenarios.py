@@ -32,7 +32,7 @@ def test_bundled_scenario_passes_its_checks(name, tmp_path):
 
 
 def test_thruster_run_is_flagged_by_a_momentum_check(tmp_path):
-    """Seeds 000/002 test 4: the thruster changes M Rdot by the impulse; `mbsfmu check` with a
+    """MBS Momentum/Energy Testing test 4: the thruster changes M Rdot by the impulse; `mbsfmu check` with a
     momentum-conservation check fails (exit 1) and says which check."""
     res = mbsfmu("run", "scenarios/spacecraft_thruster.yaml", "--out", str(tmp_path), "--duration", "4", "--no-progress")
     assert res.returncode == 0, res.stderr

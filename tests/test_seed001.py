@@ -1,8 +1,8 @@
-"""Seed 001's four analytic systems (compound pendulum, spring pendulum, compound pendulum on a
+"""Wojtusch's four analytic systems (compound pendulum, spring pendulum, compound pendulum on a
 trolley, SCARA) against the engine, each loaded from its model file in scenarios/models/.
 
-Reference: seeds/001_18eea9a965603db9.txt (J. Wojtusch, "Analytical Tests for MBS_LIB") read with
-seeds/ERRATA.md: gravity (0, -g, 0), revolute joints about +z; the compound pendulum's I = m l^2/3
+Reference: J. Wojtusch, "Analytical Tests for MBSlib" (TU Darmstadt), read with the errata in
+docs/explanation/errata.md: gravity (0, -g, 0), revolute joints about +z; the compound pendulum's I = m l^2/3
 is about the pivot (uniform rod, CoM at l/2); the spring is relaxed at q = 0; SCARA's r_i is
 measured from link i's distal end; erratum 1 (trolley tau2: sign of the qdd2 term) and erratum 2
 (SCARA M11: sign of the r2y term) are applied to the printed formulas.
@@ -145,7 +145,7 @@ class System:
 
 def _rod_file_checks(model, rod: str, joint_origin_zero: bool = True) -> None:
     """The rod is a uniform rod hanging along -y from its joint: tip at (0, -l, 0), CoM at l/2,
-    I about the pivot = m l^2/3 (ERRATA: the printed I is about the pivot)."""
+    I about the pivot = m l^2/3 (errata: the printed I is about the pivot)."""
     i, b = body(model, rod)
     tip = frame_point(model, "tip")
     l = -tip[1]
@@ -196,7 +196,7 @@ def _spring_file(model, p):
     _gravity_checks(model)
     i, b = body(model, "mass")
     assert b.parent == "world" and b.joint.type == "prismatic" and b.joint.axis == (0.0, -1.0, 0.0)
-    assert b.joint.origin.xyz == (0.0, 0.0, 0.0) and b.joint.spring.q0 == 0.0  # ERRATA: relaxed at q = 0
+    assert b.joint.origin.xyz == (0.0, 0.0, 0.0) and b.joint.spring.q0 == 0.0  # errata: relaxed at q = 0
     assert p.m > 0 and p.k > 0 and p.d > 0
     assert np.all(model.tree.com[i] == 0) and np.all(model.tree.I_c[i] == 0)  # a point mass
     assert np.all(frame_point(model, "endpoint") == 0)
@@ -248,7 +248,7 @@ def _trolley_tau_printed(p, q, qd, qdd):
 
 
 def _trolley_qdd(p, q, qd, tau):
-    """Printed direct dynamics (correct as printed, ERRATA)."""
+    """Printed direct dynamics (correct as printed, see the errata)."""
     m, l, g, k, d = p.m, p.l, p.g, p.k, p.d
     s2, c2 = np.sin(q[1]), np.cos(q[1])
     return np.array([
@@ -280,7 +280,7 @@ def _scara_params(model):
     i2, b2 = body(model, "link2")
     t = model.tree
     l1, l2 = b2.joint.origin.xyz[0], frame_point(model, "tip")[0]
-    r1 = t.com[i1] - np.array([l1, 0.0, 0.0])   # ERRATA: r_i from the link's distal end
+    r1 = t.com[i1] - np.array([l1, 0.0, 0.0])   # errata: r_i from the link's distal end
     r2 = t.com[i2] - np.array([l2, 0.0, 0.0])
     return SimpleNamespace(m1=t.mass[i1], m2=t.mass[i2], l1=l1, l2=l2, r1x=r1[0], r1y=r1[1], r2x=r2[0], r2y=r2[1],
                            I1zz=t.I_c[i1][2, 2], I2zz=t.I_c[i2][2, 2], g=gravity_g(model))

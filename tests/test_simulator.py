@@ -1,4 +1,4 @@
-"""The Simulator: integration order, conservation (seeds 000/002), force elements, wheels,
+"""The Simulator: integration order, conservation (MBS Momentum/Energy Testing), force elements, wheels,
 rollback and bad input."""
 import numpy as np
 import pytest
@@ -34,7 +34,7 @@ def test_rk4_is_fourth_order(name, h):
 
 
 def test_dop853_conserves_momentum_and_energy_on_spacecraft_quick():
-    """Seed 000/002 test 1 at rtol 1e-12 over 10 s (the full 100 s run is the slow test below)."""
+    """MBS Momentum/Energy Testing test 1 at rtol 1e-12 over 10 s (the full 100 s run is the slow test below)."""
     model = mbsfmu.load_model(MODELS / "spacecraft.yaml")
     sim = Simulator(model, "dop853", rtol=1e-12, atol=1e-12, h_max=0)
     i0 = sim.invariants()
@@ -63,7 +63,7 @@ def test_dop853_100s_spacecraft_meets_the_targets():
 
 
 def test_wheel_motor_torque_is_internal_and_does_work(rng):
-    """Seeds 000/002 test 3: wheel motors conserve H_sys and P_sys; E changes by the motor work."""
+    """MBS Momentum/Energy Testing test 3: wheel motors conserve H_sys and P_sys; E changes by the motor work."""
     model = mbsfmu.load_model(MODELS / "spacecraft.yaml")
     sim = Simulator(model, "dop853", rtol=1e-12, atol=1e-12, h_max=0)
     i0 = sim.invariants()
@@ -81,7 +81,7 @@ def test_wheel_motor_torque_is_internal_and_does_work(rng):
 
 def test_wheel_momentum_and_energy_match_seed_formulas(rng):
     """h = g I_w thetadot with thetadot the absolute spin (g . omega_host + relative rate) enters
-    H_sys; h^2 / (2 I_w) enters KE (seeds 000 Eq. 10, 002 Eq. 1)."""
+    H_sys; h^2 / (2 I_w) enters KE (MBS Momentum Testing Eq. 10, MBS Energy Testing Eq. 1)."""
     hub = Body("hub", "world", Joint("base", "free"), 10.0, (0.1, 0, 0), random_inertia(rng),
                wheels=(Wheel("w", (0.0, 0.6, 0.8), 0.2, (0.1, 0.2, 0.3)),))
     model = mbsfmu.Model(ModelSpec("gyrostat", (hub,), gravity=(0, 0, 0)))

@@ -1,4 +1,4 @@
-"""Seed 003 velocity transformation (mbsfmu/dynamics/transform.py) against the recursive algorithms
+"""No's method velocity transformation (mbsfmu/dynamics/transform.py) against the recursive algorithms
 and the kinematics, at random states of random trees and on the SCARA model (tier 1)."""
 import ast
 import inspect
@@ -19,7 +19,7 @@ STATES = 3  # random states per model
 
 def cases(rng):
     """Random trees n = 1..15 of all joint types, free and revolute base; single-type trees; springs;
-    the SCARA of seed 001."""
+    the SCARA of Wojtusch's analytical tests."""
     out = [random_tree(rng, n, free_base=fb) for n in range(1, 16) for fb in (True, False)]
     out.append(random_tree(rng, 8, free_base=False, types=("spherical",)))
     out.append(random_tree(rng, 8, free_base=True, types=("prismatic", "fixed")))
@@ -48,13 +48,13 @@ def test_independent_of_spatial_recursions():
 
 
 def test_path_matrix_equals_topology(rng):
-    """pi built from L alone equals the model's topology path matrix (seed 003)."""
+    """pi built from L alone equals the model's topology path matrix (No's method)."""
     for model in cases(rng):
         np.testing.assert_array_equal(path_matrix(model.tree.parent), model.pi)
 
 
 def test_B_follows_path_matrix(rng):
-    """B's block (body j, joint k) is zero exactly when pi[j-1, k-1] == 0 (seed 003 Eq. 11)."""
+    """B's block (body j, joint k) is zero exactly when pi[j-1, k-1] == 0 (No's method, Eq. 11)."""
     for model in cases(rng):
         t, n = model.tree, model.N
         q, _ = model.random_state(rng)
@@ -121,7 +121,7 @@ def test_Bdot_qd_equals_derivative_of_B_qd(rng):
 
 
 def test_BTMB_equals_crba(rng):
-    """B^T M B (seed 003 Eq. 20) == M(q) from the CRBA."""
+    """B^T M B (No's method, Eq. 20) == M(q) from the CRBA."""
     for model in cases(rng):
         for q, _ in states(model, rng):
             np.testing.assert_allclose(transform_mass_matrix(model.tree, q), model.mass_matrix(q), rtol=RTOL, atol=ATOL)
@@ -150,8 +150,8 @@ def test_forward_dynamics_direct_call(rng):
 
 @pytest.mark.parametrize("q2", [0.7, -2.1])
 def test_scara_mass_matrix_closed_form(q2):
-    """SCARA M(q) by B^T M B equals the corrected closed form of seed 001 (seeds/ERRATA.md, item 2),
-    written with the CoM c_i = l_i e_x + r_i of each link in its own frame."""
+    """SCARA M(q) by B^T M B equals the corrected closed form of Wojtusch's analytical tests
+    (docs/explanation/errata.md, typo 2), written with the CoM c_i = l_i e_x + r_i of each link in its own frame."""
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     t = model.tree
     m1, m2, l1 = t.mass[1], t.mass[2], t.p_tree[2, 0]

@@ -1,1 +1,1 @@
-"""Dynamics of the kinematic tree: RNEA, CRBA, ABA and the seed-003 transform formulation."""
+"""Dynamics of the kinematic tree: RNEA, CRBA, ABA and No's transform formulation."""

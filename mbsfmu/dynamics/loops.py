@@ -1,6 +1,6 @@
 """Closed kinematic loops: cut-joint constraints Phi(q) = 0, their Jacobian A and bias gamma;
-constrained forward dynamics by Lagrange multipliers (seed 003 Eq. 24) and by coordinate
-partitioning (seed 004); assembly, projection and loop inverse dynamics.
+constrained forward dynamics by Lagrange multipliers (No's method, Eq. 24) and by coordinate
+partitioning (PyMbs Background); assembly, projection and loop inverse dynamics.
 
 Constraint rows (stacked loop by loop, ``Closure.rows``): Phidot = A qd, and on the constrained
 motion Phiddot = A qdd + Adot qd = 0, i.e. A qdd = gamma with gamma = -Adot qd:
@@ -21,13 +21,13 @@ dot(t1_a, n_b), dot(t2_a, n_b). A planar mechanism closed by a spatial cut joint
 redundant rows (a four-bar with a revolute cut joint: 5 rows of rank 2): every solver here works
 with rank-deficient A.
 
-Multipliers: seed 003 Eq. 24, [[M, A^T], [A, 0]] [qdd; lambda] = [tau - C; gamma_s] with
+Multipliers: No's method, Eq. 24, [[M, A^T], [A, 0]] [qdd; lambda] = [tau - C; gamma_s] with
 gamma_s = gamma - 2 alpha Phidot - beta^2 Phi (Baumgarte), solved by the Schur complement
-(``kkt_solve``). The generalised constraint force is -A^T lambda (seed 003 Eq. 23); for the
+(``kkt_solve``). The generalised constraint force is -A^T lambda (No's method, Eq. 23); for the
 coincidence rows lambda is the force [N] that body a exerts on body b at the cut joint, world
 axes (-lambda acts on a); dot and offset rows carry a torque [N m] or a force [N].
 
-Partitioning (seed 004): q = (u, v) with v = H(u) solved by Newton on Phi(u, v) = 0,
+Partitioning (PyMbs Background): q = (u, v) with v = H(u) solved by Newton on Phi(u, v) = 0,
 vdot = B_vu udot, vddot = B_vu uddot + b', B_vu = -Phi_v^+ Phi_u, b' = Phi_v^+ gamma;
 J = [I; B_vu] (rows permuted to the joint order), b = [0; b'], and
 J^T M J uddot = J^T (tau - C - M b): an ODE in u without multipliers. Loops without declared
@@ -124,7 +124,7 @@ class LoopData:
 
 @dataclass(frozen=True)
 class Partition:
-    """Coordinate partition (seed 004): velocity indices iu (independent, every coordinate not
+    """Coordinate partition (PyMbs Background): velocity indices iu (independent, every coordinate not
     solved from a partitioned loop) and iv (dependent); ``rows`` the partitioned loops' rows,
     ``other`` the rows kept with multipliers; ``loops`` the partitioned loops' names."""
     iu: np.ndarray
@@ -256,7 +256,7 @@ def constraints(tree: Tree, loops: LoopSet, q: Array, qd: Array | None = None, k
 
 # ---- linear algebra -----------------------------------------------------------------------
 def kkt_solve(M: Array, h: Array, A: Array, g: Array, rcond: float = RCOND) -> tuple[Array, Array]:
-    """[[M, A^T], [A, 0]] [x; lambda] = [h; g] (seed 003 Eq. 24) by the Schur complement:
+    """[[M, A^T], [A, 0]] [x; lambda] = [h; g] (No's method, Eq. 24) by the Schur complement:
     M = L L^T (Cholesky), G = A M^-1 A^T, lambda = G^+ (A M^-1 h - g), x = M^-1 (h - A^T lambda).
 
     G^+ from G's eigendecomposition (its SVD: G is symmetric positive semi-definite), dropping
@@ -296,7 +296,7 @@ def integrate(tree: Tree, q: Array, dv: Array) -> Array:
     return out
 
 
-# ---- partitioning (seed 004) --------------------------------------------------------------
+# ---- partitioning (PyMbs Background) --------------------------------------------------------------
 def make_partition(loops: LoopSet, nv: int, dof_names: tuple[str, ...] = ()) -> Partition | None:
     """The partition declared by the loops' independent joints: v = the joints of every loop that
     declares independent joints, less all declared ones; u = every other coordinate. None if no
@@ -315,7 +315,7 @@ def make_partition(loops: LoopSet, nv: int, dof_names: tuple[str, ...] = ()) -> 
 
 def reduction(A_p: Array, gamma_p: Array | None, part: Partition, nv: int) -> tuple[Array, Array | None]:
     """J (nv, nu) and b (nv,) with qd = J udot and qdd = J uddot + b on the loops' manifold
-    (seed 004): J[iu] = I, J[iv] = B_vu = -Phi_v^+ Phi_u, b[iv] = b' = Phi_v^+ gamma.
+    (PyMbs Background): J[iu] = I, J[iv] = B_vu = -Phi_v^+ Phi_u, b[iv] = b' = Phi_v^+ gamma.
     PartitionError when Phi_v is rank deficient (v not determined by u) or A_p J != 0 (u not
     independent)."""
     Phi_u, Phi_v = A_p[:, part.iu], A_p[:, part.iv]
@@ -342,7 +342,7 @@ def reduction(A_p: Array, gamma_p: Array | None, part: Partition, nv: int) -> tu
 
 
 def solve_dependent(tree: Tree, loops: LoopSet, part: Partition, q: Array) -> tuple[Array, Array]:
-    """v = H(u) by Newton on Phi_p(u, v) = 0 from the v in q (seed 004); returns (q, A) with A
+    """v = H(u) by Newton on Phi_p(u, v) = 0 from the v in q (PyMbs Background); returns (q, A) with A
     the constraint Jacobian at the solution. PartitionError if it does not converge."""
     tol, best = NEWTON_RTOL * loops.scale, np.inf
     for _ in range(MAX_NEWTON):
@@ -374,9 +374,9 @@ def loop_forward_dynamics(tree: Tree, loops: LoopSet, q: Array, qd: Array, tau: 
     """(qdd (nv,), lambda (m,), LoopData) under joint forces tau (nv,) [N m or N, springs and
     dampers included], gravity and f_ext (N+1, 6).
 
-    part None: multipliers, seed 003 Eq. 24 with Baumgarte's gamma - 2 alpha Phidot - beta^2 Phi
+    part None: multipliers, No's method, Eq. 24 with Baumgarte's gamma - 2 alpha Phidot - beta^2 Phi
     (alpha, beta [1/s]). With a partition, (q, qd) must satisfy the partitioned loops; the
-    reduced ODE J^T M J uddot = J^T (tau - C - M b) (seed 004 Eq. 11), with the remaining loops'
+    reduced ODE J^T M J uddot = J^T (tau - C - M b) (PyMbs Background, Eq. 11), with the remaining loops'
     multipliers (Baumgarte applied to those) in the reduced coordinates. lambda is always the
     minimum-norm solution of A^T lambda = tau - C - M qdd."""
     ld = constraints(tree, loops, q, qd)

@@ -1,4 +1,4 @@
-"""Forward dynamics by the velocity-transformation method of seed 003 (T. S. No), Eqs. 5-21.
+"""Forward dynamics by the velocity-transformation method of T. S. No, Eqs. 5-21.
 
 An independent second formalism, kept apart from the spatial-algebra recursions (no Plucker
 transforms, no RNEA/CRBA/ABA) so that it can cross-check them. It works with 3-vectors and
@@ -6,18 +6,18 @@ direction cosine matrices only:
 
 1. absolute coordinates of body j: the inertial velocity ``Rdot_j`` of its attach point P_j (the
    body frame origin) and its inertial angular velocity ``omega_j``, both in world axes;
-2. the velocity transformation X = B qd (seed 003 Eq. 11), X = [Rdot_1..N; omega_1..N] (6N,),
+2. the velocity transformation X = B qd (No's method, Eq. 11), X = [Rdot_1..N; omega_1..N] (6N,),
    built column by column over the path matrix ``pi``;
 3. the Newton-Euler equations of every body about P_j as a free body (Eq. 18), stacked (Eq. 19);
 4. the reduced equations B^T M B qdd = B^T (Q - M Bdot qd) + tau (Eqs. 20-21).
 
-Notation of seed 003 (Figs. 3-4): ``L`` the reference body operator (``tree.parent``, L(j) = 0 the
+Notation of No's method (Figs. 3-4): ``L`` the reference body operator (``tree.parent``, L(j) = 0 the
 inertial frame), ``pi`` the path matrix, ``C[j]`` the direction cosine matrix taking inertial
 coordinates to body j coordinates (so ``C[j].T`` has body j's axes as columns), ``R[j]`` the
 position of P_j [m], ``Omega_j`` the angular velocity of body j relative to body L(j), ``d_j =
-R_j - R_L(j)`` (the seed's d_j + r_j). Every vector inside this module is in world axes.
+R_j - R_L(j)`` (No's d_j + r_j). Every vector inside this module is in world axes.
 
-The seed writes B (Eq. 11) as block products of pi with C_L(j)^T and skew(d_j + r_j) in relative
+No writes B (Eq. 11) as block products of pi with C_L(j)^T and skew(d_j + r_j) in relative
 coordinates (x, Omega). Here the generalized speeds are the joints' qd (``mbsfmu.joints``), and
 B is built directly per joint column: the column of a joint axis is nonzero in the rows of body j
 exactly when pi[j, k] = 1, which is the same matrix written column-wise.
@@ -32,7 +32,7 @@ from ..spatial import Array
 
 
 def path_matrix(L: np.ndarray) -> np.ndarray:
-    """pi: (N, N) path matrix of seed 003 from the reference body operator L (N+1,).
+    """pi: (N, N) path matrix of No's method from the reference body operator L (N+1,).
 
     pi[j-1, k-1] = 1 when body k lies on the path from the inertial frame to body j (j included).
     Bodies are in topological order (L[j] < j), so row j is row L(j) plus the diagonal entry.
@@ -47,7 +47,7 @@ def path_matrix(L: np.ndarray) -> np.ndarray:
 
 
 def body_poses(tree: Tree, q: Array) -> tuple[Array, Array]:
-    """(C, R): direction cosine matrices and attach-point positions of every body (seed 003 Eq. 5).
+    """(C, R): direction cosine matrices and attach-point positions of every body (No's method, Eq. 5).
 
     q: (nq,) joint coordinates. Returns C (N+1, 3, 3), inertial -> body j coordinates, and
     R (N+1, 3), position of P_j in world coordinates [m]; row 0 is the inertial frame.
@@ -75,7 +75,7 @@ def _joint_axes(tree: Tree, C: Array, k: int) -> tuple[Array, Array]:
 
 
 def _velocity_transformation(tree: Tree, C: Array, R: Array, pi: np.ndarray) -> Array:
-    """B (6N, nv) of seed 003 Eq. 11 from the poses and the path matrix (see velocity_transformation)."""
+    """B (6N, nv) of No's method, Eq. 11 from the poses and the path matrix (see velocity_transformation)."""
     n = tree.N
     B = np.zeros((2, n, 3, tree.nv_total))
     for k in range(1, n + 1):
@@ -88,7 +88,7 @@ def _velocity_transformation(tree: Tree, C: Array, R: Array, pi: np.ndarray) -> 
 
 
 def velocity_transformation(tree: Tree, q: Array) -> Array:
-    """B: (6N, nv) with X = B qd, X = [Rdot_1..N; omega_1..N] (seed 003 Eq. 11).
+    """B: (6N, nv) with X = B qd, X = [Rdot_1..N; omega_1..N] (No's method, Eq. 11).
 
     q: (nq,) joint coordinates. Rows 3(j-1):3j hold Rdot_j, the inertial velocity of P_j [m/s];
     rows 3N+3(j-1):3N+3j hold omega_j [rad/s]; both world axes; columns follow qd (``joints``:
@@ -102,7 +102,7 @@ def velocity_transformation(tree: Tree, q: Array) -> Array:
 
 def velocity_product(tree: Tree, C: Array, R: Array, qd: Array) -> Array:
     """Bdot qd: (6N,) the absolute accelerations [Rddot; omegadot] at qdd = 0, world axes
-    [m/s^2; rad/s^2], the velocity-product term of seed 003 Eq. 20 (exact, by recursion over L(j)).
+    [m/s^2; rad/s^2], the velocity-product term of No's method, Eq. 20 (exact, by recursion over L(j)).
 
     C, R: poses from ``body_poses``; qd: (nv,) joint rates. With Omega_j = u_j qd_j and
     V_j = t_j qd_j (joint j's angular and translational rates, world axes) and d_j = R_j - R_L(j),
@@ -138,7 +138,7 @@ def _skew(s: Array) -> Array:
 
 def _mass_properties(tree: Tree, C: Array) -> tuple[Array, Array, Array]:
     """(m, s, I_P): masses (N,) [kg], CoM offsets from P_j (N, 3) [m] and inertias about P_j
-    (N, 3, 3) [kg m^2], world axes: s = C^T c, I_P = C^T I_c C + m (s.s 1 - s s^T) (seed 003 Eq. 16)."""
+    (N, 3, 3) [kg m^2], world axes: s = C^T c, I_P = C^T I_c C + m (s.s 1 - s s^T) (No's method, Eq. 16)."""
     m = tree.mass[1:]
     s = np.einsum("nji,nj->ni", C[1:], tree.com[1:])
     ss = np.einsum("ni,ni->n", s, s)[:, None, None] * np.eye(3) - np.einsum("ni,nj->nij", s, s)
@@ -147,11 +147,11 @@ def _mass_properties(tree: Tree, C: Array) -> tuple[Array, Array, Array]:
 
 
 def system_mass_matrix(tree: Tree, C: Array) -> Array:
-    """M: (6N, 6N) block-diagonal mass matrix of the free bodies, seed 003 Eqs. 18-19.
+    """M: (6N, 6N) block-diagonal mass matrix of the free bodies, No's method, Eqs. 18-19.
 
     C: (N+1, 3, 3) from ``body_poses``. Rows and columns follow X = [Rdot_1..N; omega_1..N];
     body j's blocks are M11 = m 1, M12 = -m skew(s), M21 = m skew(s) = M12^T, M22 = I_P, about
-    P_j in world axes [kg, kg m, kg m^2] (the seed's (r_jc~ C_j)^T with s = C_j^T r_jc).
+    P_j in world axes [kg, kg m, kg m^2] (No's (r_jc~ C_j)^T with s = C_j^T r_jc).
     """
     n = tree.N
     m, s, I_P = _mass_properties(tree, C)
@@ -165,7 +165,7 @@ def system_mass_matrix(tree: Tree, C: Array) -> Array:
 
 
 def applied_forces(tree: Tree, C: Array, omega: Array, f_ext: Array | None = None) -> Array:
-    """Q: (6N,) [F_1..N; M_1..N] of seed 003 Eqs. 15, 17, 19: applied plus inertial forces on
+    """Q: (6N,) [F_1..N; M_1..N] of No's method, Eqs. 15, 17, 19: applied plus inertial forces on
     each free body, about P_j, world axes [N; N m].
 
     C: (N+1, 3, 3) poses; omega: (N, 3) angular velocities [rad/s], world axes; f_ext: (N+1, 6)
@@ -183,7 +183,7 @@ def applied_forces(tree: Tree, C: Array, omega: Array, f_ext: Array | None = Non
 
 
 def transform_mass_matrix(tree: Tree, q: Array) -> Array:
-    """B^T M B: (nv, nv) joint-space inertia by the velocity transformation (seed 003 Eq. 20)
+    """B^T M B: (nv, nv) joint-space inertia by the velocity transformation (No's method, Eq. 20)
     [kg, kg m, kg m^2]; q: (nq,) joint coordinates. Equals the CRBA's M(q)."""
     C, R = body_poses(tree, q)
     B = _velocity_transformation(tree, C, R, path_matrix(tree.parent))
@@ -191,9 +191,9 @@ def transform_mass_matrix(tree: Tree, q: Array) -> Array:
 
 
 def transform_forward_dynamics(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None) -> Array:
-    """qdd: (nv,) from B^T M B qdd = B^T (Q - M Bdot qd) + tau (seed 003 Eqs. 20-21).
+    """qdd: (nv,) from B^T M B qdd = B^T (Q - M Bdot qd) + tau (No's method, Eqs. 20-21).
 
-    Seed 003's printed Eq. 20 has lost its dots; differentiating X = B qd (Eq. 11) into
+    No's printed Eq. 20 has lost its dots; differentiating X = B qd (Eq. 11) into
     M Xdot = Q + Q^c (Eq. 19) and premultiplying by B^T gives
         B^T M B qdd = B^T Q + B^T Q^c - B^T M Bdot qd,
     with B^T Q^c = 0 for a tree (Eq. 21) except the joint actuators' work, tau.

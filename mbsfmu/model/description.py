@@ -1,6 +1,6 @@
 """The model description: bodies, joints, frames and gravity, as plain frozen records.
 
-Units SI. Each body frame sits at its joint's attach point (seed 003 writes the body equations
+Units SI. Each body frame sits at its joint's attach point (No writes the body equations
 about P_j); ``com`` and ``inertia`` (about the CoM) are in body axes.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Origin:
 
 @dataclass(frozen=True)
 class Spring:
-    """Joint spring-damper: tau = -k (q - q0) - d qd [N m or N]; PE = 1/2 k (q - q0)^2 (seed 002
+    """Joint spring-damper: tau = -k (q - q0) - d qd [N m or N]; PE = 1/2 k (q - q0)^2 (MBS Energy Testing
     Eq. 2). Only for 1-DoF joints."""
     k: float = 0.0
     d: float = 0.0
@@ -57,7 +57,7 @@ class Joint:
 
 @dataclass(frozen=True)
 class Wheel:
-    """A reaction wheel (seeds 000/002): a symmetric rotor spinning about ``axis`` (unit, body
+    """A reaction wheel (MBS Momentum/Energy Testing): a symmetric rotor spinning about ``axis`` (unit, body
     axes) through ``position`` [m] with spin inertia ``inertia`` I_w [kg m^2], driven by a motor
     torque input ``<name>.torque``. Its mass and transverse inertia belong to the host body's
     mass properties; I_w about the spin axis is the wheel's own. h = g I_w thetadot."""
@@ -142,7 +142,7 @@ class Loop:
     ``axis`` (frame a axes) (5 rows); planar: origin b stays in the plane through origin a normal
     to ``axis`` and the two ``axis`` vectors stay parallel (3 rows). ``independent`` names the
     joints whose values are held when the loop is assembled and which are the independent
-    coordinates u when the loop is reduced by coordinate partitioning (seed 004)."""
+    coordinates u when the loop is reduced by coordinate partitioning (PyMbs Background)."""
     name: str
     type: str
     a: LoopSide

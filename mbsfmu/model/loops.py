@@ -1,7 +1,7 @@
 """Model-file section ``loops``: loop-closure (cut) joints, parsed and checked.
 
 A closed kinematic chain is described as a tree (``bodies``) plus one cut joint per independent
-loop (seed 003: "one of the joints in each loop may be cut so that the entire system consists of
+loop (No's method: "one of the joints in each loop may be cut so that the entire system consists of
 open tree configurations"). Schema (README "Closed loops"):
 
     loops:

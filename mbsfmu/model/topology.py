@@ -1,8 +1,8 @@
-"""Tree topology of seed 003: reference body operator L(j), path matrix pi, supports, subtrees.
+"""Tree topology of No's method: reference body operator L(j), path matrix pi, supports, subtrees.
 
 Bodies are numbered 1..N in depth-first preorder (every parent before its children, each subtree
 a contiguous range, as Pinocchio and RBDA's regular numbering expect), with 0 the inertial frame
-("world"); seed 003 allows any numbering, the loader picks this one.
+("world"); No allows any numbering, the loader picks this one.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from .description import WORLD, Body
 
 @dataclass(frozen=True)
 class Topology:
-    """L: (N+1,) parent index, L[0] = -1, L[j] = 0 for bodies on the world (seed 003 Eq. 3);
+    """L: (N+1,) parent index, L[0] = -1, L[j] = 0 for bodies on the world (No's method, Eq. 3);
     pi: (N, N) path matrix, pi[i-1, j-1] = 1 when body j lies on the path from the world to body
-    i, i itself included (seed 003); order: file index of each tree body 1..N."""
+    i, i itself included (No's method); order: file index of each tree body 1..N."""
     L: NDArray[np.int64]
     pi: NDArray[np.int8]
     order: tuple[int, ...]
