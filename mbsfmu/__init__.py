@@ -1,4 +1,9 @@
-"""mbsfmu: rigid multibody dynamics with momentum and energy tests, as library, FMU and ROS 2 node."""
+"""mbsfmu: rigid multibody dynamics with momentum and energy tests, as library, FMU and ROS 2 node.
+
+Docstrings cite their sources by title and equation ("MBS Momentum Testing Eq. 9", "No's method,
+Eq. 24", "RBDA Table 7.1"); the full references, and the errata found in them, are in the
+documentation: docs/explanation/methods.md and docs/explanation/errata.md.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +12,38 @@ from .errors import InputError, MbsError, ModelError, Problem
 from .model import Body, Joint, ModelSpec, Origin, Spring
 from .multibody import Model
 
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    """The version; pyproject.toml is its one source. In a source tree (a clone, an editable
+    install) the pyproject.toml beside the package; else the installed distribution's metadata,
+    which pip wrote from it; else (e.g. the engine copy inside an FMU) "0+unknown"."""
+    import re
+    try:
+        text = (Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    project = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    if project and re.search(r'^name\s*=\s*"mbsfmu"', project.group(1), re.M):
+        found = re.search(r'^version\s*=\s*"([^"]+)"', project.group(1), re.M)
+        if found:
+            return found.group(1)
+    if __name__ == "mbsfmu":
+        from importlib import metadata
+        try:
+            return metadata.version("mbsfmu")
+        except metadata.PackageNotFoundError:
+            pass
+    return "0+unknown"
+
+
+def __getattr__(name: str) -> str:
+    """``__version__`` is computed on first use (reading package metadata costs ~15-50 ms of start-up)."""
+    if name == "__version__":
+        global __version__
+        __version__ = _version()
+        return __version__
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_model(path: str | Path) -> Model:

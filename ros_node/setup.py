@@ -2,16 +2,23 @@
 package ``ros_node``; ``ros2 run mbsfmu_ros mbs_node MODEL.yaml`` and ``ros2 launch mbsfmu_ros
 mbsfmu.launch.py model:=MODEL.yaml`` then work. The engine itself (``mbsfmu``) comes from the
 repository's pyproject.toml: ``pip install -e REPO`` into the Python of the ROS 2 installation.
-Not used by ``pip install -e REPO`` (that installs ``ros_node`` from pyproject.toml)."""
+Not used by ``pip install -e REPO`` (that installs ``ros_node`` from pyproject.toml).
+
+The version is package.xml's (this folder may be copied into a colcon workspace without the
+repository's pyproject.toml); tests/test_version.py checks package.xml against pyproject.toml."""
+import os
+import xml.etree.ElementTree as ET
 from glob import glob
 
 from setuptools import setup
 
 PACKAGE = "mbsfmu_ros"
+HERE = os.path.dirname(os.path.abspath(__file__))
+VERSION = ET.parse(os.path.join(HERE, "package.xml")).getroot().findtext("version").strip()
 
 setup(
     name=PACKAGE,
-    version="0.1.0",
+    version=VERSION,
     packages=["ros_node"],
     package_dir={"ros_node": "."},
     data_files=[
