@@ -13,7 +13,6 @@ from .model import Body, Joint, ModelSpec, Origin, Spring
 from .multibody import Model
 
 
-
 def _version() -> str:
     """The version; pyproject.toml is its one source. In a source tree (a clone, an editable
     install) the pyproject.toml beside the package; else the installed distribution's metadata,
