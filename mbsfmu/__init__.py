@@ -48,7 +48,7 @@ def __getattr__(name: str) -> str:
 def load_model(path: str | Path) -> Model:
     """Load and validate a model file: YAML/JSON (.yaml, .yml, .json), a URDF robot description
     (.urdf), or a YAML/JSON overlay with a ``urdf`` key (a URDF plus wheels, forces, gravity,
-    initial state; see README "URDF"). ModelError lists every problem."""
+    initial state; see docs/guides/urdf.md). ModelError lists every problem."""
     from .model.loader import parse_file, spec_from_dict
     if Path(path).suffix.lower() == ".urdf":
         from .model.urdf import load_urdf

@@ -18,7 +18,7 @@ and every other FMU's outputs as ``<fmu>.<variable>``, as the master propagated 
 records are not FMU outputs: the conservation checks, which recompute momentum and energy from
 them, are skipped with a note; references and final values run on the columns.
 
-The schema (``cosim:`` in a scenario, README "Co-simulation") is parsed by ``parse_cosim``
+The schema (``cosim:`` in a scenario, docs/guides/cosimulation.md) is parsed by ``parse_cosim``
 (structure, with file lines); ``check_cosim`` checks the names against the FMUs' variables (the
 model FMU's and the builtin controller's variable tables, which are their modelDescriptions, and
 ``fmpy.read_model_description`` for FMU files), also with file lines, before anything is built.

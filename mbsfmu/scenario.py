@@ -1,7 +1,7 @@
 """Scenario files: a model, initial state, input schedules, duration, integrator and the checks
 the run must pass; and the runner that writes trajectory.csv and report.json.
 
-The schema (version 1) is documented in README.md ("Scenario files"). Paths are relative to the
+The schema (version 1) is documented in docs/reference/scenario-file.md. Paths are relative to the
 scenario file.
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Scenario:
     records: bool = True
     plots: bool = True
     edits: tuple = ()                                        # (parameter path, value): model edits (sweeps)
-    loops: dict = field(default_factory=dict)               # Simulator loop options (README "Closed loops")
+    loops: dict = field(default_factory=dict)               # Simulator loop options (docs/guides/closed-loops.md)
     cosim: CosimSpec | None = None                           # FMUs and connections for `mbsfmu cosim` (cosim.py)
 
 

@@ -7,7 +7,7 @@ order (``model.joint_names``; fixed joints have no entry). A joint with one coor
 name (``q1``; a reaction wheel's entry is named like the wheel: ``rw1``, spin angle and rate
 relative to its host). A joint with nq or nv > 1 gets max(nq, nv) entries ``<joint>[k]``,
 k = 1..max(nq, nv), where entry k holds q_j[k], qd_j[k] and tau_j[k] of that joint (the engine's
-coordinates, README "Conventions"), NaN where the joint has no such coordinate:
+coordinates, docs/explanation/conventions.md), NaN where the joint has no such coordinate:
 
 | joint | entries | position | velocity, effort |
 |---|---|---|---|

@@ -2,8 +2,8 @@
 returns a ``Status`` (name, level, message, key/values) that ``node.py`` copies into a
 diagnostic_msgs/DiagnosticStatus.
 
-The conservation checks are the independent checker's (``mbsfmu.invariants``, README "The
-independent checker"), run on two rows: the state at the start (or the last reset) and the
+The conservation checks are the independent checker's (``mbsfmu.invariants``,
+docs/reference/cli.md, "mbsfmu check"), run on two rows: the state at the start (or the last reset) and the
 current one. Each status's level compares the check's ``max_rel`` (deviation / the checker's
 scale) with two thresholds: OK below ``warn``, WARN below ``error``, ERROR from ``error`` on (and
 for a non-finite value).

@@ -1,5 +1,5 @@
 """The mbsfmu ROS 2 node: runs the engine for one model file and publishes joint states, momentum,
-energy and conservation diagnostics; takes actuator commands (README "ROS 2").
+energy and conservation diagnostics; takes actuator commands (docs/reference/ros-interface.md).
 
 Structure after ros2/demos' demo_nodes_py: ``main()`` initialises rclpy and spins, parameters are
 declared with defaults, and all message contents come from the pure functions of
@@ -48,7 +48,7 @@ except ImportError:                    # pragma: no cover - depends on the insta
 SPIN_MARGIN = 3e-4     # [s] before a deadline the node stops waiting in the executor and sleeps
 NODE_NAME = "mbsfmu"
 
-PARAMETERS = {  # name: (default, description); see README "ROS 2"
+PARAMETERS = {  # name: (default, description); see docs/reference/ros-interface.md
     "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
     "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
     "publish_rate": (100.0, "cycles per second of sim time [Hz]: the engine advances 1/publish_rate per cycle "
@@ -82,7 +82,7 @@ def _number(name: str, value) -> float:
 
 
 class MbsNode(Node):
-    """Publishes the engine's outputs each cycle; see README "ROS 2" for topics and services."""
+    """Publishes the engine's outputs each cycle; see docs/reference/ros-interface.md for topics and services."""
 
     def __init__(self, model: str | None = None, **kwargs):
         overrides = list(kwargs.pop("parameter_overrides", []) or [])

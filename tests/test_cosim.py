@@ -5,7 +5,7 @@ fixed-step loop or by libcosim.
 - The fmpy loop in Gauss-Seidel order ctrl -> mbs reproduces ``mbsfmu run`` bit for bit.
 - The Jacobi schemes (the fmpy loop's, libcosim's) feed the model u_{k-1}: exactly the
   in-process controller one step late (checked by recomputing it); libcosim equals the fmpy Jacobi
-  loop to round-off, and the in-process run to the delay's O(dt) (measured, README "Co-simulation").
+  loop to round-off, and the in-process run to the delay's O(dt) (measured, docs/guides/cosimulation.md).
 - Failing checks and failing steps exit non-zero and keep the trajectory and report; bad cosim
   sections name the file, line and field.
 
@@ -344,7 +344,7 @@ def test_libcosim_is_the_jacobi_scheme(runs):
 
 @pytest.mark.integration
 def test_libcosim_agrees_with_the_in_process_run_to_the_one_step_delay(runs):
-    """The delay changes the run by O(dt) (README "Co-simulation"; measured at dt = 1 ms over 1.5 s:
+    """The delay changes the run by O(dt) (docs/guides/cosimulation.md; measured at dt = 1 ms over 1.5 s:
     6.2e-3 rad in the saturated start, 3.9e-5 rad once tracking, t >= 1 s); both pass the references."""
     report, traj = runs["libcosim"]
     ref_report, ref = runs["inprocess"]

@@ -1,6 +1,6 @@
 """Model files (YAML or JSON) to ModelSpec, reporting every problem with its file line.
 
-The schema is documented in README.md ("Model files"). Parsing keeps a map from each value's
+The schema is documented in docs/reference/model-file.md. Parsing keeps a map from each value's
 path (keys and list indices) to its 1-based line, so later checks can point into the file too.
 JSON files have no line map: their problems name the field path only.
 """

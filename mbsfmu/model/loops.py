@@ -2,7 +2,7 @@
 
 A closed kinematic chain is described as a tree (``bodies``) plus one cut joint per independent
 loop (No's method: "one of the joints in each loop may be cut so that the entire system consists of
-open tree configurations"). Schema (README "Closed loops"):
+open tree configurations"). Schema (docs/guides/closed-loops.md):
 
     loops:
       - name: closure                 # required, unique; names the outputs loop.<name>.*

@@ -1,7 +1,7 @@
 """ros2 launch mbsfmu_ros mbsfmu.launch.py model:=/path/model.yaml [real_time_factor:=1.0]
 [publish_rate:=100.0] [physics_step:=0.001] [lock_step:=false] [command_timeout:=0.5]
 
-Starts the mbsfmu node (name ``mbsfmu``); every other parameter (README "ROS 2") can be set with
+Starts the mbsfmu node (name ``mbsfmu``); every other parameter (docs/reference/ros-interface.md) can be set with
 a parameters file: ``params_file:=/path/params.yaml``."""
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
