@@ -56,3 +56,16 @@ def test_getting_started_example_runs():
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert "KE=" in res.stdout and "H_sys=" in res.stdout
+
+
+def test_docs_pages_cited_in_the_code_exist():
+    """Every docs page (docs/<page>.md) that comments, docstrings or messages cite exists."""
+    cited = {}
+    for folder in ("mbsfmu", "ros_node", "tests", "scenarios", "benchmarks"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml", ".yml", ".c", ".h", ".xml") and path.is_file():
+                for ref in re.findall(r"docs/[\w./-]+?\.md", path.read_text(encoding="utf-8", errors="replace")):
+                    cited.setdefault(ref, path.relative_to(ROOT))
+    assert cited, "no docs page cited"
+    missing = {ref: str(where) for ref, where in cited.items() if not (ROOT / ref).is_file()}
+    assert not missing, missing
