@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,9 +81,19 @@ def host_args(fmus, fmu, steps: int, dt: float, outputs, settings: dict, extra=(
     return args + list(extra)
 
 
+def execution_tool() -> dict[str, str]:
+    """The environment that names the FMU's execution tool (documentation/externalDependencies.txt):
+    this test's Python, whose libpython is not on the library search path (the FMU ships no path
+    of the machine that built it)."""
+    import sysconfig
+    lib = Path(sysconfig.get_config_var("LIBDIR")) / sysconfig.get_config_var("INSTSONAME")
+    return {"MBSFMU_LIBPYTHON": str(lib), "MBSFMU_PYTHON": sys.executable}
+
+
 def run_host(args, env: dict | None = None, ok: bool = True) -> subprocess.CompletedProcess:
-    """The C host with a clean environment (env -i): nothing from this Python process."""
-    run = subprocess.run(args, env=env or {}, capture_output=True, text=True, timeout=300)
+    """The C host with a clean environment (env -i) but for the two variables naming the
+    execution tool: nothing else from this Python process."""
+    run = subprocess.run(args, env={**execution_tool(), **(env or {})}, capture_output=True, text=True, timeout=300)
     if ok:
         assert run.returncode == 0, f"C host failed ({run.returncode}):\n{run.stderr}"
     return run
@@ -159,8 +171,8 @@ def test_pythonfmu_binary_alone_needs_libpython(fmus):
 
 
 def test_loader_reports_missing_python(fmus):
-    """On a machine without the build's Python, instantiation fails with a message that says
-    what is missing and how to point the FMU at another Python."""
+    """Without the Python it needs, instantiation fails with a message that says what is missing
+    and how to point the FMU at a Python."""
     fmu = fmus.fmu("scara")
     run = run_host(host_args(fmus, fmu, 1, 0.01, ["q1.q"], {}), env={"MBSFMU_LIBPYTHON": "/nonexistent/libpython.so"},
                    ok=False)
