@@ -131,8 +131,10 @@ class MbsfmuSlave(Fmi2Slave):
     # ---- FMI lifecycle ------------------------------------------------------------------
     @guarded(None)
     def setup_experiment(self, start_time: float = 0.0, stop_time=None, tolerance=None):
-        if not math.isfinite(start_time):
-            self._fail(f"fmi2SetupExperiment: startTime = {start_time}: must be finite")
+        if not math.isfinite(start_time):       # logged as an error: fmi2Error with the loader
+            self.log(f"fmi2SetupExperiment: startTime = {start_time}: must be finite; the time stays "
+                     f"{self._sim.t!r} s", Fmi2Status.error)
+            return
         self._sim.t = float(start_time)
 
     @guarded(None)
@@ -153,11 +155,15 @@ class MbsfmuSlave(Fmi2Slave):
 
     @guarded(False)
     def do_step(self, current_time: float, step_size: float) -> bool:
+        # refusals are logged as errors (fmi2Error with the loader; fmi2Discard from pythonfmu alone)
         if not self._initialized or self._terminated:
-            self._fail(f"fmi2DoStep called {'after fmi2Terminate' if self._terminated else 'before fmi2ExitInitializationMode'}"
-                       ": refused")
+            self.log(f"fmi2DoStep called {'after fmi2Terminate' if self._terminated else 'before fmi2ExitInitializationMode'}"
+                     ": step refused", Fmi2Status.error)
+            return False
         if not (math.isfinite(current_time) and math.isfinite(step_size) and step_size > 0):
-            self._fail(f"fmi2DoStep(t = {current_time!r}, dt = {step_size!r}): t must be finite and dt finite and > 0")
+            self.log(f"fmi2DoStep(t = {current_time!r}, dt = {step_size!r}): t must be finite and dt finite and > 0",
+                     Fmi2Status.error)
+            return False
         if self._rejected:
             self._n_discards += 1
             self.log(f"step from t = {current_time:.9g} s discarded: rejected values were not replaced: "
@@ -258,9 +264,10 @@ class MbsfmuSlave(Fmi2Slave):
             problem = f"{v.name} = {x} rejected: values must be finite"
         elif (v.min is not None and x < v.min) or (v.max is not None and x > v.max):
             problem = f"{v.name} = {x!r} rejected: {_range_text(v)}"
-        if problem is not None:
+        if problem is not None:      # logged as an error (fmi2Error with the loader), not applied
             self._rejected[v.name] = problem
-            self._fail(f"{problem}; {v.name} keeps its previous value")
+            self.log(f"{problem}; {v.name} keeps its previous value", Fmi2Status.error)
+            return
         self._rejected.pop(v.name, None)
         kind, key = v.source[0], v.source[1]
         if kind == "input":
