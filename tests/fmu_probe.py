@@ -147,7 +147,7 @@ def crafted(p: Probe, edit) -> int:
 
 def case(name: str, p: Probe):
     """Run misuse case ``name``; returns a JSON-able result."""
-    vr_real = p.vr["q1.q"]
+    vr_real = p.vr.get("q1.q")
     if name == "resources_missing":
         return p.instantiate(resources="file:///nonexistent/mbsfmu/resources") is None
     if name == "resources_unrelated":

@@ -309,6 +309,25 @@ static int start_python(const Instance* I)
         }                                                                               \
     } while (0)
 
+/* pythonfmu 0.7's binary destroys its interpreter-state holder (a namespace-scope
+   std::shared_ptr) twice at process exit: the C++ static destructor (an exit handler) and then its
+   library destructor (`finalizePythonInterpreter`: pyState = nullptr on the destroyed shared_ptr)
+   releases the freed control block again. glibc's free-list pointers live in that freed block, so
+   the write corrupts the heap: "corrupted double-linked list" / "free(): corrupted unsorted
+   chunks", raised by whatever frees next (libgfortran's exit handler). Calling
+   finalizePythonInterpreter ourselves from an exit handler registered after pythonfmu's (exit
+   handlers run last-in first-out) empties the shared_ptr while it is alive; both later releases
+   then find it empty. (It never finalises Python here: Python is always running before pythonfmu's
+   state holder is made.) When this loader is unloaded first, the handler runs then, equally
+   before pythonfmu's binary is closed by unload_real_binary. */
+static void (*g_finalize_real)(void) = NULL;
+
+static void release_pythonfmu_state(void)
+{
+    if (g_real && g_finalize_real) g_finalize_real();
+    g_finalize_real = NULL;
+}
+
 static int load_real_binary(const Instance* I)
 {
     Dl_info info;
@@ -332,6 +351,9 @@ static int load_real_binary(const Instance* I)
     LOAD(DeSerializeFMUstate); LOAD(GetDirectionalDerivative); LOAD(SetRealInputDerivatives);
     LOAD(GetRealOutputDerivatives); LOAD(DoStep); LOAD(CancelStep); LOAD(GetStatus); LOAD(GetRealStatus);
     LOAD(GetIntegerStatus); LOAD(GetBooleanStatus); LOAD(GetStringStatus);
+    *(void**)(&g_finalize_real) = dlsym(g_real, "finalizePythonInterpreter");
+    static int registered = 0;
+    if (g_finalize_real && !registered) registered = atexit(release_pythonfmu_state) == 0;
     return 1;
 }
 
@@ -345,6 +367,7 @@ static int ensure_loaded(const Instance* I)
 
 __attribute__((destructor)) static void unload_real_binary(void)
 {
+    release_pythonfmu_state();
     if (g_real) dlclose(g_real);     /* Python itself stays loaded and initialised */
     g_real = NULL;
 }
