@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import ctypes
 import json
-import math
 import os
 import sys
 
 from fmpy import read_model_description
-from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE, fmi2CallbackFunctions,
-                       fmi2CallbackLoggerTYPE, fmi2Integer, fmi2Real, fmi2ValueReference)
+from fmpy.fmi2 import (
+    FMU2Slave,
+    fmi2CallbackAllocateMemoryTYPE,
+    fmi2CallbackFreeMemoryTYPE,
+    fmi2CallbackFunctions,
+    fmi2CallbackLoggerTYPE,
+    fmi2Integer,
+    fmi2Real,
+    fmi2ValueReference,
+)
 
 LOG: list[list] = []
 STATUSES: list[int] = []
@@ -170,7 +177,6 @@ def case(name: str, p: Probe):
         return [p.do_step(0.0, 0.01), p.get_real(["q1.q"])[0]]
     if name == "get_real_null":
         p.init()
-        fn = p.lib.fmi2GetReal
         return p.raw("fmi2GetReal", ctypes.c_void_p(p.c), None, ctypes.c_size_t(3), None)
     if name == "get_integer_null":
         p.init()

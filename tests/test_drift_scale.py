@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from conftest import MODELS
 
 import mbsfmu
-from conftest import MODELS
 from mbsfmu.fmu.variables import relative_drift
 from mbsfmu.records import angular_momentum_scale, body_records
 from mbsfmu.simulator import Simulator

@@ -12,7 +12,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from test_fmu_support import fmus  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.integration
