@@ -3,7 +3,8 @@
 A 10 s run at 1 ms communication steps (rk4, h_max = 1 ms: one internal step per communication
 step) with a PD controller closed in Python around the plant: read q, qd, set the two torques,
 step. The same loop runs once through the FMU (fmpy's FMU2Slave, the FMU's loader and pythonfmu's
-binary, in this process) and once on the engine's Simulator directly. Prints the medians of
+binary, in this process) and once on the engine's Simulator directly, with the backend the FMU
+runs (``mbsfmu.fmu.slave.BACKEND``: the numpy reference). Prints the medians of
 several runs, the FMU's overhead ratio, the per-step overhead and both real-time factors.
 
     python benchmarks/bench_fmu.py [--duration 10] [--dt 0.001] [--repeat 3] [--fmu scara.fmu]
@@ -51,10 +52,10 @@ def run_fmu(fmu: Path, unzipdir: str, duration: float, dt: float) -> tuple[float
     return wall, final
 
 
-def run_engine(duration: float, dt: float) -> tuple[float, list[float]]:
+def run_engine(duration: float, dt: float, backend: str) -> tuple[float, list[float]]:
     import mbsfmu
     from mbsfmu.simulator import Simulator
-    sim = Simulator(mbsfmu.load_model(MODEL), integrator="rk4", h_max=dt)
+    sim = Simulator(mbsfmu.load_model(MODEL), integrator="rk4", h_max=dt, backend=backend)
     n = round(duration / dt)
     t0 = time.perf_counter()
     for _ in range(n):
@@ -75,6 +76,8 @@ def main(argv=None) -> int:
     p.add_argument("--fmu", type=Path, help="an existing SCARA FMU (default: build one)")
     args = p.parse_args(argv)
     from fmpy import extract
+
+    from mbsfmu.fmu.slave import BACKEND
     with tempfile.TemporaryDirectory(prefix="mbsfmu_bench_") as tmp:
         fmu = args.fmu
         if fmu is None:
@@ -86,7 +89,7 @@ def main(argv=None) -> int:
         fmu_times, eng_times = [], []
         for k in range(args.repeat):
             w_fmu, x_fmu = run_fmu(fmu, unzipdir, args.duration, args.dt)
-            w_eng, x_eng = run_engine(args.duration, args.dt)
+            w_eng, x_eng = run_engine(args.duration, args.dt, BACKEND)     # the engine the FMU runs
             fmu_times.append(w_fmu)
             eng_times.append(w_eng)
             same = "identical" if list(x_fmu) == list(map(float, x_eng)) else \

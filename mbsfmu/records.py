@@ -70,6 +70,25 @@ def engine_invariants(model, kin: Kinematics, q: Array, qd: Array, spring_pe: fl
     return Invariants(p_sys=p_rel.sum(axis=0), P_sys=P_sys, H_sys=H, R=R_cm, Rdot=Rdot, KE=float(KE), PE=float(PE))
 
 
+def angular_momentum_scale(model, kin: Kinematics) -> float:
+    """The magnitude scale of H_sys [N m s]: sum over bodies (wheel rotors included) of |L_c,i|
+    + |(c_i - R) x p_rel,i|, the magnitudes of the terms engine_invariants sums into H_sys (seed
+    000 Eq. 10: each body's angular momentum about its CoM and the moment of its CM-relative
+    momentum). H_sys of a system at rest with spinning wheels is ~0 while this is not: the drift
+    of H_sys relative to it is ~ N eps for exact arithmetic on N terms (the report's H_scale is
+    the same sum, taken over the trajectory's rows)."""
+    t = model.tree
+    Rw, com = kin.R[1:], t.com[1:]
+    h = np.einsum("nij,nj->ni", t.I[1:], kin.v[1:])
+    L_c = np.einsum("nij,nj->ni", Rw, h[:, :3] - cross_rows(com, h[:, 3:]))
+    P = np.einsum("nij,nj->ni", Rw, h[:, 3:])
+    c = kin.p[1:] + np.einsum("nij,nj->ni", Rw, com)
+    m = t.mass[1:]
+    R_cm = m @ c / m.sum()
+    p_rel = P - np.outer(m, P.sum(axis=0) / m.sum())
+    return float(np.linalg.norm(L_c, axis=1).sum() + np.linalg.norm(cross_rows(c - R_cm, p_rel), axis=1).sum())
+
+
 def body_records(model, kin: Kinematics) -> dict[str, Array]:
     """Records of every rigid body (wheel rotors excluded) and wheel, as flat named columns:
     ``<body>.m``, ``<body>.I[xx..yz]``, ``<body>.<vec>[1..3]`` for vec in VEC3, ``<wheel>.h``,

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,9 +81,19 @@ def host_args(fmus, fmu, steps: int, dt: float, outputs, settings: dict, extra=(
     return args + list(extra)
 
 
+def execution_tool() -> dict[str, str]:
+    """The environment that names the FMU's execution tool (documentation/externalDependencies.txt):
+    this test's Python, whose libpython is not on the library search path (the FMU ships no path
+    of the machine that built it)."""
+    import sysconfig
+    lib = Path(sysconfig.get_config_var("LIBDIR")) / sysconfig.get_config_var("INSTSONAME")
+    return {"MBSFMU_LIBPYTHON": str(lib), "MBSFMU_PYTHON": sys.executable}
+
+
 def run_host(args, env: dict | None = None, ok: bool = True) -> subprocess.CompletedProcess:
-    """The C host with a clean environment (env -i): nothing from this Python process."""
-    run = subprocess.run(args, env=env or {}, capture_output=True, text=True, timeout=300)
+    """The C host with a clean environment (env -i) but for the two variables naming the
+    execution tool: nothing else from this Python process."""
+    run = subprocess.run(args, env={**execution_tool(), **(env or {})}, capture_output=True, text=True, timeout=300)
     if ok:
         assert run.returncode == 0, f"C host failed ({run.returncode}):\n{run.stderr}"
     return run
@@ -159,8 +171,8 @@ def test_pythonfmu_binary_alone_needs_libpython(fmus):
 
 
 def test_loader_reports_missing_python(fmus):
-    """On a machine without the build's Python, instantiation fails with a message that says
-    what is missing and how to point the FMU at another Python."""
+    """Without the Python it needs, instantiation fails with a message that says what is missing
+    and how to point the FMU at a Python."""
     fmu = fmus.fmu("scara")
     run = run_host(host_args(fmus, fmu, 1, 0.01, ["q1.q"], {}), env={"MBSFMU_LIBPYTHON": "/nonexistent/libpython.so"},
                    ok=False)
@@ -176,3 +188,15 @@ def test_loader_ignores_host_python_variables(fmus):
     out = parse_host(run_host(host_args(fmus, fmu, 3, 0.01, ["q1.q"], {"q1.tau": 1.0}), env=env).stdout)
     clean = parse_host(run_host(host_args(fmus, fmu, 3, 0.01, ["q1.q"], {"q1.tau": 1.0})).stdout)
     np.testing.assert_array_equal(out[0, 0], clean[0, 0])
+
+
+def test_c_host_exit_leaves_a_sound_heap(fmus):
+    """pythonfmu 0.7's binary released its interpreter-state holder twice at process exit (a
+    static destructor, then its library destructor), writing into freed memory: with the
+    spacecraft FMU the C host aborted at exit in 5 of 5 runs ("free(): corrupted unsorted
+    chunks", raised in libgfortran's exit handler). The loader empties the holder from an exit
+    handler that runs first (loader.c, release_pythonfmu_state): 3 runs, each exits 0."""
+    fmu = fmus.fmu("spacecraft")
+    for _ in range(3):
+        run = run_host(host_args(fmus, fmu, 3, 0.01, ["rw1.qd"], {"rw1.torque": 0.01}), ok=False)
+        assert run.returncode == 0 and "corrupted" not in run.stderr, run.stderr

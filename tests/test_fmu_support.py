@@ -121,8 +121,11 @@ def close(f) -> None:
 
 
 def engine(model: str, params: dict | None = None, **solver):
-    """The Simulator of a bundled model as the FMU builds it (params by FMU variable name)."""
+    """The Simulator of a bundled model as the FMU builds it (params by FMU variable name; the
+    FMU's backend, the numpy reference, unless ``backend`` is given)."""
     import mbsfmu
+    from mbsfmu.fmu.slave import BACKEND
+    solver.setdefault("backend", BACKEND)
     from mbsfmu.fmu.variables import apply_parameters, variable_table
     from mbsfmu.multibody import Model
     from mbsfmu.simulator import Simulator

@@ -43,6 +43,7 @@ from .. import __version__
 from ..controller import JointPID, PIDGains
 from ..errors import MbsError
 from ..schedules import Schedule
+from .protocol import STATE_TAG, BadState, guarded, pack, unpack
 from .variables import FmuVariable, _name
 
 BUILD_INFO = "mbsfmu_build.json"
@@ -143,6 +144,7 @@ class PidSlave(Fmi2Slave):
         self._initialized = False
         self._rejected: dict[str, str] = {}
         self._step_warned = False
+        self.status_by_log = bool(info.get("loader", False))    # see protocol.guarded
         for v in self._table:
             kw = dict(causality=Fmi2Causality[v.causality], variability=Fmi2Variability[v.variability],
                       description=v.description, getter=(lambda v=v: self._get(v)),
@@ -152,12 +154,15 @@ class PidSlave(Fmi2Slave):
             self.register_variable(Real(v.name, **kw), nested=False)
 
     # ---- FMI lifecycle ------------------------------------------------------------------------
+    @guarded(None)
     def setup_experiment(self, start_time: float = 0.0, stop_time=None, tolerance=None):
         pass
 
+    @guarded(None)
     def enter_initialization_mode(self, *args):
         pass
 
+    @guarded(None)
     def exit_initialization_mode(self):
         if self._rejected:
             msg = f"cannot initialise: rejected values were not replaced: {'; '.join(self._rejected.values())}"
@@ -170,6 +175,7 @@ class PidSlave(Fmi2Slave):
         self._pid = self._make_pid()
         self._initialized = True
 
+    @guarded(False)
     def do_step(self, current_time: float, step_size: float) -> bool:
         if not self._initialized:
             self.log("fmi2DoStep called before fmi2ExitInitializationMode: step discarded", Fmi2Status.error)
@@ -184,10 +190,19 @@ class PidSlave(Fmi2Slave):
         self._tau.update(self._pid(float(current_time), q, qd))
         return True
 
+    @guarded(None)
     def terminate(self):
         pass
 
     # ---- values -------------------------------------------------------------------------------
+    @guarded(lambda self, vrs: [math.nan] * len(vrs))
+    def get_real(self, vrs):
+        return super().get_real(vrs)
+
+    @guarded(None)
+    def set_real(self, vrs, values):
+        return super().set_real(vrs, values)
+
     def _get(self, v: FmuVariable) -> float:
         kind, key = v.source
         if kind == "param":
@@ -221,6 +236,7 @@ class PidSlave(Fmi2Slave):
         return JointPID(gains, p["sample_period"])
 
     # ---- FMU state ----------------------------------------------------------------------------
+    @guarded(None)
     def _get_fmu_state(self):
         pid = self._pid
         return {"format": STATE_FORMAT, "guid": str(self.guid), "initialized": self._initialized,
@@ -230,29 +246,55 @@ class PidSlave(Fmi2Slave):
                 "previous": None if pid is None else dict(pid.previous),
                 "rejected": dict(self._rejected), "step_warned": self._step_warned}
 
+    @guarded(None)
     def _set_fmu_state(self, state):
+        if isinstance(state, dict) and state.get("format") == "invalid":
+            msg = f"fmi2SetFMUstate: {state.get('why')}"
+            self.log(msg, Fmi2Status.error)
+            raise PidRejection(msg)
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or state.get("guid") != str(self.guid):
             msg = "fmi2SetFMUstate: not a state of this FMU (different controller or build)"
             self.log(msg, Fmi2Status.error)
             raise PidRejection(msg)
-        self._params = {_unkey(k): float(v) for k, v in state["params"]}
-        self._inputs = {tuple(k): float(v) for k, v in state["inputs"]}
-        self._tau = {j: float(v) for j, v in state["tau"].items()}
-        self._initialized = bool(state["initialized"])
-        self._rejected = dict(state["rejected"])
-        self._step_warned = bool(state["step_warned"])
-        self._pid = self._make_pid() if self._initialized else None
-        if self._pid is not None:
-            self._pid.integral = {j: float(v) for j, v in state["integral"].items()}
-            self._pid.previous = {j: None if v is None else float(v) for j, v in state["previous"].items()}
+        try:           # everything parsed before anything is applied
+            params = {_unkey(k): float(v) for k, v in state["params"]}
+            inputs = {tuple(k): float(v) for k, v in state["inputs"]}
+            tau = {j: float(v) for j, v in state["tau"].items()}
+            initialized, rejected = bool(state["initialized"]), dict(state["rejected"])
+            step_warned = bool(state["step_warned"])
+            integral = {j: float(v) for j, v in (state["integral"] or {}).items()}
+            previous = {j: None if v is None else float(v) for j, v in (state["previous"] or {}).items()}
+            if set(params) != set(self._params) or set(inputs) != set(self._inputs) or set(tau) != set(self._tau):
+                raise ValueError("the variables do not match this controller")
+            if initialized and (set(integral) != set(self._gains) or set(previous) != set(self._gains)):
+                raise ValueError("integral/previous do not match the controller's joints")
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            msg = f"fmi2SetFMUstate: the state does not fit this controller ({type(e).__name__}: {e}); state kept"
+            self.log(msg, Fmi2Status.error)
+            raise PidRejection(msg) from None
+        saved = self._params
+        self._params = params
+        try:
+            pid = self._make_pid() if initialized else None
+        finally:
+            self._params = saved
+        self._params, self._inputs, self._tau = params, inputs, tau
+        self._initialized, self._rejected, self._step_warned, self._pid = initialized, rejected, step_warned, pid
+        if pid is not None:
+            pid.integral, pid.previous = integral, previous
 
     @staticmethod
     def _fmu_state_to_bytes(state) -> bytes:
-        return json.dumps(state, allow_nan=True).encode("utf-8")
+        return pack(state["guid"], json.dumps(state, allow_nan=True).encode("utf-8"))
 
     @staticmethod
-    def _fmu_state_from_bytes(state: bytes):
-        return json.loads(state.decode("utf-8"))
+    def _fmu_state_from_bytes(blob: bytes):
+        """Never raises (see MbsfmuSlave._fmu_state_from_bytes)."""
+        try:
+            guid = blob[len(STATE_TAG): len(STATE_TAG) + 36].decode("ascii")
+            return json.loads(unpack(blob, guid).decode("utf-8"))
+        except (BadState, ValueError, UnicodeDecodeError) as e:
+            return {"format": "invalid", "why": f"not a state of this FMU: {e}"}
 
 
 def _is_limit(v: FmuVariable) -> bool:

@@ -6,11 +6,16 @@ resources hold ``mbsfmu_build.json`` (written by ``build_fmu``), the model file 
 
 Lifecycle (FMI 2.0 CS): parameters (solver settings, gravity, mass properties, wheel inertias,
 joint springs) can be set until fmi2ExitInitializationMode, where the Model is rebuilt from the
-file's ModelSpec with the new values (ModelError -> logged, fmi2Fatal through pythonfmu).
+file's ModelSpec with the new values (a ModelError is logged with every problem and the call
+fails with fmi2Error; the instance stays in initialization mode so the parameters can be fixed).
 ``do_step(t, dt)`` runs ``Simulator.step(dt)`` with the inputs held (any dt > 0: the engine
 sub-steps); numerical trouble (SimulationError: non-finite state, failed step) is logged with its
 reason and discards the step (``False`` -> fmi2Discard), the state staying at the start of the
-step so the host can retry with a smaller step or roll back.
+step so the host can retry with a smaller step or roll back. A step that needs more than
+MAX_SUBSTEPS internal steps (ceil(dt / h_max)) is discarded with the reason, never started.
+
+Failures: every entry point is ``protocol.guarded``: no exception reaches pythonfmu (which would
+answer fmi2Fatal); the reason is logged as an error, which the loader turns into fmi2Error.
 
 Rejected values: on Linux the FMU's loader binary rejects non-finite, out-of-range and
 wrongly-timed fmi2Set* calls itself (fmi2Error, the variable keeps its value). Where the pythonfmu
@@ -20,7 +25,13 @@ rejected value is logged as an error and not applied, and every later ``do_step`
 
 FMU state (fmi2GetFMUstate / fmi2SerializeFMUstate): the Simulator's full SimState (t, x incl.
 the input and damper work, u, step statistics and the last step size), the parameter values,
-the drift references and the instance's flags; serialised as JSON (floats by repr, so exact).
+the drift references and the instance's flags; serialised as JSON (floats by repr, so exact)
+framed by ``protocol.pack``. fmi2SetFMUstate checks everything before applying anything (types,
+sizes, finite values, unit quaternions, parameter bounds, a buildable model): a state that fails
+is refused with every problem listed and the instance keeps its state.
+
+Backend: the Simulator runs the numpy reference (``backend="python"``): the FMU never imports
+numba (whose JIT and LLVM runtime an FMU host does not expect: compile waits, exit-time aborts).
 """
 from __future__ import annotations
 
@@ -34,15 +45,26 @@ from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Integer, Real
 
-from .. import load_model
+from .. import joints, load_model
 from ..errors import MbsError
 from ..multibody import Model
+from ..records import angular_momentum_scale
 from ..simulator import SimState, Simulator
-from .variables import E_FLOOR, H_FLOOR, INT_MAX, METHODS, apply_parameters, variable_table
+from .protocol import BadState, Failed, guarded, pack, unpack
+from .variables import (
+    INT_MAX,
+    METHODS,
+    apply_parameters,
+    relative_drift,
+    variable_table,
+)
 
 BUILD_INFO = "mbsfmu_build.json"
-STATE_FORMAT = "mbsfmu-fmustate/1"
+STATE_FORMAT = "mbsfmu-fmustate/2"
 TIME_RTOL = 1e-9   # a communication point further than this (relative) from the engine's time is reported
+MAX_SUBSTEPS = 10**7   # internal steps one communication step may take (beyond: fmi2Discard, never started)
+BACKEND = "python"     # the numpy reference engine: no numba in an FMU host
+QUAT_TOL = 1e-9        # |quaternion| - 1 accepted in a set state (the engine normalises to ~eps each step)
 
 
 class FmuRejection(MbsError):
@@ -57,6 +79,7 @@ class MbsfmuSlave(Fmi2Slave):
         res = Path(self.resources)
         info = json.loads((res / BUILD_INFO).read_text(encoding="utf-8"))
         self._info = info
+        self.status_by_log = bool(info.get("loader", False))    # see protocol.guarded
         model = load_model(res / info["model_file"])
         self._base_spec = model.spec
         self._source = info["model_source"]
@@ -70,16 +93,19 @@ class MbsfmuSlave(Fmi2Slave):
         self.default_experiment = _default_experiment(solver)
         self._params = {v.source[1]: v.start for v in self._table if v.source[0] == "param"}
         self._param_names = {v.source[1]: v.name for v in self._table if v.source[0] == "param"}
+        self._param_vars = {v.name: v for v in self._table if v.source[0] == "param"}
         self._sim = Simulator(model, integrator=solver["method"], h_max=solver["h_max"], rtol=solver["rtol"],
-                              atol=solver["atol"])
+                              atol=solver["atol"], backend=BACKEND)
         self._dirty = False              # a parameter changed since the Simulator was built
         self._initialized = False
-        self._ref = None                 # (H_sys(t0), E(t0)) from fmi2ExitInitializationMode
+        self._terminated = False
+        self._ref = None                 # drift references at fmi2ExitInitializationMode: see _reference
         self._n_discards = 0
         self._rejected: dict[str, str] = {}
         self._rev = 0                    # state revision: outputs cached per revision
         self._urev = 0                   # input revision (qdd depends on the inputs)
         self._inv = (-1, None)
+        self._hscale = (-1, None)
         self._qdd = (-1, -1, None)
         self._bad_params = None          # the message of a parameter set that does not build
         self._time_warned = False
@@ -97,30 +123,46 @@ class MbsfmuSlave(Fmi2Slave):
         else:
             self.register_variable(Integer(v.name, **kw), nested=False)
 
+    def _fail(self, msg: str, status=Fmi2Status.error):
+        """Log msg and raise Failed (see protocol.guarded)."""
+        self.log(msg, status)
+        raise Failed(msg)
+
     # ---- FMI lifecycle ------------------------------------------------------------------
+    @guarded(None)
     def setup_experiment(self, start_time: float = 0.0, stop_time=None, tolerance=None):
+        if not math.isfinite(start_time):       # logged as an error: fmi2Error with the loader
+            self.log(f"fmi2SetupExperiment: startTime = {start_time}: must be finite; the time stays "
+                     f"{self._sim.t!r} s", Fmi2Status.error)
+            return
         self._sim.t = float(start_time)
 
+    @guarded(None)
     def enter_initialization_mode(self, *args):
         pass
 
+    @guarded(None)
     def exit_initialization_mode(self):
         if self._rejected:
-            msg = f"cannot initialise: rejected values were not replaced: {'; '.join(self._rejected.values())}"
-            self.log(msg, Fmi2Status.error)
-            raise FmuRejection(msg)
+            self._fail(f"cannot initialise: rejected values were not replaced: {'; '.join(self._rejected.values())}")
         try:
             self._rebuild()
         except MbsError as e:
-            self.log(f"cannot initialise with these parameters: {e}", Fmi2Status.error)
-            raise
-        inv = self._invariants()
-        self._ref = (inv.H_sys.copy(), float(inv.E))
+            self._fail(f"cannot initialise with these parameters (fmi2Error; set valid values and call "
+                       f"fmi2ExitInitializationMode again): {e}")
+        self._ref = self._reference()
         self._initialized = True
 
+    @guarded(False)
     def do_step(self, current_time: float, step_size: float) -> bool:
-        if not self._initialized:
-            self.log("fmi2DoStep called before fmi2ExitInitializationMode: step discarded", Fmi2Status.error)
+        # refusals are logged as errors (fmi2Error with the loader; fmi2Discard from pythonfmu alone)
+        if not self._initialized or self._terminated:
+            self.log(f"fmi2DoStep called {'after fmi2Terminate' if self._terminated else 'before fmi2ExitInitializationMode'}"
+                     ": step refused", Fmi2Status.error)
+            return False
+        if not (math.isfinite(current_time) and math.isfinite(step_size) and step_size > 0):
+            self.log(f"fmi2DoStep(t = {current_time!r}, dt = {step_size!r}): t must be finite and dt finite and > 0",
+                     Fmi2Status.error)
             return False
         if self._rejected:
             self._n_discards += 1
@@ -128,6 +170,13 @@ class MbsfmuSlave(Fmi2Slave):
                      f"{'; '.join(self._rejected.values())}", Fmi2Status.discard)
             return False
         sim = self._sim
+        if sim.h_max > 0 and step_size / sim.h_max > MAX_SUBSTEPS:
+            self._n_discards += 1
+            self.log(f"step from t = {current_time:.9g} s by {step_size:.9g} s discarded: it needs "
+                     f"{step_size / sim.h_max:.3g} internal steps of solver.h_max = {sim.h_max:.9g} s (at most "
+                     f"{MAX_SUBSTEPS:.0e} per communication step): take smaller communication steps or a larger "
+                     "solver.h_max", Fmi2Status.discard)
+            return False
         if abs(current_time - sim.t) > TIME_RTOL * max(1.0, abs(sim.t)) and not self._time_warned:
             self._time_warned = True
             self.log(f"communication point t = {current_time:.17g} s differs from the FMU's time {sim.t:.17g} s: "
@@ -143,28 +192,39 @@ class MbsfmuSlave(Fmi2Slave):
         self._rev += 1
         return True
 
+    @guarded(None)
     def terminate(self):
-        pass
+        self._terminated = True
 
     # ---- values -------------------------------------------------------------------------
+    @guarded(lambda self, vrs: [math.nan] * len(vrs))
     def get_real(self, vrs):
         return [float(self._get(vr, "Real")) for vr in vrs]
 
+    @guarded(lambda self, vrs: [0] * len(vrs))
     def get_integer(self, vrs):
         return [int(self._get(vr, "Integer")) for vr in vrs]
 
+    @guarded(None)
     def set_real(self, vrs, values):
         for vr, x in zip(vrs, values):
             self._set(vr, x, "Real")
 
+    @guarded(None)
     def set_integer(self, vrs, values):
         for vr, x in zip(vrs, values):
             self._set(vr, x, "Integer")
 
-    def _get(self, vr: int, api: str | None = None):
+    def _variable(self, vr: int, api: str | None):
+        if not (isinstance(vr, int) and 0 <= vr < len(self._table)):
+            self._fail(f"value reference {vr} does not exist (the FMU has value references 0 to {len(self._table) - 1})")
         v = self._table[vr]
         if api is not None and (v.type == "Real") != (api == "Real"):
-            raise TypeError(f"{v.name} (value reference {vr}) is of type {v.type}, not {api}")
+            self._fail(f"{v.name} (value reference {vr}) is of type {v.type}, not {api}")
+        return v
+
+    def _get(self, vr: int, api: str | None = None):
+        v = self._variable(vr, api)
         kind, key = v.source[0], v.source[1:]
         if kind == "param":
             return self._params[key[0]]
@@ -194,9 +254,7 @@ class MbsfmuSlave(Fmi2Slave):
         raise KeyError(v.source)
 
     def _set(self, vr: int, x, api: str | None = None) -> None:
-        v = self._table[vr]
-        if api is not None and (v.type == "Real") != (api == "Real"):
-            raise TypeError(f"{v.name} (value reference {vr}) is of type {v.type}, not {api}")
+        v = self._variable(vr, api)
         problem = None
         if not v.settable:
             problem = f"{v.name} is an {v.causality} and cannot be set"
@@ -205,8 +263,8 @@ class MbsfmuSlave(Fmi2Slave):
         elif not math.isfinite(x):
             problem = f"{v.name} = {x} rejected: values must be finite"
         elif (v.min is not None and x < v.min) or (v.max is not None and x > v.max):
-            problem = f"{v.name} = {x!r} rejected: outside [{v.min}, {v.max}]"
-        if problem is not None:
+            problem = f"{v.name} = {x!r} rejected: {_range_text(v)}"
+        if problem is not None:      # logged as an error (fmi2Error with the loader), not applied
             self._rejected[v.name] = problem
             self.log(f"{problem}; {v.name} keeps its previous value", Fmi2Status.error)
             return
@@ -229,6 +287,19 @@ class MbsfmuSlave(Fmi2Slave):
             self._inv = (self._rev, inv)
         return inv
 
+    def _h_scale(self) -> float:
+        """angular_momentum_scale at the current state (cached per state revision)."""
+        rev, scale = self._hscale
+        if rev != self._rev:
+            scale = angular_momentum_scale(self._sim.model, self._sim.kinematics())
+            self._hscale = (self._rev, scale)
+        return scale
+
+    def _reference(self) -> tuple:
+        """(H_sys, E, KE, PE, H scale) at the current state: the drift references t0."""
+        inv = self._invariants()
+        return (inv.H_sys.copy(), float(inv.E), float(inv.KE), float(inv.PE), self._h_scale())
+
     def _qdd_values(self):
         rev, urev, qdd = self._qdd
         if rev != self._rev or urev != self._urev:
@@ -241,26 +312,32 @@ class MbsfmuSlave(Fmi2Slave):
         return qdd
 
     def _drift(self, what: str) -> float:
+        """drift.* outputs (definitions in their variable descriptions, variables.py)."""
         inv = self._invariants()
-        H0, E0 = self._ref if self._ref is not None else (inv.H_sys, inv.E)
+        H0, E0, KE0, PE0, S0 = self._ref if self._ref is not None else self._reference()
         if what in ("H_abs", "H_rel"):
             dH = float(np.linalg.norm(inv.H_sys - H0))
-            return dH if what == "H_abs" else dH / max(float(np.linalg.norm(H0)), H_FLOOR)
+            return dH if what == "H_abs" else relative_drift(dH, max(S0, self._h_scale()))
         W_in, W_diss = self._sim.work
         dE = (inv.E - W_in - W_diss) - E0
-        return dE if what == "E_abs" else abs(dE) / max(abs(E0), E_FLOOR)
+        if what == "E_abs":
+            return dE
+        return relative_drift(dE, max(KE0, inv.KE, abs(inv.PE - PE0), abs(W_in), abs(W_diss)))
 
     # ---- parameters ---------------------------------------------------------------------
+    def _simulator(self, p: dict) -> Simulator:
+        """A Simulator of the model with parameters p (ModelError/InputError listing the problems)."""
+        model = Model(apply_parameters(self._base_spec, p), source=self._source)
+        return Simulator(model, integrator=METHODS[int(p[("solver", "method")]) - 1], h_max=p[("solver", "h_max")],
+                         rtol=p[("solver", "rtol")], atol=p[("solver", "atol")], backend=BACKEND)
+
     def _rebuild(self) -> None:
         """Rebuild Model and Simulator if a parameter changed (keeps t, state and inputs only when
         the state sizes match, i.e. always: parameters do not change the topology)."""
         if not self._dirty:
             return
-        p = self._params
-        model = Model(apply_parameters(self._base_spec, p), source=self._source)
         old = self._sim
-        sim = Simulator(model, integrator=METHODS[int(p[("solver", "method")]) - 1], h_max=p[("solver", "h_max")],
-                        rtol=p[("solver", "rtol")], atol=p[("solver", "atol")])
+        sim = self._simulator(self._params)
         sim.t, sim.u = old.t, old.u.copy()
         self._sim = sim
         self._dirty = False
@@ -281,51 +358,126 @@ class MbsfmuSlave(Fmi2Slave):
                          Fmi2Status.warning)
 
     # ---- FMU state ----------------------------------------------------------------------
+    @guarded(None)
     def _get_fmu_state(self):
         s = self._sim.get_state()
-        ref = None if self._ref is None else [*map(float, self._ref[0]), float(self._ref[1])]
+        ref = None if self._ref is None else [*map(float, self._ref[0]), *map(float, self._ref[1:])]
         return {"format": STATE_FORMAT, "guid": str(self.guid),
                 "sim": {f.name: _plain(getattr(s, f.name)) for f in fields(s)},
                 "params": {self._param_names[k]: v for k, v in self._params.items()},
-                "initialized": self._initialized, "ref": ref, "n_discards": self._n_discards,
-                "rejected": dict(self._rejected)}
+                "initialized": self._initialized, "terminated": self._terminated, "ref": ref,
+                "n_discards": self._n_discards, "rejected": dict(self._rejected)}
 
+    @guarded(None)
     def _set_fmu_state(self, state):
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or state.get("guid") != str(self.guid):
-            msg = "fmi2SetFMUstate: not a state of this FMU (different model or build)"
-            self.log(msg, Fmi2Status.error)
-            raise FmuRejection(msg)
-        by_name = {name: key for key, name in self._param_names.items()}
-        current = self._sim.get_state()
-        try:
-            params = {by_name[name]: value for name, value in state["params"].items()}
-            sim_state = {f.name: _like(getattr(current, f.name), state["sim"][f.name]) for f in fields(current)}
-        except (KeyError, TypeError, ValueError) as e:
-            params, sim_state = {}, {"error": e}
-        if set(params) != set(self._params) or "error" in sim_state or sim_state["x"].shape != current.x.shape:
-            msg = "fmi2SetFMUstate: the state does not fit this model"
-            self.log(msg, Fmi2Status.error)
-            raise FmuRejection(msg)
-        if params != self._params:
-            self._params = params
-            self._dirty = True
-        self._rebuild()
-        self._sim.set_state(SimState(**sim_state))
-        ref = state["ref"]
-        self._ref = None if ref is None else (np.array(ref[:3], dtype=float), float(ref[3]))
-        self._initialized = bool(state["initialized"])
-        self._n_discards = int(state["n_discards"])
-        self._rejected = dict(state["rejected"])
+        params, sim, sim_state, rest = self._check_state(state)
+        self._params, self._sim, self._dirty, self._bad_params = params, sim, False, None
+        sim.set_state(sim_state)
+        ref, self._initialized, self._terminated, self._n_discards, self._rejected = rest
+        self._ref = None if ref is None else (np.array(ref[:3], dtype=float), *map(float, ref[3:]))
         self._rev += 1
         self._urev += 1
 
-    @staticmethod
-    def _fmu_state_to_bytes(state) -> bytes:
-        return json.dumps(state, allow_nan=True).encode("utf-8")
+    def _check_state(self, state):
+        """Everything fmi2SetFMUstate applies, checked: Failed listing every problem."""
+        if isinstance(state, dict) and state.get("format") == "invalid":
+            self._fail(f"fmi2SetFMUstate: {state.get('why')}")
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or state.get("guid") != str(self.guid):
+            self._fail("fmi2SetFMUstate: not a state of this FMU (different model, build or format)")
+        problems = []
+        params = {}
+        given = state.get("params")
+        if not isinstance(given, dict):
+            problems.append("params: expected a mapping of parameter names to numbers")
+            given = {}
+        elif set(given) != set(self._param_vars):
+            missing, extra = set(self._param_vars) - set(given), set(given) - set(self._param_vars)
+            problems.append(f"params: {'missing ' + ', '.join(sorted(missing)) if missing else ''}"
+                            f"{'; ' if missing and extra else ''}{'unknown ' + ', '.join(sorted(extra)) if extra else ''}")
+        for name, x in given.items():
+            v = self._param_vars.get(name)
+            if v is None:
+                continue
+            if not _is_number(x) or (v.type != "Real" and x != int(x)):
+                problems.append(f"params.{name} = {x!r}: expected a {'number' if v.type == 'Real' else 'whole number'}")
+            elif not math.isfinite(x):
+                problems.append(f"params.{name} = {x!r}: must be finite")
+            elif (v.min is not None and x < v.min) or (v.max is not None and x > v.max):
+                problems.append(f"params.{name} = {x!r}: {_range_text(v)}")
+            else:
+                params[v.source[1]] = int(x) if v.type != "Real" else float(x)
+        current = self._sim.get_state()
+        sim = state.get("sim") if isinstance(state.get("sim"), dict) else {}
+        if not sim:
+            problems.append("sim: expected a mapping")
+        values = {}
+        for f in fields(current):
+            cur, x = getattr(current, f.name), sim.get(f.name)
+            if isinstance(cur, np.ndarray):
+                if not (isinstance(x, list) and all(_is_number(e) for e in x)):
+                    problems.append(f"sim.{f.name}: expected a list of {cur.size} numbers")
+                elif len(x) != cur.size:
+                    problems.append(f"sim.{f.name}: {len(x)} numbers, the model has {cur.size}")
+                elif not all(math.isfinite(e) for e in x):
+                    problems.append(f"sim.{f.name}: non-finite entries at {[k for k, e in enumerate(x) if not math.isfinite(e)][:5]}")
+                else:
+                    values[f.name] = np.array(x, dtype=float)
+            elif f.name in ("n_steps", "n_rhs"):
+                if not (_is_number(x) and x == int(x) and x >= 0):
+                    problems.append(f"sim.{f.name} = {x!r}: expected a whole number >= 0")
+                else:
+                    values[f.name] = int(x)
+            else:
+                if not (_is_number(x) and math.isfinite(x) and (f.name == "t" or x >= 0)):
+                    problems.append(f"sim.{f.name} = {x!r}: expected a finite number{'' if f.name == 't' else ' >= 0'}")
+                else:
+                    values[f.name] = float(x)
+        if "x" in values:
+            for sl in _quaternions(self._sim.model):
+                n = float(np.linalg.norm(values["x"][sl]))
+                if abs(n - 1.0) > QUAT_TOL:
+                    problems.append(f"sim.x: the quaternion at entries {sl.start}..{sl.stop - 1} has norm {n:.17g}, "
+                                    f"not 1 (within {QUAT_TOL:g})")
+        ref = state.get("ref")
+        if ref is not None and not (isinstance(ref, list) and len(ref) == 7 and all(_is_number(e) and math.isfinite(e)
+                                                                                     for e in ref)):
+            problems.append("ref: expected null or 7 finite numbers (H_sys[3], E, KE, PE, H scale)")
+        flags = [state.get("initialized"), state.get("terminated")]
+        if not all(isinstance(b, bool) for b in flags):
+            problems.append("initialized, terminated: expected true or false")
+        n_disc = state.get("n_discards")
+        if not (_is_number(n_disc) and n_disc == int(n_disc) and n_disc >= 0):
+            problems.append(f"n_discards = {n_disc!r}: expected a whole number >= 0")
+        rejected = state.get("rejected")
+        if not (isinstance(rejected, dict) and all(isinstance(k, str) and isinstance(e, str)
+                                                   for k, e in rejected.items())):
+            problems.append("rejected: expected a mapping of names to messages")
+        new_sim = None
+        if not problems:
+            try:
+                new_sim = self._simulator(params)
+            except MbsError as e:
+                problems.append(f"params do not make a valid model: {e}")
+        if problems:
+            self._fail(f"fmi2SetFMUstate: state refused ({len(problems)} problem(s)); the instance keeps its "
+                       f"state: " + "; ".join(problems))
+        rest = (ref, flags[0], flags[1], int(n_disc), dict(rejected))
+        return params, new_sim, SimState(**values), rest
 
     @staticmethod
-    def _fmu_state_from_bytes(state: bytes):
-        return json.loads(state.decode("utf-8"))
+    def _fmu_state_to_bytes(state) -> bytes:
+        return pack(state["guid"], json.dumps(state, allow_nan=True).encode("utf-8"))
+
+    @staticmethod
+    def _fmu_state_from_bytes(blob: bytes):
+        """The state of ``blob``; never raises (a class method: no instance to log with): a blob
+        that is not a state gives {"format": "invalid", "why": ...}, refused by fmi2SetFMUstate
+        (the loader refuses it earlier, in fmi2DeSerializeFMUstate)."""
+        try:
+            guid = blob[len(b"MBSFMU-FMUSTATE 2 "): len(b"MBSFMU-FMUSTATE 2 ") + 36].decode("ascii")
+            return json.loads(unpack(blob, guid).decode("utf-8"))
+        except (BadState, ValueError, UnicodeDecodeError) as e:
+            return {"format": "invalid", "why": f"not a state of this FMU: {e}"}
 
 
 def _plain(value):
@@ -333,13 +485,23 @@ def _plain(value):
     return value.tolist() if isinstance(value, np.ndarray) else value
 
 
-def _like(current, value):
-    """``value`` (JSON data) converted to the type of the current SimState field."""
-    if isinstance(current, np.ndarray):
-        return np.array(value, dtype=current.dtype)
-    if isinstance(current, (bool, int, float)):
-        return type(current)(value)
-    return value
+def _quaternions(model) -> list[slice]:
+    """The slices of x (= of q) holding the unit quaternions of spherical and free joints."""
+    t = model.tree
+    return [slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
+            for i in range(1, model.N + 1) if t.jtype[i] in (joints.SPHERICAL, joints.FREE)]
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _range_text(v) -> str:
+    """The declared bounds of v that a value violates, as numbers: "outside [0, 1]", "below the
+    minimum 0", "above the maximum 2"."""
+    if v.min is not None and v.max is not None:
+        return f"outside [{v.min!r}, {v.max!r}]"
+    return f"below the minimum {v.min!r}" if v.min is not None else f"above the maximum {v.max!r}"
 
 
 def _default_experiment(solver: dict):

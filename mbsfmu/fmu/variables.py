@@ -26,8 +26,6 @@ from ..forces import ForceElements, dof_unit
 NAMINGS = ("structured", "flat")
 METHODS = ("rk4", "dop853")               # solver.method enumeration values 1, 2
 INT_MAX = 2**31 - 1                        # fmi2Integer is 32-bit; counters saturate here
-H_FLOOR = 1e-9                             # [N m s] denominator floor of drift.H_sys
-E_FLOOR = 1e-9                             # [J] denominator floor of drift.E_balance
 
 # unit name -> exponents of the SI base units (kg, m, s, rad) for <UnitDefinitions>
 UNITS = {
@@ -190,12 +188,16 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
     output(["W_in"], "J", "work done by the inputs (actuators, wheel motors, thrusters, wrenches) since the start",
            ("energy", "W_in"))
     output(["W_diss"], "J", "work done by the dampers since the start (<= 0)", ("energy", "W_diss"))
-    output(["drift", "H_sys"], "1", f"relative drift of H_sys since the start: |H_sys - H_sys(t0)| / "
-           f"max(|H_sys(t0)|, {H_FLOOR:g} N m s) (conserved without external torques)", ("drift", "H_rel"))
+    output(["drift", "H_sys"], "1", "relative drift of H_sys since the start: |H_sys - H_sys(t0)| / H_scale, "
+           "H_scale = max(S(t0), S) with S = sum over bodies of |L_c,i| + |(c_i - R) x p_rel,i| (the magnitudes "
+           "of the terms of H_sys, seed 000 Eq. 10; nonzero when H_sys = 0 with spinning parts); 0 when the drift "
+           "is 0, +inf when S = 0 and the drift is not (conserved without external torques)", ("drift", "H_rel"))
     output(["drift", "H_sys_abs"], "N.m.s", "absolute drift of H_sys since the start: |H_sys - H_sys(t0)|",
            ("drift", "H_abs"))
-    output(["drift", "E_balance"], "1", f"relative energy balance residual: |E - W_in - W_diss - E(t0)| / "
-           f"max(|E(t0)|, {E_FLOOR:g} J) (zero for exact integration)", ("drift", "E_rel"))
+    output(["drift", "E_balance"], "1", "relative energy balance residual: |E - W_in - W_diss - E(t0)| / E_scale, "
+           "E_scale = max(KE(t0), KE, |PE - PE(t0)|, |W_in|, |W_diss|) (the energies the balance exchanges); 0 "
+           "when the residual is 0, +inf when E_scale = 0 and the residual is not (zero for exact integration)",
+           ("drift", "E_rel"))
     output(["drift", "E_balance_abs"], "J", "energy balance residual E - W_in - W_diss - E(t0)", ("drift", "E_abs"))
     output(["solver", "n_steps"], None, "internal integrator steps taken since the start (saturates at 2^31 - 1)",
            ("stat", "n_steps"), type_="Integer")
@@ -209,6 +211,15 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
         out = [_flatten(v) for v in out]
     check_names(out, naming)
     return out
+
+
+def relative_drift(residual: float, scale: float) -> float:
+    """drift.H_sys / drift.E_balance from |residual| and its scale (see their descriptions): 0 for
+    a zero residual, residual / scale, +inf when the scale is 0 and the residual is not."""
+    residual = abs(residual)
+    if residual == 0.0:
+        return 0.0
+    return residual / scale if scale > 0.0 else float("inf")
 
 
 def check_names(table: list[FmuVariable], naming: str) -> None:
