@@ -115,7 +115,7 @@ def finish_campaign(out: Path, done: dict, design, outputs: list[str], stem: str
     paths = design.paths
     parquet, text = write_table(out, stem, rows, paths)
     stats = statistics(rows, stat_columns(table_columns(rows, paths), paths))
-    files = {"table": parquet, "csv": text, "statistics": _write_statistics(out, stats)}
+    files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats)}
     if picture and rows:
         from .picture import plot_campaign
         files["picture"] = plot_campaign(out, title, rows, series, paths, outputs)

@@ -42,7 +42,6 @@ class Dask:
         self.scheduler, self.workers = scheduler, workers
         self.client = self.cluster = None
         self.slots = 0
-        self._inflight: dict = {}
 
     @property
     def name(self) -> str:
@@ -60,7 +59,7 @@ class Dask:
                 import os
                 n = self.workers or os.cpu_count() or 1
                 self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                            dashboard_address=None, scheduler_port=0, silence_logs=logging.ERROR)
+                                            dashboard_address=None, scheduler_port=0, silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler, timeout="30s")
@@ -71,12 +70,9 @@ class Dask:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.client is not None and self._inflight:
-            try:
-                self.client.cancel(list(self._inflight.values()), force=True)
-            except Exception:  # noqa: BLE001  the cluster may already be gone; shutting down regardless
-                pass
-        self._inflight.clear()
+        # Queued and running runs are not cancelled one by one: closing the client drops their
+        # futures, closing the LocalCluster ends its worker processes (an external cluster's
+        # scheduler forgets the tasks of a client that left).
         for part in (self.client, self.cluster):
             if part is not None:
                 try:
@@ -92,7 +88,6 @@ class Dask:
 
         def submit(spec) -> None:
             f = self.client.submit(fn, spec, pure=False)
-            self._inflight[f.key] = f
             done.add(f)
             specs_of[f.key] = spec
 
@@ -101,7 +96,6 @@ class Dask:
             submit(spec)
         for f in done:
             spec = specs_of.pop(f.key)
-            self._inflight.pop(f.key, None)
             try:
                 result = f.result()
             except KilledWorker as e:   # the run took its worker down (twice): its row says so

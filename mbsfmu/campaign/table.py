@@ -96,13 +96,24 @@ def table_columns(rows: list[dict], paths: list[str]) -> list[str]:
     return head + list(rest)
 
 
-def write_table(out: Path, stem: str, rows: list[dict], paths: list[str]) -> tuple[Path, Path]:
-    """``stem.parquet`` (pyarrow) and ``stem.csv`` of ``rows`` (sorted by run); missing cells are
-    null (Parquet) or empty (CSV). Each file is written beside and renamed into place."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def write_table(out: Path, stem: str, rows: list[dict], paths: list[str]) -> tuple[Path | None, Path]:
+    """``stem.parquet`` (pyarrow; None without pyarrow installed) and ``stem.csv`` of ``rows``
+    (sorted by run); missing cells are null (Parquet) or empty (CSV). Each file is written beside
+    and renamed into place."""
     rows = sorted(rows, key=lambda r: r["run"])
     columns = table_columns(rows, paths)
+    text = out / f"{stem}.csv"
+    with open(str(text) + ".tmp", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_cell(r.get(c)) for c in columns])
+    os.replace(str(text) + ".tmp", text)
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None, text
     data = {c: [r.get(c) for r in rows] for c in columns}
     types = {}
     for c, vals in data.items():
@@ -117,15 +128,9 @@ def write_table(out: Path, stem: str, rows: list[dict], paths: list[str]) -> tup
         else:
             types[c] = pa.float64()
     table = pa.table({c: pa.array(data[c], type=types[c]) for c in columns})
-    parquet, text = out / f"{stem}.parquet", out / f"{stem}.csv"
+    parquet = out / f"{stem}.parquet"
     pq.write_table(table, str(parquet) + ".tmp")
     os.replace(str(parquet) + ".tmp", parquet)
-    with open(str(text) + ".tmp", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for r in rows:
-            w.writerow([_cell(r.get(c)) for c in columns])
-    os.replace(str(text) + ".tmp", text)
     return parquet, text
 
 
