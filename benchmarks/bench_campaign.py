@@ -18,6 +18,7 @@ Prints the speed-up (serial / dask, with and without the cluster start) and the 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,8 @@ def noop(spec):
     return spec
 
 
-def campaign(execution, runs: int) -> float:
+def campaign(execution, runs: int) -> tuple[float, float]:
+    """(campaign wall time [s], median of the runs' own wall times [s])."""
     from mbsfmu.campaign import montecarlo_design, run_campaign
     design, outputs = montecarlo_design(SCENARIO, runs, seed=1)
     with tempfile.TemporaryDirectory() as out:
@@ -41,7 +43,7 @@ def campaign(execution, runs: int) -> float:
         result = run_campaign(SCENARIO, design, out, execution=execution, outputs=outputs, progress=False)
         wall = time.perf_counter() - t0
     assert len(result.rows) == runs and not result.failed, [r["error"] for r in result.failed][:3]
-    return wall
+    return wall, statistics.median(r["wall_time_s"] for r in result.rows)
 
 
 def cluster_start_stop(workers: int) -> float:
@@ -70,14 +72,18 @@ def main() -> None:
     a = ap.parse_args()
     from mbsfmu.campaign import Dask, Serial
     campaign(Serial(), 4)                                                   # warm caches (numba, imports)
-    serial = statistics.median(campaign(Serial(), a.runs) for _ in range(a.repeat))
-    dask = statistics.median(campaign(Dask(workers=a.workers), a.runs) for _ in range(a.repeat))
+    s_runs = [campaign(Serial(), a.runs) for _ in range(a.repeat)]
+    d_runs = [campaign(Dask(workers=a.workers), a.runs) for _ in range(a.repeat)]
+    serial, dask = statistics.median(w for w, _ in s_runs), statistics.median(w for w, _ in d_runs)
     start = statistics.median(cluster_start_stop(a.workers) for _ in range(a.repeat))
     over = statistics.median(noop_overhead(a.workers, a.runs) for _ in range(a.repeat))
     per_run = serial / a.runs
     print(f"{a.runs} runs of {SCENARIO.name} (0.1 s simulated each), median of {a.repeat}")
-    print(f"serial (this process):        {serial:8.2f} s   {per_run * 1e3:7.1f} ms per run")
-    print(f"dask, {a.workers} workers (LocalCluster): {dask:8.2f} s   incl. cluster start + shutdown {start:.2f} s")
+    print(f"serial (this process):        {serial:8.2f} s   {per_run * 1e3:7.1f} ms per run, "
+          f"a run's own median {statistics.median(m for _, m in s_runs) * 1e3:.1f} ms")
+    print(f"dask, {a.workers} workers (LocalCluster): {dask:8.2f} s   incl. cluster start + shutdown {start:.2f} s, "
+          f"a run's own median on a worker {statistics.median(m for _, m in d_runs) * 1e3:.1f} ms")
+    print(f"machine load average during the benchmark: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"speed-up serial / dask:       {serial / dask:8.2f} x   without the cluster start: "
           f"{serial / max(dask - start, 1e-9):.2f} x   (ideal {a.workers} x)")
     print(f"scheduler overhead per task:  {over * 1e3:8.2f} ms  ({100 * over / per_run:.1f} % of a run)")

@@ -218,15 +218,16 @@ def test_a_run_that_raises_is_a_row_and_the_campaign_completes(tmp_path):
 
 @pytest.mark.integration
 def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(serial_campaign, tmp_path):
-    """SIGINT to `mbsfmu montecarlo` on a 2-worker cluster: exit 130, the finished rows written;
+    """Ctrl-C to `mbsfmu montecarlo` on a 2-worker cluster: exit 130, no traceback (from the
+    client or the workers), the finished rows written;
     --resume completes the table, equal to the uninterrupted one (serial_campaign: same seed)."""
     _, serial_out = serial_campaign
     out = tmp_path / "mc"
     args = ("montecarlo", SPRING, "--runs", 10, "--seed", 11, "--out", out, "--workers", 2,
             "--output", "q.q1", "--output", "engine.E")
-    proc = _cli(*args)
+    proc = _cli(*args, start_new_session=True)
     _wait_rows(out / "runs.jsonl", 2, proc)
-    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)          # as a terminal's Ctrl-C: the whole process group, workers included
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "--resume" in stderr and "Traceback" not in stderr
@@ -260,7 +261,8 @@ def test_sweep_ctrl_c_on_a_huge_grid_writes_the_finished_rows(tmp_path):
     assert "Traceback" not in stderr and "interrupted" in stderr
     lines = (tmp_path / "summary.csv").read_text().splitlines()
     assert lines[0].startswith("run,body.mass.mass,joint.q1.spring.k,passed,error") and len(lines) >= 3
-    assert (tmp_path / "run_0000" / "trajectory.csv").exists()
+    done = [int(line.split(",")[0]) for line in lines[1:]]
+    assert all((tmp_path / f"run_{i:04d}" / "trajectory.csv").exists() for i in done)
     assert "of 400000000 runs finished" in stderr
 
 
@@ -277,3 +279,25 @@ def test_sweep_sigterm_leaves_no_worker_processes(tmp_path):
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, [p.pid for p in alive]
     assert (tmp_path / "summary.csv").read_text().count("\n") >= 2
+
+
+def test_paths_that_address_nothing_are_refused_before_any_run(tmp_path):
+    design = MonteCarlo({"body.link9.mass": Uniform(1.0, 2.0), "initial.q.q7": Uniform(0.0, 1.0),
+                         "inputs.q1.tau.value": Uniform(0.0, 1.0)}, 3, seed=0)
+    with pytest.raises(InputError) as e:
+        run_campaign(SPRING, design, tmp_path / "x", execution=Serial(), progress=False)
+    text = str(e.value)
+    assert "3 parameter problems" in text and "no body 'link9'" in text and "no joint 'q7'" in text
+    assert "no input 'q1.tau'" in text and not (tmp_path / "x").exists()
+
+
+def test_resume_refuses_another_campaign_and_a_fresh_run_refuses_an_old_dir(tmp_path):
+    from mbsfmu.campaign.table import open_campaign
+    open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=False)
+    with pytest.raises(InputError, match="already holds a campaign"):
+        open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=False)
+    with pytest.raises(InputError, match="different campaign: seed differ"):
+        open_campaign(tmp_path, {"seed": 2, "runs": 4}, resume=True)
+    (tmp_path / "runs.jsonl").write_text('{"row": {"run": 2, "passed": true}, "series": {}}\n{"row": {"run": 0, "pa')
+    assert list(open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=True)) == [2]   # the cut line is dropped
+    assert (tmp_path / "runs.jsonl").read_text().endswith("}\n")

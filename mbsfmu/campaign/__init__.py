@@ -3,7 +3,7 @@ dask.distributed (or serially), collected by the client into one table with stat
 
     from mbsfmu.campaign import run_montecarlo
     result = run_montecarlo("scenarios/spring_pendulum.yaml", runs=200, seed=1, out="mc",
-                            dispersions={"body.link1.mass": Normal(0.7, 0.02)}, workers=2)
+                            dispersions={"body.mass.mass": Normal(0.7, 0.02)}, workers=2)
 
 Modules: ``dispersions`` (distributions and designs), ``seeding`` (per-run generators),
 ``points`` (parameter paths), ``runner`` (one run on a worker), ``execution`` (serial, Dask),

@@ -12,9 +12,28 @@ KeyboardInterrupt by the command line), so no worker outlives the campaign.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from itertools import islice
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint():
+    """Start worker processes with SIGINT ignored (inherited through exec; Python and asyncio
+    then install no KeyboardInterrupt handler in them): a Ctrl-C at the terminal reaches the whole
+    process group, and the workers must not die printing tracebacks while the client, which got
+    the same Ctrl-C, writes the finished rows and closes the cluster (ending them)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 class Serial:
@@ -58,8 +77,10 @@ class Dask:
             if self.scheduler is None:
                 import os
                 n = self.workers or os.cpu_count() or 1
-                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                            dashboard_address=None, scheduler_port=0, silence_logs=logging.CRITICAL)
+                with _workers_ignore_sigint():
+                    self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                dashboard_address=None, scheduler_port=0,
+                                                silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler, timeout="30s")

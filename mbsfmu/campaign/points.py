@@ -61,36 +61,34 @@ def apply_point(scn, point: dict[str, float]):
 
 
 def check_paths(scn, paths) -> None:
-    """Refuse (InputError listing every problem) paths that address nothing in ``scn``: each is
-    applied with its nominal-free probe value 1.0 and the model rebuilt without validation of
-    the values (a probe mass of 1 kg may be fine or not: only the addressing is checked here)."""
+    """Refuse paths that address nothing in ``scn`` (InputError listing every problem), before
+    any run starts. Only the addressing is checked: a value that makes an invalid model (a drawn
+    negative mass) is that run's error, in its row."""
     from ..model.edits import edit_spec
     from ..scenario import build_simulator
     problems = []
-    probe = {}
+    sim = build_simulator(scn)                 # the nominal scenario itself must build
+    model = sim.model
     for path in paths:
         try:
             apply_point(scn, {path: 1.0})
-            probe[path] = 1.0
         except InputError as e:
             problems.append(str(e))
-    sim = build_simulator(scn)                 # the nominal scenario itself must run
-    spec = sim.model.spec
-    for path in probe:
-        if _INITIAL.fullmatch(path) or _INPUT.fullmatch(path):
-            m = _INITIAL.fullmatch(path)
-            if m and m["joint"] not in sim.model.joint_index:
-                problems.append(f"parameter {path!r}: no joint {m['joint']!r}; joints: {', '.join(sim.model.joint_names)}")
-            elif m and m["k"] is None:
-                sl = (sim.model.q_slice if m["key"] == "q" else sim.model.v_slice)(m["joint"])
-                if sl.stop - sl.start != 1:
-                    problems.append(f"parameter {path!r}: joint {m['joint']!r} takes {sl.stop - sl.start} values; "
-                                    f"address one as {path}[k]")
             continue
-        try:
-            edit_spec(spec, path, 1.0)
-        except MbsError as e:
-            problems.append(str(e))
+        m = _INITIAL.fullmatch(path)
+        if m and m["joint"] not in model.joint_index:
+            problems.append(f"parameter {path!r}: no joint {m['joint']!r}; joints: {', '.join(model.joint_names)}")
+        elif m and m["k"] is None:
+            sl = (model.q_slice if m["key"] == "q" else model.v_slice)(m["joint"])
+            if sl.stop - sl.start != 1:
+                problems.append(f"parameter {path!r}: joint {m['joint']!r} takes {sl.stop - sl.start} values; "
+                                f"address one of them as {path}[k]")
+        elif not m and not _INPUT.fullmatch(path):
+            try:
+                edit_spec(model.spec, path, 1.0)
+            except MbsError as e:
+                problems.append(str(e))
+    if len(problems) == 1:
+        raise InputError(f"scenario {scn.path}: {problems[0]}")
     if problems:
-        raise InputError(f"scenario {scn.path}: " + "; ".join(problems) if len(problems) == 1 else
-                         f"scenario {scn.path}: {len(problems)} parameter problems:\n  " + "\n  ".join(problems))
+        raise InputError(f"scenario {scn.path}: {len(problems)} parameter problems:\n  " + "\n  ".join(problems))
