@@ -92,7 +92,7 @@ def _sweep(args) -> int:
 
 def add_parser(sub) -> None:
     """The ``sweep`` subcommand."""
-    from .campaign.command import positive_int, add_execution_arguments
+    from .campaign.command import add_execution_arguments, positive_int
     p = sub.add_parser("sweep", help="run a scenario over a parameter grid on the campaign engine; one summary table")
     p.add_argument("scenario", help="scenario file")
     p.add_argument("--param", action="append", required=True, metavar="PATH=start:stop:n",

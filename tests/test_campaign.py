@@ -13,10 +13,19 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from conftest import ROOT
 from scipy import stats as sps
 
-from conftest import ROOT
-from mbsfmu.campaign import Choice, Grid, MonteCarlo, Normal, Serial, Uniform, parse_campaign, run_campaign
+from mbsfmu.campaign import (
+    Choice,
+    Grid,
+    MonteCarlo,
+    Normal,
+    Serial,
+    Uniform,
+    parse_campaign,
+    run_campaign,
+)
 from mbsfmu.campaign.dispersions import Normal as NormalD
 from mbsfmu.campaign.points import apply_point
 from mbsfmu.campaign.seeding import run_rng
@@ -256,7 +265,7 @@ def test_sweep_ctrl_c_on_a_huge_grid_writes_the_finished_rows(tmp_path):
     proc = _sweep_huge(tmp_path)
     _wait_rows(tmp_path / "runs.jsonl", 2, proc)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr
     lines = (tmp_path / "summary.csv").read_text().splitlines()
@@ -276,7 +285,7 @@ def test_sweep_sigterm_leaves_no_worker_processes(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stderr
-    gone, alive = psutil.wait_procs(children, timeout=30)
+    _, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, [p.pid for p in alive]
     assert (tmp_path / "summary.csv").read_text().count("\n") >= 2
 

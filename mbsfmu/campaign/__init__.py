@@ -18,8 +18,20 @@ from .dispersions import Choice, Grid, MonteCarlo, Normal, Uniform, parse_campai
 from .engine import CampaignResult, run_campaign
 from .execution import Dask, Serial
 
-__all__ = ["Choice", "Grid", "MonteCarlo", "Normal", "Uniform", "parse_campaign", "CampaignResult", "run_campaign",
-           "Dask", "Serial", "run_montecarlo", "montecarlo_design"]
+__all__ = [
+    "CampaignResult",
+    "Choice",
+    "Dask",
+    "Grid",
+    "MonteCarlo",
+    "Normal",
+    "Serial",
+    "Uniform",
+    "montecarlo_design",
+    "parse_campaign",
+    "run_campaign",
+    "run_montecarlo",
+]
 
 
 def montecarlo_design(scenario: str | Path, runs: int, seed: int, dispersions: dict | None = None,

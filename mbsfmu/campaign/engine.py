@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .runner import RunSpec, run_one
-from .table import JOURNAL, Journal, file_hash, open_campaign, table_columns, write_table
+from .table import (
+    JOURNAL,
+    Journal,
+    file_hash,
+    open_campaign,
+    table_columns,
+    write_table,
+)
 
 
 @dataclass
@@ -54,11 +61,11 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     ``"trajectories/run_{run:04d}.csv"`` for every run's whole trajectory. KeyboardInterrupt (Ctrl-C,
     or SIGTERM through the command line) stops the campaign: finished runs are kept and written,
     the result says ``interrupted``."""
+    from ..errors import InputError
     from ..scenario import load_scenario
     from ..trajectory import save_trajectory
     from .execution import Dask
     from .points import apply_point, check_paths
-    from ..errors import InputError
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
         raise InputError(f"duration must be a positive finite time [s], got {duration!r}")
     scenario = Path(scenario)

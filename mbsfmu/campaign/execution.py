@@ -98,7 +98,7 @@ class Dask:
             if part is not None:
                 try:
                     part.close(timeout=20)
-                except Exception:  # noqa: BLE001  best effort: the remaining part still closes
+                except Exception:  # noqa: BLE001, S110  best effort: the remaining part still closes
                     pass
         self.client = self.cluster = None
 
