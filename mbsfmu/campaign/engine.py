@@ -109,11 +109,13 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     finally:
         journal.close()
         bar.close()
-    return finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture)
+    from ..invariants import parse_bound
+    bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
+    return finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
 
 
 def finish_campaign(out: Path, done: dict, design, outputs: list[str], stem: str, title: str, n: int,
-                    interrupted: bool, picture: bool = True) -> CampaignResult:
+                    interrupted: bool, picture: bool = True, bounds: dict | None = None) -> CampaignResult:
     """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs."""
     from .statistics import stat_columns, statistics
     order = sorted(done)
@@ -125,7 +127,7 @@ def finish_campaign(out: Path, done: dict, design, outputs: list[str], stem: str
     files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats)}
     if picture and rows:
         from .picture import plot_campaign
-        files["picture"] = plot_campaign(out, title, rows, series, paths, outputs)
+        files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
     return CampaignResult(out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted)
 
 

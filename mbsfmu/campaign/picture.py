@@ -1,5 +1,5 @@
-"""``campaign.png``: histograms of the drawn values and of each check's error (log10 of max_rel),
-and time envelopes (median, 5-95 % band) of the chosen outputs over the runs that passed; failed
+"""``campaign.png``: histograms of the drawn values and of each check's error (log10 of the
+quantity its bound is on, max_rel or max_abs, with the bound drawn as a dashed line), and time envelopes (median, 5-95 % band) of the chosen outputs over the runs that passed; failed
 runs are stacked in red on the histograms and drawn as thin red curves over the envelopes."""
 from __future__ import annotations
 
@@ -20,8 +20,10 @@ def _finite(rows: list[dict], column: str, log: bool = False) -> np.ndarray:
 
 
 def plot_campaign(out: Path, title: str, rows: list[dict], series: list[dict], paths: list[str],
-                  outputs: list[str]) -> Path:
-    """Write ``out/campaign.png``; returns its path."""
+                  outputs: list[str], bounds: dict | None = None) -> Path:
+    """Write ``out/campaign.png``; returns its path. bounds: {check: (kind "abs"|"rel", bound)}
+    (invariants.parse_bound); a check without one is plotted by max_rel."""
+    bounds = bounds or {}
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -29,7 +31,8 @@ def plot_campaign(out: Path, title: str, rows: list[dict], series: list[dict], p
     ok = [r for r in rows if r.get("passed")]
     bad = [r for r in rows if not r.get("passed")]
     columns = list(dict.fromkeys(c for r in rows for c in r))
-    checks = [c for c in columns if c.startswith("check.") and c.endswith(".max_rel")]
+    names = [c[len("check."):-len(".max_rel")] for c in columns if c.startswith("check.") and c.endswith(".max_rel")]
+    checks = [f"check.{n}.max_{bounds.get(n, ('rel', None))[0]}" for n in names]
     panels = [("hist", p, False) for p in paths] + [("hist", c, True) for c in checks] + [("env", o, False) for o in outputs]
     panels = panels[:MAX_PANELS] or [("none", "", False)]
     ncol = min(3, len(panels))
@@ -51,8 +54,15 @@ def plot_campaign(out: Path, title: str, rows: list[dict], series: list[dict], p
                 ax.legend(fontsize=7, loc="upper right")
             else:
                 ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
-            label = col[len("check."):-len(".max_rel")] if log else col
-            ax.set_xlabel(f"log10 max_rel {label}" if log else label, fontsize=8)
+            if log:
+                name, on = col[len("check."):].rsplit(".", 1)
+                kind, bound = bounds.get(name, ("rel", None))
+                if bound is not None and bound > 0:
+                    ax.axvline(np.log10(bound), color="k", ls="--", lw=1, label=f"bound {bound:.3g}")
+                    ax.legend(fontsize=7, loc="upper right")
+                ax.set_xlabel(f"log10 {on} {name}", fontsize=8)
+            else:
+                ax.set_xlabel(col, fontsize=8)
             ax.set_ylabel("runs", fontsize=8)
         elif kind == "env":
             times = [s["time"] for s in ok_series + bad_series if len(s.get("time", [])) > 1]
