@@ -51,13 +51,13 @@ def grid(params: list[tuple[str, list[float]]], runs: int | None = None):
 
 def run_sweep(scenario_path: str | Path, params: list[tuple[str, list[float]]], out: str | Path,
               duration: float | None = None, execution=None, runs: int | None = None, resume: bool = False,
-              progress: bool = False):
+              progress: bool = False, stop=None):
     """Run the grid (its first ``runs`` points) on ``execution`` (mbsfmu/campaign/execution.py;
     default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run)."""
     from .campaign.engine import run_campaign
     return run_campaign(scenario_path, grid(params, runs), out, duration=duration,
                         trajectories="run_{run:04d}/trajectory.csv", execution=execution, resume=resume,
-                        progress=progress, stem="summary", kind="sweep")
+                        progress=progress, stem="summary", kind="sweep", stop=stop)
 
 
 def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
@@ -82,7 +82,8 @@ def _sweep(args) -> int:
     execution = Serial() if args.serial else Dask(args.scheduler, args.workers)
     with interruptible() as state:
         result = run_sweep(args.scenario, params, args.out, duration=args.duration, execution=execution,
-                           runs=args.runs, resume=args.resume, progress=not args.no_progress)
+                           runs=args.runs, resume=args.resume, progress=not args.no_progress,
+                           stop=lambda: state["signal"] is not None)
     print(summary_text(result.rows, [p for p, _ in params]))
     print(f"summary: {result.files['csv']}")
     if result.interrupted:

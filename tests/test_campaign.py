@@ -201,12 +201,17 @@ def test_two_worker_cluster_and_another_order_equal_the_serial_table(serial_camp
     from mbsfmu.campaign import Dask
     _, serial_out = serial_campaign
     design, _ = _design(10)
-    for name, execution in (("dask", Dask(workers=2)), ("shuffled", Shuffled())):
-        run_campaign(SPRING, design, tmp_path / name, execution=execution, progress=False, outputs=["q.q1", "engine.E"])
-        assert _table(tmp_path / name / "campaign.parquet").equals(_table(serial_out / "campaign.parquet")), name
-        first = [json.loads(line)["row"]["run"] for line in (tmp_path / name / "runs.jsonl").read_text().splitlines()]
-        assert sorted(first) == list(range(10))
-    assert first != list(range(10))   # the shuffled execution really finished out of order
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        runs = (("dask", Dask(workers=2)), ("scheduler", Dask(scheduler=cluster.scheduler_address)),
+                ("shuffled", Shuffled()))     # a 2-worker LocalCluster, a running cluster by address, another order
+        for name, execution in runs:
+            run_campaign(SPRING, design, tmp_path / name, execution=execution, progress=False,
+                         outputs=["q.q1", "engine.E"])
+            assert _table(tmp_path / name / "campaign.parquet").equals(_table(serial_out / "campaign.parquet")), name
+            order = [json.loads(line)["row"]["run"] for line in (tmp_path / name / "runs.jsonl").read_text().splitlines()]
+            assert sorted(order) == list(range(10))
+    assert order != list(range(10))   # the shuffled execution really finished out of order
 
 
 @pytest.mark.integration
@@ -214,13 +219,19 @@ def test_a_run_that_raises_is_a_row_and_the_campaign_completes(tmp_path):
     design = MonteCarlo({"body.mass.mass": Uniform(-0.7, 0.9)}, 6, seed=2)     # runs 0 and 3 draw negative masses
     masses = [design.point(i)["body.mass.mass"] for i in range(6)]
     assert any(m < 0 for m in masses) and any(m > 0 for m in masses)
-    result = run_campaign(SPRING, design, tmp_path, execution=Serial(), progress=False)
+    result = run_campaign(SPRING, design, tmp_path, execution=Serial(), progress=False,
+                          trajectories="trajectories/run_{run:04d}.csv")
     assert [r["run"] for r in result.rows] == list(range(6))
     for r, m in zip(result.rows, masses):
+        traj = tmp_path / "trajectories" / f"run_{r['run']:04d}.csv"
         if m < 0:
             assert not r["passed"] and "mass" in r["error"] and "ModelError" in r["error"], r
+            assert not traj.exists()
         else:
             assert r["passed"] and r["error"] == "" and np.isfinite(r["final.q.q1"])
+            from mbsfmu.trajectory import read_trajectory
+            t = read_trajectory(traj)                 # the client wrote what the worker sent back
+            assert t["q.q1"][-1] == r["final.q.q1"] and t.time[-1] == pytest.approx(0.1, rel=0, abs=1e-15)
     csv = (tmp_path / "campaign.csv").read_text()
     assert csv.count("ModelError") == sum(m < 0 for m in masses)
 
@@ -310,3 +321,23 @@ def test_resume_refuses_another_campaign_and_a_fresh_run_refuses_an_old_dir(tmp_
     (tmp_path / "runs.jsonl").write_text('{"row": {"run": 2, "passed": true}, "series": {}}\n{"row": {"run": 0, "pa')
     assert list(open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=True)) == [2]   # the cut line is dropped
     assert (tmp_path / "runs.jsonl").read_text().endswith("}\n")
+
+
+@pytest.mark.integration
+def test_a_stop_request_keeps_finished_runs_and_drops_the_interrupted_one(serial_campaign, tmp_path):
+    """The command line's stop check (its signal state): the run that returned after the signal
+    (a run that caught the interrupt itself) is not journaled; resume completes the same table."""
+    _, serial_out = serial_campaign
+    design, _ = _design(10)
+    seen = []
+
+    def stop():
+        seen.append(1)
+        return len(seen) > 3                    # "the signal arrived while the 4th run was running"
+    first = run_campaign(SPRING, design, tmp_path, execution=Serial(), progress=False, outputs=["q.q1", "engine.E"],
+                         stop=stop)
+    assert first.interrupted and [r["run"] for r in first.rows] == [0, 1, 2]
+    done = run_campaign(SPRING, design, tmp_path, execution=Serial(), progress=False, outputs=["q.q1", "engine.E"],
+                        resume=True)
+    assert not done.interrupted and len(done.rows) == 10
+    assert _table(tmp_path / "campaign.parquet").equals(_table(serial_out / "campaign.parquet"))

@@ -57,7 +57,8 @@ def montecarlo_design(scenario: str | Path, runs: int, seed: int, dispersions: d
 def run_montecarlo(scenario: str | Path, runs: int, seed: int, out: str | Path, *, dispersions: dict | None = None,
                    campaign_file: str | Path | None = None, scheduler: str | None = None, workers: int | None = None,
                    serial: bool = False, resume: bool = False, duration: float | None = None,
-                   outputs: list[str] | None = None, trajectories: bool = False, progress: bool = True) -> CampaignResult:
+                   outputs: list[str] | None = None, trajectories: bool = False, progress: bool = True,
+                   stop=None) -> CampaignResult:
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
     ``serial``, in this process; writes ``out`` (campaign.parquet/.csv, statistics.csv,
@@ -66,4 +67,4 @@ def run_montecarlo(scenario: str | Path, runs: int, seed: int, out: str | Path, 
     execution = Serial() if serial else Dask(scheduler, workers)
     return run_campaign(scenario, design, out, duration=duration, outputs=outputs or file_outputs or None,
                         trajectories="trajectories/run_{run:04d}.csv" if trajectories else None, execution=execution,
-                        resume=resume, progress=progress, kind="montecarlo")
+                        resume=resume, progress=progress, kind="montecarlo", stop=stop)

@@ -52,7 +52,8 @@ def _montecarlo(args) -> int:
         result = run_montecarlo(args.scenario, args.runs, args.seed, args.out, campaign_file=args.campaign,
                                 scheduler=args.scheduler, workers=args.workers, serial=args.serial,
                                 resume=args.resume, duration=args.duration, outputs=args.output or None,
-                                trajectories=args.trajectories, progress=not args.no_progress)
+                                trajectories=args.trajectories, progress=not args.no_progress,
+                                stop=lambda: state["signal"] is not None)
     n_fail = len(result.failed)
     print(statistics_text(result.statistics))
     for r in result.failed[:10]:

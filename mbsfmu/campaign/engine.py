@@ -54,13 +54,15 @@ def output_columns(sim) -> set[str]:
 def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: float | None = None,
                  outputs: list[str] | None = None, trajectories: str | None = None, execution=None,
                  resume: bool = False, progress: bool = True, stem: str = "campaign", picture: bool = True,
-                 kind: str = "campaign") -> CampaignResult:
+                 kind: str = "campaign", stop=None) -> CampaignResult:
     """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
     (mbsfmu/campaign/execution.py; default: a 2..CPU-count worker LocalCluster) and write ``out``
     (mbsfmu/campaign/table.py). trajectories: None, or a path template relative to ``out`` such as
     ``"trajectories/run_{run:04d}.csv"`` for every run's whole trajectory. KeyboardInterrupt (Ctrl-C,
     or SIGTERM through the command line) stops the campaign: finished runs are kept and written,
-    the result says ``interrupted``."""
+    the result says ``interrupted``. stop: a function returning True once the campaign must end
+    (the command line's signal state: a run that caught the interrupt itself and returned is
+    dropped, not journaled, so a resume reruns it)."""
     from ..errors import InputError
     from ..scenario import load_scenario
     from ..trajectory import save_trajectory
@@ -97,6 +99,8 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
         with execution:
             bar.slots = execution.slots
             for spec, record in execution.imap_unordered(run_one, todo):
+                if stop is not None and stop():
+                    raise KeyboardInterrupt
                 if trajectories is not None and record.get("trajectory"):
                     path = out / trajectories.format(run=spec.index)
                     path.parent.mkdir(parents=True, exist_ok=True)
