@@ -66,8 +66,9 @@ def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
     head = f"{'run':<9} " + " ".join(f"{p[-22:]:>22}" for p in params) + f" {'result':>6} {'wall [s]':>9}  error"
     lines = [head]
     for r in rows[:limit]:
+        verdict, wall = "PASS" if r["passed"] else "FAIL", r.get("wall_time_s", float("nan"))
         lines.append(f"run_{r['run']:04d} " + " ".join(f"{r[p]:>22.6g}" for p in params)
-                     + f" {'PASS' if r['passed'] else 'FAIL':>6} {r.get('wall_time_s', float('nan')):>9.3g}  {r.get('error', '')}")
+                     + f" {verdict:>6} {wall:>9.3g}  {r.get('error', '')}")
     if len(rows) > limit:
         lines.append(f"... {len(rows) - limit} more rows in summary.csv")
     n_fail = sum(not r["passed"] for r in rows)

@@ -119,7 +119,8 @@ def test_points_address_model_initial_state_and_inputs(tmp_path):
     (tmp_path / "s.yaml").write_text(src)
     scn = load_scenario(tmp_path / "s.yaml")
     s = apply_point(scn, {"inputs.q1.force.amplitude": 3.0})
-    assert s.inputs["q1.force"].params == {"amplitude": 3.0, "frequency": 2.0} and scn.inputs["q1.force"].params["amplitude"] == 1.0
+    assert s.inputs["q1.force"].params == {"amplitude": 3.0, "frequency": 2.0}
+    assert scn.inputs["q1.force"].params["amplitude"] == 1.0
     with pytest.raises(InputError, match="a sine schedule has no number 'value'"):
         apply_point(scn, {"inputs.q1.force.value": 3.0})
     with pytest.raises(InputError, match="no input 'q2.force'"):
@@ -209,7 +210,8 @@ def test_two_worker_cluster_and_another_order_equal_the_serial_table(serial_camp
             run_campaign(SPRING, design, tmp_path / name, execution=execution, progress=False,
                          outputs=["q.q1", "engine.E"])
             assert _table(tmp_path / name / "campaign.parquet").equals(_table(serial_out / "campaign.parquet")), name
-            order = [json.loads(line)["row"]["run"] for line in (tmp_path / name / "runs.jsonl").read_text().splitlines()]
+            journal = (tmp_path / name / "runs.jsonl").read_text().splitlines()
+            order = [json.loads(line)["row"]["run"] for line in journal]
             assert sorted(order) == list(range(10))
     assert order != list(range(10))   # the shuffled execution really finished out of order
 

@@ -49,8 +49,8 @@ class Normal:
         return float(min(max(x, self.lo), self.hi))   # ndtri rounding at the bounds
 
     def describe(self) -> dict:
-        return {"type": "normal", "mean": self.mean, "std": self.std,
-                **({"min": self.lo} if math.isfinite(self.lo) else {}), **({"max": self.hi} if math.isfinite(self.hi) else {})}
+        bounds = {k: v for k, v in (("min", self.lo), ("max", self.hi)) if math.isfinite(v)}
+        return {"type": "normal", "mean": self.mean, "std": self.std, **bounds}
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,8 @@ class Grid:
         return {p: out[p] for p, _ in self.params}
 
     def describe(self) -> dict:
-        return {"design": "grid", "runs": self.runs, "params": [[p, len(v), v[0], v[-1], _digest(v)] for p, v in self.params]}
+        return {"design": "grid", "runs": self.runs,
+                "params": [[p, len(v), v[0], v[-1], _digest(v)] for p, v in self.params]}
 
 
 def _digest(values) -> str:
@@ -154,14 +155,16 @@ def parse_campaign(path: str | Path, section: tuple = ()) -> tuple[dict, list[st
     if doc is None:
         return {}, []
     if not isinstance(doc, dict):
-        raise ModelError(locate([Problem(section, "expected a mapping with keys dispersions, outputs")], lines), str(path))
+        problem = Problem(section, "expected a mapping with keys dispersions, outputs")
+        raise ModelError(locate([problem], lines), str(path))
     for key in doc:
         if key not in CAMPAIGN_KEYS:
             problem(section + (key,), f"unknown key {key!r}; allowed: {', '.join(CAMPAIGN_KEYS)}")
     dispersions = {}
     raw = doc.get("dispersions", {})
     if not isinstance(raw, dict):
-        problem(section + ("dispersions",), "expected a mapping of parameter path to {type: normal|uniform|choice, ...}")
+        problem(section + ("dispersions",),
+                "expected a mapping of parameter path to {type: normal|uniform|choice, ...}")
         raw = {}
     for name, spec in raw.items():
         d = _dispersion(spec, section + ("dispersions", name), problem)
@@ -186,7 +189,8 @@ def _number(value, at, problem) -> float | None:
 def _dispersion(spec, at, problem):
     kind = spec.get("type") if isinstance(spec, dict) else None
     if kind not in KEYS:
-        problem(at, f"expected {{type: normal|uniform|choice, ...}}, got {'type ' + repr(kind) if kind else repr(spec)}"[:200])
+        got = f"type {kind!r}" if kind else repr(spec)
+        problem(at, f"expected {{type: normal|uniform|choice, ...}}, got {got}"[:200])
         return None
     for key in spec:
         if key != "type" and key not in KEYS[kind]:

@@ -1,6 +1,7 @@
 """``campaign.png``: histograms of the drawn values and of each check's error (log10 of the
-quantity its bound is on, max_rel or max_abs, with the bound drawn as a dashed line), and time envelopes (median, 5-95 % band) of the chosen outputs over the runs that passed; failed
-runs are stacked in red on the histograms and drawn as thin red curves over the envelopes."""
+quantity its bound is on, max_rel or max_abs, with the bound drawn as a dashed line), and time
+envelopes (median, 5-95 % band) of the chosen outputs over the runs that passed; failed runs are
+stacked in red on the histograms and drawn as thin red curves over the envelopes."""
 from __future__ import annotations
 
 import math
@@ -14,8 +15,9 @@ MAX_PANELS = 12
 
 
 def _finite(rows: list[dict], column: str, log: bool = False) -> np.ndarray:
-    x = np.array([r[column] for r in rows if isinstance(r.get(column), (int, float)) and not isinstance(r.get(column), bool)
-                  and math.isfinite(r[column]) and (not log or r[column] > 0)], dtype=float)
+    vals = [r.get(column) for r in rows]
+    x = np.array([v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                  and (not log or v > 0)], dtype=float)
     return np.log10(x) if log else x
 
 
@@ -33,7 +35,8 @@ def plot_campaign(out: Path, title: str, rows: list[dict], series: list[dict], p
     columns = list(dict.fromkeys(c for r in rows for c in r))
     names = [c[len("check."):-len(".max_rel")] for c in columns if c.startswith("check.") and c.endswith(".max_rel")]
     checks = [f"check.{n}.max_{bounds.get(n, ('rel', None))[0]}" for n in names]
-    panels = [("hist", p, False) for p in paths] + [("hist", c, True) for c in checks] + [("env", o, False) for o in outputs]
+    panels = ([("hist", p, False) for p in paths] + [("hist", c, True) for c in checks]
+              + [("env", o, False) for o in outputs])
     panels = panels[:MAX_PANELS] or [("none", "", False)]
     ncol = min(3, len(panels))
     nrow = math.ceil(len(panels) / ncol)

@@ -52,8 +52,9 @@ def apply_point(scn, point: dict[str, float]):
                 raise InputError(f"parameter {path!r}: the scenario has no input {m['name']!r}"
                                  f"; inputs: {', '.join(inputs) or 'none'}")
             if m["param"] not in KINDS[sched.kind] or sched.kind in ("table", "csv"):
+                numbers = ", ".join(KINDS[sched.kind]) if sched.kind not in ("table", "csv") else "none"
                 raise InputError(f"parameter {path!r}: a {sched.kind} schedule has no number {m['param']!r}; "
-                                 f"numbers: {', '.join(KINDS[sched.kind]) if sched.kind not in ('table', 'csv') else 'none'}")
+                                 f"numbers: {numbers}")
             inputs[m["name"]] = Schedule(sched.kind, {**sched.params, m["param"]: value})
             continue
         edits.append((path, value))

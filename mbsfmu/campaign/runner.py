@@ -70,7 +70,7 @@ def run_one(spec: RunSpec) -> dict:
                 traj = None
     # A campaign boundary: whatever one run raises (an invalid drawn model, a solver failure, a
     # bug met only at some parameter values) becomes that run's row, never a lost campaign.
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         text = str(e).strip().splitlines()
         return failed_row(spec, f"{type(e).__name__}: {' / '.join(text[:3])}"[:500],
                           wallclock.perf_counter() - start)
@@ -83,9 +83,8 @@ def run_one(spec: RunSpec) -> dict:
             row[f"check.{name}.{key}"] = _num(e.get(key))
         row[f"check.{name}.passed"] = bool(e["passed"])
     failing = [f"check {n}" for n, e in report.get("checks", {}).items() if not e["passed"]]
-    failing += [f"{kind} {n}" for kind in ("reference", "final") for n, e in report.get(kind + "s" if kind == "reference"
-                                                                                        else kind, {}).items()
-                if not e["passed"]]
+    failing += [f"reference {n}" for n, e in report.get("references", {}).items() if not e["passed"]]
+    failing += [f"final {n}" for n, e in report.get("final", {}).items() if not e["passed"]]
     row["failed_checks"] = "; ".join(failing)
     series, trajectory = {}, None
     if traj is not None:

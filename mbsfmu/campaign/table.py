@@ -78,7 +78,7 @@ class Journal:
     """Appends one flushed JSON line per finished run."""
 
     def __init__(self, path: Path):
-        self.f = open(path, "a", encoding="utf-8")  # noqa: SIM115  closed by close(), after the campaign loop
+        self.f = open(path, "a", encoding="utf-8")
 
     def append(self, record: dict) -> None:
         self.f.write(json.dumps({"row": record["row"], "series": record["series"]}) + "\n")
