@@ -343,3 +343,15 @@ def test_a_stop_request_keeps_finished_runs_and_drops_the_interrupted_one(serial
                         resume=True)
     assert not done.interrupted and len(done.rows) == 10
     assert _table(tmp_path / "campaign.parquet").equals(_table(serial_out / "campaign.parquet"))
+
+
+def test_inertia_paths_set_symmetric_entries():
+    from mbsfmu import load_model
+    from mbsfmu.model.edits import edit_spec
+    spec = load_model(ROOT / "scenarios" / "models" / "scara.yaml").spec
+    body = spec.bodies[0].name
+    I = edit_spec(edit_spec(spec, f"body.{body}.inertia.Ixy", 0.01), f"body.{body}.inertia.Izz", 0.5).bodies[0].inertia
+    assert I[0][1] == I[1][0] == 0.01 and I[2][2] == 0.5
+    assert I[0][0] == spec.bodies[0].inertia[0][0] and I[0][2] == spec.bodies[0].inertia[0][2]
+    with pytest.raises(InputError, match="unknown parameter path"):
+        edit_spec(spec, f"body.{body}.inertia.Ixw", 1.0)
