@@ -203,7 +203,8 @@ def test_two_worker_cluster_and_another_order_equal_the_serial_table(serial_camp
     _, serial_out = serial_campaign
     design, _ = _design(10)
     from distributed import LocalCluster
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      scheduler_port=0) as cluster:
         runs = (("dask", Dask(workers=2)), ("scheduler", Dask(scheduler=cluster.scheduler_address)),
                 ("shuffled", Shuffled()))     # a 2-worker LocalCluster, a running cluster by address, another order
         for name, execution in runs:

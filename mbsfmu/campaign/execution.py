@@ -77,9 +77,9 @@ class Dask:
             if self.scheduler is None:
                 import os
                 n = self.workers or os.cpu_count() or 1
-                with _workers_ignore_sigint():
+                with _workers_ignore_sigint():   # random ports (":0", 0): campaigns run side by side
                     self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                dashboard_address=None, scheduler_port=0,
+                                                dashboard_address=":0", scheduler_port=0,
                                                 silence_logs=logging.CRITICAL)
                 self.client = Client(self.cluster)
             else:
