@@ -356,3 +356,16 @@ def test_inertia_paths_set_symmetric_entries():
     assert I[0][0] == spec.bodies[0].inertia[0][0] and I[0][2] == spec.bodies[0].inertia[0][2]
     with pytest.raises(InputError, match="unknown parameter path"):
         edit_spec(spec, f"body.{body}.inertia.Ixw", 1.0)
+
+
+@pytest.mark.integration
+def test_an_unwritable_output_is_a_clear_error_and_keeps_the_journal(tmp_path):
+    from mbsfmu.errors import MbsError
+    design, outputs = _design(2)
+    out = tmp_path / "mc"
+    out.mkdir()
+    (out / "blocker").write_text("a file where the trajectories folder should go")
+    with pytest.raises(MbsError, match="cannot write .*--resume continues"):
+        run_campaign(SPRING, design, out, execution=Serial(), progress=False, outputs=outputs,
+                     trajectories="blocker/run_{run:04d}.csv")
+    assert (out / "campaign.json").exists() and (out / "runs.jsonl").read_text() == ""

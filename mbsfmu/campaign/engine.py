@@ -56,7 +56,7 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
                  resume: bool = False, progress: bool = True, stem: str = "campaign", picture: bool = True,
                  kind: str = "campaign", stop=None) -> CampaignResult:
     """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
-    (mbsfmu/campaign/execution.py; default: a 2..CPU-count worker LocalCluster) and write ``out``
+    (mbsfmu/campaign/execution.py; default: a LocalCluster, one worker per CPU) and write ``out``
     (mbsfmu/campaign/table.py). trajectories: None, or a path template relative to ``out`` such as
     ``"trajectories/run_{run:04d}.csv"`` for every run's whole trajectory. KeyboardInterrupt (Ctrl-C,
     or SIGTERM through the command line) stops the campaign: finished runs are kept and written,
@@ -89,12 +89,13 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
                 "duration": duration, "outputs": outputs, "trajectories": trajectories}
     done = open_campaign(out, manifest, resume)
     n = design.n_runs
-    todo = (RunSpec(str(scenario), i, design.point(i), duration, tuple(outputs), trajectories is not None)
+    where = str(scenario.resolve())        # workers may run in another folder (or on another node)
+    todo = (RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None)
             for i in range(n) if i not in done)
     execution = execution if execution is not None else Dask()
     bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
     journal = Journal(out / JOURNAL)
-    interrupted = False
+    interrupted, failure = False, None
     try:
         with execution:
             bar.slots = execution.slots
@@ -110,12 +111,22 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
                 bar.update(not record["row"]["passed"])
     except KeyboardInterrupt:
         interrupted = True
+    except OSError as e:                       # the client cannot write DIR (disk full, permissions)
+        interrupted, failure = True, e
     finally:
         journal.close()
         bar.close()
     from ..invariants import parse_bound
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
-    return finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+    try:
+        result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+    except OSError as e:
+        failure = failure or e
+    if failure is not None:
+        from ..errors import MbsError
+        raise MbsError(f"campaign stopped: cannot write {out}: {failure}; the runs journaled in {out / JOURNAL} "
+                       "are kept and --resume continues once DIR is writable") from None
+    return result
 
 
 def finish_campaign(out: Path, done: dict, design, outputs: list[str], stem: str, title: str, n: int,
