@@ -369,3 +369,18 @@ def test_an_unwritable_output_is_a_clear_error_and_keeps_the_journal(tmp_path):
         run_campaign(SPRING, design, out, execution=Serial(), progress=False, outputs=outputs,
                      trajectories="blocker/run_{run:04d}.csv")
     assert (out / "campaign.json").exists() and (out / "runs.jsonl").read_text() == ""
+
+
+def test_cli_refuses_a_campaign_without_dispersions_or_with_bad_numbers(tmp_path, capsys):
+    from mbsfmu.cli import main
+    plain = ROOT / "scenarios" / "spring_pendulum.yaml"
+    assert main(["montecarlo", str(plain), "--runs", "2", "--seed", "1", "--out", str(tmp_path / "a")]) == 2
+    assert "no dispersions" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    for bad in (["--runs", "0", "--seed", "1"], ["--runs", "2", "--seed", "-1"]):
+        with pytest.raises(SystemExit) as e:
+            main(["montecarlo", str(SPRING), *bad, "--out", str(tmp_path / "b")])
+        assert e.value.code == 2
+    assert "expected an integer >= 0, got '-1'" in capsys.readouterr().err
+    assert main(["montecarlo", str(SPRING), "--runs", "2", "--seed", "1", "--out", str(tmp_path / "c"),
+                 "--serial", "--duration", "-1"]) == 2
+    assert "duration must be a positive finite time" in capsys.readouterr().err
