@@ -97,15 +97,6 @@ def _list(args) -> int:
     return 0
 
 
-def _sweep(args) -> int:
-    from .sweep import parse_param, run_sweep, summary_text
-    params = [parse_param(p) for p in args.param]
-    rows = run_sweep(args.scenario, params, args.out, duration=args.duration)
-    print(summary_text(rows, [p for p, _ in params]))
-    print(f"summary: {args.out}/summary.csv")
-    return 0 if all(r["passed"] for r in rows) else 1
-
-
 def _ros(args) -> int:
     """Run the ROS 2 node (package ``ros_node``, imported here only: mbsfmu never imports it)."""
     try:
@@ -146,14 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fmu-dir", help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cosim)
-    p = sub.add_parser("sweep", help="run a scenario over a parameter grid in parallel processes; one summary table")
-    p.add_argument("scenario")
-    p.add_argument("--param", action="append", required=True, metavar="PATH=start:stop:n",
-                   help="e.g. body.link1.mass=0.8:1.2:5, gravity[3]=-9.81,-1.62, joint.q2.spring.k=1:10:4, "
-                        "initial.q.q1=0:0.5:3 (repeat for a Cartesian product)")
-    p.add_argument("--out", required=True, help="output directory: run_0000/..., summary.csv")
-    p.add_argument("--duration", type=float, help="simulated time [s] of every run instead of the scenario's")
-    p.set_defaults(func=_sweep)
+    from .sweep import add_parser as add_sweep_parser
+    add_sweep_parser(sub)
+    from .campaign.command import add_parser as add_montecarlo_parser
+    add_montecarlo_parser(sub)
     p = sub.add_parser("list", help="list the scenarios of a folder (default: the bundled ones) with one-line descriptions")
     p.add_argument("dir", nargs="?", help="folder of scenario files (default: ./scenarios or the bundled folder)")
     p.set_defaults(func=_list)

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 SCENARIO_VERSION = 1
 TOP_KEYS = ("version", "name", "description", "model", "gravity", "duration", "quick_duration", "dt", "integrator",
-            "initial", "inputs", "controller", "checks", "references", "final", "outputs", "loops", "cosim")
+            "initial", "inputs", "controller", "checks", "references", "final", "outputs", "loops", "cosim",
+            "campaign")   # campaign: dispersions and outputs of `mbsfmu montecarlo` (mbsfmu/campaign)
 REFERENCE_KEYS = ("column", "expr", "params", "tol", "t0", "t1")
 PID_KEYS = ("kp", "ki", "kd", "limit", "setpoint", "derivative")
 OUTPUT_KEYS = ("records", "plots")

@@ -1,23 +1,25 @@
-"""Parameter sweeps: one scenario run per point of a grid, in parallel processes, one summary.
+"""Parameter sweeps: one scenario run per point of a grid, on the campaign engine
+(mbsfmu/campaign), one summary.
 
 ``--param PATH=start:stop:n`` (n points, linspace) or ``PATH=v1,v2,...``; several parameters span
-their Cartesian product. PATH is a model parameter (see mbsfmu/model/edits.py) or
-``initial.q.<joint>`` / ``initial.qd.<joint>`` (1-DoF joints). Runs go to DIR/run_0000, ... and
-the table to DIR/summary.csv. The executor is any ``concurrent.futures.Executor``: a process pool
-by default; a Dask cluster's ``distributed.Client(...).get_executor()`` fits the same slot.
+their Cartesian product, enumerated lazily (a 20000 x 20000 grid holds two lists of 20000 values,
+never its 4e8 points). PATH is any campaign parameter path (mbsfmu/campaign/points.py: model
+parameters, ``initial.q.<joint>``, ``initial.qd.<joint>``, ``inputs.<input>.<param>``). Runs
+execute on dask.distributed (a LocalCluster by default); the client writes DIR/summary.csv and
+DIR/summary.parquet (one row per finished run), DIR/run_NNNN/trajectory.csv, statistics.csv and
+campaign.png. Ctrl-C or SIGTERM stop the workers and write the finished rows; ``--resume``
+completes the sweep.
 """
 from __future__ import annotations
 
-import csv
-import itertools
-import os
-from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import replace
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError, MbsError
+from .errors import InputError
+
+MAX_POINTS_PER_PARAM = 10_000_000   # 80 MB of values for one parameter: beyond, a typo more likely than a plan
 
 
 def parse_param(text: str) -> tuple[str, list[float]]:
@@ -28,8 +30,8 @@ def parse_param(text: str) -> tuple[str, list[float]]:
     try:
         if ":" in spec:
             a, b, n = spec.split(":")
-            if int(n) < 1:
-                raise ValueError("n must be >= 1")
+            if not 1 <= int(n) <= MAX_POINTS_PER_PARAM:
+                raise ValueError(f"n must be in 1..{MAX_POINTS_PER_PARAM}")
             values = np.linspace(float(a), float(b), int(n)).tolist()
         else:
             values = [float(v) for v in spec.split(",")]
@@ -40,74 +42,66 @@ def parse_param(text: str) -> tuple[str, list[float]]:
     return path, values
 
 
-def grid(params: list[tuple[str, list[float]]]) -> list[dict[str, float]]:
-    """The Cartesian product of the parameter values, as {path: value} points."""
-    names = [p for p, _ in params]
-    return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in params))]
-
-
-def _point_scenario(scn, point: dict[str, float]):
-    edits, init_q, init_qd = [], dict(scn.initial_q), dict(scn.initial_qd)
-    for path, value in point.items():
-        if path.startswith("initial.q."):
-            init_q[path[len("initial.q."):]] = [value]
-        elif path.startswith("initial.qd."):
-            init_qd[path[len("initial.qd."):]] = [value]
-        else:
-            edits.append((path, value))
-    return replace(scn, edits=tuple(edits), initial_q=init_q, initial_qd=init_qd, plots=False)
-
-
-def _run_point(args) -> dict:
-    """One grid point (runs in a worker process): its report's headline numbers."""
-    scenario_path, k, point, out, duration = args
-    from .scenario import load_scenario, run_scenario
-    row = {"run": f"run_{k:04d}", **point}
-    try:
-        report = run_scenario(_point_scenario(load_scenario(scenario_path), point), Path(out) / row["run"],
-                              duration=duration, progress=False)
-    except MbsError as e:
-        return {**row, "passed": False, "error": str(e).splitlines()[0]}
-    row.update(passed=report["passed"], error=report.get("error") or "", wall_time_s=round(report["wall_time_s"], 3))
-    for name, e in report.get("checks", {}).items():
-        row[f"{name}.max_rel"] = e.get("max_rel")
-    for name, e in report.get("final", {}).items():
-        row[f"final.{name}"] = e.get("value")
-    return row
+def grid(params: list[tuple[str, list[float]]], runs: int | None = None):
+    """The Cartesian product of the parameter values as a lazy design (``n_runs``,
+    ``point(i)``; mbsfmu/campaign/dispersions.py Grid), the first ``runs`` points when given."""
+    from .campaign.dispersions import Grid
+    return Grid(tuple((p, tuple(v)) for p, v in params), runs)
 
 
 def run_sweep(scenario_path: str | Path, params: list[tuple[str, list[float]]], out: str | Path,
-              duration: float | None = None, executor: Executor | None = None) -> list[dict]:
-    """Run every grid point (in parallel) and write DIR/summary.csv; returns its rows."""
-    from .scenario import build_simulator, load_scenario
-    scn = load_scenario(scenario_path)
-    points = grid(params)
-    build_simulator(_point_scenario(scn, points[0]))        # bad paths fail here, before any process starts
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    jobs = [(str(scenario_path), k, p, str(out), duration) for k, p in enumerate(points)]
-    own = executor is None
-    executor = executor or ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1))
-    try:
-        rows = list(executor.map(_run_point, jobs))
-    finally:
-        if own:
-            executor.shutdown()
-    columns = list(dict.fromkeys(c for r in rows for c in r))
-    with open(out / "summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        w.writerows(rows)
-    return rows
+              duration: float | None = None, execution=None, runs: int | None = None, resume: bool = False,
+              progress: bool = False, stop=None):
+    """Run the grid (its first ``runs`` points) on ``execution`` (mbsfmu/campaign/execution.py;
+    default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run)."""
+    from .campaign.engine import run_campaign
+    return run_campaign(scenario_path, grid(params, runs), out, duration=duration,
+                        trajectories="run_{run:04d}/trajectory.csv", execution=execution, resume=resume,
+                        progress=progress, stem="summary", kind="sweep", stop=stop)
 
 
-def summary_text(rows: list[dict], params: list[str]) -> str:
-    """A fixed-width table of the sweep: run, parameter values, pass/fail, wall time, error."""
+def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
+    """A fixed-width table of the sweep (the first ``limit`` rows): run, parameter values,
+    pass/fail, wall time, error."""
     head = f"{'run':<9} " + " ".join(f"{p[-22:]:>22}" for p in params) + f" {'result':>6} {'wall [s]':>9}  error"
     lines = [head]
-    for r in rows:
-        lines.append(f"{r['run']:<9} " + " ".join(f"{r[p]:>22.6g}" for p in params)
-                     + f" {'PASS' if r['passed'] else 'FAIL':>6} {r.get('wall_time_s', float('nan')):>9.3g}  {r.get('error', '')}")
+    for r in rows[:limit]:
+        verdict, wall = "PASS" if r["passed"] else "FAIL", r.get("wall_time_s", float("nan"))
+        lines.append(f"run_{r['run']:04d} " + " ".join(f"{r[p]:>22.6g}" for p in params)
+                     + f" {verdict:>6} {wall:>9.3g}  {r.get('error', '')}")
+    if len(rows) > limit:
+        lines.append(f"... {len(rows) - limit} more rows in summary.csv")
     n_fail = sum(not r["passed"] for r in rows)
     lines.append(f"{len(rows)} runs, {n_fail} failed")
     return "\n".join(lines)
+
+
+def _sweep(args) -> int:
+    from .campaign.command import exit_code, interrupted_note, interruptible
+    from .campaign.execution import Dask, Serial
+    params = [parse_param(p) for p in args.param]
+    execution = Serial() if args.serial else Dask(args.scheduler, args.workers)
+    with interruptible() as state:
+        result = run_sweep(args.scenario, params, args.out, duration=args.duration, execution=execution,
+                           runs=args.runs, resume=args.resume, progress=not args.no_progress,
+                           stop=lambda: state["signal"] is not None)
+    print(summary_text(result.rows, [p for p, _ in params]))
+    print(f"summary: {result.files['csv']}")
+    if result.interrupted:
+        print(interrupted_note("sweep", result), file=sys.stderr)
+    return exit_code(result, state)
+
+
+def add_parser(sub) -> None:
+    """The ``sweep`` subcommand."""
+    from .campaign.command import add_execution_arguments, positive_int
+    p = sub.add_parser("sweep", help="run a scenario over a parameter grid on the campaign engine; one summary table")
+    p.add_argument("scenario", help="scenario file")
+    p.add_argument("--param", action="append", required=True, metavar="PATH=start:stop:n",
+                   help="e.g. body.link1.mass=0.8:1.2:5, gravity[3]=-9.81,-1.62, joint.q2.spring.k=1:10:4, "
+                        "initial.q.q1=0:0.5:3 (repeat for a Cartesian product)")
+    p.add_argument("--out", "-o", required=True, metavar="DIR", help="output directory: run_0000/..., summary.csv")
+    p.add_argument("--duration", type=float, help="simulated time [s] of every run instead of the scenario's")
+    p.add_argument("--runs", type=positive_int, metavar="N", help="run only the first N points of the grid")
+    add_execution_arguments(p)
+    p.set_defaults(func=_sweep)

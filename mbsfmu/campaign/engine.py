@@ -1,0 +1,187 @@
+"""The campaign engine, one for ``mbsfmu montecarlo`` and ``mbsfmu sweep``: a design gives run
+i's point, an execution runs the points (in any order, anywhere), the client journals every
+finished run as it arrives and writes the table, the statistics and ``campaign.png`` at the end,
+also after Ctrl-C or SIGTERM (the finished runs; ``resume=True`` completes the rest)."""
+from __future__ import annotations
+
+import math
+import sys
+import time as wallclock
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .runner import RunSpec, run_one
+from .table import (
+    JOURNAL,
+    Journal,
+    file_hash,
+    open_campaign,
+    table_columns,
+    write_table,
+)
+
+
+@dataclass
+class CampaignResult:
+    """What a campaign left in ``out``: rows sorted by run, statistics, files, and whether it was
+    interrupted before every run finished."""
+    out: Path
+    rows: list[dict]
+    statistics: list[dict]
+    files: dict[str, Path] = field(default_factory=dict)
+    n_runs: int = 0
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.rows if not r["passed"]]
+
+
+def default_outputs(sim, n: int = 4) -> list[str]:
+    """The first ``n`` joint position columns (q.<joint> of 1-DoF joints first)."""
+    names = [c for c in sim.state_names if c.startswith("q.")]
+    return sorted(names, key=lambda c: "[" in c)[:n]
+
+
+def output_columns(sim) -> set[str]:
+    """The trajectory columns a run of ``sim`` writes (what ``outputs`` may name)."""
+    inv = ("p_sys", "P_sys", "H_sys", "R", "Rdot")
+    return ({"time", *sim.state_names, *(f"u.{n}" for n in sim.input_names), *sim.records(),
+             *(f"engine.{k}[{c}]" for k in inv for c in (1, 2, 3)),
+             *(f"engine.{k}" for k in ("KE", "PE", "E", "W_in", "W_diss"))})
+
+
+def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: float | None = None,
+                 outputs: list[str] | None = None, trajectories: str | None = None, execution=None,
+                 resume: bool = False, progress: bool = True, stem: str = "campaign", picture: bool = True,
+                 kind: str = "campaign", stop=None) -> CampaignResult:
+    """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
+    (mbsfmu/campaign/execution.py; default: a LocalCluster, one worker per CPU) and write ``out``
+    (mbsfmu/campaign/table.py). trajectories: None, or a path template relative to ``out`` such as
+    ``"trajectories/run_{run:04d}.csv"`` for every run's whole trajectory. KeyboardInterrupt (Ctrl-C,
+    or SIGTERM through the command line) stops the campaign: finished runs are kept and written,
+    the result says ``interrupted``. stop: a function returning True once the campaign must end
+    (the command line's signal state: a run that caught the interrupt itself and returned is
+    dropped, not journaled, so a resume reruns it)."""
+    from ..errors import InputError
+    from ..scenario import load_scenario
+    from ..trajectory import save_trajectory
+    from .execution import Dask
+    from .points import apply_point, check_paths
+    if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
+        raise InputError(f"duration must be a positive finite time [s], got {duration!r}")
+    scenario = Path(scenario)
+    scn = load_scenario(scenario)
+    check_paths(scn, design.paths)
+    from ..scenario import build_simulator
+    sim = build_simulator(apply_point(scn, {}))
+    known = output_columns(sim)
+    outputs = list(outputs) if outputs else default_outputs(sim)
+    unknown = [o for o in outputs if o not in known]
+    if unknown:
+        import difflib
+        hints = [f"{o!r}" + (f" (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(o, known, n=1)) else "")
+                 for o in unknown]
+        raise InputError(f"outputs: no trajectory column {', '.join(hints)} in a run of {scenario}")
+    out = Path(out)
+    hashes = {str(p): file_hash(p) for p in {scn.path, scn.model_path} if Path(p).is_file()}
+    manifest = {"kind": kind, "scenario": str(scenario), "files_sha256": hashes, **design.describe(),
+                "duration": duration, "outputs": outputs, "trajectories": trajectories}
+    done = open_campaign(out, manifest, resume)
+    n = design.n_runs
+    where = str(scenario.resolve())        # workers may run in another folder (or on another node)
+    todo = (RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None)
+            for i in range(n) if i not in done)
+    execution = execution if execution is not None else Dask()
+    bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
+    journal = Journal(out / JOURNAL)
+    interrupted, failure = False, None
+    try:
+        with execution:
+            bar.slots = execution.slots
+            for spec, record in execution.imap_unordered(run_one, todo):
+                if stop is not None and stop():
+                    raise KeyboardInterrupt
+                if trajectories is not None and record.get("trajectory"):
+                    path = out / trajectories.format(run=spec.index)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    save_trajectory(path, record["trajectory"])
+                journal.append(record)
+                done[spec.index] = record
+                bar.update(not record["row"]["passed"])
+    except KeyboardInterrupt:
+        interrupted = True
+    except OSError as e:                       # the client cannot write DIR (disk full, permissions)
+        interrupted, failure = True, e
+    finally:
+        journal.close()
+        bar.close()
+    from ..invariants import parse_bound
+    bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
+    try:
+        result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+    except OSError as e:
+        failure = failure or e
+    if failure is not None:
+        from ..errors import MbsError
+        raise MbsError(f"campaign stopped: cannot write {out}: {failure}; the runs journaled in {out / JOURNAL} "
+                       "are kept and --resume continues once DIR is writable") from None
+    return result
+
+
+def finish_campaign(out: Path, done: dict, design, outputs: list[str], stem: str, title: str, n: int,
+                    interrupted: bool, picture: bool = True, bounds: dict | None = None) -> CampaignResult:
+    """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs."""
+    from .statistics import stat_columns, statistics
+    order = sorted(done)
+    rows = [done[i]["row"] for i in order]
+    series = [done[i]["series"] for i in order]
+    paths = design.paths
+    parquet, text = write_table(out, stem, rows, paths)
+    stats = statistics(rows, stat_columns(table_columns(rows, paths), paths))
+    files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats)}
+    if picture and rows:
+        from .picture import plot_campaign
+        files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
+    return CampaignResult(out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted)
+
+
+def _write_statistics(out: Path, stats: list[dict]) -> Path:
+    import csv
+    path = out / "statistics.csv"
+    keys = ("column", "n", "min", "p5", "p50", "p95", "max", "mean")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(keys)
+        for e in stats:
+            w.writerow([repr(e[k]) if isinstance(e[k], float) else e[k] for k in keys])
+    return path
+
+
+class Progress:
+    """One line on stderr: runs done / total, failed, elapsed, and an ETA once it means something
+    (at least one run per worker slot finished in this session and a second elapsed)."""
+
+    def __init__(self, kind: str, total: int, done: int, failed: int, enabled: bool):
+        self.kind, self.total, self.done, self.failed, self.enabled = kind, total, done, failed, enabled
+        self.start, self.new, self.last, self.slots, self.shown = wallclock.perf_counter(), 0, -math.inf, 1, False
+
+    def update(self, failed: bool) -> None:
+        self.done += 1
+        self.new += 1
+        self.failed += failed
+        now = wallclock.perf_counter()
+        if not self.enabled or (now - self.last < 1.0 and self.done < self.total):
+            return
+        self.last, self.shown = now, True
+        elapsed = now - self.start
+        eta = ""
+        if self.new >= self.slots and elapsed >= 1.0 and self.done < self.total:
+            eta = f", ~{elapsed / self.new * (self.total - self.done):.0f} s left"
+        end = "" if sys.stderr.isatty() else "\n"
+        print(f"\r{self.kind}: {self.done}/{self.total} runs done, {self.failed} failed, {elapsed:.0f} s{eta}   ",
+              end=end, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.shown and sys.stderr.isatty():
+            print(file=sys.stderr)

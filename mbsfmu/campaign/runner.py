@@ -1,0 +1,107 @@
+"""One run of a campaign, as a worker executes it: apply the point, run the scenario in a scratch
+folder of the worker, and send back what the client keeps (the worker's disk holds nothing after).
+
+The result is {"row": {...}, "series": {...}, "trajectory": {...} | None}:
+
+- row: ``run`` (index), the point's values (one column per path), ``passed``, ``error`` ("" when
+  the run completed; the exception's type and first line otherwise: a failed or diverged run is a
+  row), ``t_end`` [s], ``n_steps``, ``wall_time_s`` (the only column that differs between two
+  executions of the same campaign), ``failed_checks`` (the checks, references and final values
+  that failed, "; "-separated); per conservation check ``check.<name>.max_abs``,
+  ``.max_rel``, ``.drift_per_s`` (the summary statistics of its error series,
+  mbsfmu/invariants.py) and ``.passed``; the final state ``final.<state column>`` (every q and
+  qd); per chosen output ``output.<column>.final``, ``.min``, ``.max``.
+- series: ``time`` and the chosen outputs at every trajectory row (for the time envelopes).
+- trajectory: every trajectory column, when asked for.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import tempfile
+import time as wallclock
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a worker needs for run ``index``: the scenario file (read on the worker: a shared
+    filesystem or the same checkout on every node), the point, the simulated time [s] (None: the
+    scenario's), the output columns to keep, and whether to send the whole trajectory."""
+    scenario: str
+    index: int
+    point: dict
+    duration: float | None
+    outputs: tuple
+    trajectory: bool = False
+
+
+@functools.lru_cache(maxsize=8)
+def _scenario(path: str, mtime_ns: int):
+    from ..scenario import load_scenario
+    return load_scenario(path)
+
+
+def load_cached(path: str):
+    """The parsed scenario, parsed once per worker process (and again if the file changes)."""
+    return _scenario(path, Path(path).stat().st_mtime_ns)
+
+
+def failed_row(spec: RunSpec, error: str, wall: float = math.nan) -> dict:
+    """The row of a run that produced nothing but an error."""
+    return {"row": {"run": spec.index, **spec.point, "passed": False, "error": error, "wall_time_s": wall},
+            "series": {}, "trajectory": None}
+
+
+def run_one(spec: RunSpec) -> dict:
+    """Run one point; never raises for a problem of the run itself (that is its row's error)."""
+    from ..scenario import run_scenario
+    from ..trajectory import TrajectoryError, read_trajectory
+    from .points import apply_point
+    start = wallclock.perf_counter()
+    try:
+        scn = apply_point(load_cached(spec.scenario), spec.point)
+        with tempfile.TemporaryDirectory(prefix="mbsfmu-run-") as scratch:
+            report = run_scenario(scn, scratch, duration=spec.duration, progress=False)
+            try:
+                traj = read_trajectory(Path(scratch) / "trajectory.csv")
+            except TrajectoryError:
+                traj = None
+    # A campaign boundary: whatever one run raises (an invalid drawn model, a solver failure, a
+    # bug met only at some parameter values) becomes that run's row, never a lost campaign.
+    except Exception as e:
+        text = str(e).strip().splitlines()
+        return failed_row(spec, f"{type(e).__name__}: {' / '.join(text[:3])}"[:500],
+                          wallclock.perf_counter() - start)
+    error = report.get("error") or report.get("check_error") or ""
+    row = {"run": spec.index, **spec.point, "passed": bool(report["passed"]), "error": error,
+           "wall_time_s": wallclock.perf_counter() - start,
+           "t_end": float(traj.time[-1]) if traj is not None else math.nan, "n_steps": report["solver"]["n_steps"]}
+    for name, e in report.get("checks", {}).items():
+        for key in ("max_abs", "max_rel", "drift_per_s"):
+            row[f"check.{name}.{key}"] = _num(e.get(key))
+        row[f"check.{name}.passed"] = bool(e["passed"])
+    failing = [f"check {n}" for n, e in report.get("checks", {}).items() if not e["passed"]]
+    failing += [f"reference {n}" for n, e in report.get("references", {}).items() if not e["passed"]]
+    failing += [f"final {n}" for n, e in report.get("final", {}).items() if not e["passed"]]
+    row["failed_checks"] = "; ".join(failing)
+    series, trajectory = {}, None
+    if traj is not None:
+        for name in traj.names:
+            if name.startswith(("q.", "qd.")):
+                row[f"final.{name}"] = float(traj[name][-1])
+        series["time"] = traj.time.tolist()
+        for col in spec.outputs:
+            if col in traj:
+                x = traj[col]
+                row[f"output.{col}.final"], row[f"output.{col}.min"], row[f"output.{col}.max"] = (
+                    float(x[-1]), float(x.min()), float(x.max()))
+                series[col] = x.tolist()
+        if spec.trajectory:
+            trajectory = {name: traj[name].tolist() for name in traj.names}
+    return {"row": row, "series": series, "trajectory": trajectory}
+
+
+def _num(x) -> float:
+    return math.nan if x is None else float(x)

@@ -1,0 +1,142 @@
+"""The files of a campaign folder DIR, all written by the client:
+
+- ``campaign.json``: what the campaign is (scenario, design, duration, outputs, file hashes);
+  ``--resume`` refuses a DIR that holds another campaign.
+- ``runs.jsonl``: the journal, one line per finished run (row and output series) appended and
+  flushed as each run arrives, so an interrupted or killed campaign keeps every finished run;
+  ``--resume`` runs only the missing indices. A line cut by a kill is dropped on reading.
+- ``<stem>.parquet`` and ``<stem>.csv``: the table, one row per run sorted by run index, columns
+  in a fixed order (run, the design's paths, passed, error, then the rest as they first appear in
+  run order), so the table does not depend on which worker finished first.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+from ..errors import InputError
+
+MANIFEST, JOURNAL = "campaign.json", "runs.jsonl"
+
+
+def file_hash(path: Path) -> str:
+    """SHA-256 of a file's bytes (a changed scenario or model makes a resume refuse)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def open_campaign(out: Path, manifest: dict, resume: bool) -> dict[int, dict]:
+    """Prepare ``out`` for the campaign ``manifest``; the finished runs {index: record} when
+    resuming. InputError if ``out`` holds another campaign, or a campaign without --resume."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / MANIFEST
+    if path.exists():
+        old = json.loads(path.read_text())
+        if not resume:
+            raise InputError(f"{out} already holds a campaign ({MANIFEST}): add --resume to complete it, "
+                             "or choose another --out")
+        diff = [k for k in sorted(set(old) | set(manifest)) if old.get(k) != manifest.get(k)]
+        if diff:
+            raise InputError(f"--resume: {out} holds a different campaign: {', '.join(diff)} differ "
+                             f"(was {', '.join(repr(old.get(k))[:80] for k in diff)})")
+        return read_journal(out / JOURNAL)
+    if resume and (out / JOURNAL).exists():
+        raise InputError(f"--resume: {out} has runs but no {MANIFEST}; cannot tell which campaign they belong to")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2))
+    os.replace(tmp, path)
+    (out / JOURNAL).unlink(missing_ok=True)
+    return {}
+
+
+def read_journal(path: Path) -> dict[int, dict]:
+    """{run index: {"row", "series"}} from the journal; a last line cut mid-write is dropped and
+    cut off the file, so appending continues on a clean line."""
+    if not path.exists():
+        return {}
+    records, good = {}, 0
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                break
+            if not line.endswith(b"\n"):
+                break
+            records[int(rec["row"]["run"])] = rec
+            good += len(line)
+    if good != path.stat().st_size:
+        with open(path, "r+b") as f:
+            f.truncate(good)
+    return records
+
+
+class Journal:
+    """Appends one flushed JSON line per finished run."""
+
+    def __init__(self, path: Path):
+        self.f = open(path, "a", encoding="utf-8")
+
+    def append(self, record: dict) -> None:
+        self.f.write(json.dumps({"row": record["row"], "series": record["series"]}) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def table_columns(rows: list[dict], paths: list[str]) -> list[str]:
+    """run, the design's paths, passed, error, then every other column in order of first
+    appearance over the rows sorted by run."""
+    head = ["run", *paths, "passed", "error"]
+    rest = dict.fromkeys(c for r in rows for c in r if c not in head)
+    return head + list(rest)
+
+
+def write_table(out: Path, stem: str, rows: list[dict], paths: list[str]) -> tuple[Path | None, Path]:
+    """``stem.parquet`` (pyarrow; None without pyarrow installed) and ``stem.csv`` of ``rows``
+    (sorted by run); missing cells are null (Parquet) or empty (CSV). Each file is written beside
+    and renamed into place."""
+    rows = sorted(rows, key=lambda r: r["run"])
+    columns = table_columns(rows, paths)
+    text = out / f"{stem}.csv"
+    with open(str(text) + ".tmp", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_cell(r.get(c)) for c in columns])
+    os.replace(str(text) + ".tmp", text)
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None, text
+    data = {c: [r.get(c) for r in rows] for c in columns}
+    types = {}
+    for c, vals in data.items():
+        if c == "run":
+            types[c] = pa.int64()
+        elif c in ("error", "failed_checks"):
+            types[c] = pa.string()
+        elif all(v is None or isinstance(v, bool) for v in vals) and any(isinstance(v, bool) for v in vals):
+            types[c] = pa.bool_()
+        elif all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in vals):
+            types[c] = pa.int64()
+        else:
+            types[c] = pa.float64()
+    table = pa.table({c: pa.array(data[c], type=types[c]) for c in columns})
+    parquet = out / f"{stem}.parquet"
+    pq.write_table(table, str(parquet) + ".tmp")
+    os.replace(str(parquet) + ".tmp", parquet)
+    return parquet, text
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else str(v)
+    return str(v)
