@@ -38,7 +38,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import MbsError
+from .errors import MbsError, brief
 
 MBS = "mbs"                                   # the scenario's own model FMU
 MASTERS = ("fmpy", "libcosim")
@@ -170,7 +170,7 @@ def parse_cosim(r, raw, base: Path, has_controller: bool) -> CosimSpec | None:
             connections.append(Connection(ends[0], ends[1], i))
     scheme = m.get("scheme", "jacobi")
     if scheme not in SCHEMES:
-        r.problem(at + ("scheme",), f"unknown scheme {scheme!r}" + _hint(str(scheme), SCHEMES, "schemes"))
+        r.problem(at + ("scheme",), f"unknown scheme {brief(scheme)}" + _hint(brief(scheme), SCHEMES, "schemes"))
         scheme = None
     order = (*fmus, MBS)
     if "order" in m and scheme is not None:

@@ -38,7 +38,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import MbsError
+from .errors import MbsError, brief
 from .trajectory import Trajectory, TrajectoryError, read_trajectory
 
 Array = NDArray[np.float64]
@@ -394,10 +394,10 @@ def parse_bound(name: str, value) -> tuple[str, float]:
     try:
         bound = float(text)
     except (TypeError, ValueError):
-        raise CheckError(f"check {name}: bound {value!r} is not a number "
+        raise CheckError(f"check {name}: bound {brief(value)} is not a number "
                          f"(e.g. {name}=1e-6 or {name}=rel:1e-9)") from None
     if not (math.isfinite(bound) and bound >= 0):
-        raise CheckError(f"check {name}: bound {value!r} must be a finite number >= 0")
+        raise CheckError(f"check {name}: bound {brief(value)} must be a finite number >= 0")
     return kind, bound
 
 

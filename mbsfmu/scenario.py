@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import MbsError, ModelError
+from .errors import MbsError, ModelError, brief
 from .model.loader import _Reader, parse_file
 from .multibody import Model
 from .controller import JointPID
@@ -78,7 +78,7 @@ def load_scenario(path: str | Path) -> Scenario:
     r = _Reader(lines)
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
-        r.problem(("version",), f"unsupported scenario version {doc['version']!r}; this mbsfmu reads {SCENARIO_VERSION}")
+        r.problem(("version",), f"unsupported scenario version {brief(doc['version'])}; this mbsfmu reads {SCENARIO_VERSION}")
     inline = None
     if isinstance(doc.get("model"), dict):
         model_path = path
@@ -86,14 +86,15 @@ def load_scenario(path: str | Path) -> Scenario:
     else:
         model_path = path.parent / (r.string(doc["model"], ("model",)) if "model" in doc else "?")
         if "model" in doc and isinstance(doc["model"], str) and not model_path.is_file():
-            r.problem(("model",), f"model file {str(model_path)!r} does not exist")
+            r.problem(("model",), f"model file {str(model_path)!r} " + ("is not a regular file" if model_path.exists()
+                                                                       else "does not exist"))
     gravity = r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else None
     times = {}
     for key in ("duration", "dt", "quick_duration"):
         if key in doc:
             times[key] = r.number(doc[key], (key,))
             if not times[key] > 0:
-                r.problem((key,), f"{key} must be a positive time [s], got {doc[key]}")
+                r.problem((key,), f"{key} must be a positive time [s], got {times[key]}")
     integ = {"method": "rk4", "rtol": 1e-10, "atol": 1e-12}
     if "integrator" in doc:
         raw = r.mapping(doc["integrator"], ("integrator",), INTEGRATOR_KEYS)
@@ -101,7 +102,7 @@ def load_scenario(path: str | Path) -> Scenario:
             if key in raw:
                 integ[key] = raw[key] if key == "method" else r.number(raw[key], ("integrator", key))
     if integ["method"] not in INTEGRATORS:
-        r.problem(("integrator", "method"), f"unknown integrator {integ['method']!r}; expected {', '.join(INTEGRATORS)}")
+        r.problem(("integrator", "method"), f"unknown integrator {brief(integ['method'])}; expected {', '.join(INTEGRATORS)}")
     integ.setdefault("h_max", 1e-3 if integ["method"] == "rk4" else 0.0)   # dop853: unlimited
     init_q, init_qd = {}, {}
     if "initial" in doc:
@@ -134,7 +135,7 @@ def load_scenario(path: str | Path) -> Scenario:
             for name, bound in raw.items():
                 if name == "procedure":
                     if bound not in (1, 2, 3, 4):
-                        r.problem(("checks", name), f"procedure must be 1, 2, 3 or 4, got {bound!r}")
+                        r.problem(("checks", name), f"procedure must be 1, 2, 3 or 4, got {brief(bound)}")
                     else:
                         procedure = bound
                 elif name not in CHECKS:
@@ -167,7 +168,7 @@ def load_scenario(path: str | Path) -> Scenario:
     outputs = r.mapping(doc.get("outputs", {}), ("outputs",), OUTPUT_KEYS)
     for key in OUTPUT_KEYS:
         if key in outputs and not isinstance(outputs[key], bool):
-            r.problem(("outputs", key), f"expected true or false, got {outputs[key]!r}")
+            r.problem(("outputs", key), f"expected true or false, got {brief(outputs[key])}")
     if outputs.get("records") is False and checks:
         r.problem(("outputs", "records"), "the checks recompute momentum and energy from the body records: "
                   "keep records on, or drop the checks")
@@ -177,10 +178,13 @@ def load_scenario(path: str | Path) -> Scenario:
         from .cosim import parse_cosim
         cosim = parse_cosim(r, doc["cosim"], path.parent, has_controller="controller" in doc)
     name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        r.problem(("description",), f"expected text, got {brief(description)}")
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     return Scenario(path=path, name=name,
-                    description=str(doc.get("description", "")), model_path=model_path, gravity=gravity, duration=duration,
+                    description=description, model_path=model_path, gravity=gravity, duration=duration,
                     quick_duration=min(times.get("quick_duration", duration), duration), dt=times["dt"],
                     integrator=integ, initial_q=init_q, initial_qd=init_qd, inputs=inputs, procedure=procedure,
                     checks=checks, model_inline=inline, controller=controller, references=references, final=final,
@@ -198,7 +202,7 @@ def _loop_options(r, raw) -> dict:
                                                                           LOOP_STABILISATION)):
         if key in m:
             if m[key] not in allowed:
-                r.problem(("loops", key), f"unknown loop {key} {m[key]!r}; expected one of {', '.join(allowed)}")
+                r.problem(("loops", key), f"unknown loop {key} {brief(m[key])}; expected one of {', '.join(allowed)}")
             else:
                 out[arg] = m[key]
     if "baumgarte" in m:
@@ -208,7 +212,7 @@ def _loop_options(r, raw) -> dict:
         out["baumgarte"] = ab
     if "assemble" in m:
         if not isinstance(m["assemble"], bool):
-            r.problem(("loops", "assemble"), f"expected true or false, got {m['assemble']!r}")
+            r.problem(("loops", "assemble"), f"expected true or false, got {brief(m['assemble'])}")
         else:
             out["assemble"] = m["assemble"]
     return out
@@ -219,7 +223,7 @@ def _controller(r, raw, base: Path) -> dict:
     from .controller import PIDGains
     m = r.mapping(raw, ("controller",), ("type", "joints"), required=("type", "joints"))
     if m.get("type", "pid") != "pid":
-        r.problem(("controller", "type"), f"unknown controller type {m.get('type')!r}; expected 'pid'")
+        r.problem(("controller", "type"), f"unknown controller type {brief(m.get('type'))}; expected 'pid'")
     joints = m.get("joints", {})
     if not isinstance(joints, dict) or not joints:
         r.problem(("controller", "joints"), "expected a mapping of joint name to {kp, ki, kd, limit, setpoint}")
@@ -236,7 +240,7 @@ def _controller(r, raw, base: Path) -> dict:
         sp = parse_schedule(r, g["setpoint"], at + ("setpoint",), base) if "setpoint" in g else None
         derivative = g.get("derivative", "measurement")
         if derivative not in ("measurement", "error"):
-            r.problem(at + ("derivative",), f"derivative must be 'measurement' or 'error', got {derivative!r}")
+            r.problem(at + ("derivative",), f"derivative must be 'measurement' or 'error', got {brief(derivative)}")
         if sp is not None:
             out[str(joint)] = PIDGains(setpoint=sp, derivative=derivative, **vals)
     return out
@@ -257,6 +261,9 @@ def _references(r, raw) -> tuple:
             r.problem(at + ("params",), "expected a mapping of parameter name to number")
             params = {}
         params = {str(n): r.number(v, at + ("params", n)) for n, v in params.items()}
+        if not isinstance(ref.get("expr", "0"), str):
+            r.problem(at + ("expr",), f"expected an expression (text), got {brief(ref['expr'])}")
+            continue
         try:
             tree = compile_expression(ref.get("expr", "0"), set(params))
         except ExpressionError as e:

@@ -77,6 +77,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import MbsError
+from .files import open_regular
 
 Array = NDArray[np.float64]
 
@@ -249,7 +250,7 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
     TrajectoryError names the file and, for bad cells, the line, row and column."""
     path = str(path)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with open_regular(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
     except OSError as e:
         raise TrajectoryError(f"cannot read trajectory file {path}: {e.strerror or e}") from None
