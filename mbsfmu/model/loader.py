@@ -34,9 +34,13 @@ INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads 1e-3 as a number (YAML 1.2), rejects duplicate keys and reports a
-    bad tagged scalar (``!!int x``, the date 2001-02-30) as a YAML error with its line."""
+BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's parser: ~10x faster on 10k-body files
+
+
+class _Loader(BaseLoader):
+    """SafeLoader (libyaml's parser where PyYAML has it) that reads 1e-3 as a number (YAML 1.2),
+    rejects duplicate keys and reports a bad tagged scalar (``!!int x``, the date 2001-02-30) as
+    a YAML error with its line."""
 
     def construct_object(self, node, deep=False):
         try:
