@@ -132,8 +132,10 @@ def discover(traj: Trajectory) -> System:
                    wheels=tuple(c[:-3] for c in names if c.endswith(".Iw") and len(c) > 3),
                    springs=tuple(c[:-2] for c in names if c.endswith(".k") and len(c) > 2))
     if not found.bodies:
+        hint = ("; `mbsfmu run` writes the body records to records.csv beside trajectory.csv: check that file"
+                if any(c.startswith(("q.", "qd.")) for c in traj.names) else "")
         raise CheckError(f"{traj.source}: no rigid-body columns: each body needs a '<body>.m' mass column "
-                         f"(format: mbsfmu/trajectory.py)")
+                         f"(format: mbsfmu/trajectory.py){hint}")
     return found
 
 

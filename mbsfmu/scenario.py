@@ -61,7 +61,7 @@ class Scenario:
     controller: dict = field(default_factory=dict)          # joint -> PIDGains
     references: tuple = ()                                   # (column, compiled expr, params, tol, t0, t1, text)
     final: dict = field(default_factory=dict)               # column -> (value, tol)
-    records: bool = True
+    records: bool = True                                    # write records.csv (default: when there are checks)
     plots: bool = True
     edits: tuple = ()                                        # (parameter path, value): model edits (sweeps)
     loops: dict = field(default_factory=dict)               # Simulator loop options (README "Closed loops")
@@ -188,7 +188,7 @@ def load_scenario(path: str | Path) -> Scenario:
                     quick_duration=min(times.get("quick_duration", duration), duration), dt=times["dt"],
                     integrator=integ, initial_q=init_q, initial_qd=init_qd, inputs=inputs, procedure=procedure,
                     checks=checks, model_inline=inline, controller=controller, references=references, final=final,
-                    records=outputs.get("records", True) is not False, plots=outputs.get("plots", True) is not False,
+                    records=outputs.get("records", bool(checks)) is not False, plots=outputs.get("plots", True) is not False,
                     loops=loops, cosim=cosim)
 
 
@@ -326,6 +326,7 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                  record: str | Path | None = None) -> dict:
     """Run, writing ``trajectory.csv`` row by row and ``report.json`` at the end (also after a
     failure, with what was computed). Returns the report; its "passed" says if every check held."""
+    from .rows import RECORDS_FILE, TRAJECTORY_FILE, records_row, trajectory_row
     from .trajectory import TrajectoryWriter
     if scn.cosim is not None:
         external = [(c.src[0], c.dst[1]) for c in scn.cosim.connections
@@ -347,7 +348,9 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
         recorder = McapRecorder(record, _joint_columns(sim))
     pid = JointPID(scn.controller, scn.dt) if scn.controller else None
     joints = list(scn.controller)
-    with TrajectoryWriter(out / "trajectory.csv") as writer:
+    (out / RECORDS_FILE).unlink(missing_ok=True)   # a previous run's records must not be checked with this run
+    records = TrajectoryWriter(out / RECORDS_FILE) if scn.records else None
+    with TrajectoryWriter(out / TRAJECTORY_FILE) as writer:
         try:
             for k in range(n_steps + 1):
                 t = k * scn.dt
@@ -358,8 +361,10 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                     u = pid(t, {j: q[sim.model.q_slice(j)][0] for j in joints}, {j: qd[sim.model.v_slice(j)][0] for j in joints})
                     for j, value in u.items():
                         sim.set_input(f"{j}.tau", value)
-                row = _row(sim, scn.records)
+                row = trajectory_row(sim)
                 writer.write(row)
+                if records is not None:
+                    records.write(records_row(sim))
                 if recorder is not None:
                     recorder.write(row)
                 if k < n_steps:
@@ -370,21 +375,26 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
         finally:
             if recorder is not None:
                 recorder.close()
+            if records is not None:
+                records.close()
     bar.close()
     return finish_run(scn, out, T, wallclock.perf_counter() - start, error, {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs})
 
 
 def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | None, solver: dict,
                skip_checks: str | None = None, extra: dict | None = None, plot_traj=None) -> dict:
-    """Check ``out/trajectory.csv`` and write ``out/report.json`` (and the plots): the scenario's
+    """Check ``out/trajectory.csv`` (joined with ``out/records.csv`` when the run wrote one) and
+    write ``out/report.json`` (and the plots): the scenario's
     conservation checks (or, with ``skip_checks`` = the reason, none: each listed as skipped),
     references and final values; ``extra`` entries join the report. plot_traj: a function giving
     the trajectory to plot (default: the file). Returns the report; "passed" says if every check
     that ran held and the run completed."""
     from .invariants import conservation_report
-    from .trajectory import TrajectoryError, read_trajectory
+    from .trajectory import TrajectoryError, join_trajectories, read_trajectory
     try:
         traj = read_trajectory(out / "trajectory.csv")
+        if (out / "records.csv").is_file():
+            traj = join_trajectories(traj, read_trajectory(out / "records.csv"))
     except TrajectoryError as e:   # the run stopped before its first row
         traj, error = None, error or str(e)
     steps = int(len(traj.time) - 1) if traj is not None else 0
@@ -459,33 +469,6 @@ def _final_results(scn: Scenario, traj, complete: bool) -> dict:
         out[column] = {"value": got, "expected": value, "tol": tol, "t": float(traj.time[-1]),
                        "passed": bool(complete and abs(got - value) <= tol)}
     return out
-
-
-def _row(sim: Simulator, records: bool = True) -> dict[str, float]:
-    """One trajectory row: time, joint states, inputs, records, engine invariants."""
-    row = {"time": sim.t}
-    q, qd = sim.q, sim.qd
-    names = sim.state_names
-    nq = len(q)
-    for k, v in enumerate(q):
-        row[names[k]] = v
-    for k, v in enumerate(qd):
-        row[names[nq + k]] = v
-    for name, v in zip(sim.input_names, sim.u):
-        row[f"u.{name}"] = v
-    if records:
-        row.update(sim.records())
-    inv = sim.invariants()
-    for key in ("p_sys", "P_sys", "H_sys", "R", "Rdot"):
-        for c, v in enumerate(getattr(inv, key)):
-            row[f"engine.{key}[{c + 1}]"] = v
-    W_in, W_diss = sim.work
-    row.update({"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in, "engine.W_diss": W_diss})
-    for loop, out in sim.loop_outputs().items():   # closed loops: violation norms and constraint forces
-        row[f"loop.{loop}.phi"], row[f"loop.{loop}.phidot"] = out["phi"], out["phidot"]
-        for k, lam in enumerate(out["lambda"]):
-            row[f"loop.{loop}.lambda[{k + 1}]"] = lam
-    return row
 
 
 class _Progress:
