@@ -378,16 +378,20 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
             if records is not None:
                 records.close()
     bar.close()
-    return finish_run(scn, out, T, wallclock.perf_counter() - start, error, {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs})
+    from .plots import joint_kinds
+    return finish_run(scn, out, T, wallclock.perf_counter() - start, error, {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs},
+                      kinds=joint_kinds(sim.model))
 
 
 def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | None, solver: dict,
-               skip_checks: str | None = None, extra: dict | None = None, plot_traj=None) -> dict:
+               skip_checks: str | None = None, extra: dict | None = None, plot_traj=None,
+               kinds: dict | None = None) -> dict:
     """Check ``out/trajectory.csv`` (joined with ``out/records.csv`` when the run wrote one) and
     write ``out/report.json`` (and the plots): the scenario's
     conservation checks (or, with ``skip_checks`` = the reason, none: each listed as skipped),
     references and final values; ``extra`` entries join the report. plot_traj: a function giving
-    the trajectory to plot (default: the file). Returns the report; "passed" says if every check
+    the trajectory to plot (default: the file); kinds: joint kinds for the plots
+    (``plots.joint_kinds``). Returns the report; "passed" says if every check
     that ran held and the run completed."""
     from .invariants import conservation_report
     from .trajectory import TrajectoryError, join_trajectories, read_trajectory
@@ -398,6 +402,7 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     except TrajectoryError as e:   # the run stopped before its first row
         traj, error = None, error or str(e)
     steps = int(len(traj.time) - 1) if traj is not None else 0
+    series: dict = {}   # per-row values the checks bound, for conservation.png
     report = {"scenario": scn.name, "scenario_file": str(scn.path), "model": str(scn.model_path),
               "duration": T, "dt": scn.dt, "integrator": scn.integrator, "procedure": scn.procedure,
               "steps": steps, "wall_time_s": wall,
@@ -408,7 +413,8 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
         report.update({"checks": {}, "passed": True, "skipped_checks": {name: why for name in scn.checks}})
     else:
         try:
-            report.update(conservation_report(traj, scn.checks, scn.procedure) if len(traj.time) > 1 and scn.checks
+            report.update(conservation_report(traj, scn.checks, scn.procedure, series=series)
+                          if len(traj.time) > 1 and scn.checks
                           else {"checks": {}, "passed": True})
         except MbsError as e:   # the trajectory stays; the report says why it could not be checked
             report.update({"checks": {}, "passed": False, "check_error": str(e)})
@@ -424,7 +430,8 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     if scn.plots and traj is not None:
         from .plots import plot_run
-        report["plots"] = [str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name)]
+        checks = {name: (series.get(name), e) for name, e in report["checks"].items()}
+        report["plots"] = [str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name, kinds, checks)]
         (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     return report
 
