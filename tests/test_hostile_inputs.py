@@ -134,7 +134,8 @@ def test_devices_fifos_and_directories_are_refused(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind, rel", [("model", p.relative_to(ROOT)) for p in sorted((ROOT / "scenarios" / "models").glob("*.yaml"))]
-                         + [("scenario", p.relative_to(ROOT)) for p in sorted((ROOT / "scenarios").glob("*.yaml"))])
+                         + [("scenario", p.relative_to(ROOT)) for p in sorted((ROOT / "scenarios").glob("*.yaml"))],
+                         ids=str)
 def test_alias_bomb_at_every_field_of_bundled_files(kind, rel):
     """The bomb at every value of every bundled model and scenario: loads or errors, in bounded
     time and memory (tests/hostile_yaml.py prints one line per variant)."""
