@@ -38,7 +38,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import MbsError
+from .errors import MbsError, brief
 
 MBS = "mbs"                                   # the scenario's own model FMU
 MASTERS = ("fmpy", "libcosim")
@@ -170,7 +170,7 @@ def parse_cosim(r, raw, base: Path, has_controller: bool) -> CosimSpec | None:
             connections.append(Connection(ends[0], ends[1], i))
     scheme = m.get("scheme", "jacobi")
     if scheme not in SCHEMES:
-        r.problem(at + ("scheme",), f"unknown scheme {scheme!r}" + _hint(str(scheme), SCHEMES, "schemes"))
+        r.problem(at + ("scheme",), f"unknown scheme {brief(scheme)}" + _hint(brief(scheme), SCHEMES, "schemes"))
         scheme = None
     order = (*fmus, MBS)
     if "order" in m and scheme is not None:
@@ -484,7 +484,7 @@ def plan_cosim(scn, fmus: dict[str, Path], ifs: dict, sim) -> _Plan:
     must match the variable tables the checks used); sim: the scenario's Simulator (column names)."""
     from fmpy import read_model_description
     from .fmu.variables import variable_table
-    from .scenario import _row
+    from .rows import trajectory_row
     for name, path in fmus.items():
         if name == MBS or scn.cosim.fmus[name].builtin:
             md = {v.name: v.valueReference for v in read_model_description(str(path)).modelVariables}
@@ -503,7 +503,7 @@ def plan_cosim(scn, fmus: dict[str, Path], ifs: dict, sim) -> _Plan:
             by_col[f"engine.{key[0]}" if key[0] in ("KE", "PE", "E") else f"engine.{key[0]}[{key[1] + 1}]"] = v.name
         elif kind == "energy":
             by_col[f"engine.{key[0]}"] = v.name
-    row = list(_row(sim, records=False))
+    row = list(trajectory_row(sim))
     mbs = ifs[MBS]
     columns = [(c, mbs[by_col[c]]) for c in row if c in by_col]
     conns = [(c.src[0], ifs[c.src[0]][c.src[1]], c.dst[0], ifs[c.dst[0]][c.dst[1]]) for c in scn.cosim.connections]
@@ -559,6 +559,7 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     start = wallclock.perf_counter()
     bar = _Progress(n_steps, progress)
     log: list[tuple[str, int, str]] = []
+    (out / "records.csv").unlink(missing_ok=True)   # no body records here: drop a previous run's
     with TrajectoryWriter(out / "trajectory.csv",
                           ["time", *(c for c, _ in plan.columns), *(c for c, *_ in plan.other)]) as writer:
         def write(k: int, row: dict) -> None:

@@ -1,7 +1,24 @@
 """The project's own errors: every one names where the problem is and what is wrong."""
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
+
+BRIEF_CHARS = 60   # longest rendering of a user's value in a message
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxlong, _BRIEF.maxother = 2, 40, 40, 40
+_BRIEF.maxlist = _BRIEF.maxtuple = _BRIEF.maxdict = _BRIEF.maxset = _BRIEF.maxfrozenset = 4
+
+
+def brief(value: object, limit: int = BRIEF_CHARS) -> str:
+    """repr(value) bounded in depth, items and length (at most ``limit`` characters), so an
+    error message about a hostile value (a YAML alias bomb expanding to 9^8 items, a 4000-digit
+    integer) costs microseconds and a line of text."""
+    try:
+        text = _BRIEF.repr(value)
+    except Exception:   # noqa: BLE001 - a value whose repr fails is named by its type
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import MbsError
+from .errors import MbsError, brief
 from .trajectory import Trajectory, TrajectoryError, read_trajectory
 
 Array = NDArray[np.float64]
@@ -132,8 +132,10 @@ def discover(traj: Trajectory) -> System:
                    wheels=tuple(c[:-3] for c in names if c.endswith(".Iw") and len(c) > 3),
                    springs=tuple(c[:-2] for c in names if c.endswith(".k") and len(c) > 2))
     if not found.bodies:
+        hint = ("; `mbsfmu run` writes the body records to records.csv beside trajectory.csv: check that file"
+                if any(c.startswith(("q.", "qd.")) for c in traj.names) else "")
         raise CheckError(f"{traj.source}: no rigid-body columns: each body needs a '<body>.m' mass column "
-                         f"(format: mbsfmu/trajectory.py)")
+                         f"(format: mbsfmu/trajectory.py){hint}")
     return found
 
 
@@ -394,10 +396,10 @@ def parse_bound(name: str, value) -> tuple[str, float]:
     try:
         bound = float(text)
     except (TypeError, ValueError):
-        raise CheckError(f"check {name}: bound {value!r} is not a number "
+        raise CheckError(f"check {name}: bound {brief(value)} is not a number "
                          f"(e.g. {name}=1e-6 or {name}=rel:1e-9)") from None
     if not (math.isfinite(bound) and bound >= 0):
-        raise CheckError(f"check {name}: bound {value!r} must be a finite number >= 0")
+        raise CheckError(f"check {name}: bound {brief(value)} must be a finite number >= 0")
     return kind, bound
 
 
@@ -512,8 +514,9 @@ class _Context:
 
 def _entry(ctx: _Context, name: str, d: Array, scale: float, **extra) -> dict:
     """max_abs, max_rel, drift_per_s of a deviation d (T,) or (T, 3) from its target."""
-    max_abs = float(np.max(_norm(d)))
-    return {"quantity": CHECKS[name].quantity, "unit": CHECKS[name].unit, "max_abs": max_abs,
+    series = _norm(d)
+    max_abs = float(np.max(series))
+    return {"series_abs": series, "quantity": CHECKS[name].quantity, "unit": CHECKS[name].unit, "max_abs": max_abs,
             "scale": scale, "scale_is": CHECKS[name].scale, "max_rel": _rel(max_abs, scale),
             "drift_per_s": _drift(ctx.t, d), **extra}
 
@@ -548,6 +551,7 @@ def _check_R_constant(ctx: _Context) -> dict:
                **_gravity_note(ctx, "R_constant"))
     e["max_abs"] = max(R_abs, ctx.span * Rdot_abs)
     e["max_rel"] = _rel(e["max_abs"], ctx.L_scale)
+    e["series_abs"] = np.maximum(_norm(dR), ctx.span * _norm(Rdot))
     return e
 
 
@@ -568,6 +572,7 @@ def _check_R_parabolic(ctx: _Context) -> dict:
                g=g[0].tolist())
     e["max_abs"] = max(R_abs, ctx.span * Rdot_abs)
     e["max_rel"] = _rel(e["max_abs"], ctx.L_scale)
+    e["series_abs"] = np.maximum(_norm(eR), ctx.span * _norm(eRdot))
     e["drift_is"] = "slope of Rdot - Rdot(t0) - g (t - t0): excess acceleration [m/s^2]"
     if np.all(g[0] == 0):
         e["note"] = "g = 0: the parabola is a straight line"
@@ -596,7 +601,7 @@ def _check_engine_agreement(ctx: _Context) -> dict:
     if all(v is None for v in engine.values()):
         raise CheckError(f"{ctx.traj.source}: engine_agreement needs engine columns, e.g. engine.p_sys[1..3], "
                          f"engine.H_sys[1..3], engine.KE, engine.PE; none found")
-    quantities = {}
+    quantities, series_rel = {}, {}
     for q, ref in engine.items():
         if ref is None:
             continue
@@ -621,9 +626,10 @@ def _check_engine_agreement(ctx: _Context) -> dict:
         d = mine - ref
         a = float(np.max(_norm(d)))
         quantities[q] = {"max_abs": a, "scale": scale, "max_rel": _rel(a, scale), "drift_per_s": _drift(ctx.t, d)}
+        series_rel[q] = _norm(d) / scale if scale > 0 else np.where(_norm(d) == 0, 0.0, np.inf)
     worst = max(quantities, key=lambda q: quantities[q]["max_rel"])
     w = quantities[worst]
-    return {"quantity": CHECKS["engine_agreement"].quantity, "unit": "(per quantity)", "worst": worst,
+    return {"series_rel": np.max(list(series_rel.values()), axis=0),"quantity": CHECKS["engine_agreement"].quantity, "unit": "(per quantity)", "worst": worst,
             "max_abs": w["max_abs"], "scale": w["scale"],
             "scale_is": "p_sys: max(sum_j m_j |rhatdot_j|, sum_j m_j |rbardot_j|); P_sys: sum_j m_j |rbardot_j|; H_sys: as H_sys_constant; "
                         "R: max(|R|, radius of gyration); Rdot: P_sys scale / M; KE: max KE; PE, E: max(|value|, "
@@ -660,7 +666,7 @@ def _json_safe(x):
 
 
 def conservation_report(traj, checks: Mapping[str, object] | Iterable[str] | None = None, procedure: int = 1,
-                        energy_procedure: int | None = None) -> dict:
+                        energy_procedure: int | None = None, series: dict | None = None) -> dict:
     """Run the named checks on a trajectory by MBS Momentum/Energy Testing Procedure ``procedure`` (momentum and
     energy; ``energy_procedure`` if given for the energy: the documents number the notations
     differently, e.g. inertial absolute records are momentum Procedure 2 but energy Procedure 1).
@@ -671,7 +677,10 @@ def conservation_report(traj, checks: Mapping[str, object] | Iterable[str] | Non
     value for the constants, the fitted parabola for R), max_rel = max_abs / scale (scale_is says
     which), drift_per_s (least-squares slope of the deviation; the norm for vectors, signed for
     scalars), bound, bound_on ("max_abs" or "max_rel"), passed. Non-finite numbers become None
-    (JSON null). Raises CheckError on an unknown check or procedure or missing columns."""
+    (JSON null). Raises CheckError on an unknown check or procedure or missing columns.
+
+    series: a dict to fill with {check name: (T,) the per-row value compared against the bound
+    (the deviation's norm, divided by the scale when the bound is relative)}, for plots."""
     traj = as_trajectory(traj)
     N = check_procedure(procedure)
     N_E = N if energy_procedure is None else check_procedure(energy_procedure)
@@ -689,6 +698,15 @@ def conservation_report(traj, checks: Mapping[str, object] | Iterable[str] | Non
         e = CHECK_FUNCTIONS[name](ctx)
         value = e["max_abs"] if kind == "abs" else e["max_rel"]
         e.update(bound=bound, bound_on=f"max_{kind}", passed=bool(value <= bound))
+        per_row = e.pop("series_rel", None)
+        per_row_abs = e.pop("series_abs", None)
+        if series is not None:
+            scale = e["scale"]
+            if per_row_abs is None:       # engine_agreement: the worst relative difference per row
+                series[name] = per_row if kind == "rel" else None
+            else:
+                series[name] = per_row_abs if kind == "abs" else (
+                    per_row_abs / scale if scale > 0 else np.where(per_row_abs == 0, 0.0, np.inf))
         results[name] = e
     t = traj.time
     g = ctx.g if all(c in traj for c in field_columns("", "g")) else None

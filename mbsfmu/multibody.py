@@ -20,6 +20,7 @@ from .dynamics.loops import (AssemblyError, LoopData, LoopSet, Partition, compil
 from .dynamics.loops import assemble as loop_assemble
 from .dynamics.loops import constraints as loop_constraints
 from .dynamics.rnea import rnea
+from .dynamics.singular import singular_joints
 from .errors import InputError, ModelError, Problem
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
 from .model.description import Body, Joint, ModelSpec, Origin
@@ -28,7 +29,6 @@ from .model.tree import Tree, compile_tree
 from .model.validation import check_spec, locate
 from .spatial import Array
 
-SINGULAR_RTOL = 1e-12  # M is singular along a direction whose Rayleigh quotient is below this x trace
 
 
 class Model:
@@ -46,8 +46,9 @@ class Model:
         self.topology: Topology = topo
         self.tree: Tree = compile_tree(replace(spec, bodies=bodies), topo)
         self.bodies = tuple(bodies[k] for k in topo.order)   # tree order; wheel rotors included
+        number = {k: i + 1 for i, k in enumerate(topo.order)}   # file index -> tree number
         self.wheels = MappingProxyType({
-            w.name: (self.topology.order.index(k) + 1, w) for k, w in
+            w.name: (number[k], w) for k, w in
             ((k, wheel_paths[k][1]) for k in wheel_paths)})
         self.rigid_bodies = tuple(i for i in range(1, len(self.bodies) + 1) if topo.order[i - 1] not in wheel_paths)
         self.body_names = tuple(b.name for b in self.bodies)
@@ -368,30 +369,27 @@ class Model:
 
     def _check_moves_mass(self, lines) -> list[Problem]:
         """Joints whose motion, alone or combined with other joints', moves no mass or inertia, which
-        makes M singular: looked for at two random configurations (a structural singularity shows
-        at both); M overflowing to inf is reported too."""
+        makes M singular: found in O(N) by the pivots of M's block LDL^T (dynamics/singular.py) at
+        two random configurations (a structural singularity shows at both); M overflowing to inf
+        is reported too."""
         if self.nv == 0:
             return []
         rng = np.random.default_rng(12345)
-        suspects: set[int] | None = None
+        found = []
         with np.errstate(all="ignore"):
             for _ in range(2):
-                M = crba(self.tree, self.random_state(rng)[0])
-                if not np.all(np.isfinite(M)):
+                found.append(singular_joints(self.tree, self.random_state(rng)[0]))
+                if found[-1].overflow:
                     return locate([Problem(("bodies",), "the mass matrix overflows: some mass, inertia, com, "
                                                 "origin or axis is far too large")], lines)
-                tol = SINGULAR_RTOL * max(np.trace(M), 1e-300)
-                ev, V = np.linalg.eigh(M)
-                found = set(np.flatnonzero(np.abs(V[:, ev <= tol]).max(axis=1, initial=0.0) > 1e-6).tolist())
-                suspects = found if suspects is None else suspects & found
         t, wheel_paths = self.tree, _with_wheel_rotors(self.spec)[1]
-        singular = [i for i in range(1, self.N + 1) if suspects & set(range(t.iv[i], t.iv[i] + t.nv[i]))]
+        last = found[-1]
         problems = []
-        for i in singular:
-            b, k, sl = self.bodies[i - 1], self.topology.order[i - 1], slice(t.iv[i], t.iv[i] + t.nv[i])
+        for i in sorted(found[0].joints & last.joints):
+            b, k = self.bodies[i - 1], self.topology.order[i - 1]
             what = f"wheel {b.name!r}" if k in wheel_paths else f"joint {b.joint.name!r}"
-            others = ", ".join(repr(self.bodies[j - 1].joint.name) for j in singular if j != i)
-            if not others or np.linalg.eigvalsh(M[sl, sl])[0] <= tol:
+            others = ", ".join(repr(self.bodies[j - 1].joint.name) for j in sorted(last.combined.get(i, ())))
+            if not others or i in last.alone:
                 msg = (f"{what} moves no mass or inertia{' in some direction' if t.nv[i] > 1 else ''} (body "
                        f"{b.name!r} and its subtree), so the mass matrix is singular: give the moved bodies mass "
                        "or inertia, or make the joint fixed")

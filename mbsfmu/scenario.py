@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import MbsError, ModelError
+from .errors import MbsError, ModelError, brief
 from .model.loader import _Reader, parse_file
 from .multibody import Model
 from .controller import JointPID
@@ -62,7 +62,7 @@ class Scenario:
     controller: dict = field(default_factory=dict)          # joint -> PIDGains
     references: tuple = ()                                   # (column, compiled expr, params, tol, t0, t1, text)
     final: dict = field(default_factory=dict)               # column -> (value, tol)
-    records: bool = True
+    records: bool = True                                    # write records.csv (default: when there are checks)
     plots: bool = True
     edits: tuple = ()                                        # (parameter path, value): model edits (sweeps)
     loops: dict = field(default_factory=dict)               # Simulator loop options (docs/guides/closed-loops.md)
@@ -79,7 +79,7 @@ def load_scenario(path: str | Path) -> Scenario:
     r = _Reader(lines)
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
-        r.problem(("version",), f"unsupported scenario version {doc['version']!r}; this mbsfmu reads {SCENARIO_VERSION}")
+        r.problem(("version",), f"unsupported scenario version {brief(doc['version'])}; this mbsfmu reads {SCENARIO_VERSION}")
     inline = None
     if isinstance(doc.get("model"), dict):
         model_path = path
@@ -87,14 +87,15 @@ def load_scenario(path: str | Path) -> Scenario:
     else:
         model_path = path.parent / (r.string(doc["model"], ("model",)) if "model" in doc else "?")
         if "model" in doc and isinstance(doc["model"], str) and not model_path.is_file():
-            r.problem(("model",), f"model file {str(model_path)!r} does not exist")
+            r.problem(("model",), f"model file {str(model_path)!r} " + ("is not a regular file" if model_path.exists()
+                                                                       else "does not exist"))
     gravity = r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else None
     times = {}
     for key in ("duration", "dt", "quick_duration"):
         if key in doc:
             times[key] = r.number(doc[key], (key,))
             if not times[key] > 0:
-                r.problem((key,), f"{key} must be a positive time [s], got {doc[key]}")
+                r.problem((key,), f"{key} must be a positive time [s], got {times[key]}")
     integ = {"method": "rk4", "rtol": 1e-10, "atol": 1e-12}
     if "integrator" in doc:
         raw = r.mapping(doc["integrator"], ("integrator",), INTEGRATOR_KEYS)
@@ -102,7 +103,7 @@ def load_scenario(path: str | Path) -> Scenario:
             if key in raw:
                 integ[key] = raw[key] if key == "method" else r.number(raw[key], ("integrator", key))
     if integ["method"] not in INTEGRATORS:
-        r.problem(("integrator", "method"), f"unknown integrator {integ['method']!r}; expected {', '.join(INTEGRATORS)}")
+        r.problem(("integrator", "method"), f"unknown integrator {brief(integ['method'])}; expected {', '.join(INTEGRATORS)}")
     integ.setdefault("h_max", 1e-3 if integ["method"] == "rk4" else 0.0)   # dop853: unlimited
     init_q, init_qd = {}, {}
     if "initial" in doc:
@@ -135,7 +136,7 @@ def load_scenario(path: str | Path) -> Scenario:
             for name, bound in raw.items():
                 if name == "procedure":
                     if bound not in (1, 2, 3, 4):
-                        r.problem(("checks", name), f"procedure must be 1, 2, 3 or 4, got {bound!r}")
+                        r.problem(("checks", name), f"procedure must be 1, 2, 3 or 4, got {brief(bound)}")
                     else:
                         procedure = bound
                 elif name not in CHECKS:
@@ -168,7 +169,7 @@ def load_scenario(path: str | Path) -> Scenario:
     outputs = r.mapping(doc.get("outputs", {}), ("outputs",), OUTPUT_KEYS)
     for key in OUTPUT_KEYS:
         if key in outputs and not isinstance(outputs[key], bool):
-            r.problem(("outputs", key), f"expected true or false, got {outputs[key]!r}")
+            r.problem(("outputs", key), f"expected true or false, got {brief(outputs[key])}")
     if outputs.get("records") is False and checks:
         r.problem(("outputs", "records"), "the checks recompute momentum and energy from the body records: "
                   "keep records on, or drop the checks")
@@ -178,14 +179,17 @@ def load_scenario(path: str | Path) -> Scenario:
         from .cosim import parse_cosim
         cosim = parse_cosim(r, doc["cosim"], path.parent, has_controller="controller" in doc)
     name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        r.problem(("description",), f"expected text, got {brief(description)}")
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     return Scenario(path=path, name=name,
-                    description=str(doc.get("description", "")), model_path=model_path, gravity=gravity, duration=duration,
+                    description=description, model_path=model_path, gravity=gravity, duration=duration,
                     quick_duration=min(times.get("quick_duration", duration), duration), dt=times["dt"],
                     integrator=integ, initial_q=init_q, initial_qd=init_qd, inputs=inputs, procedure=procedure,
                     checks=checks, model_inline=inline, controller=controller, references=references, final=final,
-                    records=outputs.get("records", True) is not False, plots=outputs.get("plots", True) is not False,
+                    records=outputs.get("records", bool(checks)) is not False, plots=outputs.get("plots", True) is not False,
                     loops=loops, cosim=cosim)
 
 
@@ -199,7 +203,7 @@ def _loop_options(r, raw) -> dict:
                                                                           LOOP_STABILISATION)):
         if key in m:
             if m[key] not in allowed:
-                r.problem(("loops", key), f"unknown loop {key} {m[key]!r}; expected one of {', '.join(allowed)}")
+                r.problem(("loops", key), f"unknown loop {key} {brief(m[key])}; expected one of {', '.join(allowed)}")
             else:
                 out[arg] = m[key]
     if "baumgarte" in m:
@@ -209,7 +213,7 @@ def _loop_options(r, raw) -> dict:
         out["baumgarte"] = ab
     if "assemble" in m:
         if not isinstance(m["assemble"], bool):
-            r.problem(("loops", "assemble"), f"expected true or false, got {m['assemble']!r}")
+            r.problem(("loops", "assemble"), f"expected true or false, got {brief(m['assemble'])}")
         else:
             out["assemble"] = m["assemble"]
     return out
@@ -220,7 +224,7 @@ def _controller(r, raw, base: Path) -> dict:
     from .controller import PIDGains
     m = r.mapping(raw, ("controller",), ("type", "joints"), required=("type", "joints"))
     if m.get("type", "pid") != "pid":
-        r.problem(("controller", "type"), f"unknown controller type {m.get('type')!r}; expected 'pid'")
+        r.problem(("controller", "type"), f"unknown controller type {brief(m.get('type'))}; expected 'pid'")
     joints = m.get("joints", {})
     if not isinstance(joints, dict) or not joints:
         r.problem(("controller", "joints"), "expected a mapping of joint name to {kp, ki, kd, limit, setpoint}")
@@ -237,7 +241,7 @@ def _controller(r, raw, base: Path) -> dict:
         sp = parse_schedule(r, g["setpoint"], at + ("setpoint",), base) if "setpoint" in g else None
         derivative = g.get("derivative", "measurement")
         if derivative not in ("measurement", "error"):
-            r.problem(at + ("derivative",), f"derivative must be 'measurement' or 'error', got {derivative!r}")
+            r.problem(at + ("derivative",), f"derivative must be 'measurement' or 'error', got {brief(derivative)}")
         if sp is not None:
             out[str(joint)] = PIDGains(setpoint=sp, derivative=derivative, **vals)
     return out
@@ -258,6 +262,9 @@ def _references(r, raw) -> tuple:
             r.problem(at + ("params",), "expected a mapping of parameter name to number")
             params = {}
         params = {str(n): r.number(v, at + ("params", n)) for n, v in params.items()}
+        if not isinstance(ref.get("expr", "0"), str):
+            r.problem(at + ("expr",), f"expected an expression (text), got {brief(ref['expr'])}")
+            continue
         try:
             tree = compile_expression(ref.get("expr", "0"), set(params))
         except ExpressionError as e:
@@ -320,6 +327,7 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                  record: str | Path | None = None) -> dict:
     """Run, writing ``trajectory.csv`` row by row and ``report.json`` at the end (also after a
     failure, with what was computed). Returns the report; its "passed" says if every check held."""
+    from .rows import RECORDS_FILE, TRAJECTORY_FILE, records_row, trajectory_row
     from .trajectory import TrajectoryWriter
     if scn.cosim is not None:
         external = [(c.src[0], c.dst[1]) for c in scn.cosim.connections
@@ -341,7 +349,9 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
         recorder = McapRecorder(record, _joint_columns(sim))
     pid = JointPID(scn.controller, scn.dt) if scn.controller else None
     joints = list(scn.controller)
-    with TrajectoryWriter(out / "trajectory.csv") as writer:
+    (out / RECORDS_FILE).unlink(missing_ok=True)   # a previous run's records must not be checked with this run
+    records = TrajectoryWriter(out / RECORDS_FILE) if scn.records else None
+    with TrajectoryWriter(out / TRAJECTORY_FILE) as writer:
         try:
             for k in range(n_steps + 1):
                 t = k * scn.dt
@@ -352,8 +362,10 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                     u = pid(t, {j: q[sim.model.q_slice(j)][0] for j in joints}, {j: qd[sim.model.v_slice(j)][0] for j in joints})
                     for j, value in u.items():
                         sim.set_input(f"{j}.tau", value)
-                row = _row(sim, scn.records)
+                row = trajectory_row(sim)
                 writer.write(row)
+                if records is not None:
+                    records.write(records_row(sim))
                 if recorder is not None:
                     recorder.write(row)
                 if k < n_steps:
@@ -364,24 +376,34 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
         finally:
             if recorder is not None:
                 recorder.close()
+            if records is not None:
+                records.close()
     bar.close()
-    return finish_run(scn, out, T, wallclock.perf_counter() - start, error, {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs})
+    from .plots import joint_kinds
+    return finish_run(scn, out, T, wallclock.perf_counter() - start, error, {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs},
+                      kinds=joint_kinds(sim.model))
 
 
 def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | None, solver: dict,
-               skip_checks: str | None = None, extra: dict | None = None, plot_traj=None) -> dict:
-    """Check ``out/trajectory.csv`` and write ``out/report.json`` (and the plots): the scenario's
+               skip_checks: str | None = None, extra: dict | None = None, plot_traj=None,
+               kinds: dict | None = None) -> dict:
+    """Check ``out/trajectory.csv`` (joined with ``out/records.csv`` when the run wrote one) and
+    write ``out/report.json`` (and the plots): the scenario's
     conservation checks (or, with ``skip_checks`` = the reason, none: each listed as skipped),
     references and final values; ``extra`` entries join the report. plot_traj: a function giving
-    the trajectory to plot (default: the file). Returns the report; "passed" says if every check
+    the trajectory to plot (default: the file); kinds: joint kinds for the plots
+    (``plots.joint_kinds``). Returns the report; "passed" says if every check
     that ran held and the run completed."""
     from .invariants import conservation_report
-    from .trajectory import TrajectoryError, read_trajectory
+    from .trajectory import TrajectoryError, join_trajectories, read_trajectory
     try:
         traj = read_trajectory(out / "trajectory.csv")
+        if (out / "records.csv").is_file():
+            traj = join_trajectories(traj, read_trajectory(out / "records.csv"))
     except TrajectoryError as e:   # the run stopped before its first row
         traj, error = None, error or str(e)
     steps = int(len(traj.time) - 1) if traj is not None else 0
+    series: dict = {}   # per-row values the checks bound, for conservation.png
     report = {"scenario": scn.name, "scenario_file": str(scn.path), "model": str(scn.model_path),
               "duration": T, "dt": scn.dt, "integrator": scn.integrator, "procedure": scn.procedure,
               "steps": steps, "wall_time_s": wall,
@@ -392,7 +414,8 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
         report.update({"checks": {}, "passed": True, "skipped_checks": {name: why for name in scn.checks}})
     else:
         try:
-            report.update(conservation_report(traj, scn.checks, scn.procedure) if len(traj.time) > 1 and scn.checks
+            report.update(conservation_report(traj, scn.checks, scn.procedure, series=series)
+                          if len(traj.time) > 1 and scn.checks
                           else {"checks": {}, "passed": True})
         except MbsError as e:   # the trajectory stays; the report says why it could not be checked
             report.update({"checks": {}, "passed": False, "check_error": str(e)})
@@ -408,7 +431,8 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     if scn.plots and traj is not None:
         from .plots import plot_run
-        report["plots"] = [str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name)]
+        checks = {name: (series.get(name), e) for name, e in report["checks"].items()}
+        report["plots"] = [str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name, kinds, checks)]
         (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     return report
 
@@ -453,33 +477,6 @@ def _final_results(scn: Scenario, traj, complete: bool) -> dict:
         out[column] = {"value": got, "expected": value, "tol": tol, "t": float(traj.time[-1]),
                        "passed": bool(complete and abs(got - value) <= tol)}
     return out
-
-
-def _row(sim: Simulator, records: bool = True) -> dict[str, float]:
-    """One trajectory row: time, joint states, inputs, records, engine invariants."""
-    row = {"time": sim.t}
-    q, qd = sim.q, sim.qd
-    names = sim.state_names
-    nq = len(q)
-    for k, v in enumerate(q):
-        row[names[k]] = v
-    for k, v in enumerate(qd):
-        row[names[nq + k]] = v
-    for name, v in zip(sim.input_names, sim.u):
-        row[f"u.{name}"] = v
-    if records:
-        row.update(sim.records())
-    inv = sim.invariants()
-    for key in ("p_sys", "P_sys", "H_sys", "R", "Rdot"):
-        for c, v in enumerate(getattr(inv, key)):
-            row[f"engine.{key}[{c + 1}]"] = v
-    W_in, W_diss = sim.work
-    row.update({"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in, "engine.W_diss": W_diss})
-    for loop, out in sim.loop_outputs().items():   # closed loops: violation norms and constraint forces
-        row[f"loop.{loop}.phi"], row[f"loop.{loop}.phidot"] = out["phi"], out["phidot"]
-        for k, lam in enumerate(out["lambda"]):
-            row[f"loop.{loop}.lambda[{k + 1}]"] = lam
-    return row
 
 
 class _Progress:

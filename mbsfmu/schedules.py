@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import brief
+from .files import open_regular
+
 KINDS = {"constant": ("value",), "step": ("t0", "value", "before"), "pulse": ("t0", "t1", "value"),
          "ramp": ("t0", "t1", "start", "end"), "sine": ("amplitude", "frequency", "phase", "offset"),
          "table": ("t", "value"), "csv": ("file", "time", "value")}
@@ -48,10 +51,10 @@ def parse_schedule(r, raw, at, base: Path = Path(".")) -> Schedule | None:
     from ``file`` (relative to ``base``)."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return Schedule("constant", {"value": r.number(raw, at)})
-    if not isinstance(raw, dict) or raw.get("type") not in KINDS:
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str) or raw["type"] not in KINDS:
         kind = raw.get("type") if isinstance(raw, dict) else None
         r.problem(at, f"expected a number or a schedule {{type: {'|'.join(KINDS)}, ...}}"
-                  + (f", got type {kind!r}" if kind is not None else ""))
+                  + (f", got type {brief(kind)}" if kind is not None else ""))
         return None
     kind = raw["type"]
     m = r.mapping(raw, at, ("type",) + KINDS[kind], required=REQUIRED[kind])
@@ -81,10 +84,15 @@ def parse_schedule(r, raw, at, base: Path = Path(".")) -> Schedule | None:
 
 def _csv_table(r, m: dict, at: tuple, base: Path) -> Schedule | None:
     """A table schedule from two columns of a CSV file with a header row."""
-    path = base / str(m.get("file", ""))
-    tcol, vcol = str(m.get("time", "time")), str(m.get("value", ""))
+    texts = {key: m.get(key, default) for key, default in (("file", ""), ("time", "time"), ("value", ""))}
+    for key, val in texts.items():
+        if not isinstance(val, str):
+            r.problem(at + (key,), f"expected text, got {brief(val)}")
+    if not all(isinstance(v, str) for v in texts.values()):
+        return None
+    path, tcol, vcol = base / texts["file"], texts["time"], texts["value"]
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open_regular(path, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         r.problem(at + ("file",), f"cannot read input file {str(path)!r}: {e}")

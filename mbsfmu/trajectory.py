@@ -77,6 +77,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import MbsError
+from .files import open_regular
 
 Array = NDArray[np.float64]
 
@@ -249,7 +250,7 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
     TrajectoryError names the file and, for bad cells, the line, row and column."""
     path = str(path)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with open_regular(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
     except OSError as e:
         raise TrajectoryError(f"cannot read trajectory file {path}: {e.strerror or e}") from None
@@ -296,6 +297,20 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
     return Trajectory(columns, path)
 
 
+def join_trajectories(a: Trajectory, b: Trajectory) -> Trajectory:
+    """The columns of ``a`` and ``b`` side by side (``a``'s where both have one), over the rows
+    both have: a run writes trajectory.csv and records.csv row by row, so after a failure one may
+    hold a row more. TrajectoryError if their times differ."""
+    n = min(a.n_rows, b.n_rows)
+    if not np.array_equal(a.time[:n], b.time[:n]):
+        k = int(np.flatnonzero(a.time[:n] != b.time[:n])[0])
+        raise TrajectoryError(f"{b.source}: row {k + 1} has time {float(b.time[k])!r} s, {a.source} has "
+                              f"{float(a.time[k])!r} s: not the same run")
+    columns = {name: col[:n] for name, col in b.items()}
+    columns.update({name: col[:n] for name, col in a.items()})
+    return Trajectory(columns, f"{a.source} + {b.source}")
+
+
 def _check_time(columns: Mapping[str, Array], source: str, first_line: list[int] | None) -> None:
     if "time" not in columns:
         raise TrajectoryError(f"{source}: no 'time' column")
@@ -316,6 +331,6 @@ def _check_time(columns: Mapping[str, Array], source: str, first_line: list[int]
                               f"{float(t[k - 1])!r} s (time must be strictly increasing)")
 
 
-__all__ = ["Trajectory", "TrajectoryError", "TrajectoryWriter", "read_trajectory", "save_trajectory",
+__all__ = ["Trajectory", "TrajectoryError", "TrajectoryWriter", "join_trajectories", "read_trajectory", "save_trajectory",
            "write_trajectory"]
 

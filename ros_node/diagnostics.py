@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbsfmu.invariants import CHECKS, conservation_report
+from mbsfmu.rows import records_row
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
 LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
@@ -110,17 +111,8 @@ def resolve_checks(requested: Sequence[str], model) -> list[str]:
 
 def checker_row(sim, t: float | None = None) -> dict[str, float]:
     """One checker row (column format of mbsfmu/trajectory.py) from the simulator's current
-    state: time [s], body/wheel/spring records, engine.* invariants and work."""
-    row = {"time": sim.t if t is None else t}
-    row.update(sim.records())
-    inv = sim.invariants()
-    for key in ("p_sys", "P_sys", "H_sys", "R", "Rdot"):
-        for c, v in enumerate(getattr(inv, key)):
-            row[f"engine.{key}[{c + 1}]"] = float(v)
-    W_in, W_diss = sim.work
-    row.update({"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in,
-                "engine.W_diss": W_diss})
-    return row
+    state: time [s], body/wheel/spring records, engine.* invariants and work (mbsfmu/rows.py)."""
+    return records_row(sim, t)
 
 
 def _fmt(x) -> str:

@@ -308,7 +308,7 @@ def test_broken_json_reports_line(tmp_path):
 
 @pytest.mark.parametrize("make, fragment", [
     (lambda d: d / "missing.yaml", "No such file or directory"),
-    (lambda d: d, "Is a directory"),
+    (lambda d: d, "a directory, not a regular file"),
     (lambda d: (d / "latin1.yaml").write_bytes(b"name: caf\xe9\n") and d / "latin1.yaml", "can't decode byte 0xe9"),
 ], ids=["missing", "directory", "not UTF-8"])
 def test_unreadable_file(tmp_path, make, fragment):

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from mbsfmu.controller import JointPID, PIDGains
 from mbsfmu.expressions import ExpressionError, compile_expression, evaluate
-from mbsfmu.scenario import ScenarioError, load_scenario, run_scenario
+from mbsfmu.scenario import ScenarioError, build_simulator, load_scenario, run_scenario
 from mbsfmu.schedules import Schedule
 from mbsfmu.trajectory import read_trajectory
 
@@ -182,3 +182,33 @@ def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mbsfmu", "sweep", "scenarios/scara_free.yaml", "--param",
                           "body.link9.mass=1:2:2", "--out", str(tmp_path / "b")], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "no body 'link9'" in bad.stderr
+
+
+# ---- trajectory.csv keeps joint/system columns; records.csv the body records (issue 13 item 11) ----
+def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
+    """trajectory.csv holds time, q, qd, u and engine.* (no '<body>.m' record columns);
+    records.csv (time, records, engine.*) is written when the scenario has checks and is what
+    `mbsfmu check` reads; a scenario without checks writes no records.csv unless asked."""
+    from mbsfmu.invariants import main as check_main
+    from mbsfmu.rows import records_row, trajectory_row
+    model = ROOT / "scenarios" / "models" / "scara.yaml"
+    base = f"version: 1\nmodel: {model}\nduration: 0.05\ndt: 0.01\noutputs: {{plots: false}}\n"
+    checked = write(tmp_path / "checked.yaml", base + "checks: {energy_balance: rel:1.0e-8}\n")
+    plain = write(tmp_path / "plain.yaml", base)
+    asked = write(tmp_path / "asked.yaml", base.replace("plots: false", "plots: false, records: true"))
+    report = run_scenario(load_scenario(checked), tmp_path / "c", progress=False)
+    assert report["passed"] and report["checks"], report
+    traj = read_trajectory(tmp_path / "c" / "trajectory.csv")
+    rec = read_trajectory(tmp_path / "c" / "records.csv")
+    assert not [c for c in traj if c.endswith(".m")] and "q.q1" in traj and "engine.E" in traj
+    assert "link1.m" in rec and "engine.W_in" in rec and "q.q1" not in rec
+    np.testing.assert_array_equal(traj.time, rec.time)
+    assert check_main([str(tmp_path / "c" / "records.csv"), "--expect", "energy_balance=rel:1e-8"]) == 0
+    assert check_main([str(tmp_path / "c" / "trajectory.csv")]) == 2          # names records.csv (stderr)
+    run_scenario(load_scenario(plain), tmp_path / "c", progress=False)      # same folder: stale records go
+    assert not (tmp_path / "c" / "records.csv").exists()
+    run_scenario(load_scenario(asked), tmp_path / "a", progress=False)
+    assert (tmp_path / "a" / "records.csv").exists()
+    # one builder: the rows the runner writes are rows.trajectory_row / rows.records_row
+    sim = build_simulator(load_scenario(checked))
+    assert list(trajectory_row(sim)) == list(traj.names) and list(records_row(sim)) == list(rec.names)

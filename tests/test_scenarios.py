@@ -36,11 +36,11 @@ def test_thruster_run_is_flagged_by_a_momentum_check(tmp_path):
     momentum-conservation check fails (exit 1) and says which check."""
     res = mbsfmu("run", "scenarios/spacecraft_thruster.yaml", "--out", str(tmp_path), "--duration", "4", "--no-progress")
     assert res.returncode == 0, res.stderr
-    traj = read_trajectory(tmp_path / "trajectory.csv")
+    traj = read_trajectory(tmp_path / "records.csv")   # the body records: the checker's file
     M = sum(traj[c][0] for c in traj if c.endswith(".m"))
     dP = M * np.array([traj[f"Rdot[{k}]"][-1] - traj[f"Rdot[{k}]"][0] for k in (1, 2, 3)])
     assert np.linalg.norm(dP) == pytest.approx(40.0, rel=5e-3)   # 20 N for 2 s along a turning hub axis (exact: test_simulator)
-    res = mbsfmu("check", str(tmp_path / "trajectory.csv"), "--procedure", "2", "--expect", "P_sys_constant=1e-6")
+    res = mbsfmu("check", str(tmp_path / "records.csv"), "--procedure", "2", "--expect", "P_sys_constant=1e-6")
     assert res.returncode == 1
     assert "P_sys_constant" in res.stdout and "FAIL" in res.stdout
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..errors import Problem
+from ..errors import Problem, brief
 from .description import WORLD, Anchor, BodyWrench, ModelSpec, SpringDamper, Thruster, Wheel
 
 WHEEL_KEYS = ("name", "axis", "inertia", "position")
@@ -49,8 +49,8 @@ def parse_forces(r, raw, at=("forces",)) -> tuple:
         ftype = f.get("type")
         if ftype not in FORCE_TYPES:
             import difflib
-            close = difflib.get_close_matches(str(ftype), FORCE_TYPES, n=1)
-            r.problem(fat + ("type",), f"unknown force element type {ftype!r}; expected one of {', '.join(FORCE_TYPES)}"
+            close = difflib.get_close_matches(ftype, FORCE_TYPES, n=1) if isinstance(ftype, str) else []
+            r.problem(fat + ("type",), f"unknown force element type {brief(ftype)}; expected one of {', '.join(FORCE_TYPES)}"
                       + (f" (did you mean {close[0]!r}?)" if close else ""))
             complete = False
             continue
@@ -67,9 +67,9 @@ def parse_forces(r, raw, at=("forces",)) -> tuple:
         else:
             axes = f.get("axes", "world")
             if axes not in ("world", "body"):
-                r.problem(fat + ("axes",), f"axes must be 'world' or 'body', got {axes!r}")
+                r.problem(fat + ("axes",), f"axes must be 'world' or 'body', got {brief(axes)}")
             out.append(BodyWrench(name=name, body=r.string(f.get("body"), fat + ("body",)),
-                                  point=r.vector(f.get("point", [0.0, 0.0, 0.0]), fat + ("point",), 3), axes=str(axes)))
+                                  point=r.vector(f.get("point", [0.0, 0.0, 0.0]), fat + ("point",), 3), axes=axes if isinstance(axes, str) else "world"))
     return tuple(out) if complete else tuple(out[:_first_gap(raw)])
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import yaml
 from yaml.constructor import ConstructorError
 
-from ..errors import ModelError, Problem
+from ..errors import ModelError, Problem, brief
+from ..files import read_text
 from .description import Body, Joint, ModelSpec, Origin, Spring
 from .elements import parse_forces, parse_wheels
 from .loops import parse_loops
@@ -33,9 +34,13 @@ INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads 1e-3 as a number (YAML 1.2), rejects duplicate keys and reports a
-    bad tagged scalar (``!!int x``, the date 2001-02-30) as a YAML error with its line."""
+BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's parser: ~10x faster on 10k-body files
+
+
+class _Loader(BaseLoader):
+    """SafeLoader (libyaml's parser where PyYAML has it) that reads 1e-3 as a number (YAML 1.2),
+    rejects duplicate keys and reports a bad tagged scalar (``!!int x``, the date 2001-02-30) as
+    a YAML error with its line."""
 
     def construct_object(self, node, deep=False):
         try:
@@ -117,19 +122,21 @@ def _kind(value) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, str):
-        return f"the text {value[:40]!r}" + ("..." if len(value) > 40 else "")
+        return f"the text {brief(value)}"
     if isinstance(value, bool):
         return f"the boolean {value}"
     if isinstance(value, numbers.Real):
         return f"the number {value!r}" if not isinstance(value, int) or value.bit_length() < 64 else "a huge integer"
-    return {dict: "a mapping", list: "a list"}.get(type(value), f"{type(value).__name__} {repr(value)[:40]}")
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return f"{type(value).__name__} {brief(value, 40)}"
 
 
 def parse_file(path: str | Path) -> tuple[object, dict]:
     """The document at ``path`` and its path -> line map; ModelError on unreadable/broken files."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         why = getattr(e, "strerror", None) or e
         raise ModelError([Problem((), f"cannot read the file: {why}")], str(path)) from None

@@ -41,6 +41,7 @@ from xml.parsers import expat
 import numpy as np
 
 from ..errors import ModelError, Problem
+from ..files import read_bytes
 from ..spatial import rot_axis, rpy_to_R
 from .description import WORLD, Body, Joint, ModelSpec, Origin, Spring
 from .elements import parse_forces, parse_wheels
@@ -246,7 +247,7 @@ class _Elements:
 
 def _read(path: Path) -> tuple[UrdfRobot | None, list[Problem]]:
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as e:
         return None, [Problem((), f"cannot read the URDF file: {e.strerror or e}")]
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import joints
-from ..errors import Problem
+from ..errors import Problem, brief
 from .description import WORLD, ModelSpec
 from .elements import check_elements
 from .loops import check_loops
@@ -74,7 +74,7 @@ def _array(values, shape: tuple, at: tuple, problems: list[Problem]):
         x = None
     if x is None or x.shape != shape:
         what = {(): "a number", (3, 3): "a 3x3 matrix"}.get(shape, f"{shape[0]} numbers")
-        problems.append(Problem(at, f"expected {what}, got {values!r}"))
+        problems.append(Problem(at, f"expected {what}, got {brief(values)}"))
         return None
     if not np.all(np.isfinite(x)):
         problems.append(Problem(at, f"{x.tolist()} is not finite"))
