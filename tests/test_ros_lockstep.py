@@ -22,6 +22,7 @@ PARAMS = {"publish_rate": 1.0 / PERIOD, "physics_step": H, "lock_step": True, "d
 N = 300                                  # cycles = 3 s of sim time
 Q_REF = np.array([1.0, 0.5])             # [rad]
 KP, KD = np.array([60.0, 40.0]), np.array([15.0, 8.0])
+START_TIMEOUT = 60.0                     # [s] discovery; generous for a loaded machine
 
 
 def pd(model, q, qd):
@@ -36,18 +37,20 @@ def loop(tmp_path_factory):
     from std_msgs.msg import Float64MultiArray
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
-    domain = rt.free_domain_id("test_ros_lockstep")
+    sandbox = rt.Sandbox("lockstep")
     log = tmp_path_factory.mktemp("ros") / "node.log"
-    proc = rt.start_node(MODEL, PARAMS, domain, log)
-    client = rt.Client(domain)
+    proc = rt.start_node(MODEL, PARAMS, sandbox, log)
+    client = rt.Client(sandbox)
     client.subscribe("/rosout", Log)
     # lock-step clients: command publisher matched first, then the state subscription (the node
     # announces its state when a /joint_states subscriber appears)
     pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
-    if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
+    if not client.spin_until(lambda: pub.get_subscription_count() > 0, START_TIMEOUT):
+        graph = client.graph()
         rt.stop_node(proc)
         client.close()
-        pytest.fail(f"node not found within 30 s; its log:\n{rt.read_log(log)}")
+        sandbox.close()
+        pytest.fail(f"node not found within {START_TIMEOUT} s; client sees {graph}; its log:\n{rt.read_log(log)}")
     states, times = [], []
 
     def on_state(msg):
@@ -66,10 +69,12 @@ def loop(tmp_path_factory):
     if not ok:
         rt.stop_node(proc)
         client.close()
+        sandbox.close()
         pytest.fail(f"lock-step loop stalled after {len(states)} states; node log:\n{rt.read_log(log)}")
     yield client
     code = rt.stop_node(proc)
     client.close()
+    sandbox.close()
     assert code == 0, rt.read_log(log)
 
 
@@ -105,19 +110,19 @@ def test_lock_step_joint_command_needs_the_current_stamp(loop):
     current sim time advances exactly one cycle."""
     from sensor_msgs.msg import JointState
     pub = loop.publisher("/mbs/joint_commands", JointState)
-    assert loop.spin_until(lambda: pub.get_subscription_count() > 0, 10)
+    assert loop.spin_until(lambda: pub.get_subscription_count() > 0, 30)
     t_now = loop.states[-1][0]
     n0, r0 = len(loop.states), len(loop.msgs["/rosout"])
     bad = JointState(name=["q1", "q2"], effort=[0.0, 0.0])
     bad.header.stamp.sec, bad.header.stamp.nanosec = cv.ns_to_stamp(t_now - 10_000_000)
     pub.publish(bad)
-    assert loop.spin_until(lambda: any("lock-step node is at" in m.msg for m in loop.msgs["/rosout"][r0:]), 5)
+    assert loop.spin_until(lambda: any("lock-step node is at" in w for w in loop.node_logs(r0)), 30)
     loop.spin_for(0.3)
     assert len(loop.states) == n0                 # no step
     good = JointState(name=["q1", "q2"], effort=[0.0, 0.0])
     good.header.stamp.sec, good.header.stamp.nanosec = cv.ns_to_stamp(t_now)
     pub.publish(good)
-    assert loop.spin_until(lambda: len(loop.states) == n0 + 1, 5)
+    assert loop.spin_until(lambda: len(loop.states) == n0 + 1, 30)
     loop.spin_for(0.3)
     assert len(loop.states) == n0 + 1 and loop.states[-1][0] == t_now + 10_000_000
     assert loop.proc.poll() is None
