@@ -53,7 +53,7 @@ def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -
               **extra}
     sandbox = rt.Sandbox(label)
     proc = rt.start_node(MODEL, params, sandbox, log_dir / f"{label}.log")
-    client = rt.Client(sandbox, name="bench_client")
+    client = rt.Client(sandbox, proc, name="bench_client")
     try:
         client.subscribe("/joint_states", JointState, depth=1000)
         client.subscribe("/diagnostics", DiagnosticArray)
@@ -92,7 +92,7 @@ def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Pat
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
     sandbox = rt.Sandbox(label)
     proc = rt.start_node(MODEL, params, sandbox, log_dir / f"{label}.log")
-    client = rt.Client(sandbox, name="bench_client")
+    client = rt.Client(sandbox, proc, name="bench_client")
     try:
         pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
         if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):

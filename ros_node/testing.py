@@ -37,6 +37,10 @@ from . import topics
 # range); 0 is everyone's default, so it is left out.
 DOMAIN_IDS = range(1, 102)
 LOCK_DIR = Path(tempfile.gettempdir()) / "mbsfmu-ros-domains"
+# [s] the longest a client waits for the node to reach a state (``Client.spin_until``, ``call``).
+# Waits end as soon as the state is reached (or the node process exits), so this bounds only a
+# failure; it is long because on a machine short of memory a node's start alone took over 60 s.
+PATIENCE = 300.0
 
 
 class DomainLease:
@@ -177,7 +181,8 @@ class Client:
     Topics and services are named as the node names them (``/joint_states``, ``~/pause``); the
     client talks to their sandboxed names."""
 
-    def __init__(self, sandbox: Sandbox, name: str = "mbs_test_client"):
+    def __init__(self, sandbox: Sandbox, proc: subprocess.Popen | None = None, name: str = "mbs_test_client"):
+        self.proc = proc                 # the node's process: waits end early when it has exited
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
@@ -215,19 +220,22 @@ class Client:
         return [m.msg for m in self.msgs["/rosout"][since:]
                 if m.name == self.sandbox.node_name and m.level >= min_level]
 
-    def spin_until(self, condition: Callable[[], bool], timeout: float, step: float = 0.02) -> bool:
-        """Spin until condition() is true (True) or ``timeout`` s pass (False)."""
+    def spin_until(self, condition: Callable[[], bool], timeout: float = PATIENCE, step: float = 0.02) -> bool:
+        """Spin until condition() is true (True), or ``timeout`` s pass or the node process exits
+        (False)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if condition():
                 return True
+            if self.proc is not None and self.proc.poll() is not None:
+                break
             self.executor.spin_once(timeout_sec=step)
         return condition()
 
     def spin_for(self, seconds: float) -> None:
         self.spin_until(lambda: False, seconds)
 
-    def call(self, srv_type, name: str, request, timeout: float = 30.0):
+    def call(self, srv_type, name: str, request, timeout: float = PATIENCE):
         """Call a service (``~/x``: the node's) and wait for the response (None on timeout)."""
         cli = self.node.create_client(srv_type, self.sandbox.service(name))
         try:
@@ -244,6 +252,12 @@ class Client:
         nodes = ", ".join(f"{ns.rstrip('/')}/{n}" for n, ns in self.node.get_node_names_and_namespaces())
         names = ", ".join(t for t, _ in self.node.get_topic_names_and_types())
         return f"domain {self.sandbox.domain_id}; nodes: {nodes}; topics: {names}"
+
+    def failure(self, log: str | os.PathLike) -> str:
+        """Why a wait on the node failed, for the test report: the node's process state, the
+        graph as this client sees it, and the node's log."""
+        state = "running" if self.proc is None or self.proc.poll() is None else f"exited with code {self.proc.returncode}"
+        return f"node process {state}; client sees {self.graph()}; node log:\n{read_log(log)}"
 
     def close(self) -> None:
         self.executor.shutdown()

@@ -22,7 +22,6 @@ PARAMS = {"publish_rate": 1.0 / PERIOD, "physics_step": H, "lock_step": True, "d
 N = 300                                  # cycles = 3 s of sim time
 Q_REF = np.array([1.0, 0.5])             # [rad]
 KP, KD = np.array([60.0, 40.0]), np.array([15.0, 8.0])
-START_TIMEOUT = 60.0                     # [s] discovery; generous for a loaded machine
 
 
 def pd(model, q, qd):
@@ -40,17 +39,17 @@ def loop(tmp_path_factory):
     sandbox = rt.Sandbox("lockstep")
     log = tmp_path_factory.mktemp("ros") / "node.log"
     proc = rt.start_node(MODEL, PARAMS, sandbox, log)
-    client = rt.Client(sandbox)
+    client = rt.Client(sandbox, proc)
     client.subscribe("/rosout", Log)
     # lock-step clients: command publisher matched first, then the state subscription (the node
     # announces its state when a /joint_states subscriber appears)
     pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
-    if not client.spin_until(lambda: pub.get_subscription_count() > 0, START_TIMEOUT):
-        graph = client.graph()
+    if not client.spin_until(lambda: pub.get_subscription_count() > 0):
+        why = client.failure(log)
         rt.stop_node(proc)
         client.close()
         sandbox.close()
-        pytest.fail(f"node not found within {START_TIMEOUT} s; client sees {graph}; its log:\n{rt.read_log(log)}")
+        pytest.fail(f"node not found within {rt.PATIENCE:g} s; {why}")
     states, times = [], []
 
     def on_state(msg):
@@ -64,13 +63,14 @@ def loop(tmp_path_factory):
             pub.publish(Float64MultiArray(data=pd(model, q, qd).tolist()))
 
     client.subscribe("/joint_states", JointState, on_state)
-    ok = client.spin_until(lambda: len(states) > N, 120)
+    ok = client.spin_until(lambda: len(states) > N)
     client.states, client.times, client.proc, client.log, client.model = states, times, proc, log, model
     if not ok:
+        why = client.failure(log)
         rt.stop_node(proc)
         client.close()
         sandbox.close()
-        pytest.fail(f"lock-step loop stalled after {len(states)} states; node log:\n{rt.read_log(log)}")
+        pytest.fail(f"lock-step loop stalled after {len(states)} states; {why}")
     yield client
     code = rt.stop_node(proc)
     client.close()
@@ -110,19 +110,19 @@ def test_lock_step_joint_command_needs_the_current_stamp(loop):
     current sim time advances exactly one cycle."""
     from sensor_msgs.msg import JointState
     pub = loop.publisher("/mbs/joint_commands", JointState)
-    assert loop.spin_until(lambda: pub.get_subscription_count() > 0, 30)
+    assert loop.spin_until(lambda: pub.get_subscription_count() > 0)
     t_now = loop.states[-1][0]
     n0, r0 = len(loop.states), len(loop.msgs["/rosout"])
     bad = JointState(name=["q1", "q2"], effort=[0.0, 0.0])
     bad.header.stamp.sec, bad.header.stamp.nanosec = cv.ns_to_stamp(t_now - 10_000_000)
     pub.publish(bad)
-    assert loop.spin_until(lambda: any("lock-step node is at" in w for w in loop.node_logs(r0)), 30)
+    assert loop.spin_until(lambda: any("lock-step node is at" in w for w in loop.node_logs(r0)))
     loop.spin_for(0.3)
     assert len(loop.states) == n0                 # no step
     good = JointState(name=["q1", "q2"], effort=[0.0, 0.0])
     good.header.stamp.sec, good.header.stamp.nanosec = cv.ns_to_stamp(t_now)
     pub.publish(good)
-    assert loop.spin_until(lambda: len(loop.states) == n0 + 1, 30)
+    assert loop.spin_until(lambda: len(loop.states) == n0 + 1)
     loop.spin_for(0.3)
     assert len(loop.states) == n0 + 1 and loop.states[-1][0] == t_now + 10_000_000
     assert loop.proc.poll() is None
