@@ -297,7 +297,13 @@ def test_bad_input_rejected_with_warning_node_keeps_publishing(ros, kind):
     # inputs are zero now (no command yet, or the last one timed out): every state from here on must say so
     assert ros.spin_until(lambda: ros.msgs["/joint_states"][-1].effort.tolist() == [0.0, 0.0])
     r0, j0, d0 = len(ros.msgs["/rosout"]), len(ros.msgs["/joint_states"]), len(ros.msgs["/diagnostics"])
-    ros.spin_for(1.1)        # the node logs at most one warning per kind per second (of its wall clock)
+    # the node logs at most one warning per topic and second: wait until a second has passed since
+    # it logged the last one (it logged it before this process received it)
+    topic = "/mbs/effort_commands" if kind in ("wrong_length", "nan") else "/mbs/joint_commands"
+    logged = [a for m, a in zip(ros.msgs["/rosout"], ros.arrivals["/rosout"])
+              if m.name == ros.sandbox.node_name and m.msg.startswith(topic + ":")]
+    if logged:
+        ros.spin_for(logged[-1] + 1.0 - time.perf_counter())
     expect = {"wrong_length": "effort command has 3 entries, the model has 2 inputs: q1.tau, q2.tau",
               "nan": "non-finite value(s) q2.tau = nan",
               "unknown_joint": "unknown joint(s) 'elbow'",
