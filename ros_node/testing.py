@@ -56,7 +56,7 @@ class DomainLease:
             os.close(self._fd)           # closing the descriptor releases the flock
             self._fd = None
 
-    def __enter__(self) -> "DomainLease":
+    def __enter__(self) -> DomainLease:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -119,7 +119,7 @@ class Sandbox:
     def close(self) -> None:
         self.lease.release()
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -256,7 +256,8 @@ class Client:
     def failure(self, log: str | os.PathLike) -> str:
         """Why a wait on the node failed, for the test report: the node's process state, the
         graph as this client sees it, and the node's log."""
-        state = "running" if self.proc is None or self.proc.poll() is None else f"exited with code {self.proc.returncode}"
+        code = None if self.proc is None else self.proc.poll()
+        state = "running" if code is None else f"exited with code {code}"
         return f"node process {state}; client sees {self.graph()}; node log:\n{read_log(log)}"
 
     def close(self) -> None:

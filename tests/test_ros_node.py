@@ -225,8 +225,8 @@ def test_another_graph_on_the_same_domain_is_neither_heard_nor_obeyed(ros):
             js.header.stamp.sec, js.header.stamp.nanosec = bogus
             pubs["/clock"].publish(Clock(clock=js.header.stamp))
             pubs["/joint_states"].publish(js)
-            pubs["/diagnostics"].publish(DiagnosticArray(status=[DiagnosticStatus(level=b"\x02", name="mbsfmu: commands",
-                                                                                  message="intruder")]))
+            fake = DiagnosticStatus(level=b"\x02", name="mbsfmu: commands", message="intruder")
+            pubs["/diagnostics"].publish(DiagnosticArray(status=[fake]))
             pubs["/mbs/effort_commands"].publish(Float64MultiArray(data=[7.0, 7.0]))
             pubs["/mbs/joint_commands"].publish(JointState(name=["q1", "q2"], effort=[7.0, 7.0]))
             spin_both()
@@ -242,11 +242,13 @@ def test_another_graph_on_the_same_domain_is_neither_heard_nor_obeyed(ros):
         assert all(s.message != "intruder" for arr in ros.msgs["/diagnostics"][d0:] for s in arr.status)
         # its log entries reach this run's /rosout subscription (the other graph is live on the
         # domain; logged until one arrives, as /rosout may match late) but are not taken for the node's
+        def logged():
+            return any(m.msg == "intruder: command rejected" for m in ros.msgs["/rosout"][r0:])
         end = time.monotonic() + rt.PATIENCE
-        while time.monotonic() < end and not any(m.msg == "intruder: command rejected" for m in ros.msgs["/rosout"][r0:]):
+        while time.monotonic() < end and not logged():
             other.get_logger().warning("intruder: command rejected")
             ros.spin_for(0.2)
-        assert any(m.msg == "intruder: command rejected" for m in ros.msgs["/rosout"][r0:])
+        assert logged()
         assert not any("intruder" in w for w in ros.node_logs(r0))
     finally:
         ex.shutdown()
@@ -333,9 +335,9 @@ def test_bad_input_rejected_with_warning_node_keeps_publishing(ros, kind):
         "a rejected command changed the inputs"
 
     def reported():
-        return [s for s in diags(ros, "commands", d0) if expect in dict((kv.key, kv.value) for kv in s.values)
-                ["last_rejection"]]
-    assert ros.spin_until(lambda: reported()), [s.message for s in diags(ros, "commands", d0)]
+        return [s for s in diags(ros, "commands", d0)
+                if expect in {kv.key: kv.value for kv in s.values}["last_rejection"]]
+    assert ros.spin_until(reported), [s.message for s in diags(ros, "commands", d0)]
     s = reported()[0]                                  # the first report after the rejection: WARN
     values = {kv.key: kv.value for kv in s.values}
     assert s.level == b"\x01" and "command rejected" in s.message and expect in s.message, s.message

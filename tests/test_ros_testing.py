@@ -27,10 +27,9 @@ def test_leases_in_one_process_never_share_an_id(tmp_path):
 
 @pytest.mark.integration
 def test_a_lease_held_by_another_process_is_skipped_and_freed_when_it_dies(tmp_path):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from ros_node import testing as rt; "
-         f"lease = rt.lease_domain([77], {str(tmp_path)!r}); print(lease.domain_id, flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    code = ("import sys; from ros_node import testing as rt; "
+            f"lease = rt.lease_domain([77], {str(tmp_path)!r}); print(lease.domain_id, flush=True); sys.stdin.read()")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "77"
         with pytest.raises(RuntimeError):
