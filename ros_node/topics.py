@@ -1,4 +1,5 @@
-"""The node's topic names (README "ROS 2"), one place for the node and for whoever remaps them.
+"""The node's topic names (docs/reference/ros-interface.md): one place for the node and for
+whoever remaps them.
 
 All are absolute, so a namespace does not move them; a launch file or a test moves them with
 remapping rules (``--ros-args -r /joint_states:=/robot1/joint_states``; ``ros_node.testing``
