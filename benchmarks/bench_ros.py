@@ -6,7 +6,8 @@ the client (1 ms cycles).
 
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--json out.json]
 
-Each variant starts the node in its own process on a private ROS domain (localhost discovery).
+Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
+localhost discovery, unique node name and topics: ros_node/testing.py).
 Client-side numbers come from the arrival times of /joint_states in this process; node-side
 numbers (lateness, work per cycle, overruns) from its real_time diagnostic. Needs the ``ros``
 extra (or a sourced ROS 2).
@@ -50,9 +51,9 @@ def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -
     from sensor_msgs.msg import JointState
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "real_time_factor": 1.0, "diagnostics_rate": 1.0,
               **extra}
-    domain = rt.free_domain_id(label)
-    proc = rt.start_node(MODEL, params, domain, log_dir / f"{label}.log")
-    client = rt.Client(domain, name="bench_client")
+    sandbox = rt.Sandbox(label)
+    proc = rt.start_node(MODEL, params, sandbox, log_dir / f"{label}.log")
+    client = rt.Client(sandbox, proc, name="bench_client")
     try:
         client.subscribe("/joint_states", JointState, depth=1000)
         client.subscribe("/diagnostics", DiagnosticArray)
@@ -80,6 +81,7 @@ def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -
     finally:
         rt.stop_node(proc)
         client.close()
+        sandbox.close()
 
 
 def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
@@ -88,9 +90,9 @@ def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Pat
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
-    domain = rt.free_domain_id(label)
-    proc = rt.start_node(MODEL, params, domain, log_dir / f"{label}.log")
-    client = rt.Client(domain, name="bench_client")
+    sandbox = rt.Sandbox(label)
+    proc = rt.start_node(MODEL, params, sandbox, log_dir / f"{label}.log")
+    client = rt.Client(sandbox, proc, name="bench_client")
     try:
         pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
         if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
@@ -124,6 +126,7 @@ def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Pat
     finally:
         rt.stop_node(proc)
         client.close()
+        sandbox.close()
 
 
 def main(argv=None) -> int:

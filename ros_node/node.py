@@ -37,6 +37,7 @@ from mbsfmu.simulator import INTEGRATORS, SimulationError, Simulator
 
 from . import conversion as cv
 from . import diagnostics as dg
+from . import topics as tp
 from .pacing import MAX_LAG, PacingStats
 
 try:                                   # no PyPI wheel for tf2_msgs: /tf only where it imports
@@ -151,17 +152,17 @@ class MbsNode(Node):
         self.ref_row = dg.checker_row(self.sim)
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_clock = self.create_publisher(Clock, "/clock", qos)
-        self.pub_js = self.create_publisher(JointState, "/joint_states", qos)
-        self.pub_mom = self.create_publisher(WrenchStamped, "/mbs/centroidal_momentum", qos)
-        self.pub_com = self.create_publisher(PointStamped, "/mbs/com", qos)
-        self.pub_comv = self.create_publisher(Vector3Stamped, "/mbs/com_velocity", qos)
-        self.pub_energy = self.create_publisher(Float64MultiArray, "/mbs/energy", qos)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos)
-        self.pub_rtf = self.create_publisher(Float64, "/mbs/real_time_factor", qos)
-        self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100)) if TFMessage else None
-        self.create_subscription(Float64MultiArray, "/mbs/effort_commands", self._on_effort, qos)
-        self.create_subscription(JointState, "/mbs/joint_commands", self._on_joint_command, qos)
+        self.pub_clock = self.create_publisher(Clock, tp.CLOCK, qos)
+        self.pub_js = self.create_publisher(JointState, tp.JOINT_STATES, qos)
+        self.pub_mom = self.create_publisher(WrenchStamped, tp.CENTROIDAL_MOMENTUM, qos)
+        self.pub_com = self.create_publisher(PointStamped, tp.COM, qos)
+        self.pub_comv = self.create_publisher(Vector3Stamped, tp.COM_VELOCITY, qos)
+        self.pub_energy = self.create_publisher(Float64MultiArray, tp.ENERGY, qos)
+        self.pub_diag = self.create_publisher(DiagnosticArray, tp.DIAGNOSTICS, qos)
+        self.pub_rtf = self.create_publisher(Float64, tp.REAL_TIME_FACTOR, qos)
+        self.pub_tf = self.create_publisher(TFMessage, tp.TF, QoSProfile(depth=100)) if TFMessage else None
+        self.create_subscription(Float64MultiArray, tp.EFFORT_COMMANDS, self._on_effort, qos)
+        self.create_subscription(JointState, tp.JOINT_COMMANDS, self._on_joint_command, qos)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(SetBool, "~/pause", self._srv_pause)
         self.create_service(Trigger, "~/step", self._srv_step)

@@ -36,18 +36,20 @@ def loop(tmp_path_factory):
     from std_msgs.msg import Float64MultiArray
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
-    domain = rt.free_domain_id("test_ros_lockstep")
+    sandbox = rt.Sandbox("lockstep")
     log = tmp_path_factory.mktemp("ros") / "node.log"
-    proc = rt.start_node(MODEL, PARAMS, domain, log)
-    client = rt.Client(domain)
+    proc = rt.start_node(MODEL, PARAMS, sandbox, log)
+    client = rt.Client(sandbox, proc)
     client.subscribe("/rosout", Log)
     # lock-step clients: command publisher matched first, then the state subscription (the node
     # announces its state when a /joint_states subscriber appears)
     pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
-    if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
+    if not client.spin_until(lambda: pub.get_subscription_count() > 0):
+        why = client.failure(log)
         rt.stop_node(proc)
         client.close()
-        pytest.fail(f"node not found within 30 s; its log:\n{rt.read_log(log)}")
+        sandbox.close()
+        pytest.fail(f"node not found within {rt.PATIENCE:g} s; {why}")
     states, times = [], []
 
     def on_state(msg):
@@ -61,15 +63,18 @@ def loop(tmp_path_factory):
             pub.publish(Float64MultiArray(data=pd(model, q, qd).tolist()))
 
     client.subscribe("/joint_states", JointState, on_state)
-    ok = client.spin_until(lambda: len(states) > N, 120)
+    ok = client.spin_until(lambda: len(states) > N)
     client.states, client.times, client.proc, client.log, client.model = states, times, proc, log, model
     if not ok:
+        why = client.failure(log)
         rt.stop_node(proc)
         client.close()
-        pytest.fail(f"lock-step loop stalled after {len(states)} states; node log:\n{rt.read_log(log)}")
+        sandbox.close()
+        pytest.fail(f"lock-step loop stalled after {len(states)} states; {why}")
     yield client
     code = rt.stop_node(proc)
     client.close()
+    sandbox.close()
     assert code == 0, rt.read_log(log)
 
 
@@ -105,19 +110,19 @@ def test_lock_step_joint_command_needs_the_current_stamp(loop):
     current sim time advances exactly one cycle."""
     from sensor_msgs.msg import JointState
     pub = loop.publisher("/mbs/joint_commands", JointState)
-    assert loop.spin_until(lambda: pub.get_subscription_count() > 0, 10)
+    assert loop.spin_until(lambda: pub.get_subscription_count() > 0)
     t_now = loop.states[-1][0]
     n0, r0 = len(loop.states), len(loop.msgs["/rosout"])
     bad = JointState(name=["q1", "q2"], effort=[0.0, 0.0])
     bad.header.stamp.sec, bad.header.stamp.nanosec = cv.ns_to_stamp(t_now - 10_000_000)
     pub.publish(bad)
-    assert loop.spin_until(lambda: any("lock-step node is at" in m.msg for m in loop.msgs["/rosout"][r0:]), 5)
+    assert loop.spin_until(lambda: any("lock-step node is at" in w for w in loop.node_logs(r0)))
     loop.spin_for(0.3)
     assert len(loop.states) == n0                 # no step
     good = JointState(name=["q1", "q2"], effort=[0.0, 0.0])
     good.header.stamp.sec, good.header.stamp.nanosec = cv.ns_to_stamp(t_now)
     pub.publish(good)
-    assert loop.spin_until(lambda: len(loop.states) == n0 + 1, 5)
+    assert loop.spin_until(lambda: len(loop.states) == n0 + 1)
     loop.spin_for(0.3)
     assert len(loop.states) == n0 + 1 and loop.states[-1][0] == t_now + 10_000_000
     assert loop.proc.poll() is None

@@ -25,21 +25,24 @@ def ros(tmp_path_factory):
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
     from sensor_msgs.msg import JointState
-    domain = rt.free_domain_id("test_ros_spacecraft")
+    sandbox = rt.Sandbox("spacecraft")
     log = tmp_path_factory.mktemp("ros") / "node.log"
-    proc = rt.start_node(MODEL, PARAMS, domain, log)
-    client = rt.Client(domain)
+    proc = rt.start_node(MODEL, PARAMS, sandbox, log)
+    client = rt.Client(sandbox, proc)
     client.subscribe("/diagnostics", DiagnosticArray)
     client.subscribe("/joint_states", JointState, depth=100)
     client.subscribe("/mbs/centroidal_momentum", WrenchStamped, depth=100)
-    if not client.spin_until(lambda: len(client.msgs["/diagnostics"]) >= 3, 30):
+    if not client.spin_until(lambda: len(client.msgs["/diagnostics"]) >= 3):
+        why = client.failure(log)
         rt.stop_node(proc)
         client.close()
-        pytest.fail(f"no diagnostics within 30 s; node log:\n{rt.read_log(log)}")
+        sandbox.close()
+        pytest.fail(f"no diagnostics within {rt.PATIENCE:g} s; {why}")
     client.proc, client.log = proc, log
     yield client
     code = rt.stop_node(proc)
     client.close()
+    sandbox.close()
     assert code == 0, rt.read_log(log)
 
 
@@ -81,15 +84,15 @@ def test_published_H_sys_is_the_engines_for_the_published_state(ros):
 def test_thruster_command_makes_momentum_diagnostics_leave_ok(ros):
     from std_msgs.msg import Float64MultiArray
     pub = ros.publisher("/mbs/effort_commands", Float64MultiArray)
-    assert ros.spin_until(lambda: pub.get_subscription_count() > 0, 10)
+    assert ros.spin_until(lambda: pub.get_subscription_count() > 0)
     pub.publish(Float64MultiArray(data=[0.0, 0.0, 0.0, 0.0, 5.0]))     # rw1..rw4 torque, thr1.thrust [N]
     d0 = len(ros.msgs["/diagnostics"])
 
     def left_ok():
         return any(statuses(a)["H_sys_constant"].level != b"\x00" and statuses(a)["P_sys_constant"].level != b"\x00"
                    for a in ros.msgs["/diagnostics"][d0:])
-    assert ros.spin_until(left_ok, 10)
-    ros.spin_until(lambda: len(ros.msgs["/diagnostics"]) > d0 + 3, 5)
+    assert ros.spin_until(left_ok)
+    assert ros.spin_until(lambda: len(ros.msgs["/diagnostics"]) > d0 + 3)
     st = statuses(ros.msgs["/diagnostics"][-1])
     assert st["P_sys_constant"].level == b"\x02" and "external force" in st["P_sys_constant"].message
     for name in ("energy_balance", "p_sys_zero", "engine_agreement"):
