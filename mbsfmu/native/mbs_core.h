@@ -126,6 +126,35 @@ int mbs_crba(mbs_sim *s, const double *q, double *M);
 int mbs_forward_dynamics(mbs_sim *s, const double *q, const double *qd, const double *u, const double *f_ext,
                          double *qdd);
 
+/* ---- additions (native-core): body outputs, names, the Model's dynamics, the rhs ----------- */
+/* Poses and velocities of every body at the current state (computed once per state, when asked):
+ * R (N+1)*9 body axes as columns in world axes (row-major), p (N+1)*3 body origins [m] world,
+ * v (N+1)*6 spatial velocities [rad/s; m/s], body axes at the body origin; row 0 the world. */
+typedef struct { const double *R, *p, *v; } mbs_kinematics;
+const mbs_kinematics *mbs_sim_kinematics(mbs_sim *s);
+/* Names from the tables: body i (1..N, tree order, wheel rotors named after their wheel) and its
+ * joint; "world" for 0 or out of range. */
+const char *mbs_sim_body_name(const mbs_sim *s, int i);
+const char *mbs_sim_joint_name(const mbs_sim *s, int i);
+/* Model.forward_dynamics / inverse_dynamics: ABA / RNEA with the joint springs and dampers added
+ * to tau (tau (nv,) actuator forces), f_ext as in mbs_aba (NULL: none). */
+int mbs_forward_dynamics_tau(mbs_sim *s, const double *q, const double *qd, const double *tau, const double *f_ext,
+                             double *qdd);
+int mbs_inverse_dynamics_tau(mbs_sim *s, const double *q, const double *qd, const double *qdd, const double *f_ext,
+                             double *tau);
+/* xdot (nx,) = f(x, u): the right-hand side the integrators use (u (n_u,)) */
+int mbs_sim_rhs(mbs_sim *s, const double *x, const double *u, double *xdot);
+/* Forward kinematics at (q, qd, qdd) into caller arrays (any of qd, qdd, R, p, v, a NULL to skip):
+ * R (N+1)*9, p (N+1)*3, v and a (N+1)*6 (a: spatial acceleration without gravity). */
+int mbs_fk(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *R, double *p, double *v, double *a);
+/* The invariants at a given (q, qd) (mbs_sim_invariants is the lazy one of the current state). */
+int mbs_invariants_at(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out);
+/* All inputs at once (u (n_u,)); MBS_ERROR (nothing changed) if one is not finite. */
+int mbs_sim_set_inputs(mbs_sim *s, const double *u);
+/* Restore the statistics (a state restored from outside: FMU state, Simulator.set_state); h_last
+ * is also DOP853's next first step (0: chosen afresh). */
+void mbs_sim_set_stats(mbs_sim *s, long long n_steps, long long n_rhs, double h_last);
+
 #ifdef __cplusplus
 }
 #endif
