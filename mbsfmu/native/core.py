@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes as C
 import threading
+import weakref
 
 import numpy as np
 
@@ -113,7 +114,7 @@ class Core:
 
     def __init__(self, model, tables: Tables | None = None):
         L = lib()
-        self.model = model
+        self._model = weakref.ref(model)       # weak: model_core's cache must not keep its key alive
         tb = tables or Tables(model)
         self.tables = tb
         err = C.create_string_buffer(ERR)
@@ -142,10 +143,11 @@ class Core:
         self._stat_p = tuple(C.addressof(v) for v in self._stat)
         self._fd, self._fd_tau, self._id_tau = L.mbs_aba, L.mbs_forward_dynamics_tau, L.mbs_inverse_dynamics_tau
         self._rnea = L.mbs_rnea
-        x0 = np.zeros(self.nx)
-        q0, qd0 = model.initial_state(assemble=False)
-        x0[: self.nq], x0[self.nq: self.nq + self.nv] = q0, qd0
-        self.set_state(x0)
+
+    @property
+    def model(self):
+        """The Model this instance was built from."""
+        return self._model()
 
     # ---- arguments --------------------------------------------------------------------------
     def _load(self, buf: np.ndarray, name: str, x, n: int) -> None:
@@ -356,3 +358,34 @@ class Core:
             raise InputError("copy_from: the instances are of different models")
         if self._L.mbs_sim_copy(self._s, other._s):
             raise InputError("copy_from failed")
+
+
+_MODEL_CORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_usable: bool | None = None
+
+
+def model_core(model) -> Core:
+    """The Core a Model's own algorithms run on (Model.forward_dynamics etc.): one per model and
+    thread, the spanning tree only (loops are the caller's business), built on first use."""
+    per_thread = _MODEL_CORES.get(model)
+    if per_thread is None:
+        per_thread = _MODEL_CORES.setdefault(model, threading.local())
+    core = getattr(per_thread, "core", None)
+    if core is None:
+        core = per_thread.core = Core(model, Tables(model, tree_only=True))
+    return core
+
+
+def usable() -> bool:
+    """available(), asked once per process; a warning says why when the core cannot be used."""
+    global _usable
+    if _usable is None:
+        try:
+            lib()
+            _usable = True
+        except (build.BuildError, OSError) as e:
+            import warnings
+            warnings.warn(f"mbsfmu: the C core cannot be loaded or built ({e}); using the numpy reference "
+                          "(slower)", RuntimeWarning, stacklevel=3)
+            _usable = False
+    return _usable

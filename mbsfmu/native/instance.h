@@ -33,7 +33,7 @@ struct mbs_sim {
     const int32_t *parent, *jtype, *iq, *nqj, *iv, *nvj, *wheel, *elem;
     const char *names;                         /* body names then joint names, NUL-separated */
     double *body_f;                            /* (N+1) x BODY_F: R_tree, p_tree, axis, mass, com, I_c */
-    double *grav, *damping, *elem_f;
+    double *grav, *damping, *elem_f, *x_init;         /* x_init: the model's initial q, qd */
     double *S, *I;                             /* (N+1) x 36: motion subspace (nv columns used), spatial inertia */
     /* work: transforms and kinematics */
     double *E, *r;                             /* Xup_i = (E_i, r_i), (N+1) x 9 and x 3 */

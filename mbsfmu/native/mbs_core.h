@@ -70,7 +70,8 @@ typedef struct {
 /* Bytes an instance of this model needs, 0 if the tables are malformed (reason in err). */
 size_t mbs_sim_size(const int32_t *ti, size_t n_ti, const double *tf, size_t n_tf, char *err, size_t n_err);
 /* Build an instance in mem (mbs_sim_size bytes, 8-byte aligned); NULL with the reason in err on
- * malformed tables. The state is the model's initial state, inputs zero, t = 0. */
+ * malformed tables. The state is the model's initial state (its file's initial q, qd), inputs
+ * zero, t = 0. The instance copies the tables: the caller may free them afterwards. */
 mbs_sim *mbs_sim_init(void *mem, size_t size, const int32_t *ti, size_t n_ti, const double *tf, size_t n_tf,
                       char *err, size_t n_err);
 mbs_sizes mbs_sim_sizes(const mbs_sim *s);
@@ -82,7 +83,9 @@ int mbs_sim_set_param(mbs_sim *s, int kind, int index, int comp, double value);
 int mbs_sim_get_param(const mbs_sim *s, int kind, int index, int comp, double *value);
 /* Validate every parameter (mass >= 0, inertia positive semi-definite and triangle inequality,
  * every joint moves mass, finite values) and rebuild the spatial inertias; MBS_ERROR with every
- * problem listed in err ("body link1: negative mass -1 kg; ..."). */
+ * problem listed in err ("body link1: negative mass -1 kg; ..."): the instance then keeps working
+ * with the last good parameters, and mbs_sim_get_param still returns the values that were set.
+ * mbs_sim_step and the algorithms refuse (MBS_ERROR) while a set parameter is not applied. */
 int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err);
 /* Solver settings: method MBS_RK4 | MBS_DOP853, h_max [s] (rk4: > 0; dop853: 0 = unlimited),
  * rtol, atol (> 0). Loop settings: stabilisation flags and Baumgarte (alpha, beta) [1/s]. */
@@ -94,7 +97,8 @@ double mbs_sim_time(const mbs_sim *s);
 void mbs_sim_set_time(mbs_sim *s, double t);
 const double *mbs_sim_x(const mbs_sim *s);                       /* (nx,) */
 /* Set x (nx,); MBS_ERROR if non-finite or a quaternion is not unit (reason in err). With loops the
- * configuration is assembled (assemble = 1) or checked. */
+ * configuration is assembled (assemble = 1) or checked (0); assemble = 2 takes x as given (only the
+ * finiteness and unit-quaternion checks: restoring a saved state bit for bit). */
 int mbs_sim_set_x(mbs_sim *s, const double *x, int assemble, char *err, size_t n_err);
 const double *mbs_sim_u(const mbs_sim *s);                       /* (n_u,) */
 int mbs_sim_set_u(mbs_sim *s, int k, double value);              /* MBS_ERROR if non-finite or k out of range */

@@ -70,7 +70,8 @@ static int check_tables(const int32_t *ti, size_t n_ti, const double *tf, size_t
         tf[5] != (double)(uint32_t)ti[3] || tf[6] != (double)(uint32_t)ti[4] ||
         names_off != N_HEAD_I + 7 * (N + 1) + 4 * n_elem || names_len < 0 ||
         (size_t)names_off + ((size_t)names_len + 3) / 4 != n_ti ||
-        n_tf != (size_t)N_HEAD_F + BODY_F * ((size_t)N + 1) + 3 + (size_t)nv + 9 * (size_t)n_elem) {
+        n_tf != (size_t)N_HEAD_F + BODY_F * ((size_t)N + 1) + 3 + (size_t)nv + 9 * (size_t)n_elem + (size_t)nq +
+                    (size_t)nv) {
         mbs_fmt(err, n_err, "model tables are inconsistent (sizes or hash differ between header and content)");
         return 0;
     }
@@ -122,7 +123,7 @@ size_t mbs_sim_size(const int32_t *ti, size_t n_ti, const double *tf, size_t n_t
     if (err && n_err) err[0] = '\0';
     if (!check_tables(ti, n_ti, tf, n_tf, err, n_err)) return 0;
     N = ti[5]; nq = ti[6]; nv = ti[7]; n_u = ti[8]; n_rows = ti[11];
-    return align8(sizeof(mbs_sim)) + align8(n_ti * sizeof(int32_t)) + 2 * n_tf * sizeof(double) +
+    return align8(sizeof(mbs_sim)) + align8(n_ti * sizeof(int32_t)) + 3 * n_tf * sizeof(double) +
            n_work(N, nv, nq + nv + 2, n_u, n_rows) * sizeof(double);
 }
 
@@ -143,7 +144,8 @@ void mbs_layout(mbs_sim *s)
     s->grav = s->body_f + BODY_F * N1;
     s->damping = s->grav + 3;
     s->elem_f = s->damping + s->nv;
-    d = s->tf + 2 * s->n_tf;                                  /* after the tables and the last good parameters */
+    s->x_init = s->elem_f + 9 * s->n_elem;
+    d = s->tf + 3 * s->n_tf;                                  /* after the active, pending and backup tables */
 #define TAKE(p, n) do { s->p = d; d += (n); } while (0)
     TAKE(S, 36 * N1); TAKE(I, 36 * N1);
     TAKE(E, 9 * N1); TAKE(r, 3 * N1); TAKE(Rw, 9 * N1); TAKE(pw, 3 * N1);
@@ -189,12 +191,11 @@ mbs_sim *mbs_sim_init(void *mem, size_t size, const int32_t *ti, size_t n_ti, co
     mbs_layout(s);
     memcpy(s->ti, ti, n_ti * sizeof(int32_t));
     memcpy(s->tf, tf, n_tf * sizeof(double));
-    memcpy(s->tf + n_tf, tf, n_tf * sizeof(double));          /* the last good parameters */
+    memcpy(s->tf + n_tf, tf, n_tf * sizeof(double));          /* the parameters the host sets */
+    mbs_layout(s);                                            /* again: the names' offset is in the table */
     mbs_rebuild_inertia(s);
-    for (i = 1; i <= s->N; i++) {                             /* neutral state: identity quaternions */
-        if (s->jtype[i] == MBS_SPHERICAL) s->x[s->iq[i]] = 1.0;
-        if (s->jtype[i] == MBS_FREE) s->x[s->iq[i] + 3] = 1.0;
-    }
+    (void)i;
+    memcpy(s->x, s->x_init, sizeof(double) * (size_t)(s->nq + s->nv));   /* the model's initial state */
     s->method = MBS_RK4;
     s->h_max = 1e-3;
     s->rtol = 1e-10;
@@ -297,8 +298,8 @@ int mbs_sim_set_param(mbs_sim *s, int kind, int index, int comp, double value)
         double *Icm;
         int k, l;
         if (index < 1 || index > s->N || !s->wheel[index]) return MBS_ERROR;
-        g = s->body_f + BODY_F * index + 12;
-        Icm = s->body_f + BODY_F * index + 19;
+        g = s->body_f + BODY_F * index + 12 + s->n_tf;     /* the pending copy */
+        Icm = s->body_f + BODY_F * index + 19 + s->n_tf;
         for (k = 0; k < 3; k++)
             for (l = 0; l < 3; l++) Icm[3 * k + l] = value * (g[k] * g[l]);
         s->params_dirty = 1;
@@ -306,10 +307,11 @@ int mbs_sim_set_param(mbs_sim *s, int kind, int index, int comp, double value)
     }
     p = param_slot(s, kind, index, comp);
     if (!p) return MBS_ERROR;
+    p += s->n_tf;                                             /* the pending copy */
     *p = value;
     if (kind == MBS_P_INERTIA && comp >= 3) {                 /* the symmetric partner */
         static const int SYM[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
-        s->body_f[BODY_F * index + 19 + 3 * SYM[comp][1] + SYM[comp][0]] = value;
+        s->body_f[s->n_tf + BODY_F * index + 19 + 3 * SYM[comp][1] + SYM[comp][0]] = value;
     }
     s->params_dirty = 1;
     return MBS_OK;
@@ -324,8 +326,8 @@ int mbs_sim_get_param(const mbs_sim *s, int kind, int index, int comp, double *v
         double acc = 0.0;
         int k, l;
         if (index < 1 || index > s->N || !s->wheel[index]) return MBS_ERROR;
-        g = s->body_f + BODY_F * index + 12;
-        Icm = s->body_f + BODY_F * index + 19;
+        g = s->body_f + BODY_F * index + 12 + s->n_tf;     /* the pending copy */
+        Icm = s->body_f + BODY_F * index + 19 + s->n_tf;
         for (k = 0; k < 3; k++)
             for (l = 0; l < 3; l++) acc += g[k] * Icm[3 * k + l] * g[l];
         *value = acc;
@@ -333,7 +335,7 @@ int mbs_sim_get_param(const mbs_sim *s, int kind, int index, int comp, double *v
     }
     p = param_slot((mbs_sim *)s, kind, index, comp);
     if (!p) return MBS_ERROR;
-    *value = *p;
+    *value = p[s->n_tf];
     return MBS_OK;
 }
 
@@ -431,6 +433,8 @@ int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err)
     int i, e, k, count = 0;
     if (!s) return MBS_ERROR;
     if (err && n_err) err[0] = '\0';
+    memcpy(s->tf + 2 * s->n_tf, s->tf, s->n_tf * sizeof(double));          /* backup = active */
+    memcpy(s->tf, s->tf + s->n_tf, s->n_tf * sizeof(double));              /* active = pending */
     if (!mbs_all_finite(s->grav, 3))
         problem(err, n_err, &count, "%sgravity [%g, %g, %g] is not finite", "", s->grav[0], s->grav[1], s->grav[2]);
     for (i = 1; i <= s->N; i++) {
@@ -438,8 +442,11 @@ int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err)
         const char *name = mbs_body_name(s, i);
         double m = bf[15], scale = 0.0, ev[3];
         if (s->wheel[i]) {
-            double Iw;
-            mbs_sim_get_param(s, MBS_P_WHEEL_IW, i, 0, &Iw);
+            const double *g = bf + 12;
+            double Iw = 0.0;
+            int a, b;
+            for (a = 0; a < 3; a++)
+                for (b = 0; b < 3; b++) Iw += g[a] * Icm[3 * a + b] * g[b];
             if (!(isfinite(Iw) && Iw > 0))
                 problem(err, n_err, &count, "wheel %s: spin inertia must be positive [kg m^2], got %g", name, Iw, 0, 0);
             continue;
@@ -502,13 +509,13 @@ int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err)
             }
         }
     }
-    if (count) {                                              /* nothing changes: the last good parameters back */
-        memcpy(s->tf, s->tf + s->n_tf, s->n_tf * sizeof(double));
+    if (count) {                                              /* the last good parameters stay active */
+        memcpy(s->tf, s->tf + 2 * s->n_tf, s->n_tf * sizeof(double));
         mbs_rebuild_inertia(s);
         s->params_dirty = 0;
         return MBS_ERROR;
     }
-    memcpy(s->tf + s->n_tf, s->tf, s->n_tf * sizeof(double));
+    mbs_rebuild_inertia(s);
     s->params_dirty = 0;
     s->qdd_valid = s->inv_valid = s->kin_valid = 0;
     return MBS_OK;
