@@ -171,11 +171,13 @@ class Core:
             self._fx[:] = self.model._fext(f_ext)
         return self._pfx
 
-    def _fail(self, *named) -> None:
-        """InputError for a failed call: the Model's message for the argument at fault."""
-        for name, x, n in named:
-            if x is not None:
-                self.model._vec(name, x, n)
+    def _fail(self, third: str | None = None) -> None:
+        """InputError for a failed call: the Model's message for the staged argument at fault
+        (q, qd and ``third``: tau or qdd), else the core's message."""
+        self.model._vec("q", self._q, self.nq)
+        self.model._vec("qd", self._v1, self.nv)
+        if third:
+            self.model._vec(third, self._v2, self.nv)
         raise InputError(self._L.mbs_sim_message(self._s).decode(errors="replace"))
 
     def _result(self, out):
@@ -191,7 +193,7 @@ class Core:
         self._load(self._v1, "qd", qd, self.nv)
         self._load(self._v2, "tau", tau, self.nv)
         if self._fd(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, True), self._po):
-            self._fail(("f_ext", None, 0))
+            self._fail("tau")
         return self._result(out)
 
     def rnea(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
@@ -200,7 +202,7 @@ class Core:
         self._load(self._v1, "qd", qd, self.nv)
         self._load(self._v2, "qdd", qdd, self.nv)
         if self._rnea(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, True), self._po):
-            self._fail()
+            self._fail("qdd")
         return self._result(out)
 
     def crba(self, q, out=None) -> np.ndarray:
@@ -210,7 +212,8 @@ class Core:
         if not (M.dtype == np.float64 and M.flags.c_contiguous and M.shape == (self.nv, self.nv)):
             raise InputError(f"out must be a C-contiguous float64 ({self.nv}, {self.nv}) array")
         if self._L.mbs_crba(self._s, self._pq, _ptr(M)):
-            self._fail()
+            self.model._vec("q", self._q, self.nq)
+            raise InputError(self.message)
         return M
 
     mass_matrix = crba
@@ -222,7 +225,7 @@ class Core:
         self._load(self._v1, "qd", qd, self.nv)
         self._load(self._v2, "tau", tau, self.nv)
         if self._fd_tau(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, False), self._po):
-            self._fail()
+            self._fail("tau")
         return self._result(out)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
@@ -231,7 +234,7 @@ class Core:
         self._load(self._v1, "qd", qd, self.nv)
         self._load(self._v2, "qdd", qdd, self.nv)
         if self._id_tau(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, False), self._po):
-            self._fail()
+            self._fail("qdd")
         return self._result(out)
 
     def rhs(self, x, u) -> np.ndarray:
@@ -241,7 +244,8 @@ class Core:
         self._uin[: self.n_u] = u
         xdot = np.empty(self.nx)
         if self._L.mbs_sim_rhs(self._s, self._pxin, self._puin, _ptr(xdot)):
-            self._fail()
+            self.model._vec("x", self._xin, self.nx)
+            raise InputError(self.message)
         return xdot
 
     def kinematics(self, q, qd=None, qdd=None):
@@ -291,9 +295,10 @@ class Core:
     # ---- simulation ---------------------------------------------------------------------------
     def set_solver(self, method: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10, atol: float = 1e-12) -> None:
         code = {"rk4": RK4, "dop853": DOP853}.get(method)
-        if code is None or self._L.mbs_sim_set_solver(self._s, code, float(h_max), float(rtol), float(atol),
-                                                     self._err, ERR):
-            raise InputError(self._err.value.decode(errors="replace") or f"unknown integrator {method!r}")
+        if code is None:
+            raise InputError(f"unknown integrator {method!r}: expected 'rk4' or 'dop853'")
+        if self._L.mbs_sim_set_solver(self._s, code, float(h_max), float(rtol), float(atol), self._err, ERR):
+            raise InputError(self._err.value.decode(errors="replace"))
 
     @property
     def x(self) -> np.ndarray:
