@@ -477,3 +477,16 @@ def test_c_sources_strict_and_sanitized(tmp_path):
     for _ in range(21):
         assert core.step(0.01) == 0
     close(np.array([float(v) for v in lines[1:]]), core.x)
+
+
+@pytest.mark.integration
+def test_scenario_start_runs_native_without_scipy_integrate():
+    """A fresh process running the first step of a scenario: the native backend, and neither
+    scipy.integrate (the Python DOP853 path, ~0.2 s of start-up) nor a JIT compiler imported."""
+    code = ("import sys, mbsfmu.scenario as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
+            "sim.step(scn.dt); assert sim.backend == 'native', sim.backend; print(' '.join(sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code, str(ROOT / "scenarios" / "scara_tracking.yaml")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    mods = res.stdout.split()
+    assert "scipy.integrate" not in mods and "numba" not in mods and "llvmlite" not in mods

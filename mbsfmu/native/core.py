@@ -189,21 +189,34 @@ class Core:
     # ---- algorithms at a given state --------------------------------------------------------
     def aba(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) = ABA(q, qd, tau, f_ext) (no springs/dampers added); f_ext (N+1, 6), row 0 ignored."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "tau", tau, self.nv)
-        if self._fd(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, True), self._po):
-            self._fail("tau")
-        return self._result(out)
+        return self._call(self._fd, q, qd, "tau", tau, self._f_ext(f_ext, True), out)
+
+    def _call(self, fn, q, qd, name: str, b, pf, out) -> np.ndarray:
+        """fn(s, q, qd, b, f_ext, result) on the staged arguments (the per-call path: three copies
+        into fixed buffers, one foreign call; conversions and messages only when needed)."""
+        nq, nv = self.nq, self.nv
+        if type(q) is np.ndarray and q.shape == (nq,):
+            self._q[:] = q
+        else:
+            self._q[:] = self.model._vec("q", q, nq)
+        if type(qd) is np.ndarray and qd.shape == (nv,):
+            self._v1[:] = qd
+        else:
+            self._v1[:] = self.model._vec("qd", qd, nv)
+        if type(b) is np.ndarray and b.shape == (nv,):
+            self._v2[:] = b
+        else:
+            self._v2[:] = self.model._vec(name, b, nv)
+        if fn(self._s, self._pq, self._p1, self._p2, pf, self._po):
+            self._fail(name)
+        if out is None:
+            return self._out.copy()
+        out[:] = self._out
+        return out
 
     def rnea(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
         """tau (nv,) = RNEA(q, qd, qdd, f_ext) (no springs/dampers); f_ext (N+1, 6), row 0 ignored."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "qdd", qdd, self.nv)
-        if self._rnea(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, True), self._po):
-            self._fail("qdd")
-        return self._result(out)
+        return self._call(self._rnea, q, qd, "qdd", qdd, self._f_ext(f_ext, True), out)
 
     def crba(self, q, out=None) -> np.ndarray:
         """M(q) (nv, nv) by CRBA."""
@@ -221,21 +234,11 @@ class Core:
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as
         Model.forward_dynamics (f_ext (N, 6) or {body: (6,)})."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "tau", tau, self.nv)
-        if self._fd_tau(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, False), self._po):
-            self._fail("tau")
-        return self._result(out)
+        return self._call(self._fd_tau, q, qd, "tau", tau, None if f_ext is None else self._f_ext(f_ext, False), out)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
         """tau (nv,) producing qdd with springs/dampers and f_ext acting, as Model.inverse_dynamics."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "qdd", qdd, self.nv)
-        if self._id_tau(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, False), self._po):
-            self._fail("qdd")
-        return self._result(out)
+        return self._call(self._id_tau, q, qd, "qdd", qdd, None if f_ext is None else self._f_ext(f_ext, False), out)
 
     def rhs(self, x, u) -> np.ndarray:
         """dx/dt (nx,) at x with inputs u (n_u,): the equations the integrators use."""
@@ -371,19 +374,27 @@ _usable: bool | None = None
 
 def model_core(model) -> Core:
     """The Core a Model's own algorithms run on (Model.forward_dynamics etc.): one per model and
-    thread, the spanning tree only (loops are the caller's business), built on first use."""
+    thread, the spanning tree only (loops are the caller's business), built on first use. The
+    first thread's core is also kept on the model (``model._native_core``)."""
+    hit = model.__dict__.get("_native_core")
+    if hit is not None and hit[0] == threading.get_ident():
+        return hit[1]
     per_thread = _MODEL_CORES.get(model)
     if per_thread is None:
         per_thread = _MODEL_CORES.setdefault(model, threading.local())
     core = getattr(per_thread, "core", None)
     if core is None:
         core = per_thread.core = Core(model, Tables(model, tree_only=True))
+        if hit is None:
+            model.__dict__["_native_core"] = (threading.get_ident(), core)
     return core
 
 
 def usable() -> bool:
     """available(), asked once per process; a warning says why when the core cannot be used."""
     global _usable
+    if _usable is not None:
+        return _usable
     if _usable is None:
         try:
             lib()
