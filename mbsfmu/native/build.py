@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("model.c", "kinematics.c", "rnea.c", "crba.c", "aba.c", "forces.c", "invariants.c", "integrate.c", "sim.c")
+SOURCES = ("model.c", "kinematics.c", "rnea.c", "crba.c", "aba.c", "forces.c", "invariants.c", "integrate.c", "loops.c", "sim.c")
 HEADERS = ("mbs_core.h", "instance.h", "spatial.h", "dop853_coef.h")
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
 FLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra")

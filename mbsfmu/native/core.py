@@ -56,6 +56,8 @@ SIGNATURES = {
     "mbs_sim_get_param": (I, [P, I, I, I, P]),
     "mbs_sim_apply_params": (I, [P, P, SZ]),
     "mbs_sim_set_solver": (I, [P, I, D, D, D, P, SZ]),
+    "mbs_sim_set_loops": (I, [P, I, I, D, D]),
+    "mbs_sim_lambda": (P, [P]),
     "mbs_sim_time": (D, [P]),
     "mbs_sim_set_time": (None, [P, D]),
     "mbs_sim_x": (P, [P]),
@@ -302,6 +304,18 @@ class Core:
             raise InputError(f"unknown integrator {method!r}: expected 'rk4' or 'dop853'")
         if self._L.mbs_sim_set_solver(self._s, code, float(h_max), float(rtol), float(atol), self._err, ERR):
             raise InputError(self._err.value.decode(errors="replace"))
+
+    def set_loops(self, baumgarte: bool, projection: bool, alpha: float, beta: float) -> None:
+        """Closed loops: Baumgarte terms (alpha, beta) [1/s] in the dynamics, projection after each
+        step (as Simulator's loop_stabilisation)."""
+        if self._L.mbs_sim_set_loops(self._s, int(bool(baumgarte)), int(bool(projection)), float(alpha), float(beta)):
+            raise InputError(f"baumgarte (alpha, beta) must be finite and >= 0 [1/s], got ({alpha}, {beta})")
+
+    def loop_lambda(self) -> np.ndarray:
+        """The loops' multipliers (rows of loops.py) at the current state and inputs."""
+        m = self.tables.sizes["n_rows"]
+        p = self._L.mbs_sim_lambda(self._s)
+        return np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (m,)).copy() if m else np.zeros(0)
 
     @property
     def x(self) -> np.ndarray:
