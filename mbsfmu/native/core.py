@@ -141,6 +141,11 @@ class Core:
         self._fx = np.zeros((self.N + 1, 6))
         self._pq, self._p1, self._p2, self._po = map(_ptr, (self._q, self._v1, self._v2, self._out))
         self._pxin, self._puin, self._pfx = _ptr(self._xin), _ptr(self._uin), _ptr(self._fx)
+        self._M, self._xout = np.zeros((self.nv, self.nv)), np.zeros(self.nx)
+        self._pM, self._pxout = _ptr(self._M), _ptr(self._xout)
+        N1 = self.N + 1
+        self._kin = (np.zeros((N1, 3, 3)), np.zeros((N1, 3)), np.zeros((N1, 6)), np.zeros((N1, 6)))
+        self._pkin = tuple(_ptr(k) for k in self._kin)
         self._stat = (C.c_longlong(), C.c_longlong(), C.c_double())
         self._stat_p = tuple(C.addressof(v) for v in self._stat)
         self._fd, self._fd_tau, self._id_tau = L.mbs_aba, L.mbs_forward_dynamics_tau, L.mbs_inverse_dynamics_tau
@@ -223,13 +228,13 @@ class Core:
     def crba(self, q, out=None) -> np.ndarray:
         """M(q) (nv, nv) by CRBA."""
         self._load(self._q, "q", q, self.nq)
-        M = np.empty((self.nv, self.nv)) if out is None else out
-        if not (M.dtype == np.float64 and M.flags.c_contiguous and M.shape == (self.nv, self.nv)):
-            raise InputError(f"out must be a C-contiguous float64 ({self.nv}, {self.nv}) array")
-        if self._L.mbs_crba(self._s, self._pq, _ptr(M)):
+        if self._L.mbs_crba(self._s, self._pq, self._pM):
             self.model._vec("q", self._q, self.nq)
             raise InputError(self.message)
-        return M
+        if out is None:
+            return self._M.copy()
+        out[...] = self._M
+        return out
 
     mass_matrix = crba
 
@@ -247,11 +252,10 @@ class Core:
         self._load(self._xin, "x", x, self.nx)
         u = self.model._vec("u", u, self.n_u)
         self._uin[: self.n_u] = u
-        xdot = np.empty(self.nx)
-        if self._L.mbs_sim_rhs(self._s, self._pxin, self._puin, _ptr(xdot)):
+        if self._L.mbs_sim_rhs(self._s, self._pxin, self._puin, self._pxout):
             self.model._vec("x", self._xin, self.nx)
             raise InputError(self.message)
-        return xdot
+        return self._xout.copy()
 
     def kinematics(self, q, qd=None, qdd=None):
         """(R (N+1, 3, 3), p (N+1, 3), v (N+1, 6), a (N+1, 6)) by one outward pass (zeros for v
@@ -264,11 +268,9 @@ class Core:
             if qdd is not None:
                 self._load(self._v2, "qdd", qdd, self.nv)
                 pa = self._p2
-        R, p = np.empty((self.N + 1, 3, 3)), np.empty((self.N + 1, 3))
-        v, a = np.empty((self.N + 1, 6)), np.empty((self.N + 1, 6))
-        if self._L.mbs_fk(self._s, self._pq, pv, pa, _ptr(R), _ptr(p), _ptr(v), _ptr(a)):
+        if self._L.mbs_fk(self._s, self._pq, pv, pa, *self._pkin):
             self._fail()
-        return R, p, v, a
+        return tuple(k.copy() for k in self._kin)
 
     def invariants_at(self, q, qd) -> Invariants_C:
         """p_sys, P_sys, H_sys, R, Rdot, KE, PE at (q, qd) (records.engine_invariants)."""
