@@ -31,7 +31,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import timeit
 from pathlib import Path
@@ -43,8 +42,8 @@ sys.path.insert(0, str(ROOT / "tests"))           # pin_twin, trees
 
 import mbsfmu  # noqa: E402
 from mbsfmu import Body, Joint, Model, ModelSpec, Origin, joints  # noqa: E402
-from mbsfmu.native.core import Core  # noqa: E402
 from mbsfmu.dynamics.aba import aba as aba_reference  # noqa: E402
+from mbsfmu.native.core import Core  # noqa: E402
 from mbsfmu.spatial import R_to_quat  # noqa: E402
 
 GRAVITY = (0.0, 0.0, -9.81)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,7 +74,7 @@ def zig_cc(sources, target: str | None, output, flags=(), progress=None) -> Path
     cmd = [sys.executable, "-m", "ziglang", "cc", *(("-target", target) if target else ()), *map(str, flags),
            *map(str, sources), "-o", tmp]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True)
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0:
             raise BuildError(f"zig cc failed ({res.returncode}) building {output.name}:\n{res.stderr.strip()}")
         os.replace(tmp, output)

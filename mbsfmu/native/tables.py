@@ -27,7 +27,7 @@ float64 table ``tf``:
 | then n_loops x 33 | cut joint: ra (3), rb (3) [m], Ea (9), Eb (9) (frame axes as columns, row-major), axis (3), t1 (3), t2 (3) |
 
 Elements, in the order the Python reference sums them (``ForceElements``: thrusters, then
-wrenches, then spring-dampers; compiled/layout.py had the same rows):
+wrenches, then spring-dampers):
 
 | kind | ints a, b, iu | numbers |
 |---|---|---|
@@ -140,8 +140,8 @@ class Tables:
         ti.flags.writeable = False
         tf.flags.writeable = False
         self.ti, self.tf = ti, tf
-        self.sizes = dict(N=N, nq=nq, nv=nv, nx=nq + nv + 2, n_u=len(forces.layout.names), n_elem=n_elem,
-                          n_loops=n_loops, n_rows=n_rows)
+        self.sizes = {"N": N, "nq": nq, "nv": nv, "nx": nq + nv + 2, "n_u": len(forces.layout.names),
+                      "n_elem": n_elem, "n_loops": n_loops, "n_rows": n_rows}
         self.input_names = forces.layout.names
 
 
