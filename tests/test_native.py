@@ -544,3 +544,24 @@ def test_two_seconds_of_rk4_match_the_python_simulator(name, rng):
         for _ in range(200):
             sim.step(0.01)
     close(sims[0].x, sims[1].x, rtol=CHAOTIC.get(name, RTOL))
+
+
+def test_missing_library_is_built_into_the_cache(tmp_path, monkeypatch):
+    """No installed binary of the current sources: library() builds into the per-user cache
+    (build_library recorded here, not run), and then finds the cached one without building."""
+    for f in (*build.SOURCES, *build.HEADERS):
+        shutil.copy(build.HERE / f, tmp_path / f)
+    monkeypatch.setattr(build, "HERE", tmp_path)
+    monkeypatch.setenv("MBSFMU_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+
+    def fake_build(dest, progress=None):
+        calls.append(dest)
+        out = build.cache_dir() / build.library_name()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"")
+        return out
+
+    monkeypatch.setattr(build, "build_library", fake_build)
+    assert build.library() == tmp_path / "cache" / build.library_name() and calls == [tmp_path / "cache"]
+    assert build.library() == tmp_path / "cache" / build.library_name() and len(calls) == 1
