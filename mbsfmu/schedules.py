@@ -48,10 +48,10 @@ def parse_schedule(r, raw, at, base: Path = Path(".")) -> Schedule | None:
     from ``file`` (relative to ``base``)."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return Schedule("constant", {"value": r.number(raw, at)})
-    if not isinstance(raw, dict) or raw.get("type") not in KINDS:
-        kind = raw.get("type") if isinstance(raw, dict) else None
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if not isinstance(kind, str) or kind not in KINDS:
         r.problem(at, f"expected a number or a schedule {{type: {'|'.join(KINDS)}, ...}}"
-                  + (f", got type {kind!r}" if kind is not None else ""))
+                  + (f", got type {repr(kind)[:60]}" if kind is not None else ""))
         return None
     kind = raw["type"]
     m = r.mapping(raw, at, ("type",) + KINDS[kind], required=REQUIRED[kind])
