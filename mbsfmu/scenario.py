@@ -263,9 +263,12 @@ def _model(path: Path, inline: tuple | None, model_path: Path) -> Model:
 
 
 def _close(name: str, names) -> str:
+    """" (did you mean 'x'?); known: a, b, c" (at most 20 names listed)."""
     import difflib
-    close = difflib.get_close_matches(name, list(names), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(names) or 'none'}"
+    names = list(names)
+    close = difflib.get_close_matches(name, names, n=1)
+    known = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+    return (f" (did you mean {close[0]!r}?)" if close else "") + f"; known: {known or 'none'}"
 
 
 def _check_names(r, path: Path, inline, model_path: Path, init_q: dict, init_qd: dict, inputs: dict,
@@ -300,7 +303,7 @@ def _check_names(r, path: Path, inline, model_path: Path, init_q: dict, init_qd:
     for joint in controller:
         if f"{joint}.tau" not in input_names:
             r.problem(("controller", "joints", joint), f"{joint!r} is not an actuated 1-DoF joint"
-                      + _close(f"{joint}.tau", actuated).replace(".tau'", "'"))
+                      + _close(joint, [n[:-len(".tau")] for n in actuated]))
 
 
 def _loop_options(r, raw) -> dict:
@@ -525,6 +528,8 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     from .invariants import conservation_report
     from .trajectory import TrajectoryError, read_trajectory
     try:
+        if not (out / "trajectory.csv").is_file():   # a device or FIFO (e.g. a link to /dev/full) is never read
+            raise TrajectoryError(f"{out / 'trajectory.csv'} is not a regular file")
         traj = read_trajectory(out / "trajectory.csv")
     except TrajectoryError as e:   # the run stopped before its first row
         traj, error = None, error or str(e)
