@@ -101,9 +101,10 @@ def _info(args) -> int:
 
 
 def _run(args) -> int:
-    from .scenario import check_run_length, estimate_wall, load_scenario, run_scenario
+    from .scenario import check_run_length, estimate_wall, load_scenario, make_out_dir, run_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
+    make_out_dir(args.out)
     if not args.no_progress:
         T = scn.duration if duration is None else duration
         check_run_length(T, scn.dt, scn.integrator, controller=bool(scn.controller))

@@ -559,11 +559,17 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     start = wallclock.perf_counter()
     bar = _Progress(n_steps, progress)
     log: list[tuple[str, int, str]] = []
+    # Ctrl-C only sets a flag: a KeyboardInterrupt raised inside an FMU's own (Python) code would
+    # make that FMU fail fatally; the loop stops after the row it is writing instead
+    ctrl_c = []
+    previous = _on_sigint(lambda *_a: ctrl_c.append(True))
     with TrajectoryWriter(out / "trajectory.csv",
                           ["time", *(c for c, _ in plan.columns), *(c for c, *_ in plan.other)]) as writer:
         def write(k: int, row: dict) -> None:
             writer.write(row)
             bar.update(k, wallclock.perf_counter() - start)
+            if ctrl_c:
+                raise KeyboardInterrupt
         runner = _run_fmpy if master == "fmpy" else _run_libcosim
         interrupted = None
         try:
@@ -572,6 +578,8 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
             error, final = None, {}
             interrupted = ("interrupted at t = " + (f"{writer.last_time:.9g} s (last row written)"
                                                     if writer.n_rows else "0 s (no row written)"))
+        finally:
+            _on_sigint(previous)
     bar.close()
     wall = wallclock.perf_counter() - start
     solver = {"n_steps": final.get("solver.n_steps"), "n_rhs": final.get("solver.n_rhs")}
@@ -588,6 +596,15 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     return finish_run(scn, out, T, wall, error or interrupted, solver,
                       skip_checks="the run was interrupted (Ctrl-C)" if interrupted else SKIPPED if scn.checks else None,
                       extra=extra, plot_traj=_with_P_sys(sim.model))
+
+
+def _on_sigint(handler):
+    """Install a SIGINT handler (main thread only; elsewhere nothing changes); returns the previous."""
+    import signal
+    import threading
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, handler)
 
 
 _STATUS = {0: "ok", 1: "warning", 2: "discard", 3: "error", 4: "fatal", 5: "pending"}

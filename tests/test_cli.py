@@ -451,6 +451,33 @@ def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path)
     assert report["t_end"] == traj.time[-1] and traj.n_rows >= 19
 
 
+@pytest.mark.slow            # builds two FMUs: minutes on a loaded machine
+@pytest.mark.integration
+def test_ctrl_c_during_cosim_keeps_rows_and_writes_an_interrupted_report(tmp_path):
+    pytest.importorskip("fmpy")
+    pytest.importorskip("pythonfmu")
+    path = scenario(tmp_path, (ROOT / "scenarios" / "scara_tracking_cosim.yaml").read_text()
+                    .replace("models/scara.yaml", "{scara}").replace("duration: 6.0", "duration: 1000.0"))
+    out = tmp_path / "o"
+    proc = _spawn("cosim", path, "-o", out, "--no-progress", "--fmu-dir", tmp_path / "fmus",
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    csv = out / "trajectory.csv"
+    try:
+        while not (csv.exists() and csv.read_text().count("\n") >= 20):   # wait on state: rows written
+            assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("mbsfmu: interrupted at t = ")
+    from mbsfmu.trajectory import read_trajectory
+    traj = read_trajectory(csv)
+    report = json.loads((out / "report.json").read_text())
+    assert report["interrupted"].startswith("interrupted at t = ") and report["t_end"] == traj.time[-1]
+
+
 @pytest.mark.integration
 def test_info_into_a_closed_pipe_ends_quietly():
     r, w = os.pipe()
