@@ -38,7 +38,7 @@ def positive_time(text: str) -> float:
 class Parser(argparse.ArgumentParser):
     """argparse with a hint for a mistyped option: ``--output`` -> did you mean ``--out``?"""
 
-    argv: list[str] = []        # the command line being parsed (set by main)
+    argv: tuple[str, ...] = ()  # the command line being parsed (set by main)
 
     def error(self, message):
         hints = []
@@ -217,7 +217,7 @@ def _list(args) -> int:
                 models.append((path, model))
             else:
                 n = len(getattr(e, "problems", ())) or 1
-                print(f"{str(path):<44} (does not load: {n} problem(s); `mbsfmu run {path}` lists them)")
+                print(f"{path!s:<44} (does not load: {n} problem(s); `mbsfmu run {path}` lists them)")
             continue
         est = ""
         if args.estimate:
@@ -225,13 +225,13 @@ def _list(args) -> int:
                 est = f"  est. wall {_duration_text(estimate_wall(scn)[0])}"
             except MbsError as e:
                 est = f"  est. wall: none ({str(e).splitlines()[0]})"
-        print(f"{str(path):<44} {scn.duration:>6g} s{est}  {scn.description}")
+        print(f"{path!s:<44} {scn.duration:>6g} s{est}  {scn.description}")
     if models:
         if len(models) < len(paths):
             print()
-        print(f"model files (not scenarios; `mbsfmu info MODEL` describes one):")
+        print("model files (not scenarios; `mbsfmu info MODEL` describes one):")
         for path, m in models:
-            print(f"{str(path):<44} model {m.name}: {bodies_text(m.N - len(m.wheels), len(m.wheels))}, nv = {m.nv}")
+            print(f"{path!s:<44} model {m.name}: {bodies_text(m.N - len(m.wheels), len(m.wheels))}, nv = {m.nv}")
     return 0
 
 
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code: 0 pass, 1 a check failed, 2 bad input, 130 Ctrl-C."""
     if argv is None:
         _default_sigpipe()
-    Parser.argv = list(sys.argv[1:] if argv is None else argv)
+    Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)

@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import MODELS, ROOT
+
 from mbsfmu import cli
 from mbsfmu.errors import InputError
 from mbsfmu.scenario import ScenarioError, load_scenario
@@ -99,7 +99,7 @@ def test_check_names_a_body_column_missing_its_mass(tmp_path, capsys):
     with pytest.raises(CheckError, match=r"b\.m missing"):
         discover(Trajectory.from_columns(cols))
     csv = tmp_path / "t.csv"
-    csv.write_text(",".join(cols) + "\n" + ",".join("0" if c != "time" else "0" for c in cols) + "\n")
+    csv.write_text(",".join(cols) + "\n" + ",".join("0" for c in cols) + "\n")
     code, _out, err = run(capsys, "check", csv)
     assert code == 2 and "b.m missing" in err
 
@@ -273,6 +273,7 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
     back to 3 whole rows, the run stops with the reason, report.json is written."""
     import errno
     import io
+
     from mbsfmu import trajectory as trajectory_module
     from mbsfmu.trajectory import TrajectoryError, TrajectoryWriter, read_trajectory
     if os.path.exists("/dev/full"):
@@ -437,7 +438,7 @@ def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path)
         while not (csv.exists() and csv.read_text().count("\n") >= 20):   # wait on state: rows written
             assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=120)
+        _stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
