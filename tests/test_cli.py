@@ -213,7 +213,8 @@ def test_integrator_fields_are_checked_with_line_and_field(tmp_path):
      "expression of 100001 characters"),
     ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '" + "-(" * 150 + "t" + ")" * 150 + "', tol: 1}]\n",
      "nested more than 100 deep"),
-])
+], ids=["rows", "h_max", "schedule-type", "chained", "function-value", "arity0", "arity-where", "hex400",
+        "nested20000", "minus100000", "nested150"])
 def test_hostile_scenario_fields_are_problems_not_tracebacks(tmp_path, capsys, body, fragment):
     path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\n" + body)
     text = str(pytest.raises(ScenarioError, load_scenario, path).value)
