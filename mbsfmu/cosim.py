@@ -599,12 +599,13 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
 
 
 def _on_sigint(handler):
-    """Install a SIGINT handler (main thread only; elsewhere nothing changes); returns the previous."""
+    """Install a SIGINT handler (None: Python's default, KeyboardInterrupt) in the main thread
+    (elsewhere nothing changes); returns the previous one."""
     import signal
     import threading
-    if handler is None or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         return None
-    return signal.signal(signal.SIGINT, handler)
+    return signal.signal(signal.SIGINT, signal.default_int_handler if handler is None else handler)
 
 
 _STATUS = {0: "ok", 1: "warning", 2: "discard", 3: "error", 4: "fatal", 5: "pending"}
