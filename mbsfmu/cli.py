@@ -2,15 +2,93 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import math
 import sys
 
 from .errors import MbsError
+
+PURPOSE = ("mbsfmu: rigid multibody dynamics with independent momentum and energy checks. Run scenario "
+           "files, check any simulator's trajectory, build FMI 2.0 Co-Simulation FMUs, co-simulate, sweep "
+           "parameters, or serve a model as a ROS 2 node.")
+EXAMPLES = ("examples:\n  mbsfmu list\n  mbsfmu run scenarios/spacecraft_free.yaml -o out/spacecraft_free\n"
+            "  mbsfmu info scenarios/models/scara.yaml\n  mbsfmu check out/spacecraft_free/trajectory.csv --procedure 1\n"
+            "\n`mbsfmu COMMAND --help` describes each command.")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("mbsfmu")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def positive_time(text: str) -> float:
+    """argparse type of --duration: a positive, finite time [s]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a time in seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite time [s], got {text}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a hint for a mistyped option: ``--output`` -> did you mean ``--out``?"""
+
+    argv: tuple[str, ...] = ()  # the command line being parsed (set by main)
+
+    def error(self, message):
+        hints = []
+        parser = self._command_parser()
+        known = [s for a in parser._actions for s in a.option_strings]
+        for token in self.argv:
+            opt = token.split("=", 1)[0]
+            if not opt.startswith("-") or opt in known or _is_number(opt) or opt in ("-", "--"):
+                continue
+            if opt.startswith("--") and any(k.startswith(opt) for k in known):
+                continue        # an abbreviation argparse accepts
+            close = difflib.get_close_matches(opt, known, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"unknown option {opt}: did you mean {close[0]}?")
+        if hints:
+            message += "\n" + "\n".join(hints)
+        super().error(message)
+
+    def _command_parser(self) -> argparse.ArgumentParser:
+        """This parser, or for the top level the subcommand's parser when the command is known."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for token in self.argv:
+                    if token in action.choices:
+                        return action.choices[token]
+        return self
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def bodies_text(n_bodies: int, n_wheels: int) -> str:
+    """One vocabulary for ``info``, ``run`` and ``check``: "3 bodies and 4 reaction wheels"."""
+    text = f"{n_bodies} {'body' if n_bodies == 1 else 'bodies'}"
+    if n_wheels:
+        text += f" and {n_wheels} reaction {'wheel' if n_wheels == 1 else 'wheels'}"
+    return text
 
 
 def _info(args) -> int:
     from . import load_model
     m = load_model(args.model)
-    print(f"model {m.name} ({args.model}): {m.N} bodies, nq = {m.nq}, nv = {m.nv}, gravity {m.gravity.tolist()} m/s^2")
+    n_wheels = len(m.wheels)
+    print(f"model {m.name} ({args.model}): {bodies_text(m.N - n_wheels, n_wheels)}, nq = {m.nq}, nv = {m.nv}, "
+          f"gravity {m.gravity.tolist()} m/s^2")
     print(f"{'#':>3}  {'body':<16} {'parent (L)':<16} {'joint':<12} {'type':<10} {'nq':>2} {'nv':>2} {'mass [kg]':>10}")
     t = m.tree
     for i, b in enumerate(m.bodies, start=1):
@@ -23,11 +101,29 @@ def _info(args) -> int:
 
 
 def _run(args) -> int:
-    from .scenario import load_scenario, run_scenario
+    from .scenario import check_run_length, estimate_wall, load_scenario, make_out_dir, run_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
+    make_out_dir(args.out)
+    if not args.no_progress:
+        T = scn.duration if duration is None else duration
+        check_run_length(T, scn.dt, scn.integrator, controller=bool(scn.controller))
+        wall, how = estimate_wall(scn, T)
+        print(f"scenario {scn.name}: {T:g} s to simulate, estimated wall time {_duration_text(wall)} ({how})",
+              file=sys.stderr, flush=True)
     report = run_scenario(scn, args.out, duration=duration, progress=not args.no_progress, record=args.record)
     return _print_report(scn, report, args.out, scn.integrator["method"])
+
+
+def _duration_text(seconds: float) -> str:
+    """A wall time for people: "0.4 s", "~12 s", "~5.6 min", "~2.1 h"."""
+    if seconds < 1:
+        return f"{seconds:.1g} s"
+    if seconds < 100:
+        return f"~{seconds:.2g} s"
+    if seconds < 6000:
+        return f"~{seconds / 60:.2g} min"
+    return f"~{seconds / 3600:.2g} h"
 
 
 def _cosim(args) -> int:
@@ -50,13 +146,27 @@ def _cosim(args) -> int:
 
 
 def _print_report(scn, report: dict, out, how: str) -> int:
-    """The summary of a run (``mbsfmu run`` and ``mbsfmu cosim``); the exit code."""
+    """The summary of a run (``mbsfmu run`` and ``mbsfmu cosim``); the exit code (130 after Ctrl-C)."""
     from .invariants import summary_table
-    print(f"scenario {scn.name}: {report['duration']:g} s simulated in {report['wall_time_s']:.2f} s wall "
+    if report.get("interrupted"):
+        print(f"mbsfmu: {report['interrupted']}; rows up to then in {out}/trajectory.csv, "
+              f"{'report in ' + str(out) + '/report.json' if not report.get('write_error') else report['write_error']}",
+              file=sys.stderr)
+        return 130
+    t_end = report.get("t_end")
+    simulated = (f"{t_end:g} s simulated" if t_end is not None and not report.get("error") else
+                 f"stopped at t = {t_end:g} s of {report['duration']:g} s" if t_end is not None else
+                 f"no row of {report['duration']:g} s simulated")
+    print(f"scenario {scn.name}: {simulated} in {report['wall_time_s']:.2f} s wall "
           f"(real-time factor {report['real_time_factor']:.3g}), {how}; "
           f"outputs in {out}/trajectory.csv, {out}/report.json")
     if report.get("error"):
         print(f"mbsfmu: error: run stopped: {report['error']} (trajectory up to then written)", file=sys.stderr)
+    if report.get("write_error"):
+        print(f"mbsfmu: error: {report['write_error']} (the summary below is all there is)", file=sys.stderr)
+    if report.get("plot_error"):
+        print(f"mbsfmu: warning: plots not written: {report['plot_error']} (report and trajectory are complete)",
+              file=sys.stderr)
     if report.get("checks"):
         print(summary_table(report))
     for name, why in report.get("skipped_checks", {}).items():
@@ -75,26 +185,63 @@ def _print_report(scn, report: dict, out, how: str) -> int:
                 detail = f"max |error| {e['max_abs']:.3g} (at t = {e['at_t']:.6g} s)"
             print(f"{kind:<9} {name[:60]:<60} {detail}  tol {e.get('tol', float('nan')):.3g}  "
                   f"{'PASS' if e['passed'] else 'FAIL'}")
-    print(f"scenario {scn.name}: {'PASS' if report['passed'] else 'FAIL'}")
-    return 0 if report["passed"] else 1
+    failed = not report["passed"] or report.get("write_error")
+    if not failed and not report.get("checked", True):
+        print(f"scenario {scn.name}: COMPLETED, NOTHING CHECKED (the scenario has no checks, references or final "
+              f"values)")
+    else:
+        print(f"scenario {scn.name}: {'FAIL' if failed else 'PASS'}")
+    return 1 if failed else 0
 
 
 def _list(args) -> int:
     from pathlib import Path
 
-    from .scenario import ScenarioError, load_scenario
+    from .scenario import estimate_wall, load_scenario
     here = Path(args.dir) if args.dir else next(
         (d for d in (Path("scenarios"), Path(__file__).resolve().parents[1] / "scenarios") if d.is_dir()), None)
     if here is None or not here.is_dir():
         print(f"mbsfmu: error: no scenario folder {str(here or 'scenarios')!r}", file=sys.stderr)
         return 2
-    for path in sorted(here.glob("*.yaml")):
+    paths = sorted(p for p in here.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+    if args.estimate:
+        print("est. wall: the first output intervals simulated for ~0.3 s of wall time, extrapolated to the "
+              "duration (the dynamics may speed up or slow down later)")
+    models = []
+    for path in paths:
         try:
             scn = load_scenario(path)
-            print(f"{str(path):<44} {scn.duration:>6g} s  {scn.description}")
-        except ScenarioError as e:
-            print(f"{str(path):<44} (does not load: {len(e.problems)} problem(s); `mbsfmu run` lists them)")
+        except MbsError as e:
+            model = _as_model(path)
+            if model is not None:
+                models.append((path, model))
+            else:
+                n = len(getattr(e, "problems", ())) or 1
+                print(f"{path!s:<44} (does not load: {n} problem(s); `mbsfmu run {path}` lists them)")
+            continue
+        est = ""
+        if args.estimate:
+            try:
+                est = f"  est. wall {_duration_text(estimate_wall(scn)[0])}"
+            except MbsError as e:
+                est = f"  est. wall: none ({str(e).splitlines()[0]})"
+        print(f"{path!s:<44} {scn.duration:>6g} s{est}  {scn.description}")
+    if models:
+        if len(models) < len(paths):
+            print()
+        print("model files (not scenarios; `mbsfmu info MODEL` describes one):")
+        for path, m in models:
+            print(f"{path!s:<44} model {m.name}: {bodies_text(m.N - len(m.wheels), len(m.wheels))}, nv = {m.nv}")
     return 0
+
+
+def _as_model(path):
+    """The model in ``path`` if the file is a model file, else None."""
+    from . import load_model
+    try:
+        return load_model(path)
+    except (MbsError, OSError, RecursionError, MemoryError, ValueError):
+        return None
 
 
 def _ros(args) -> int:
@@ -110,24 +257,26 @@ def _ros(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .invariants import add_parser as add_check_parser
-    parser = argparse.ArgumentParser(prog="mbsfmu", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="mbsfmu", description=PURPOSE, epilog=EXAMPLES,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mbsfmu {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     p = sub.add_parser("info", help="validate a model file and print its bodies, joints and topology")
-    p.add_argument("model")
+    p.add_argument("model", help="model file (YAML/JSON, URDF or URDF overlay)")
     p.set_defaults(func=_info)
     p = sub.add_parser("run", help="run a scenario: trajectory.csv, report.json and a summary table")
-    p.add_argument("scenario")
-    p.add_argument("--out", required=True, help="output directory (created)")
-    p.add_argument("--duration", type=float, help="simulated time [s] instead of the scenario's")
+    p.add_argument("scenario", help="scenario file (YAML/JSON; `mbsfmu list` shows the bundled ones)")
+    p.add_argument("-o", "--out", required=True, help="output directory (created)")
+    p.add_argument("--duration", type=positive_time, help="simulated time [s] instead of the scenario's")
     p.add_argument("--quick", action="store_true", help="use the scenario's quick_duration (as CI does)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no wall-time estimate and no progress bar")
     p.add_argument("--record", metavar="RUN.mcap", help="also write the run as ROS 2 messages in an MCAP file")
     p.set_defaults(func=_run)
     p = sub.add_parser("cosim", help="co-simulate a scenario: its model as an FMU connected to the FMUs of its cosim: "
                                      "section, run by fmpy or libcosim; the outputs of run")
-    p.add_argument("scenario")
-    p.add_argument("--out", required=True, help="output directory (created)")
-    p.add_argument("--duration", type=float, help="simulated time [s] instead of the scenario's")
+    p.add_argument("scenario", help="scenario file with a cosim: section")
+    p.add_argument("-o", "--out", required=True, help="output directory (created)")
+    p.add_argument("--duration", type=positive_time, help="simulated time [s] instead of the scenario's")
     p.add_argument("--quick", action="store_true", help="use the scenario's quick_duration (as CI does)")
     p.add_argument("--master", choices=("fmpy", "libcosim"), default="fmpy",
                    help="co-simulation master: fmpy's FMU2Slave in a fixed-step loop (default) or libcosim's "
@@ -141,8 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_parser(sub)
     from .campaign.command import add_parser as add_montecarlo_parser
     add_montecarlo_parser(sub)
-    p = sub.add_parser("list", help="list the scenarios of a folder (default: the bundled ones) with one-line descriptions")
+    p = sub.add_parser("list", help="list the scenarios of a folder (default: the bundled ones) with one-line "
+                                    "descriptions and estimated wall times; model files are listed as models")
     p.add_argument("dir", nargs="?", help="folder of scenario files (default: ./scenarios or the bundled folder)")
+    p.add_argument("--no-estimate", dest="estimate", action="store_false",
+                   help="skip the wall-time estimates (each simulates ~0.3 s of wall time)")
     p.set_defaults(func=_list)
     add_check_parser(sub)
     p = sub.add_parser("ros", help="run the model as a ROS 2 node (joint states, momentum, energy, diagnostics "
@@ -157,12 +309,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The command line; returns the exit code: 0 pass, 1 a check failed, 2 bad input, 130 Ctrl-C."""
+    if argv is None:
+        _default_sigpipe()
+    Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except MbsError as e:
         print(f"mbsfmu: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("mbsfmu: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:
+        if e.filename is None:
+            raise
+        where = e.filename + (f" -> {e.filename2}" if e.filename2 else "")
+        print(f"mbsfmu: error: {where}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except (RecursionError, MemoryError) as e:
+        print(f"mbsfmu: error: input too deeply nested or too large to handle ({type(e).__name__})", file=sys.stderr)
+        return 2
+
+
+def _default_sigpipe() -> None:
+    """The Unix way for a command line tool: a closed pipe (``mbsfmu info M | head``) ends the
+    process quietly by SIGPIPE instead of a BrokenPipeError traceback."""
+    import signal
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 if __name__ == "__main__":

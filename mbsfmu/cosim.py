@@ -524,7 +524,7 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     ("fmpy" or "libcosim") with ``scheme`` (default: the scenario's), write ``trajectory.csv`` row
     by row and ``report.json`` (also after a failure, with what was computed). Returns the report;
     its "passed" says if every check that ran held; "cosim" says how the run was made."""
-    from .scenario import _Progress, build_simulator, finish_run
+    from .scenario import _Progress, build_simulator, check_run_length, finish_run, make_out_dir
     from .trajectory import TrajectoryWriter
     if scn.cosim is None:
         raise CosimError(f"scenario {scn.path} has no cosim: section (README \"Co-simulation\")")
@@ -540,6 +540,7 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
                      "the model one step later than in-process)")
         scheme = "jacobi"
     T = scn.duration if duration is None else duration
+    check_run_length(T, scn.dt, scn.integrator, cosim=True)
     n_steps = max(1, round(T / scn.dt))
     if master == "libcosim":
         _require("libcosimpy", "the libcosim master needs libcosimpy: pip install libcosimpy")
@@ -548,8 +549,7 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     _require("fmpy", "co-simulation needs fmpy: pip install 'mbsfmu[fmu]'")
     sim = build_simulator(scn)                 # the scenario's own checks (initial state, inputs, controller)
     ifs = check_cosim(scn, sim)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_out_dir(out_dir)
     fmus = build_fmus(scn, fmu_dir, sim)
     plan = plan_cosim(scn, fmus, ifs, sim)
     if master == "libcosim" and any(v.type == "Boolean" for _c, _n, v in plan.other):
@@ -560,13 +560,27 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     bar = _Progress(n_steps, progress)
     log: list[tuple[str, int, str]] = []
     (out / "records.csv").unlink(missing_ok=True)   # no body records here: drop a previous run's
+    # Ctrl-C only sets a flag: a KeyboardInterrupt raised inside an FMU's own (Python) code would
+    # make that FMU fail fatally; the loop stops after the row it is writing instead
+    ctrl_c = []
+    previous = _on_sigint(lambda *_a: ctrl_c.append(True))
     with TrajectoryWriter(out / "trajectory.csv",
                           ["time", *(c for c, _ in plan.columns), *(c for c, *_ in plan.other)]) as writer:
         def write(k: int, row: dict) -> None:
             writer.write(row)
             bar.update(k, wallclock.perf_counter() - start)
+            if ctrl_c:
+                raise KeyboardInterrupt
         runner = _run_fmpy if master == "fmpy" else _run_libcosim
-        error, final = runner(plan, scn.dt, n_steps, scheme, order, write, log)
+        interrupted = None
+        try:
+            error, final = runner(plan, scn.dt, n_steps, scheme, order, write, log)
+        except KeyboardInterrupt:       # Ctrl-C: the runner has freed its FMUs; keep the rows written
+            error, final = None, {}
+            interrupted = ("interrupted at t = " + (f"{writer.last_time:.9g} s (last row written)"
+                                                    if writer.n_rows else "0 s (no row written)"))
+        finally:
+            _on_sigint(previous)
     bar.close()
     wall = wallclock.perf_counter() - start
     solver = {"n_steps": final.get("solver.n_steps"), "n_rhs": final.get("solver.n_rhs")}
@@ -578,8 +592,21 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
         "columns_not_exposed": plan.missing, "notes": notes,
         "log": [f"{name}: {_STATUS.get(status, status)}: {msg}" for name, status, msg in log if status >= 1][:50]},
         "fmu_drift": {k: v for k, v in final.items() if k.startswith("drift.")}}
-    return finish_run(scn, out, T, wall, error, solver, skip_checks=SKIPPED if scn.checks else None, extra=extra,
-                      plot_traj=_with_P_sys(sim.model))
+    if interrupted:
+        extra["interrupted"] = interrupted
+    return finish_run(scn, out, T, wall, error or interrupted, solver,
+                      skip_checks="the run was interrupted (Ctrl-C)" if interrupted else SKIPPED if scn.checks else None,
+                      extra=extra, plot_traj=_with_P_sys(sim.model))
+
+
+def _on_sigint(handler):
+    """Install a SIGINT handler (None: Python's default, KeyboardInterrupt) in the main thread
+    (elsewhere nothing changes); returns the previous one."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.default_int_handler if handler is None else handler)
 
 
 _STATUS = {0: "ok", 1: "warning", 2: "discard", 3: "error", 4: "fatal", 5: "pending"}

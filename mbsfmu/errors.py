@@ -43,10 +43,12 @@ class MbsError(Exception):
 class ModelError(MbsError):
     """A model that cannot be built; lists every problem found, each with its location."""
 
+    noun = "model"      # what the file is, for the heading ("3 problem(s) in model m.yaml")
+
     def __init__(self, problems: list[Problem], source: str = "<model>"):
         self.problems = list(problems)
         self.source = source
-        lines = [f"{len(self.problems)} problem(s) in model {source}:"]
+        lines = [f"{len(self.problems)} problem(s) in {self.noun} {source}:"]
         for p in self.problems:
             loc = f"{source}:{p.line}: " if p.line else f"{source}: "
             lines.append(f"  {loc}{p.where()}: {p.message}")

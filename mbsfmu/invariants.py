@@ -131,6 +131,15 @@ def discover(traj: Trajectory) -> System:
     found = System(bodies=tuple(c[:-2] for c in names if c.endswith(".m") and len(c) > 2),
                    wheels=tuple(c[:-3] for c in names if c.endswith(".Iw") and len(c) > 3),
                    springs=tuple(c[:-2] for c in names if c.endswith(".k") and len(c) > 2))
+    body_fields = {f for fields in (*MOMENTUM_BODY.values(), *ENERGY_BODY.values()) for f in fields}
+    orphans = []
+    for c in names:
+        owner, _dot, fld = c.split("[", 1)[0].rpartition(".")
+        if owner and fld in body_fields and owner not in found.bodies and f"{owner}.m" not in orphans:
+            orphans.append(f"{owner}.m")
+    if orphans:
+        raise CheckError(f"{traj.source}: body record columns without their mass column: {', '.join(orphans)} "
+                         f"missing (each body is discovered by its '<body>.m' column; format: mbsfmu/trajectory.py)")
     if not found.bodies:
         hint = ("; `mbsfmu run` writes the body records to records.csv beside trajectory.csv: check that file"
                 if any(c.startswith(("q.", "qd.")) for c in traj.names) else "")
@@ -213,7 +222,7 @@ def _masses(traj: Trajectory, system: System) -> Array:
     M = m.sum(axis=1)
     if np.any(~(M > 0)):
         k = int(np.flatnonzero(~(M > 0))[0])
-        raise CheckError(f"{traj.source}: row {k + 1}: total mass is {M[k]!r}, must be positive "
+        raise CheckError(f"{traj.source}: row {k + 1}: total mass is {float(M[k])}, must be positive "
                          f"(bodies: {', '.join(system.bodies)})")
     return m
 
@@ -354,11 +363,15 @@ class CheckSpec:
 
 CHECKS: dict[str, CheckSpec] = {
     "p_sys_zero": CheckSpec("|p_sys| (seed 000 Eq. 9, must be 0)", "N s",
-                            "max over rows of sum_j m_j |rhatdot_j|", "abs", ("rel", 1e-9)),
+                            "max over rows of sum_j m_j max(|rhatdot_j|, |v_j|), v_j the recorded velocity "
+                            "rhatdot_j was made from (rbardot_j, rdot_j; + |Rdot| for procedures 1, 3)",
+                            "abs", ("rel", 1e-9)),
     "P_sys_constant": CheckSpec("|P_sys - P_sys(t0)|, P_sys = M Rdot (g = 0 only)", "N s",
                                 "max over rows of sum_j m_j |rbardot_j|", "abs", ("rel", 1e-6)),
     "H_sys_constant": CheckSpec("|H_sys - H_sys(t0)| (seed 000 Eq. 10, about the system CM)", "N m s",
-                                "max over rows of sum_j (|I_j omega_j| + m_j |rhat_j x rhatdot_j|) + sum_k |h_k|",
+                                "max over rows of sum_j (|I_j omega_j| + m_j |rhat_j| |rhatdot_j| + the round-off "
+                                "terms m_j (|r_j| - |rhat_j|) |rhatdot_j| + m_j |rhat_j| (|v_j| - |rhatdot_j|) of the "
+                                "recorded r_j, v_j) + sum_k |h_k|",
                                 "abs", ("rel", 1e-6)),
     "R_constant": CheckSpec("max(|R - R(t0)|, T |Rdot|) (g = 0: Rdot = 0, R constant)", "m",
                             "max over rows of the bodies' CoM radius of gyration sqrt(sum_j m_j |rhat_j|^2 / M)",
@@ -476,10 +489,28 @@ class _Context:
         _require(self.traj, field_columns("", "g"), "the gravity vector")
         return _col(self.traj, "", "g")
 
-    # scales (see CHECKS)
+    # scales (see CHECKS): the size S of the terms a check sums, so that its float64 round-off is
+    # ~ N eps S for N terms (the bound of a conserved quantity is relative to S)
+    @cached_property
+    def recorded(self) -> tuple[Array, Array]:
+        """(|r|, |v|) (T, N): the largest position and velocity magnitudes each body's rhat, rhatdot
+        went through: the recorded r, rdot of the procedure (rbar for 2, from joint 1 for 4), and
+        for the CM-centric procedures 1 and 3 |rhat| + |R|, |rhatdot| + |Rdot| when the R, Rdot
+        columns exist (the records were made by subtracting them)."""
+        body = MOMENTUM_BODY[self.N]
+        r = _norm(_many(self.traj, discover(self.traj).bodies, body[2], (3,)))
+        v = _norm(_many(self.traj, discover(self.traj).bodies, body[3], (3,)))
+        if self.N in (1, 3) and not self.traj.missing(field_columns("", "R") + field_columns("", "Rdot")):
+            r = r + _norm(_col(self.traj, "", "R"))[:, None]
+            v = v + _norm(_col(self.traj, "", "Rdot"))[:, None]
+        return r, v
+
     @cached_property
     def p_scale(self) -> float:
-        return float(np.max(np.einsum("tn,tn->t", self.mt.m, _norm(self.mt.rhatdot))))
+        """max_t sum_j m_j max(|rhatdot_j|, |v_j|): p_sys sums the bodies' momenta, each with the
+        round-off of the velocity it was made from (in gravity |rbardot| >> |rhatdot|)."""
+        v = np.maximum(_norm(self.mt.rhatdot), self.recorded[1])
+        return float(np.max(np.einsum("tn,tn->t", self.mt.m, v)))
 
     @cached_property
     def P_scale(self) -> float:
@@ -488,9 +519,15 @@ class _Context:
 
     @cached_property
     def H_scale(self) -> float:
+        """max_t sum_j (|I_j omega_j| + m_j (|rhat_j| |rhatdot_j| + |r_j| |rhatdot_j| + |rhat_j| |v_j|))
+        + sum_k |h_k|: the terms of Eq. 10 and the round-off carried into rhat x rhatdot by the
+        subtractions rhat = r - R, rhatdot = v - Rdot (r, v: ``recorded``)."""
         t = self.mt
+        r, v = self.recorded
+        a, b = _norm(t.rhat), _norm(t.rhatdot)
         terms = (_norm(np.einsum("tnij,tnj->tni", t.I, t.omega)).sum(axis=1)
-                 + np.einsum("tn,tn->t", t.m, _norm(np.cross(t.rhat, t.rhatdot))) + _norm(t.h).sum(axis=1))
+                 + np.einsum("tn,tn->t", t.m, a * b + np.maximum(r - a, 0) * b + a * np.maximum(v - b, 0))
+                 + _norm(t.h).sum(axis=1))
         return float(np.max(terms))
 
     @cached_property
@@ -722,13 +759,18 @@ def _fmt(x) -> str:
     return "-" if x is None else f"{x:.3e}"
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def summary_table(report: dict) -> str:
     """The report as a fixed-width text table, one line per check, and the overall verdict."""
     r = report
     head = (f"{r['file']}: momentum procedure {r['procedure']} ({r['procedure_is']}), energy procedure "
             f"{r['energy_procedure']} ({r['energy_procedure_is']}); {r['rows']} rows, "
-            f"t = {r['t0']:.6g} .. {r['t1']:.6g} s; {len(r['bodies'])} bodies, {len(r['wheels'])} wheels, "
-            f"{len(r['springs'])} springs; g = {r['g']}")
+            f"t = {r['t0']:.6g} .. {r['t1']:.6g} s; {_count(len(r['bodies']), 'body', 'bodies')}"
+            f"{' and ' + _count(len(r['wheels']), 'reaction wheel', 'reaction wheels') if r['wheels'] else ''}, "
+            f"{_count(len(r['springs']), 'spring', 'springs')}; g = {r['g']}")
     lines = [head, f"{'check':<18} {'max_abs':>10} {'unit':<8} {'max_rel':>10} {'drift/s':>10}  {'bound':<18} result"]
     for name, e in r["checks"].items():
         unit = "" if e["unit"].startswith("(") else e["unit"]
@@ -806,7 +848,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``check TRAJECTORY.csv --procedure N [--expect NAME=BOUND ...] [--json OUT]``."""
     p = subparsers.add_parser("check", help="check momentum and energy conservation in a trajectory CSV",
                               description=CHECK_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("trajectory", metavar="TRAJECTORY.csv")
+    p.add_argument("trajectory", metavar="TRAJECTORY.csv",
+                   help="trajectory CSV of any simulator (columns: mbsfmu/trajectory.py)")
     p.add_argument("--procedure", type=int, default=1, metavar="N",
                    help="seed 000/002 procedure 1-4 (which records to read; default 1)")
     p.add_argument("--energy-procedure", type=int, metavar="N",

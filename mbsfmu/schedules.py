@@ -51,8 +51,8 @@ def parse_schedule(r, raw, at, base: Path = Path(".")) -> Schedule | None:
     from ``file`` (relative to ``base``)."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return Schedule("constant", {"value": r.number(raw, at)})
-    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str) or raw["type"] not in KINDS:
-        kind = raw.get("type") if isinstance(raw, dict) else None
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if not isinstance(kind, str) or kind not in KINDS:
         r.problem(at, f"expected a number or a schedule {{type: {'|'.join(KINDS)}, ...}}"
                   + (f", got type {brief(kind)}" if kind is not None else ""))
         return None

@@ -36,6 +36,7 @@ INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
 LOOP_STABILISATION = ("baumgarte", "projection", "both", "none")
 BACKENDS = ("auto", "python", "native")
+MAX_SUBSTEPS = 10**12       # integrator sub-steps (of h_max) in one step(dt): beyond any run's wall time
 
 
 class SimulationError(MbsError):
@@ -82,6 +83,7 @@ class Simulator:
             raise InputError(f"baumgarte must be (alpha, beta) in 1/s, got {baumgarte!r}") from None
         if not all(math.isfinite(v) and v >= 0 for v in (alpha, beta)):
             raise InputError(f"baumgarte (alpha, beta) must be finite and >= 0 [1/s], got {baumgarte!r}")
+        rtol, atol, h_max = (_real(name, val) for name, val in (("rtol", rtol), ("atol", atol), ("h_max", h_max)))
         for name, val in (("rtol", rtol), ("atol", atol)):
             if not (math.isfinite(val) and val > 0):
                 raise InputError(f"{name} must be a positive number, got {val}")
@@ -217,8 +219,12 @@ class Simulator:
     def step(self, dt: float) -> None:
         """Advance the state by dt [s] with the inputs held; SimulationError on failure (the
         state is then left at the start of the step)."""
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        dt = _real("dt", dt)
+        if not (math.isfinite(dt) and dt > 0):
             raise InputError(f"dt must be a positive, finite time step [s], got {dt!r}")
+        if self.h_max > 0 and not dt / self.h_max <= MAX_SUBSTEPS:
+            raise InputError(f"dt = {dt:g} s needs {dt / self.h_max:.3g} sub-steps of h_max = {self.h_max:g} s; "
+                             f"at most {MAX_SUBSTEPS:.0e} per step (raise h_max or take shorter steps)")
         x = self.x
         try:
             with np.errstate(all="ignore"):
@@ -337,6 +343,14 @@ class Simulator:
         """Body, wheel and spring records for the independent checker (see records.py)."""
         kin = self.kinematics()
         return {**body_records(self.model, kin), **self.spring_records(kin)}
+
+
+def _real(name: str, value) -> float:
+    """``value`` as a float (Python or NumPy real numbers alike); InputError naming ``name``."""
+    import numbers
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name} must be a number, got {type(value).__name__} {value!r}"[:200])
+    return float(value)
 
 
 def _backend(backend: str, integrator: str, model, loop_method: str) -> str:

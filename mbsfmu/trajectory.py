@@ -160,8 +160,9 @@ class TrajectoryWriter:
         self.path = str(path)
         self.columns: tuple[str, ...] | None = None
         self.n_rows = 0
+        self.last_time: float | None = None     # time [s] of the last row written
         try:
-            self._f = open(self.path, "w", newline="", encoding="utf-8")
+            self._f = open(self.path, "wb", buffering=0)   # one write per line: a row is on disk or not
         except OSError as e:
             raise TrajectoryError(f"cannot write trajectory file {self.path}: {e.strerror or e}") from None
         if columns is not None:
@@ -179,8 +180,7 @@ class TrajectoryWriter:
         if "time" not in cols:
             raise TrajectoryError(f"{self.path}: the columns must include 'time'")
         self.columns = cols
-        self._f.write(",".join(cols) + "\n")
-        self._f.flush()
+        self._write(",".join(cols) + "\n", "the header")
 
     def write(self, row: Mapping[str, float] | Sequence[float]) -> None:
         """Append one row: a mapping with exactly the file's columns, or a sequence of values
@@ -212,13 +212,40 @@ class TrajectoryWriter:
             except (TypeError, ValueError):
                 raise TrajectoryError(f"{self.path}: row {self.n_rows + 1}, column {c!r}: "
                                       f"{v!r} is not a number") from None
-        self._f.write(",".join(cells) + "\n")
-        self._f.flush()
+        self._write(",".join(cells) + "\n", f"row {self.n_rows + 1}")
         self.n_rows += 1
+        if self.columns is not None and "time" in self.columns:
+            self.last_time = float(values[self.columns.index("time")])
+
+    def _write(self, text: str, what: str) -> None:
+        """Write one line (unbuffered); on OSError (disk full, I/O error) cut the file back to
+        its last whole line, so that every row kept is valid, and raise TrajectoryError."""
+        data = memoryview(text.encode("utf-8"))
+        at = None
+        try:
+            at = self._f.tell()
+            done = 0
+            while done < len(data):
+                n = self._f.write(data[done:])
+                if not n:
+                    raise OSError(f"no progress writing {len(data) - done} bytes")
+                done += n
+        except OSError as e:
+            try:
+                if at is not None:
+                    self._f.truncate(at)
+                    self._f.seek(at)
+            except OSError:
+                pass
+            raise TrajectoryError(f"cannot write {what} to {self.path}: {e.strerror or e} "
+                                  f"({self.n_rows} row(s) written before)") from None
 
     def close(self) -> None:
         if not self._f.closed:
-            self._f.close()
+            try:
+                self._f.close()
+            except OSError:     # a flush that failed (disk full) was reported by write
+                pass
 
     def __enter__(self) -> TrajectoryWriter:
         return self

@@ -143,7 +143,7 @@ def test_names_are_checked_against_the_fmus_variables_all_at_once(tmp_path):
     ]
     for line, field, message in expected:
         assert f"{path}:{line}: {field}: {message}" in text, f"{field}: {message}\n{text}"
-    assert text.startswith(f"{len(expected)} problem(s) in model {path}")
+    assert text.startswith(f"{len(expected)} problem(s) in scenario {path}")
 
 
 def test_cli_rejects_a_bad_cosim_section_with_exit_code_2(tmp_path):

@@ -457,7 +457,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description="Build an FMI 2.0 Co-Simulation FMU of a model file with pythonfmu; the model "
                                    "and this engine are bundled in its resources.")
     p.add_argument("model", help="model file (YAML/JSON, URDF or URDF overlay)")
-    p.add_argument("-o", "--output", help="FMU file to write (default: <model name>.fmu)")
+    p.add_argument("-o", "--output", "--out", help="FMU file to write (default: <model name>.fmu)")
     p.add_argument("--naming", choices=NAMINGS, default="structured",
                    help="variable names: structured (q1.tau, push.f[1]) or flat (q1_tau, push_f_1)")
     p.add_argument("--integrator", choices=METHODS, default="rk4", help="start value of solver.method")
