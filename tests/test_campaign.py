@@ -113,18 +113,18 @@ def test_points_address_model_initial_state_and_inputs(tmp_path):
     scn = load_scenario(SPRING)
     s = apply_point(scn, {"body.mass.mass": 0.8, "initial.q.q1": 0.2, "initial.qd.q1": -1.0})
     assert ("body.mass.mass", 0.8) in s.edits and s.initial_q["q1"] == [0.2] and s.initial_qd["q1"] == [-1.0]
-    src = SPRING.read_text().replace("initial: {q: {q1: 0.1}}", "initial: {q: {q1: 0.1}}\ninputs: {q1.force: {type: "
+    src = SPRING.read_text().replace("initial: {q: {q1: 0.1}}", "initial: {q: {q1: 0.1}}\ninputs: {q1.tau: {type: "
                                                                   "sine, amplitude: 1.0, frequency: 2.0}}")
     src = src.replace("../../scenarios", str(ROOT / "scenarios"))
     (tmp_path / "s.yaml").write_text(src)
     scn = load_scenario(tmp_path / "s.yaml")
-    s = apply_point(scn, {"inputs.q1.force.amplitude": 3.0})
-    assert s.inputs["q1.force"].params == {"amplitude": 3.0, "frequency": 2.0}
-    assert scn.inputs["q1.force"].params["amplitude"] == 1.0
+    s = apply_point(scn, {"inputs.q1.tau.amplitude": 3.0})
+    assert s.inputs["q1.tau"].params == {"amplitude": 3.0, "frequency": 2.0}
+    assert scn.inputs["q1.tau"].params["amplitude"] == 1.0
     with pytest.raises(InputError, match="a sine schedule has no number 'value'"):
-        apply_point(scn, {"inputs.q1.force.value": 3.0})
-    with pytest.raises(InputError, match="no input 'q2.force'"):
-        apply_point(scn, {"inputs.q2.force.amplitude": 3.0})
+        apply_point(scn, {"inputs.q1.tau.value": 3.0})
+    with pytest.raises(InputError, match="no input 'q2.tau'"):
+        apply_point(scn, {"inputs.q2.tau.amplitude": 3.0})
     with pytest.raises(InputError, match="set initial.qd.q1"):
         apply_point(scn, {"initial.qd.q1[1]": 3.0})
 
