@@ -213,20 +213,33 @@ class Model:
         """{joint name: (k, q - q0)} of the joint springs; PE = 1/2 k (q - q0)^2 (seed 002 Eq. 2)."""
         return {name: (float(k), float(q[iq] - q0)) for name, iq, _iv, k, q0 in self._springs}
 
-    def mass_matrix(self, q: Array) -> Array:
-        """M(q): (nv, nv) joint-space inertia by CRBA."""
+    def mass_matrix(self, q: Array, backend: str = "auto") -> Array:
+        """M(q): (nv, nv) joint-space inertia by CRBA. backend: "auto" (the C core, mbsfmu/native,
+        if it loads), "native" or "python" (the numpy reference)."""
+        if _native(backend):
+            from .native.core import model_core
+            return model_core(self).crba(q)
         return crba(self.tree, self._vec("q", q, self.nq))
 
-    def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None) -> Array:
-        """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA)."""
+    def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:
+        """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA);
+        backend as for ``mass_matrix``."""
+        if _native(backend):
+            from .native.core import model_core
+            return model_core(self).inverse_dynamics(q, qd, qdd, f_ext)
         q, qd, qdd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("qdd", qdd, self.nv)
         return rnea(self.tree, q, qd, qdd, self._fext(f_ext)) - self.passive_forces(q, qd)
 
-    def forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba") -> Array:
+    def forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba",
+                         backend: str = "auto") -> Array:
         """qdd (nv,) under actuator forces tau, springs/dampers, gravity and f_ext.
 
         method: "aba" (O(N) articulated-body), "crba" (solve M qdd = tau - RNEA(q, qd, 0)) or
-        "transform" (seed 003 velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd))."""
+        "transform" (seed 003 velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd)).
+        backend (method "aba"): as for ``mass_matrix``."""
+        if method == "aba" and _native(backend):
+            from .native.core import model_core
+            return model_core(self).forward_dynamics(q, qd, tau, f_ext)
         q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
         fx = self._fext(f_ext)
         tau = tau + self.passive_forces(q, qd)
@@ -400,6 +413,18 @@ class Model:
                        "massless bodies between them), so the mass matrix is singular")
             problems.append(_map_path(Problem(("bodies", k, "joint"), msg), wheel_paths))
         return locate(problems, lines)
+
+
+def _native(backend: str) -> bool:
+    """Whether a Model algorithm runs in the C core: backend "native", or "auto" when it loads."""
+    if backend == "python":
+        return False
+    if backend == "native":
+        return True
+    if backend == "auto":
+        from .native.core import usable
+        return usable()
+    raise InputError(f"backend {backend!r}: expected 'auto', 'native' or 'python'")
 
 
 def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:

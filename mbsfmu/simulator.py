@@ -35,7 +35,7 @@ from .spatial import Array
 INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
 LOOP_STABILISATION = ("baumgarte", "projection", "both", "none")
-BACKENDS = ("auto", "python", "numba")
+BACKENDS = ("auto", "python", "native")
 
 
 class SimulationError(MbsError):
@@ -59,10 +59,10 @@ class Simulator:
     integrator: "rk4" (fixed internal step h_max [s]; each step(dt) takes ceil(dt / h_max)
     equal sub-steps) or "dop853" (adaptive, rtol/atol, internal steps at most h_max if > 0).
     Models with loops: loop_method, loop_stabilisation, baumgarte = (alpha, beta) [1/s] and
-    assemble, see the module docstring. backend: "python" (the reference code), "numba" (each
-    rk4 step(dt) runs all its sub-steps in one compiled call, mbsfmu/compiled: same operations,
-    results equal to round-off; rk4 without loops only) or "auto" (numba where it applies and
-    numba imports, else python).
+    assemble, see the module docstring. backend: "python" (the numpy reference code), "native"
+    (the C core, mbsfmu/native: each step(dt) runs all its internal steps in one call, same
+    equations and the same RK4 / DOP853 methods; models without loops) or "auto" (native where
+    it applies and the core loads, else python).
     """
 
     def __init__(self, model, integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10,
@@ -105,7 +105,11 @@ class Simulator:
         self.u = np.zeros(len(self.input_names))
         self.n_steps = self.n_rhs = 0
         self.h_last = 0.0
-        self.backend, self._compiled = _backend(backend, integrator, model), None
+        self.backend, self._native = _backend(backend, integrator, model), None
+        if self.backend == "native":
+            from .native.core import Core
+            self._native = Core(model)
+            self._native.set_solver(integrator, self.h_max, self.rtol, self.atol)
         self.set_configuration(*model.initial_state(assemble=False))
 
     # ---- state and inputs ---------------------------------------------------------------
@@ -220,14 +224,16 @@ class Simulator:
                 if self.integrator == "rk4":
                     n = max(1, math.ceil(dt / self.h_max - 1e-9))
                     h = dt / n
-                    if self.backend == "numba":
-                        x = self._rk4_compiled(x, h, n)
+                    if self.backend == "native":
+                        x = self._native_step(x, dt)
                     else:
                         for _ in range(n):
                             x = self._close_loops(self._normalise(rk4_step(self.rhs, x, h)))
                             self._check_finite(x, self.t + h)
-                    self.n_steps += n
-                    self.h_last = h
+                        self.n_steps += n
+                        self.h_last = h
+                elif self.backend == "native":
+                    x = self._native_step(x, dt)
                 else:
                     x, _nfev, self.h_last = dop853(self.rhs, x, dt, self.rtol, self.atol, self.h_max, self.h_last or None)
                     x = self._close_loops(self._normalise(x))
@@ -238,22 +244,19 @@ class Simulator:
         self.x = x
         self.t += dt
 
-    def _rk4_compiled(self, x: Array, h: float, n: int) -> Array:
-        """n RK4 sub-steps of h [s] in one compiled call (rhs, rk4_step and _normalise as above);
-        SimulationError at the first non-finite sub-step, as the loop above."""
-        x = x.copy()
-        done = self._kernels().run(x, h, n, self.u.reshape(1, -1))
-        self.n_rhs += 4 * min(done + 1, n)
-        if done < n:
-            self._check_finite(x, self.t + (done + 1) * h)
-        return x
-
-    def _kernels(self):
-        """The model's CompiledModel (numba backend), built on first use."""
-        if self._compiled is None:
-            from .compiled import compile_model
-            self._compiled = compile_model(self.model)
-        return self._compiled
+    def _native_step(self, x: Array, dt: float) -> Array:
+        """step(dt) in the C core (the same RK4 sub-steps or DOP853 steps as above, quaternions
+        renormalised alike); statistics carried over; SimulationError with the core's message."""
+        c = self._native
+        c.set_state(x)
+        c.set_inputs(self.u)
+        c.t = self.t
+        c.set_stats(self.n_steps, self.n_rhs, self.h_last)
+        status = c.step(dt)
+        self.n_steps, self.n_rhs, self.h_last = c.stats()
+        if status:
+            raise SimulationError(c.message)
+        return c.x
 
     def _close_loops(self, x: Array) -> Array:
         """After a step: v = H(u), vdot = B_vu udot for partitioned loops; projection of the
@@ -286,18 +289,21 @@ class Simulator:
 
     # ---- outputs ------------------------------------------------------------------------
     def kinematics(self):
-        """Poses and velocities of every body at the current state (compiled on the numba backend)."""
+        """Poses and velocities of every body at the current state (by the C core on the native backend)."""
         q, qd = self.x[: self._nq], self.x[self._nq: self._nq + self._nv]
-        if self.backend == "numba":
-            return self._kernels().forward_kinematics(q, qd)
+        if self.backend == "native":
+            return _native_kinematics(self.model, self._native, q, qd)
         return forward_kinematics(self.model.tree, q, qd)
 
     def invariants(self) -> Invariants:
         """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state."""
         q, qd = self.q, self.qd
+        if self.backend == "native":
+            inv = self._native.invariants_at(q, qd)
+            return Invariants(p_sys=np.array(inv.p_sys), P_sys=np.array(inv.P_sys), H_sys=np.array(inv.H_sys),
+                              R=np.array(inv.R), Rdot=np.array(inv.Rdot), KE=inv.KE, PE=inv.PE)
         kin = self.kinematics()
-        M = self._kernels().crba(q) if self.backend == "numba" else None
-        return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin), M)
+        return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin))
 
     def loop_outputs(self) -> dict[str, dict]:
         """Per loop at the current state and inputs: ``phi`` = |Phi| (2-norm of its position
@@ -333,17 +339,36 @@ class Simulator:
 
 
 def _backend(backend: str, integrator: str, model) -> str:
-    """The backend that runs: "numba" for rk4 without loops (if numba imports), else "python"."""
+    """The backend that runs: "native" for models without loops (if the C core loads), else "python"."""
     if backend not in BACKENDS:
         raise InputError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
     if backend == "python":
         return backend
-    from .compiled import available
-    why = ("it compiles the rk4 integrator only" if integrator != "rk4" else
-           "the model has closed loops" if model.loops else "numba is not installed" if not available() else "")
-    if why and backend == "numba":
-        raise InputError(f"backend 'numba' cannot run this simulation: {why} (use backend='python' or 'auto')")
-    return "python" if why else "numba"
+    from .native.core import usable
+    why = ("the model has closed loops (the C core does not close loops yet)" if model.loops else
+           "the C core cannot be loaded or built" if not usable() else "")
+    if why and backend == "native":
+        raise InputError(f"backend 'native' cannot run this simulation: {why} (use backend='python' or 'auto')")
+    return "python" if why else "native"
+
+
+def _native_kinematics(model, core, q: Array, qd: Array):
+    """kinematics.Kinematics from the C core's outward pass; Xup_i = plucker(E_i, r_i) from the
+    poses (E_i = R_i^T R_lambda, r_i = R_lambda^T (p_i - p_lambda))."""
+    from .kinematics import Kinematics
+    R, p, v, a = core.kinematics(q, qd)
+    par = model.tree.parent
+    E = np.einsum("nji,njk->nik", R, R[par])
+    r = np.einsum("nji,nj->ni", R[par], p - p[par])
+    Xup = np.zeros((model.N + 1, 6, 6))
+    Xup[:, :3, :3] = E
+    Xup[:, 3:, 3:] = E
+    rx = np.zeros((model.N + 1, 3, 3))
+    rx[:, 0, 1], rx[:, 0, 2], rx[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
+    rx[:, 1, 0], rx[:, 2, 0], rx[:, 2, 1] = r[:, 2], -r[:, 1], r[:, 0]
+    Xup[:, 3:, :3] = -E @ rx
+    Xup[0] = np.eye(6)
+    return Kinematics(R=R, p=p, v=v, a=a, Xup=Xup)
 
 
 def _state_names(model) -> list[str]:

@@ -70,7 +70,8 @@ typedef struct {
 /* Bytes an instance of this model needs, 0 if the tables are malformed (reason in err). */
 size_t mbs_sim_size(const int32_t *ti, size_t n_ti, const double *tf, size_t n_tf, char *err, size_t n_err);
 /* Build an instance in mem (mbs_sim_size bytes, 8-byte aligned); NULL with the reason in err on
- * malformed tables. The state is the model's initial state, inputs zero, t = 0. */
+ * malformed tables. The state is the model's initial state (its file's initial q, qd), inputs
+ * zero, t = 0. The instance copies the tables: the caller may free them afterwards. */
 mbs_sim *mbs_sim_init(void *mem, size_t size, const int32_t *ti, size_t n_ti, const double *tf, size_t n_tf,
                       char *err, size_t n_err);
 mbs_sizes mbs_sim_sizes(const mbs_sim *s);
@@ -82,7 +83,9 @@ int mbs_sim_set_param(mbs_sim *s, int kind, int index, int comp, double value);
 int mbs_sim_get_param(const mbs_sim *s, int kind, int index, int comp, double *value);
 /* Validate every parameter (mass >= 0, inertia positive semi-definite and triangle inequality,
  * every joint moves mass, finite values) and rebuild the spatial inertias; MBS_ERROR with every
- * problem listed in err ("body link1: negative mass -1 kg; ..."). */
+ * problem listed in err ("body link1: negative mass -1 kg; ..."): the instance then keeps working
+ * with the last good parameters, and mbs_sim_get_param still returns the values that were set.
+ * mbs_sim_step and the algorithms refuse (MBS_ERROR) while a set parameter is not applied. */
 int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err);
 /* Solver settings: method MBS_RK4 | MBS_DOP853, h_max [s] (rk4: > 0; dop853: 0 = unlimited),
  * rtol, atol (> 0). Loop settings: stabilisation flags and Baumgarte (alpha, beta) [1/s]. */
@@ -94,7 +97,8 @@ double mbs_sim_time(const mbs_sim *s);
 void mbs_sim_set_time(mbs_sim *s, double t);
 const double *mbs_sim_x(const mbs_sim *s);                       /* (nx,) */
 /* Set x (nx,); MBS_ERROR if non-finite or a quaternion is not unit (reason in err). With loops the
- * configuration is assembled (assemble = 1) or checked. */
+ * configuration is assembled (assemble = 1) or checked (0); assemble = 2 takes x as given (only the
+ * finiteness and unit-quaternion checks: restoring a saved state bit for bit). */
 int mbs_sim_set_x(mbs_sim *s, const double *x, int assemble, char *err, size_t n_err);
 const double *mbs_sim_u(const mbs_sim *s);                       /* (n_u,) */
 int mbs_sim_set_u(mbs_sim *s, int k, double value);              /* MBS_ERROR if non-finite or k out of range */
@@ -125,6 +129,35 @@ int mbs_crba(mbs_sim *s, const double *q, double *M);
  * equations of motion the simulator integrates (loops closed when the model has loops). */
 int mbs_forward_dynamics(mbs_sim *s, const double *q, const double *qd, const double *u, const double *f_ext,
                          double *qdd);
+
+/* ---- additions (native-core): body outputs, names, the Model's dynamics, the rhs ----------- */
+/* Poses and velocities of every body at the current state (computed once per state, when asked):
+ * R (N+1)*9 body axes as columns in world axes (row-major), p (N+1)*3 body origins [m] world,
+ * v (N+1)*6 spatial velocities [rad/s; m/s], body axes at the body origin; row 0 the world. */
+typedef struct { const double *R, *p, *v; } mbs_kinematics;
+const mbs_kinematics *mbs_sim_kinematics(mbs_sim *s);
+/* Names from the tables: body i (1..N, tree order, wheel rotors named after their wheel) and its
+ * joint; "world" for 0 or out of range. */
+const char *mbs_sim_body_name(const mbs_sim *s, int i);
+const char *mbs_sim_joint_name(const mbs_sim *s, int i);
+/* Model.forward_dynamics / inverse_dynamics: ABA / RNEA with the joint springs and dampers added
+ * to tau (tau (nv,) actuator forces), f_ext as in mbs_aba (NULL: none). */
+int mbs_forward_dynamics_tau(mbs_sim *s, const double *q, const double *qd, const double *tau, const double *f_ext,
+                             double *qdd);
+int mbs_inverse_dynamics_tau(mbs_sim *s, const double *q, const double *qd, const double *qdd, const double *f_ext,
+                             double *tau);
+/* xdot (nx,) = f(x, u): the right-hand side the integrators use (u (n_u,)) */
+int mbs_sim_rhs(mbs_sim *s, const double *x, const double *u, double *xdot);
+/* Forward kinematics at (q, qd, qdd) into caller arrays (any of qd, qdd, R, p, v, a NULL to skip):
+ * R (N+1)*9, p (N+1)*3, v and a (N+1)*6 (a: spatial acceleration without gravity). */
+int mbs_fk(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *R, double *p, double *v, double *a);
+/* The invariants at a given (q, qd) (mbs_sim_invariants is the lazy one of the current state). */
+int mbs_invariants_at(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out);
+/* All inputs at once (u (n_u,)); MBS_ERROR (nothing changed) if one is not finite. */
+int mbs_sim_set_inputs(mbs_sim *s, const double *u);
+/* Restore the statistics (a state restored from outside: FMU state, Simulator.set_state); h_last
+ * is also DOP853's next first step (0: chosen afresh). */
+void mbs_sim_set_stats(mbs_sim *s, long long n_steps, long long n_rhs, double h_last);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,93 @@
+/* instance.h - the inside of an mbs_sim (private to the core's .c files).
+ *
+ * One block of memory holds the struct, then copies of both model tables (the instance is
+ * self-contained: the caller may free its tables after mbs_sim_init), then the parameters' derived
+ * arrays and the work arrays. Pointers are rebuilt from the block's base by mbs_layout, so
+ * mbs_sim_copy is a memcpy plus mbs_layout. Row 0 of every per-body array is the world.
+ */
+#ifndef MBS_INSTANCE_H
+#define MBS_INSTANCE_H
+
+#include "mbs_core.h"
+
+#define MBS_MAGIC 0x6d62735f73696d31ULL /* "mbs_sim1" */
+#define MBS_MSG 512
+#define N_HEAD_I 16
+#define N_HEAD_F 8
+#define BODY_F 28
+#define DOP_STAGES 13
+
+/* element kinds (tables.py) */
+enum { EL_JSPRING = 0, EL_ACT = 1, EL_QUAT = 2, EL_THRUSTER = 3, EL_WRENCH = 4, EL_SPRING = 5 };
+
+struct mbs_sim {
+    uint64_t magic;
+    size_t size;                               /* bytes of the block */
+    int N, nq, nv, nx, n_u, n_elem, n_loops, n_rows, has_forces;
+    size_t n_ti, n_tf;
+    uint64_t model_hash;
+
+    /* ---- pointers into the block (mbs_layout) ---- */
+    int32_t *ti;                               /* copy of the int32 table */
+    double *tf;                                /* copy of the float64 table (parameters live here) */
+    const int32_t *parent, *jtype, *iq, *nqj, *iv, *nvj, *wheel, *elem;
+    const char *names;                         /* body names then joint names, NUL-separated */
+    double *body_f;                            /* (N+1) x BODY_F: R_tree, p_tree, axis, mass, com, I_c */
+    double *grav, *damping, *elem_f, *x_init;         /* x_init: the model's initial q, qd */
+    double *S, *I;                             /* (N+1) x 36: motion subspace (nv columns used), spatial inertia */
+    /* work: transforms and kinematics */
+    double *E, *r;                             /* Xup_i = (E_i, r_i), (N+1) x 9 and x 3 */
+    double *Rw, *pw;                           /* body axes in world (N+1) x 9, origins (N+1) x 3 */
+    double *v, *c, *a, *pA, *f, *uu, *fext;    /* (N+1) x 6 */
+    double *IA, *U, *Dinv, *Ic;                /* (N+1) x 36 */
+    double *tau, *tau_u, *qdd_w;               /* (nv) */
+    /* state, inputs, outputs */
+    double *x, *u, *qdd_out, *lambda;          /* (nx), (n_u), (nv), (n_rows) */
+    double *xs, *xn, *x0;                      /* (nx): stage state, new state, state at step start */
+    double *K;                                 /* DOP_STAGES x nx (RK4 uses the first 4 rows) */
+    double *kin_R, *kin_p, *kin_v;             /* outputs: world poses, velocities (N+1) x 9, 3, 6 */
+    double *M;                                 /* nv x nv: CRBA output (invariants, parameter checks) */
+
+    double t;
+    int method;                                /* MBS_RK4 | MBS_DOP853 */
+    double h_max, rtol, atol;
+    int baumgarte, projection;
+    double alpha, beta;
+    long long n_steps, n_rhs;
+    double h_last;
+    int qdd_valid, inv_valid, kin_valid, params_dirty;
+    mbs_invariants inv;
+    mbs_kinematics kin;
+    char msg[MBS_MSG];
+};
+
+/* model.c */
+void mbs_layout(mbs_sim *s);
+void mbs_rebuild_inertia(mbs_sim *s);          /* I_i from mass, com, I_c; S_i from jtype, axis */
+const char *mbs_body_name(const mbs_sim *s, int i);
+const char *mbs_joint_name(const mbs_sim *s, int i);
+void mbs_fmt(char *buf, size_t n, const char *fmt, ...);
+void mbs_append(char *buf, size_t n, const char *fmt, ...);
+int mbs_all_finite(const double *x, int n);
+
+/* kinematics.c */
+void mbs_joint_transforms(mbs_sim *s, const double *q);
+void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a);
+/* rnea.c, crba.c, aba.c (Xup from mbs_joint_transforms; f_ext in s->fext) */
+void mbs_rnea_core(mbs_sim *s, const double *qd, const double *qdd, double *tau);
+void mbs_crba_core(mbs_sim *s, double *M);
+void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd);
+/* forces.c */
+void mbs_passive_forces(const mbs_sim *s, const double *q, const double *qd, double *out);
+void mbs_body_wrenches(mbs_sim *s, const double *u, double *p_in, double *p_damp);
+double mbs_spring_energy(const mbs_sim *s, const double *q);
+/* integrate.c */
+void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot);
+void mbs_config_rate(const mbs_sim *s, const double *q, const double *qd, double *out);
+void mbs_normalise(const mbs_sim *s, double *x);
+int mbs_rk4(mbs_sim *s, double dt);
+int mbs_dop853(mbs_sim *s, double dt);
+/* invariants.c */
+void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out);
+
+#endif

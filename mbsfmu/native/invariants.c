@@ -1,0 +1,71 @@
+/* invariants.c - the engine's own momentum and energy (mbsfmu/records.py engine_invariants):
+ * each body's spatial momentum I_i v_i (RBDA Sec. 2.13) split into its angular momentum about
+ * its CoM and its linear momentum, summed about the system CM (seed 000 Eqs. 9-10); KE =
+ * 1/2 qd^T M qd with M by CRBA (seed 002 Eq. 1); PE = springs - sum m_i g . c_i (seed 002 Eq. 2). */
+#include "instance.h"
+#include "spatial.h"
+
+/* needs mbs_joint_transforms(q) and mbs_forward_kinematics(qd) done on s */
+void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out)
+{
+    int N = s->N, nv = s->nv, i, k, l;
+    double m_tot = 0.0, mc[3] = {0, 0, 0}, Lsum[3] = {0, 0, 0}, Hrel[3] = {0, 0, 0}, prel[3] = {0, 0, 0};
+    double mgc = 0.0, KE = 0.0;
+    for (i = 1; i <= N; i++) {                                /* pass 1: mass, CM, P_sys, sum L_c */
+        const double *I = s->I + 36 * i, *v = s->v + 6 * i, *R = s->Rw + 9 * i, *com = s->body_f + BODY_F * i + 16;
+        double m = s->body_f[BODY_F * i + 15], h[6], t[3], L[3], P[3], c[3];
+        for (k = 0; k < 6; k++) {
+            double acc = 0.0;
+            for (l = 0; l < 6; l++) acc += M6(I, k, l) * v[l];
+            h[k] = acc;
+        }
+        cross3(com, h + 3, t);                                /* about the CoM: h_w - com x h_lin */
+        for (k = 0; k < 3; k++) t[k] = h[k] - t[k];
+        mat3_vec(R, t, L);
+        mat3_vec(R, h + 3, P);
+        mat3_vec(R, com, c);
+        for (k = 0; k < 3; k++) {
+            c[k] += s->pw[3 * i + k];
+            mc[k] += m * c[k];
+            Lsum[k] += L[k];
+            out->P_sys[k] = (i == 1 ? 0.0 : out->P_sys[k]) + P[k];
+        }
+        m_tot += m;
+        mgc += m * (c[0] * s->grav[0] + c[1] * s->grav[1] + c[2] * s->grav[2]);
+    }
+    if (N == 0) for (k = 0; k < 3; k++) out->P_sys[k] = 0.0;
+    for (k = 0; k < 3; k++) {
+        out->R[k] = mc[k] / m_tot;
+        out->Rdot[k] = out->P_sys[k] / m_tot;
+    }
+    for (i = 1; i <= N; i++) {                                /* pass 2: CM-relative momenta */
+        const double *I = s->I + 36 * i, *v = s->v + 6 * i, *R = s->Rw + 9 * i, *com = s->body_f + BODY_F * i + 16;
+        double m = s->body_f[BODY_F * i + 15], hl[3], P[3], c[3], pr[3], d[3], x[3];
+        for (k = 0; k < 3; k++) {
+            double acc = 0.0;
+            for (l = 0; l < 6; l++) acc += M6(I, 3 + k, l) * v[l];
+            hl[k] = acc;
+        }
+        mat3_vec(R, hl, P);
+        mat3_vec(R, com, c);
+        for (k = 0; k < 3; k++) {
+            pr[k] = P[k] - m * out->Rdot[k];
+            d[k] = (s->pw[3 * i + k] + c[k]) - out->R[k];
+            prel[k] += pr[k];
+        }
+        cross3(d, pr, x);                                     /* (c_i - R) x p_rel_i */
+        for (k = 0; k < 3; k++) Hrel[k] += x[k];
+    }
+    for (k = 0; k < 3; k++) {
+        out->p_sys[k] = prel[k];
+        out->H_sys[k] = Lsum[k] + Hrel[k];
+    }
+    mbs_crba_core(s, s->M);                                   /* KE = 1/2 qd^T M qd */
+    for (k = 0; k < nv; k++) {
+        double acc = 0.0;
+        for (l = 0; l < nv; l++) acc += s->M[nv * k + l] * qd[l];
+        KE += qd[k] * acc;
+    }
+    out->KE = 0.5 * KE;
+    out->PE = mbs_spring_energy(s, q) - mgc;
+}

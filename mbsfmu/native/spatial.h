@@ -1,0 +1,182 @@
+/* spatial.h - spatial algebra on plain arrays (RBDA ch. 2), inline, allocation-free.
+ *
+ * Spatial vectors [angular; linear]. A transform X from frame A to frame B is stored as (E, r):
+ * E (3x3 row-major) takes A coordinates to B coordinates, r is B's origin in A coordinates,
+ * X = [[E, 0], [-E rx, E]] (RBDA Eq. 2.24). Applied as a rotation plus a translation (RBDA
+ * Table 2.5) instead of a dense 6x6 product:
+ *     X v   = [E w; E (v_o - r x w)]              motion vector v = [w; v_o]
+ *     X^T f = [E^T n + r x (E^T f_o); E^T f_o]    force vector f = [n; f_o]
+ * 6x6 matrices are row-major double[36]. Outputs never alias inputs.
+ */
+#ifndef MBS_SPATIAL_H
+#define MBS_SPATIAL_H
+
+#include <math.h>
+
+#define M6(A, k, l) (A)[6 * (k) + (l)]
+
+/* out = X v (motion vector) */
+static inline void X_motion(const double *E, const double *r, const double *v, double *out)
+{
+    double t0 = v[3] - (r[1] * v[2] - r[2] * v[1]);          /* v_o - r x w */
+    double t1 = v[4] - (r[2] * v[0] - r[0] * v[2]);
+    double t2 = v[5] - (r[0] * v[1] - r[1] * v[0]);
+    int k;
+    for (k = 0; k < 3; k++) {
+        out[k] = E[3 * k] * v[0] + E[3 * k + 1] * v[1] + E[3 * k + 2] * v[2];
+        out[3 + k] = E[3 * k] * t0 + E[3 * k + 1] * t1 + E[3 * k + 2] * t2;
+    }
+}
+
+/* out += X^T f (force vector carried back to the parent) */
+static inline void XT_force_add(const double *E, const double *r, const double *f, double *out)
+{
+    double g0 = E[0] * f[3] + E[3] * f[4] + E[6] * f[5];      /* E^T f_o */
+    double g1 = E[1] * f[3] + E[4] * f[4] + E[7] * f[5];
+    double g2 = E[2] * f[3] + E[5] * f[4] + E[8] * f[5];
+    out[0] += E[0] * f[0] + E[3] * f[1] + E[6] * f[2] + (r[1] * g2 - r[2] * g1);
+    out[1] += E[1] * f[0] + E[4] * f[1] + E[7] * f[2] + (r[2] * g0 - r[0] * g2);
+    out[2] += E[2] * f[0] + E[5] * f[1] + E[8] * f[2] + (r[0] * g1 - r[1] * g0);
+    out[3] += g0;
+    out[4] += g1;
+    out[5] += g2;
+}
+
+/* F[:, :n] = X^T F[:, :n] in place (F 6 x 6 row-major, n columns used): CRBA's F = Xup^T F */
+static inline void XT_force_cols(const double *E, const double *r, double *F, int n)
+{
+    int k;
+    for (k = 0; k < n; k++) {
+        double f[6], o[6] = {0, 0, 0, 0, 0, 0};
+        int l;
+        for (l = 0; l < 6; l++) f[l] = M6(F, l, k);
+        XT_force_add(E, r, f, o);
+        for (l = 0; l < 6; l++) M6(F, l, k) = o[l];
+    }
+}
+
+/* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
+ * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
+ * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx. */
+static inline void rotated_block(const double *E, const double *I, int ro, int co, double *out)
+{
+    double n[9];
+    int a, b;
+    for (a = 0; a < 3; a++)                                   /* n = M E */
+        for (b = 0; b < 3; b++)
+            n[3 * a + b] = M6(I, ro + a, co) * E[b] + M6(I, ro + a, co + 1) * E[3 + b] + M6(I, ro + a, co + 2) * E[6 + b];
+    for (a = 0; a < 3; a++)                                   /* out = E^T n */
+        for (b = 0; b < 3; b++)
+            out[3 * a + b] = E[a] * n[b] + E[3 + a] * n[3 + b] + E[6 + a] * n[6 + b];
+}
+
+static inline void XT_I_X_add(const double *E, const double *r, const double *I, double *out)
+{
+    double A[9], B[9], C[9], K[9], G[9], Z[9], W[9];
+    double r0 = r[0], r1 = r[1], r2 = r[2];
+    int a, b;
+    rotated_block(E, I, 0, 0, A);
+    rotated_block(E, I, 0, 3, B);
+    rotated_block(E, I, 3, 3, C);
+    for (b = 0; b < 3; b++) {                                 /* K = rx C' (columns r x C'[:, b]) */
+        K[0 + b] = r1 * C[6 + b] - r2 * C[3 + b];
+        K[3 + b] = r2 * C[0 + b] - r0 * C[6 + b];
+        K[6 + b] = r0 * C[3 + b] - r1 * C[0 + b];
+    }
+    for (a = 0; a < 9; a++) G[a] = B[a] + K[a];
+    for (a = 0; a < 3; a++) {                                 /* Z = B' rx, W = K rx (rows x r) */
+        Z[3 * a + 0] = B[3 * a + 1] * r2 - B[3 * a + 2] * r1;
+        Z[3 * a + 1] = B[3 * a + 2] * r0 - B[3 * a + 0] * r2;
+        Z[3 * a + 2] = B[3 * a + 0] * r1 - B[3 * a + 1] * r0;
+        W[3 * a + 0] = K[3 * a + 1] * r2 - K[3 * a + 2] * r1;
+        W[3 * a + 1] = K[3 * a + 2] * r0 - K[3 * a + 0] * r2;
+        W[3 * a + 2] = K[3 * a + 0] * r1 - K[3 * a + 1] * r0;
+    }
+    for (a = 0; a < 3; a++)
+        for (b = 0; b < 3; b++) {
+            M6(out, a, b) += A[3 * a + b] - Z[3 * a + b] - Z[3 * b + a] - W[3 * a + b];
+            M6(out, a, 3 + b) += G[3 * a + b];
+            M6(out, 3 + b, a) += G[3 * a + b];
+            M6(out, 3 + a, 3 + b) += C[3 * a + b];
+        }
+}
+
+/* out = v x m (motion cross product, RBDA Eq. 2.31) */
+static inline void crm_mul(const double *v, const double *m, double *out)
+{
+    out[0] = v[1] * m[2] - v[2] * m[1];
+    out[1] = v[2] * m[0] - v[0] * m[2];
+    out[2] = v[0] * m[1] - v[1] * m[0];
+    out[3] = v[1] * m[5] - v[2] * m[4] + (v[4] * m[2] - v[5] * m[1]);
+    out[4] = v[2] * m[3] - v[0] * m[5] + (v[5] * m[0] - v[3] * m[2]);
+    out[5] = v[0] * m[4] - v[1] * m[3] + (v[3] * m[1] - v[4] * m[0]);
+}
+
+/* out = v x* (I v), exact at speed as spatial.bias_force (RBDA Eq. 2.67): with h = I v the
+ * linear velocity enters the angular part only through v_o x (I[3:, :3] w), since
+ * v_o x (m v_o) = 0 exactly. */
+static inline void bias_force(const double *I, const double *v, double *out)
+{
+    double h[6], g[3];
+    int k, l;
+    for (k = 0; k < 6; k++) {
+        double acc = 0.0;
+        for (l = 0; l < 6; l++) acc += M6(I, k, l) * v[l];
+        h[k] = acc;
+    }
+    for (k = 0; k < 3; k++) g[k] = M6(I, 3 + k, 0) * v[0] + M6(I, 3 + k, 1) * v[1] + M6(I, 3 + k, 2) * v[2];
+    out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
+    out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
+    out[2] = (v[0] * h[1] - v[1] * h[0]) + (v[3] * g[1] - v[4] * g[0]);
+    out[3] = v[1] * h[5] - v[2] * h[4];
+    out[4] = v[2] * h[3] - v[0] * h[5];
+    out[5] = v[0] * h[4] - v[1] * h[3];
+}
+
+/* R (row-major) of the unit quaternion (w, x, y, z) (spatial.quat_to_R) */
+static inline void quat_to_R(const double *qt, double *R)
+{
+    double w = qt[0], x = qt[1], y = qt[2], z = qt[3];
+    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - w * z);     R[2] = 2 * (x * z + w * y);
+    R[3] = 2 * (x * y + w * z);     R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - w * x);
+    R[6] = 2 * (x * z - w * y);     R[7] = 2 * (y * z + w * x);     R[8] = 1 - 2 * (x * x + y * y);
+}
+
+/* Rodrigues: R = I + sin(angle) K + (1 - cos(angle)) K K, K = skew(a) (spatial.rot_axis) */
+static inline void rot_axis(const double *a, double angle, double *R)
+{
+    double s = sin(angle), c1 = 1.0 - cos(angle);
+    double K[9], KK[9];
+    int i, j;
+    K[0] = 0.0;   K[1] = -a[2]; K[2] = a[1];
+    K[3] = a[2];  K[4] = 0.0;   K[5] = -a[0];
+    K[6] = -a[1]; K[7] = a[0];  K[8] = 0.0;
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 3; j++)
+            KK[3 * i + j] = K[3 * i] * K[j] + K[3 * i + 1] * K[3 + j] + K[3 * i + 2] * K[6 + j];
+    for (i = 0; i < 9; i++) R[i] = (i % 4 == 0 ? 1.0 : 0.0) + s * K[i] + c1 * KK[i];
+}
+
+/* out = R x (3x3 row-major times 3-vector) and out = R^T x */
+static inline void mat3_vec(const double *R, const double *x, double *out)
+{
+    out[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2];
+    out[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2];
+    out[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2];
+}
+
+static inline void mat3T_vec(const double *R, const double *x, double *out)
+{
+    out[0] = R[0] * x[0] + R[3] * x[1] + R[6] * x[2];
+    out[1] = R[1] * x[0] + R[4] * x[1] + R[7] * x[2];
+    out[2] = R[2] * x[0] + R[5] * x[1] + R[8] * x[2];
+}
+
+static inline void cross3(const double *a, const double *b, double *out)
+{
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+#endif
