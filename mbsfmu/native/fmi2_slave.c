@@ -87,12 +87,12 @@ typedef struct FmuState {
 static const char *status_category(fmi2Status s)
 {
     switch (s) {
-    case fmi2OK: return "logStatusOK";
+    case fmi2OK: return "logAll";
     case fmi2Warning: return "logStatusWarning";
     case fmi2Discard: return "logStatusDiscard";
     case fmi2Error: return "logStatusError";
     case fmi2Fatal: return "logStatusFatal";
-    default: return "logStatusPending";
+    default: return "logAll";
     }
 }
 
@@ -105,8 +105,16 @@ static void logf_(Instance *I, fmi2Status status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* the message goes through "%s": a variable name holding '%' cannot become a format */
-    I->cb.logger(I->cb.componentEnvironment, I->name ? I->name : "mbsfmu", status, status_category(status), "%s", msg);
+    /* the message is the format (hosts that do not format, e.g. fmpy's Python logger, show it as
+     * is), with every '%' doubled so that a name holding '%' cannot become a conversion */
+    char esc[2 * sizeof msg];
+    size_t j = 0;
+    for (size_t k = 0; msg[k] && j + 2 < sizeof esc; k++) {
+        esc[j++] = msg[k];
+        if (msg[k] == '%') esc[j++] = '%';
+    }
+    esc[j] = 0;
+    I->cb.logger(I->cb.componentEnvironment, I->name ? I->name : "mbsfmu", status, status_category(status), esc);
 }
 
 /* the component if it is a live instance, else NULL (a freed or foreign pointer, or NULL) */
@@ -224,7 +232,7 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     if (!functions || !functions->allocateMemory || !functions->freeMemory) {
         if (functions && functions->logger)
             functions->logger(functions->componentEnvironment, instanceName ? instanceName : "mbsfmu", fmi2Error,
-                              "logStatusError", "%s",
+                              "logStatusError",
                               "fmi2Instantiate: the callback functions allocateMemory and freeMemory are required");
         return NULL;
     }

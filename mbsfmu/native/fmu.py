@@ -18,7 +18,6 @@ import datetime
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -41,8 +40,7 @@ TARGETS = {
     "win64": ("x86_64-windows-gnu", ".dll", []),
     "darwin64": ("x86_64-macos", ".dylib", []),
 }
-CFLAGS = ["-std=c99", "-O2", "-g0", "-fno-sanitize=undefined", "-ffp-contract=off", "-fvisibility=hidden",
-          "-Wall", "-Wno-unused-function"]
+CFLAGS = ["-g0", "-fno-sanitize=undefined", "-fvisibility=hidden", "-Wno-unused-parameter"]   # after build.FLAGS
 
 # core parameter kinds (mbs_core.h MBS_P_*) and the wrapper's variable kinds (fmu_model.h)
 P_GRAVITY, P_MASS, P_COM, P_INERTIA, P_WHEEL_IW, P_SPRING_K, P_SPRING_D = range(1, 8)
@@ -65,11 +63,9 @@ class NativeBuildError(MbsError):
 
 
 def core_sources() -> list[Path]:
-    """The engine core's C sources and headers (everything in this folder but the FMU wrapper)."""
-    files = [f for f in sorted(NATIVE_DIR.iterdir()) if f.suffix in (".c", ".h") and f.name not in WRAPPER]
-    if not any(f.suffix == ".c" for f in files):
-        raise NativeBuildError(f"the C engine core's sources are missing from the package ({NATIVE_DIR.name}/*.c)")
-    return files
+    """The engine core's C sources and headers (``build.SOURCES``, ``build.HEADERS``)."""
+    from . import build
+    return [build.HERE / name for name in (*build.SOURCES, *build.HEADERS)]
 
 
 # ---- the generated model file ------------------------------------------------------------------
@@ -188,19 +184,27 @@ def zig_cache_dir() -> Path:
 
 
 def compile_target(platform: str, srcdir: Path, c_files: list[str], out: Path, progress=print) -> None:
-    """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform."""
+    """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform, with
+    the core's one zig invocation (``build.zig_cc``). progress: told once per target, the first
+    time (zig then builds its C library cache for that target)."""
+    from . import build
     target, _suffix, libs = TARGETS[platform]
     marker = zig_cache_dir() / f"mbsfmu-libc-{target}.ok"
-    if not marker.exists() and progress:
-        progress(f"building the zig C library cache for {platform}, first time only, a few minutes")
-    cmd = [sys.executable, "-m", "ziglang", "cc", "-target", target, "-shared", *CFLAGS, "-I.",
-           *c_files, "-o", str(out), *libs]
+    first = not marker.exists()
+
+    def say(_msg):
+        if first and progress:
+            progress(f"building the zig C library cache for {platform}, first time only, a few minutes")
+
+    flags = [*build.FLAGS, *CFLAGS, f"-I{srcdir}", "-shared", *libs]
     if platform == "linux64":
-        cmd[cmd.index("-shared") + 1:cmd.index("-shared") + 1] = ["-fPIC", "-Wl,-z,defs"]
-    run = subprocess.run(cmd, cwd=srcdir, capture_output=True, text=True)
-    if run.returncode != 0 or not out.is_file():
-        raise NativeBuildError(f"compiling the FMU for {platform} failed (zig cc -target {target}):\n"
-                               f"{(run.stderr or run.stdout).strip()[-4000:]}")
+        flags += ["-fPIC", "-Wl,-z,defs"]
+    elif platform == "darwin64":      # the install name, else the build folder's path
+        flags.append(f"-Wl,-install_name,@rpath/{out.name}")
+    try:
+        build.zig_cc([srcdir / f for f in c_files], target, out, flags, progress=say)
+    except build.BuildError as e:
+        raise NativeBuildError(f"compiling the FMU for {platform} failed (zig cc -target {target}): {e}") from None
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
@@ -256,9 +260,9 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
     from ..simulator import Simulator
     model_path = Path(model)
     m = load_model(model_path)
-    if getattr(m.spec, "loops", ()) and not loops_supported():
-        raise NativeBuildError(f"model {model_path}: closed kinematic loops are not supported by the native "
-                               "runtime yet: build with --runtime python")
+    refusal = core_refusal(m)
+    if refusal:
+        raise NativeBuildError(f"{refusal} (the native runtime cannot build this FMU: use --runtime python)")
     Simulator(m, integrator=integrator, h_max=h_max, rtol=rtol, atol=atol)      # InputError on bad settings
     try:
         table = variable_table(m, naming, integrator, h_max, rtol, atol)
@@ -317,6 +321,15 @@ def _add(z: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -
     z.writestr(zi, data)
 
 
-def loops_supported() -> bool:
-    """Whether the C core closes kinematic loops (mbs_core.h's sizes report constraint rows)."""
-    return (NATIVE_DIR / "loops.c").is_file()
+def core_refusal(model) -> str | None:
+    """The core's reason for refusing a model (e.g. closed loops, which it does not close yet), or
+    None; None also when the core library cannot be loaded on this machine (the FMU's binaries are
+    cross-compiled and checked when instantiated)."""
+    from .core import Core, available
+    if not available():
+        return None
+    try:
+        Core(model)
+    except InputError as e:
+        return str(e)
+    return None
