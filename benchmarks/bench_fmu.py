@@ -7,8 +7,8 @@ Real and Integer outputs, as Simulink reads every connected output each step), a
 - python-runtime FMU through fmpy (and through the C host when its loader runs here);
 - in-process: Simulator.step plus the same outputs (state, invariants, qdd).
 
-Prints medians of --repeat runs: us per step, real-time factor (dt / time per step) and the
-native/python ratio; with --build, the ``mbsfmu build-fmu`` wall time cold (an empty temporary
+Prints medians of --repeat runs, wall and CPU time (the CPU time is the steadier number on a
+loaded machine): us per step, real-time factor (dt / time per step) and the native/python ratios; with --build, the ``mbsfmu build-fmu`` wall time cold (an empty temporary
 ZIG_GLOBAL_CACHE_DIR: zig builds its C library caches for the three targets) and warm.
 
     python benchmarks/bench_fmu.py [--steps 2000] [--py-steps 300] [--repeat 5] [--build]
@@ -58,8 +58,8 @@ def c_host(work: Path) -> Path:
     return exe
 
 
-def via_c_host(exe: Path, x: Path, fmu: Path, steps: int) -> float:
-    """Seconds per step (doStep + every output), timed inside the C host."""
+def via_c_host(exe: Path, x: Path, fmu: Path, steps: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per step (doStep + every output), timed inside the C host."""
     reals, ints, guid, ident = outputs(fmu)
     lib = x / "binaries" / "linux64" / f"{ident}.so"
     cmd = [str(exe), str(lib), guid, (x / "resources").as_uri(), str(steps), repr(DT), "--real",
@@ -70,10 +70,10 @@ def via_c_host(exe: Path, x: Path, fmu: Path, steps: int) -> float:
     if run.returncode != 0:
         raise RuntimeError(run.stderr.strip()[-500:])
     line = [ln for ln in run.stdout.splitlines() if ln.startswith("bench,")][-1]
-    return float(line.split(",")[2]) / steps
+    return float(line.split(",")[2]) / steps, float(line.split(",")[3]) / steps
 
 
-def via_fmpy(x: Path, fmu: Path, steps: int) -> float:
+def via_fmpy(x: Path, fmu: Path, steps: int) -> tuple[float, float]:
     from fmpy.fmi2 import FMU2Slave
     reals, ints, guid, ident = outputs(fmu)
     f = FMU2Slave(guid=guid, unzipDirectory=str(x), modelIdentifier=ident, instanceName="bench")
@@ -82,31 +82,31 @@ def via_fmpy(x: Path, fmu: Path, steps: int) -> float:
     f.enterInitializationMode()
     f.exitInitializationMode()
     t = 0.0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for k in range(steps):
         f.doStep(t, DT)
         t = (k + 1) * DT
         f.getReal(reals)
         if ints:
             f.getInteger(ints)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     f.terminate()
     f.freeInstance()
-    return wall / steps
+    return wall / steps, cpu / steps
 
 
-def in_process(model: Path, steps: int) -> float:
+def in_process(model: Path, steps: int) -> tuple[float, float]:
     """Simulator.step plus the outputs the FMU offers: state, invariants, qdd."""
     import mbsfmu
     from mbsfmu.simulator import Simulator
     sim = Simulator(mbsfmu.load_model(model), integrator="rk4", h_max=DT)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         sim.step(DT)
         sim.x.copy()
         sim.invariants()
         sim.rhs(sim.x)
-    return (time.perf_counter() - t0) / steps
+    return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
 
 def build_times(model: Path, work: Path) -> tuple[float, float]:
@@ -149,17 +149,20 @@ def main(argv=None) -> int:
                               ("python runtime, C host", lambda: via_c_host(exe, xp, py, args.py_steps)),
                               ("in-process Simulator", lambda: in_process(model, args.steps))):
                 try:
-                    res[label] = statistics.median(fn() for _ in range(args.repeat))
+                    runs = [fn() for _ in range(args.repeat)]
+                    res[label] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
                 except Exception as e:      # noqa: BLE001 (a benchmark reports what it could not run)
                     res[label] = None
                     print(f"  {label}: not run ({type(e).__name__}: {str(e)[-300:]})")
             print(f"\n{name}: {n_out} outputs read per step")
-            for label, s in res.items():
-                if s is not None:
-                    print(f"  {label:<24} {s * 1e6:10.2f} us/step   real-time factor {DT / s:10.1f}")
-            for a, b in (("native, fmpy", "python runtime, fmpy"), ("native, C host", "python runtime, C host")):
+            for label, r in res.items():
+                if r is not None:
+                    print(f"  {label:<24} wall {r[0] * 1e6:9.2f} us/step (real-time factor {DT / r[0]:7.1f})   "
+                          f"CPU {r[1] * 1e6:9.2f} us/step (real-time factor {DT / r[1]:7.1f})")
+            for a, b in (("native, fmpy", "python runtime, fmpy"), ("native, C host", "python runtime, C host"),
+                         ("native, C host", "python runtime, fmpy")):
                 if res.get(a) and res.get(b):
-                    print(f"  {b} / {a}: {res[b] / res[a]:.1f}x")
+                    print(f"  {b} / {a}: wall {res[b][0] / res[a][0]:.1f}x, CPU {res[b][1] / res[a][1]:.1f}x")
         if args.build:
             cold, warm = build_times(MODELS / "scara.yaml", work)
             print(f"\nbuild-fmu scara (linux64 + win64 + darwin64): cold zig cache {cold:.1f} s, warm {warm:.1f} s")
