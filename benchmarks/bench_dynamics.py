@@ -1,4 +1,4 @@
-"""Speed of the compiled kernels against Pinocchio and MuJoCo, in one run.
+"""Speed of the C engine core (mbsfmu/native) against Pinocchio and MuJoCo, in one run.
 
     python benchmarks/bench_dynamics.py [--quick] [--repeats 7] [--json out.json]
 
@@ -9,15 +9,17 @@ Pinocchio model is the same tree (tests/pin_twin.py), each MuJoCo model an MJCF 
 here with the same bodies, inertias, joint axes and gravity, contacts off, no geoms.
 
 Reported (medians of --repeats runs; the machine is shared, so medians, not minima):
-1. per call from Python [us]: forward dynamics (ours ``CompiledModel.aba`` vs ``pin.aba``),
-   inverse dynamics (``rnea`` vs ``pin.rnea``), mass matrix (``crba`` vs ``pin.crba``, which
-   fills only the upper triangle; ours fills all of M), with the largest difference of the
-   results; the Python reference ABA for scale;
-2. 10 s at 1 kHz with RK4 [ms]: ours (one compiled call, state with the work integrals), a
-   Python RK4 loop around ``pin.aba``, MuJoCo ``mj_step`` (integrator RK4, nstep in C), with the
-   states' difference after the run (ours vs Pinocchio: same RK4; vs MuJoCo: its RK4);
-3. compile time of the kernels cold (fresh NUMBA_CACHE_DIR, in a subprocess) and cached (second
-   subprocess), and the cached start-up of a scenario: ``python -c "import ...; sim.step(dt)"``;
+1. per call from Python [us]: forward dynamics (ours: the public ``Model.forward_dynamics``, which
+   adds the joint springs/dampers, and ``Core.aba`` with ``out=``, vs ``pin.aba``), inverse dynamics
+   (``Core.rnea`` vs ``pin.rnea``), mass matrix (``Core.crba`` vs ``pin.crba``, which fills only
+   the upper triangle; ours fills all of M), with the largest difference of the results; the
+   Python reference ABA for scale;
+2. 10 s at 1 kHz with RK4 [ms]: ours (``Core.step(10.0)`` with h_max = 1 ms: one foreign call,
+   state with the work integrals), a Python RK4 loop around ``pin.aba``, MuJoCo ``mj_step``
+   (integrator RK4, nstep in C), with the states' difference after the run (ours vs Pinocchio:
+   same RK4; vs MuJoCo: its RK4);
+3. start-up to the first step of a scenario, whole process: ``python -c "import ...; sim.step(dt)"``
+   (the core is built at install time; nothing is compiled at run time);
 4. the scaling exponent of our forward dynamics between N = 50 and N = 200 (log-log slope).
 """
 from __future__ import annotations
@@ -29,7 +31,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import timeit
 from pathlib import Path
@@ -41,8 +42,8 @@ sys.path.insert(0, str(ROOT / "tests"))           # pin_twin, trees
 
 import mbsfmu  # noqa: E402
 from mbsfmu import Body, Joint, Model, ModelSpec, Origin, joints  # noqa: E402
-from mbsfmu.compiled import compile_model  # noqa: E402
 from mbsfmu.dynamics.aba import aba as aba_reference  # noqa: E402
+from mbsfmu.native.core import Core  # noqa: E402
 from mbsfmu.spatial import R_to_quat  # noqa: E402
 
 GRAVITY = (0.0, 0.0, -9.81)
@@ -110,7 +111,7 @@ def once(fn, repeats: int) -> float:
 def bench_calls(name: str, model: Model, repeats: int, reference: bool) -> dict:
     import pinocchio as pin
     from pin_twin import q_to_pin, to_pinocchio
-    cm = compile_model(model)
+    cm = Core(model)
     pm = to_pinocchio(model)
     pd = pm.createData()
     rng = np.random.default_rng(1)
@@ -123,7 +124,8 @@ def bench_calls(name: str, model: Model, repeats: int, reference: bool) -> dict:
     M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
     row = {
         "model": name, "N": model.N, "nv": model.nv,
-        "fd_ours": per_call(lambda: cm.aba(q, qd, tau, out=out), number, repeats),
+        "fd_ours": per_call(lambda: model.forward_dynamics(q, qd, tau), number, repeats),
+        "fd_core": per_call(lambda: cm.aba(q, qd, tau, out=out), number, repeats),
         "fd_pin": per_call(lambda: pin.aba(pm, pd, qp, qd, tau), number, repeats),
         "id_ours": per_call(lambda: cm.rnea(q, qd, qdd, out=out), number, repeats),
         "id_pin": per_call(lambda: pin.rnea(pm, pd, qp, qd, qdd), number, repeats),
@@ -144,16 +146,20 @@ def bench_sim(name: str, model: Model, repeats: int, seconds: float = 10.0, h: f
     import pinocchio as pin
     from pin_twin import to_pinocchio
     n = round(seconds / h)
-    cm = compile_model(model)
+    cm = Core(model)
+    cm.set_solver("rk4", h_max=h)
     rng = np.random.default_rng(2)
     q0, qd0 = model.random_state(rng)
     x0 = np.concatenate((q0, qd0, [0.0, 0.0]))
-    U = np.zeros((1, cm.n_u))
+
+    def run(t_end):
+        cm.set_state(x0)
+        cm.t = 0.0
+        assert cm.step(t_end) == 0, cm.message
+        return cm.x
 
     def ours():
-        x = x0.copy()
-        cm.run(x, h, n, U)
-        return x
+        return run(seconds)
 
     pm = to_pinocchio(model)
     pd = pm.createData()
@@ -193,56 +199,27 @@ def bench_sim(name: str, model: Model, repeats: int, seconds: float = 10.0, h: f
     mujoco.mj_resetData(mm, md)                     # a short run: same model, RK4 agrees closely
     md.qpos[:], md.qvel[:] = q0, qd0
     mujoco.mj_step(mm, md, nstep=100)
-    x = x0.copy()
-    cm.run(x, h, 100, U)
+    x = run(100 * h)
     row["diff_ours_mujoco_0.1s"] = float(np.abs(x[:-2] - np.concatenate((md.qpos, md.qvel))).max())
     return row
 
 
-COMPILE_SNIPPET = r"""
-import json, sys, time
-t0 = time.perf_counter()
-import numpy as np, mbsfmu
-from mbsfmu.compiled import compile_model
-t_import = time.perf_counter() - t0
-m = mbsfmu.load_model(sys.argv[1])
-cm = compile_model(m)
-q, qd = m.initial_state()
-out = {"import_s": t_import}
-for name, call in (("aba", lambda: cm.aba(q, qd, np.zeros(m.nv))), ("rnea", lambda: cm.rnea(q, qd, np.zeros(m.nv))),
-                   ("crba", lambda: cm.crba(q)), ("fk", lambda: cm.forward_kinematics(q, qd)),
-                   ("rhs", lambda: cm.rhs(np.r_[q, qd, 0.0, 0.0], np.zeros(cm.n_u))),
-                   ("run", lambda: cm.simulate(np.r_[q, qd, 0.0, 0.0], 1e-3, 10))):
-    t = time.perf_counter()
-    call()
-    out[name] = time.perf_counter() - t
-print(json.dumps(out))
-"""
-
 STARTUP_SNIPPET = ("import mbsfmu.scenario as s; scn = s.load_scenario({path!r}); sim = s.build_simulator(scn); "
-                   "sim.step(scn.dt); assert sim.backend == 'numba'")
+                   "sim.step(scn.dt); assert sim.backend == 'native'")
 
 
-def bench_compile(repeats: int) -> dict:
-    model = str(ROOT / "scenarios" / "models" / "chain7.yaml")
-    res = {}
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        for label in ("cold", "cached"):
-            r = subprocess.run([sys.executable, "-c", COMPILE_SNIPPET, model], env=env, cwd=ROOT, capture_output=True,
-                               text=True, check=True)
-            res[label] = json.loads(r.stdout.strip().splitlines()[-1])
+def bench_startup(repeats: int) -> dict:
+    """Whole-process start-up to the first step of a scenario [s] (median)."""
     path = str(ROOT / "scenarios" / "scara_tracking.yaml")
     cmd = [sys.executable, "-c", STARTUP_SNIPPET.format(path=path)]
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)       # fill the package's own cache
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)       # warm the OS file cache
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
         times.append(time.perf_counter() - t0)
-    res["startup_s"] = statistics.median(times)
-    res["startup_command"] = f'python -c "{STARTUP_SNIPPET.format(path="scenarios/scara_tracking.yaml")}"'
-    return res
+    return {"startup_s": statistics.median(times),
+            "startup_command": f'python -c "{STARTUP_SNIPPET.format(path="scenarios/scara_tracking.yaml")}"'}
 
 
 def main(argv=None) -> int:
@@ -256,25 +233,27 @@ def main(argv=None) -> int:
               "panda (urdf_arm7)": mbsfmu.load_model(ROOT / "scenarios" / "models" / "urdf_arm7.urdf"),
               "chain10": random_chain(10, 10, "chain10"), "chain50": random_chain(50, 50, "chain50"),
               "chain200": random_chain(200, 200, "chain200")}
-    for m in models.values():          # compile (or load) before timing
-        compile_model(m).aba(*m.random_state(np.random.default_rng(0)), np.zeros(m.nv))
-    results = {"calls": [], "sim": [], "compile": None}
+    for m in models.values():          # the per-model core built before timing
+        m.forward_dynamics(*m.random_state(np.random.default_rng(0)), np.zeros(m.nv))
+    results = {"calls": [], "sim": [], "startup": None}
 
-    print(f"mbsfmu compiled kernels vs Pinocchio {__import__('pinocchio').__version__} and MuJoCo "
+    print(f"mbsfmu C core vs Pinocchio {__import__('pinocchio').__version__} and MuJoCo "
           f"{__import__('mujoco').__version__}; medians of {repeats} repeats; {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}\n")
-    print("1. per call from Python [us] (ratio = ours / Pinocchio; err = max |ours - Pinocchio|)")
-    print(f"{'model':18s} {'nv':>4s} | {'FD ours':>8s} {'pin.aba':>8s} {'ratio':>6s} | {'ID ours':>8s} {'pin.rnea':>8s} "
+    print("1. per call from Python [us] (ratio = ours / Pinocchio; err = max |ours - Pinocchio|; "
+          "FD ours = Model.forward_dynamics, core = Core.aba(out=))")
+    print(f"{'model':18s} {'nv':>4s} | {'FD ours':>8s} {'core':>8s} {'pin.aba':>8s} {'ratio':>6s} | {'ID ours':>8s} {'pin.rnea':>8s} "
           f"{'ratio':>6s} | {'M ours':>8s} {'pin.crba':>8s} {'ratio':>6s} | {'err FD':>8s} {'err ID':>8s} {'err M':>8s}")
     for name, m in models.items():
         r = bench_calls(name, m, repeats, reference=name == "arm7")
         results["calls"].append(r)
-        print(f"{name:18s} {r['nv']:4d} | {r['fd_ours']:8.2f} {r['fd_pin']:8.2f} {r['fd_ours'] / r['fd_pin']:6.2f} | "
+        print(f"{name:18s} {r['nv']:4d} | {r['fd_ours']:8.2f} {r['fd_core']:8.2f} {r['fd_pin']:8.2f} "
+              f"{r['fd_ours'] / r['fd_pin']:6.2f} | "
               f"{r['id_ours']:8.2f} {r['id_pin']:8.2f} {r['id_ours'] / r['id_pin']:6.2f} | {r['M_ours']:8.2f} "
               f"{r['M_pin']:8.2f} {r['M_ours'] / r['M_pin']:6.2f} | {r['err_fd']:8.1e} {r['err_id']:8.1e} {r['err_M']:8.1e}")
     arm = results["calls"][0]
     print(f"   (arm7 forward dynamics by the Python reference: {arm['fd_python_reference']:.0f} us, "
-          f"{arm['fd_python_reference'] / arm['fd_ours']:.0f}x the compiled kernel)")
+          f"{arm['fd_python_reference'] / arm['fd_ours']:.0f}x Model.forward_dynamics on the core)")
     fd = {r["model"]: r for r in results["calls"]}
     slope = math.log(fd["chain200"]["fd_ours"] / fd["chain50"]["fd_ours"]) / math.log(4.0)
     slope_pin = math.log(fd["chain200"]["fd_pin"] / fd["chain50"]["fd_pin"]) / math.log(4.0)
@@ -295,24 +274,17 @@ def main(argv=None) -> int:
     print("   (diff: max |x_ours - x_other| over q and qd at the end; chains are chaotic, so a 10 s difference "
           "vs MuJoCo's own RK4 grows from round-off)")
 
-    print("\n3. compile time [s] (chain7.yaml, kernels on first use, each in its own subprocess)")
-    c = bench_compile(max(3, repeats // 2))
-    results["compile"] = c
-    kernels = ("aba", "rnea", "crba", "fk", "rhs", "run")
-    print(f"{'':8s} {'import':>7s} " + " ".join(f"{k:>6s}" for k in kernels) + f" {'total':>7s}")
-    for label in ("cold", "cached"):
-        d = c[label]
-        print(f"{label:8s} {d['import_s']:7.2f} " + " ".join(f"{d[k]:6.2f}" for k in kernels)
-              + f" {sum(d[k] for k in kernels):7.2f}")
-    print(f"   cached start-up, whole process (median): {c['startup_s']:.2f} s for\n   {c['startup_command']}")
-
+    print("\n3. start-up to the first step (scenarios/scara_tracking.yaml, whole process, median)")
+    c = bench_startup(max(3, repeats // 2))
+    results["startup"] = c
+    print(f"   {c['startup_s']:.2f} s for\n   {c['startup_command']}")
     print(f"\n4. scaling of forward dynamics, N = 50 -> 200: exponent {slope:.3f} (Pinocchio {slope_pin:.3f})")
 
     targets = [
-        ("forward dynamics arm7 <= 1.5 x pin.aba", arm["fd_ours"] / arm["fd_pin"], 1.5),
+        ("Model.forward_dynamics arm7 <= 1.5 x pin.aba", arm["fd_ours"] / arm["fd_pin"], 1.5),
         ("10 s @ 1 kHz RK4 arm7 < MuJoCo mj_step RK4", results["sim"][0]["sim_ours_ms"] / results["sim"][0]["sim_mujoco_rk4_ms"], 1.0),
         ("scaling exponent N = 50 -> 200 <= 1.1", slope, 1.1),
-        ("cached start-up < 1.5 s", c["startup_s"], 1.5),
+        ("start-up to the first step < 1 s", c["startup_s"], 1.0),
     ]
     print("\ntargets:")
     for what, value, bound in targets:

@@ -1,5 +1,6 @@
 """Time integration of x' = f(x): fixed-step classical RK4 (deterministic, for co-simulation and
-HIL) and adaptive DOP853 (Hairer, Norsett & Wanner, via scipy) for accuracy."""
+HIL) and adaptive DOP853 (Hairer, Norsett & Wanner, via scipy) for accuracy: the numpy reference
+of the C core's integrate.c, which implements the same methods (DOP853 as solve_ivp does it)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,8 +28,7 @@ class IntegrationError(RuntimeError):
 def dop853(f: Rhs, x: Array, dt: float, rtol: float, atol: float, h_max: float,
            first_step: float | None) -> tuple[Array, int, float]:
     """Advance by dt [s] with DOP853; returns (x, number of f evaluations, last step size)."""
-    # on first use: scipy.integrate costs ~0.2 s of start-up that the RK4 path does not need (for
-    # the order of scipy and numba, see compiled/kernels.py)
+    # imported on first use: scipy.integrate costs ~0.2 s of start-up that other paths do not need
     from scipy.integrate import solve_ivp
     sol = solve_ivp(lambda _t, y: f(y), (0.0, dt), x, method="DOP853", rtol=rtol, atol=atol,
                     max_step=h_max if h_max > 0 else np.inf,

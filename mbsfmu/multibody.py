@@ -26,6 +26,7 @@ from .model.description import Body, Joint, ModelSpec, Origin
 from .model.topology import Topology, build_topology
 from .model.tree import Tree, compile_tree
 from .model.validation import check_spec, locate
+from .native.core import model_core, usable
 from .spatial import Array
 
 SINGULAR_RTOL = 1e-12  # M is singular along a direction whose Rayleigh quotient is below this x trace
@@ -217,7 +218,6 @@ class Model:
         """M(q): (nv, nv) joint-space inertia by CRBA. backend: "auto" (the C core, mbsfmu/native,
         if it loads), "native" or "python" (the numpy reference)."""
         if _native(backend):
-            from .native.core import model_core
             return model_core(self).crba(q)
         return crba(self.tree, self._vec("q", q, self.nq))
 
@@ -225,7 +225,6 @@ class Model:
         """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA);
         backend as for ``mass_matrix``."""
         if _native(backend):
-            from .native.core import model_core
             return model_core(self).inverse_dynamics(q, qd, qdd, f_ext)
         q, qd, qdd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("qdd", qdd, self.nv)
         return rnea(self.tree, q, qd, qdd, self._fext(f_ext)) - self.passive_forces(q, qd)
@@ -238,7 +237,6 @@ class Model:
         "transform" (seed 003 velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd)).
         backend (method "aba"): as for ``mass_matrix``."""
         if method == "aba" and _native(backend):
-            from .native.core import model_core
             return model_core(self).forward_dynamics(q, qd, tau, f_ext)
         q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
         fx = self._fext(f_ext)
@@ -417,13 +415,12 @@ class Model:
 
 def _native(backend: str) -> bool:
     """Whether a Model algorithm runs in the C core: backend "native", or "auto" when it loads."""
+    if backend == "auto":
+        return usable()
     if backend == "python":
         return False
     if backend == "native":
         return True
-    if backend == "auto":
-        from .native.core import usable
-        return usable()
     raise InputError(f"backend {backend!r}: expected 'auto', 'native' or 'python'")
 
 

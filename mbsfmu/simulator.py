@@ -61,8 +61,8 @@ class Simulator:
     Models with loops: loop_method, loop_stabilisation, baumgarte = (alpha, beta) [1/s] and
     assemble, see the module docstring. backend: "python" (the numpy reference code), "native"
     (the C core, mbsfmu/native: each step(dt) runs all its internal steps in one call, same
-    equations and the same RK4 / DOP853 methods; models without loops) or "auto" (native where
-    it applies and the core loads, else python).
+    equations, the same RK4 / DOP853 methods and loop stabilisation; loops by multipliers) or
+    "auto" (native where it applies and the core loads, else python).
     """
 
     def __init__(self, model, integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10,
@@ -105,11 +105,12 @@ class Simulator:
         self.u = np.zeros(len(self.input_names))
         self.n_steps = self.n_rhs = 0
         self.h_last = 0.0
-        self.backend, self._native = _backend(backend, integrator, model), None
+        self.backend, self._native = _backend(backend, integrator, model, loop_method), None
         if self.backend == "native":
             from .native.core import Core
             self._native = Core(model)
             self._native.set_solver(integrator, self.h_max, self.rtol, self.atol)
+            self._native.set_loops(loop_stabilisation in ("baumgarte", "both"), self._project, alpha, beta)
         self.set_configuration(*model.initial_state(assemble=False))
 
     # ---- state and inputs ---------------------------------------------------------------
@@ -338,14 +339,15 @@ class Simulator:
         return {**body_records(self.model, kin), **self.spring_records(kin)}
 
 
-def _backend(backend: str, integrator: str, model) -> str:
-    """The backend that runs: "native" for models without loops (if the C core loads), else "python"."""
+def _backend(backend: str, integrator: str, model, loop_method: str) -> str:
+    """The backend that runs: "native" (if the C core loads; loops by multipliers only), else "python"."""
     if backend not in BACKENDS:
         raise InputError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
     if backend == "python":
         return backend
     from .native.core import usable
-    why = ("the model has closed loops (the C core does not close loops yet)" if model.loops else
+    why = ("the C core closes loops by multipliers only (loop_method 'partitioning' runs in Python)"
+           if model.loops and loop_method != "multipliers" else
            "the C core cannot be loaded or built" if not usable() else "")
     if why and backend == "native":
         raise InputError(f"backend 'native' cannot run this simulation: {why} (use backend='python' or 'auto')")

@@ -124,12 +124,16 @@ def model_identifier(name: str) -> str:
     return ident if ident and not ident[0].isdigit() else f"m_{ident}"
 
 
+def _engine_sources() -> list[Path]:
+    """The engine's Python sources and the C core's sources (mbsfmu/native/*.c, *.h)."""
+    files = [*PACKAGE_DIR.rglob("*.py"), *(PACKAGE_DIR / "native").glob("*.c"), *(PACKAGE_DIR / "native").glob("*.h")]
+    return sorted(f for f in files if "__pycache__" not in f.parts)
+
+
 def engine_hash() -> str:
-    """12 hex digits of SHA-256 over the engine's Python sources (relative paths and contents)."""
+    """12 hex digits of SHA-256 over the engine's sources (relative paths and contents)."""
     h = hashlib.sha256()
-    for f in sorted(PACKAGE_DIR.rglob("*.py")):
-        if "__pycache__" in f.parts:
-            continue
+    for f in _engine_sources():
         h.update(f.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
@@ -137,12 +141,15 @@ def engine_hash() -> str:
 # ---- staging ----------------------------------------------------------------------------------
 
 def _copy_engine(dest: Path) -> None:
-    for f in PACKAGE_DIR.rglob("*.py"):
-        if "__pycache__" in f.parts:
-            continue
+    """The engine's sources and the C core's library for this host (built first if needed), so
+    the FMU's engine copy runs the native backend as the building process does."""
+    from ..native import build as native_build
+    for f in _engine_sources():
         target = dest / f.relative_to(PACKAGE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, target)
+    lib = native_build.library()
+    shutil.copyfile(lib, dest / "native" / lib.name)
 
 
 def _copy_model(path: Path, dest: Path) -> str:

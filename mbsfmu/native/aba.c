@@ -57,6 +57,39 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
         double *IAi = IA + 36 * i, *Ui = U + 36 * i, *Di = Dinv + 36 * i, *ui = u + 6 * i;
         int n = s->nvj[i], lam = s->parent[i], b;
         double D[36];
+        if (n == 1) {                                         /* 1-DoF: the same equations, D a number */
+            double sv[6], d = 0.0, sp = 0.0, Di1, ui1;
+            for (k = 0; k < 6; k++) sv[k] = M6(S, k, 0);
+            for (k = 0; k < 6; k++) {
+                double acc = 0.0;
+                for (l = 0; l < 6; l++) acc += M6(IAi, k, l) * sv[l];
+                M6(Ui, k, 0) = acc;
+            }
+            for (k = 0; k < 6; k++) {
+                d += sv[k] * M6(Ui, k, 0);
+                sp += sv[k] * pA[6 * i + k];
+            }
+            Di1 = 1.0 / d;
+            ui1 = tau[s->iv[i]] - sp;
+            Di[0] = Di1;
+            ui[0] = ui1;
+            if (lam > 0) {
+                double Ia[36], pa[6], Uc[6], Du = Di1 * ui1;
+                for (k = 0; k < 6; k++) {                     /* Ia = IA - U U^T / D */
+                    double UDk = M6(Ui, k, 0) * Di1;
+                    for (l = 0; l < 6; l++) M6(Ia, k, l) = M6(IAi, k, l) - UDk * M6(Ui, l, 0);
+                }
+                for (k = 0; k < 6; k++) {                     /* pa = pA + Ia c + U u / D */
+                    double acc = 0.0;
+                    for (l = 0; l < 6; l++) acc += M6(Ia, k, l) * c[6 * i + l];
+                    Uc[k] = acc;
+                }
+                for (k = 0; k < 6; k++) pa[k] = pA[6 * i + k] + Uc[k] + M6(Ui, k, 0) * Du;
+                XT_I_X_add(s->E + 9 * i, s->r + 3 * i, Ia, IA + 36 * lam);
+                XT_force_add(s->E + 9 * i, s->r + 3 * i, pa, pA + 6 * lam);
+            }
+            continue;
+        }
         for (k = 0; k < 6; k++)                               /* U = IA S */
             for (b = 0; b < n; b++) {
                 double acc = 0.0;

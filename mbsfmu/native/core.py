@@ -56,6 +56,8 @@ SIGNATURES = {
     "mbs_sim_get_param": (I, [P, I, I, I, P]),
     "mbs_sim_apply_params": (I, [P, P, SZ]),
     "mbs_sim_set_solver": (I, [P, I, D, D, D, P, SZ]),
+    "mbs_sim_set_loops": (I, [P, I, I, D, D]),
+    "mbs_sim_lambda": (P, [P]),
     "mbs_sim_time": (D, [P]),
     "mbs_sim_set_time": (None, [P, D]),
     "mbs_sim_x": (P, [P]),
@@ -139,6 +141,11 @@ class Core:
         self._fx = np.zeros((self.N + 1, 6))
         self._pq, self._p1, self._p2, self._po = map(_ptr, (self._q, self._v1, self._v2, self._out))
         self._pxin, self._puin, self._pfx = _ptr(self._xin), _ptr(self._uin), _ptr(self._fx)
+        self._M, self._xout = np.zeros((self.nv, self.nv)), np.zeros(self.nx)
+        self._pM, self._pxout = _ptr(self._M), _ptr(self._xout)
+        N1 = self.N + 1
+        self._kin = (np.zeros((N1, 3, 3)), np.zeros((N1, 3)), np.zeros((N1, 6)), np.zeros((N1, 6)))
+        self._pkin = tuple(_ptr(k) for k in self._kin)
         self._stat = (C.c_longlong(), C.c_longlong(), C.c_double())
         self._stat_p = tuple(C.addressof(v) for v in self._stat)
         self._fd, self._fd_tau, self._id_tau = L.mbs_aba, L.mbs_forward_dynamics_tau, L.mbs_inverse_dynamics_tau
@@ -171,11 +178,13 @@ class Core:
             self._fx[:] = self.model._fext(f_ext)
         return self._pfx
 
-    def _fail(self, *named) -> None:
-        """InputError for a failed call: the Model's message for the argument at fault."""
-        for name, x, n in named:
-            if x is not None:
-                self.model._vec(name, x, n)
+    def _fail(self, third: str | None = None) -> None:
+        """InputError for a failed call: the Model's message for the staged argument at fault
+        (q, qd and ``third``: tau or qdd), else the core's message."""
+        self.model._vec("q", self._q, self.nq)
+        self.model._vec("qd", self._v1, self.nv)
+        if third:
+            self.model._vec(third, self._v2, self.nv)
         raise InputError(self._L.mbs_sim_message(self._s).decode(errors="replace"))
 
     def _result(self, out):
@@ -187,62 +196,66 @@ class Core:
     # ---- algorithms at a given state --------------------------------------------------------
     def aba(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) = ABA(q, qd, tau, f_ext) (no springs/dampers added); f_ext (N+1, 6), row 0 ignored."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "tau", tau, self.nv)
-        if self._fd(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, True), self._po):
-            self._fail(("f_ext", None, 0))
-        return self._result(out)
+        return self._call(self._fd, q, qd, "tau", tau, self._f_ext(f_ext, True), out)
+
+    def _call(self, fn, q, qd, name: str, b, pf, out) -> np.ndarray:
+        """fn(s, q, qd, b, f_ext, result) on the staged arguments (the per-call path: three copies
+        into fixed buffers, one foreign call; conversions and messages only when needed)."""
+        nq, nv = self.nq, self.nv
+        if type(q) is np.ndarray and q.shape == (nq,):
+            self._q[:] = q
+        else:
+            self._q[:] = self.model._vec("q", q, nq)
+        if type(qd) is np.ndarray and qd.shape == (nv,):
+            self._v1[:] = qd
+        else:
+            self._v1[:] = self.model._vec("qd", qd, nv)
+        if type(b) is np.ndarray and b.shape == (nv,):
+            self._v2[:] = b
+        else:
+            self._v2[:] = self.model._vec(name, b, nv)
+        if fn(self._s, self._pq, self._p1, self._p2, pf, self._po):
+            self._fail(name)
+        if out is None:
+            return self._out.copy()
+        out[:] = self._out
+        return out
 
     def rnea(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
         """tau (nv,) = RNEA(q, qd, qdd, f_ext) (no springs/dampers); f_ext (N+1, 6), row 0 ignored."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "qdd", qdd, self.nv)
-        if self._rnea(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, True), self._po):
-            self._fail()
-        return self._result(out)
+        return self._call(self._rnea, q, qd, "qdd", qdd, self._f_ext(f_ext, True), out)
 
     def crba(self, q, out=None) -> np.ndarray:
         """M(q) (nv, nv) by CRBA."""
         self._load(self._q, "q", q, self.nq)
-        M = np.empty((self.nv, self.nv)) if out is None else out
-        if not (M.dtype == np.float64 and M.flags.c_contiguous and M.shape == (self.nv, self.nv)):
-            raise InputError(f"out must be a C-contiguous float64 ({self.nv}, {self.nv}) array")
-        if self._L.mbs_crba(self._s, self._pq, _ptr(M)):
-            self._fail()
-        return M
+        if self._L.mbs_crba(self._s, self._pq, self._pM):
+            self.model._vec("q", self._q, self.nq)
+            raise InputError(self.message)
+        if out is None:
+            return self._M.copy()
+        out[...] = self._M
+        return out
 
     mass_matrix = crba
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as
         Model.forward_dynamics (f_ext (N, 6) or {body: (6,)})."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "tau", tau, self.nv)
-        if self._fd_tau(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, False), self._po):
-            self._fail()
-        return self._result(out)
+        return self._call(self._fd_tau, q, qd, "tau", tau, None if f_ext is None else self._f_ext(f_ext, False), out)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
         """tau (nv,) producing qdd with springs/dampers and f_ext acting, as Model.inverse_dynamics."""
-        self._load(self._q, "q", q, self.nq)
-        self._load(self._v1, "qd", qd, self.nv)
-        self._load(self._v2, "qdd", qdd, self.nv)
-        if self._id_tau(self._s, self._pq, self._p1, self._p2, self._f_ext(f_ext, False), self._po):
-            self._fail()
-        return self._result(out)
+        return self._call(self._id_tau, q, qd, "qdd", qdd, None if f_ext is None else self._f_ext(f_ext, False), out)
 
     def rhs(self, x, u) -> np.ndarray:
         """dx/dt (nx,) at x with inputs u (n_u,): the equations the integrators use."""
         self._load(self._xin, "x", x, self.nx)
         u = self.model._vec("u", u, self.n_u)
         self._uin[: self.n_u] = u
-        xdot = np.empty(self.nx)
-        if self._L.mbs_sim_rhs(self._s, self._pxin, self._puin, _ptr(xdot)):
-            self._fail()
-        return xdot
+        if self._L.mbs_sim_rhs(self._s, self._pxin, self._puin, self._pxout):
+            self.model._vec("x", self._xin, self.nx)
+            raise InputError(self.message)
+        return self._xout.copy()
 
     def kinematics(self, q, qd=None, qdd=None):
         """(R (N+1, 3, 3), p (N+1, 3), v (N+1, 6), a (N+1, 6)) by one outward pass (zeros for v
@@ -255,11 +268,9 @@ class Core:
             if qdd is not None:
                 self._load(self._v2, "qdd", qdd, self.nv)
                 pa = self._p2
-        R, p = np.empty((self.N + 1, 3, 3)), np.empty((self.N + 1, 3))
-        v, a = np.empty((self.N + 1, 6)), np.empty((self.N + 1, 6))
-        if self._L.mbs_fk(self._s, self._pq, pv, pa, _ptr(R), _ptr(p), _ptr(v), _ptr(a)):
+        if self._L.mbs_fk(self._s, self._pq, pv, pa, *self._pkin):
             self._fail()
-        return R, p, v, a
+        return tuple(k.copy() for k in self._kin)
 
     def invariants_at(self, q, qd) -> Invariants_C:
         """p_sys, P_sys, H_sys, R, Rdot, KE, PE at (q, qd) (records.engine_invariants)."""
@@ -291,9 +302,22 @@ class Core:
     # ---- simulation ---------------------------------------------------------------------------
     def set_solver(self, method: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10, atol: float = 1e-12) -> None:
         code = {"rk4": RK4, "dop853": DOP853}.get(method)
-        if code is None or self._L.mbs_sim_set_solver(self._s, code, float(h_max), float(rtol), float(atol),
-                                                     self._err, ERR):
-            raise InputError(self._err.value.decode(errors="replace") or f"unknown integrator {method!r}")
+        if code is None:
+            raise InputError(f"unknown integrator {method!r}: expected 'rk4' or 'dop853'")
+        if self._L.mbs_sim_set_solver(self._s, code, float(h_max), float(rtol), float(atol), self._err, ERR):
+            raise InputError(self._err.value.decode(errors="replace"))
+
+    def set_loops(self, baumgarte: bool, projection: bool, alpha: float, beta: float) -> None:
+        """Closed loops: Baumgarte terms (alpha, beta) [1/s] in the dynamics, projection after each
+        step (as Simulator's loop_stabilisation)."""
+        if self._L.mbs_sim_set_loops(self._s, int(bool(baumgarte)), int(bool(projection)), float(alpha), float(beta)):
+            raise InputError(f"baumgarte (alpha, beta) must be finite and >= 0 [1/s], got ({alpha}, {beta})")
+
+    def loop_lambda(self) -> np.ndarray:
+        """The loops' multipliers (rows of loops.py) at the current state and inputs."""
+        m = self.tables.sizes["n_rows"]
+        p = self._L.mbs_sim_lambda(self._s)
+        return np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (m,)).copy() if m else np.zeros(0)
 
     @property
     def x(self) -> np.ndarray:
@@ -366,19 +390,27 @@ _usable: bool | None = None
 
 def model_core(model) -> Core:
     """The Core a Model's own algorithms run on (Model.forward_dynamics etc.): one per model and
-    thread, the spanning tree only (loops are the caller's business), built on first use."""
+    thread, the spanning tree only (loops are the caller's business), built on first use. The
+    first thread's core is also kept on the model (``model._native_core``)."""
+    hit = model.__dict__.get("_native_core")
+    if hit is not None and hit[0] == threading.get_ident():
+        return hit[1]
     per_thread = _MODEL_CORES.get(model)
     if per_thread is None:
         per_thread = _MODEL_CORES.setdefault(model, threading.local())
     core = getattr(per_thread, "core", None)
     if core is None:
         core = per_thread.core = Core(model, Tables(model, tree_only=True))
+        if hit is None:
+            model.__dict__["_native_core"] = (threading.get_ident(), core)
     return core
 
 
 def usable() -> bool:
     """available(), asked once per process; a warning says why when the core cannot be used."""
     global _usable
+    if _usable is not None:
+        return _usable
     if _usable is None:
         try:
             lib()

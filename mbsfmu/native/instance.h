@@ -47,6 +47,9 @@ struct mbs_sim {
     double *K;                                 /* DOP_STAGES x nx (RK4 uses the first 4 rows) */
     double *kin_R, *kin_p, *kin_v;             /* outputs: world poses, velocities (N+1) x 9, 3, 6 */
     double *M;                                 /* nv x nv: CRBA output (invariants, parameter checks) */
+    const int32_t *loop_i;                     /* n_loops x 5: kind, body a, body b, first row, rows */
+    double *loop_f, *loop_scale;               /* n_loops x 33 (tables.py), the loops' length scale [m] */
+    double *lw;                                /* loop work (mbs_loop_work doubles) */
 
     double t;
     int method;                                /* MBS_RK4 | MBS_DOP853 */
@@ -87,6 +90,10 @@ void mbs_config_rate(const mbs_sim *s, const double *q, const double *qd, double
 void mbs_normalise(const mbs_sim *s, double *x);
 int mbs_rk4(mbs_sim *s, double dt);
 int mbs_dop853(mbs_sim *s, double dt);
+/* loops.c */
+size_t mbs_loop_work(int nv, int m);
+int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *tau, double *qdd);
+void mbs_loop_project(mbs_sim *s, double *x);
 /* invariants.c */
 void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out);
 

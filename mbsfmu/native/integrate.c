@@ -54,7 +54,8 @@ void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot)
     }
     mbs_passive_forces(s, q, qd, s->tau);                     /* tau = tau_u + passive */
     for (j = 0; j < nv; j++) s->tau[j] = s->tau_u[j] + s->tau[j];
-    mbs_aba_core(s, qd, s->tau, xdot + nq);
+    if (s->n_loops) mbs_loop_qdd(s, q, qd, s->tau, xdot + nq);   /* loops closed (seed 003 Eq. 24) */
+    else mbs_aba_core(s, qd, s->tau, xdot + nq);
     acc = 0.0;
     for (j = 0; j < nv; j++) acc += s->tau_u[j] * qd[j];      /* P_in += tau_u . qd */
     p_in += acc;
@@ -134,6 +135,7 @@ static void rk4_step(mbs_sim *s, const double *x, double h, double *xn)
     mbs_rhs(s, xs, s->u, k4);
     for (j = 0; j < n; j++) xn[j] = x[j] + (h / 6.0) * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
     mbs_normalise(s, xn);
+    if (s->n_loops && s->projection) mbs_loop_project(s, xn);
 }
 
 /* step(dt) with "rk4": n = ceil(dt / h_max - 1e-9) equal sub-steps (Simulator.step); the
@@ -288,6 +290,7 @@ int mbs_dop853(mbs_sim *s, double dt)
         memcpy(f, K + 12 * n, sizeof(double) * (size_t)n);
     }
     mbs_normalise(s, y);
+    if (s->n_loops && s->projection) mbs_loop_project(s, y);
     st = check_finite(s, y, s->t + dt);
     if (st != MBS_OK) return st;
     memcpy(s->x, y, sizeof(double) * (size_t)n);

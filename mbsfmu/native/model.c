@@ -46,13 +46,14 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
 {
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
-           (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 + (size_t)nv * (size_t)nv;
+           (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 + (size_t)nv * (size_t)nv +
+           mbs_loop_work(nv, n_rows);
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
 static int check_tables(const int32_t *ti, size_t n_ti, const double *tf, size_t n_tf, char *err, size_t n_err)
 {
-    int N, nq, nv, n_elem, i, e, nq_sum = 0, nv_sum = 0, names_off, names_len;
+    int N, nq, nv, n_elem, n_loops, i, e, nq_sum = 0, nv_sum = 0, names_off, names_len;
     if (!ti || !tf || n_ti < N_HEAD_I || n_tf < N_HEAD_F) {
         mbs_fmt(err, n_err, "model tables missing or too short (%lu int32, %lu float64 words)", (unsigned long)n_ti,
                 (unsigned long)n_tf);
@@ -63,15 +64,16 @@ static int check_tables(const int32_t *ti, size_t n_ti, const double *tf, size_t
                 MBS_TABLES_VERSION);
         return 0;
     }
-    N = ti[5]; nq = ti[6]; nv = ti[7]; n_elem = ti[9]; names_off = ti[13]; names_len = ti[14];
+    N = ti[5]; nq = ti[6]; nv = ti[7]; n_elem = ti[9]; n_loops = ti[10]; names_off = ti[13]; names_len = ti[14];
     if ((size_t)ti[1] != n_ti || (size_t)ti[2] != n_tf || tf[1] != (double)n_tf || N < 0 || nq < 0 || nv < 0 ||
         n_elem < 0 || ti[8] < 0 || ti[10] < 0 || ti[11] < 0 || N > 100000 || nv > 600000 ||
         tf[2] != (double)N || tf[3] != (double)nv || tf[4] != (double)n_elem ||
         tf[5] != (double)(uint32_t)ti[3] || tf[6] != (double)(uint32_t)ti[4] ||
-        names_off != N_HEAD_I + 7 * (N + 1) + 4 * n_elem || names_len < 0 ||
+        n_loops > 10000 || ti[11] > 50000 ||
+        names_off != N_HEAD_I + 7 * (N + 1) + 4 * n_elem + 5 * n_loops || names_len < 0 ||
         (size_t)names_off + ((size_t)names_len + 3) / 4 != n_ti ||
         n_tf != (size_t)N_HEAD_F + BODY_F * ((size_t)N + 1) + 3 + (size_t)nv + 9 * (size_t)n_elem + (size_t)nq +
-                    (size_t)nv) {
+                    (size_t)nv + 1 + 33 * (size_t)n_loops) {
         mbs_fmt(err, n_err, "model tables are inconsistent (sizes or hash differ between header and content)");
         return 0;
     }
@@ -106,6 +108,14 @@ static int check_tables(const int32_t *ti, size_t n_ti, const double *tf, size_t
         }
         if (!ok) {
             mbs_fmt(err, n_err, "model tables: force element %d (kind %d) refers out of range", e, (int)el[0]);
+            return 0;
+        }
+    }
+    for (e = 0; e < n_loops; e++) {
+        const int32_t *lp = ti + N_HEAD_I + 7 * (N + 1) + 4 * n_elem + 5 * e;
+        if (lp[0] < 0 || lp[0] > 3 || lp[1] < 0 || lp[1] > N || lp[2] < 0 || lp[2] > N || lp[3] < 0 ||
+            lp[4] != (lp[0] == 0 || lp[0] == 3 ? 3 : 5) || lp[3] + lp[4] > ti[11]) {
+            mbs_fmt(err, n_err, "model tables: loop %d is malformed", e);
             return 0;
         }
     }
@@ -145,6 +155,9 @@ void mbs_layout(mbs_sim *s)
     s->damping = s->grav + 3;
     s->elem_f = s->damping + s->nv;
     s->x_init = s->elem_f + 9 * s->n_elem;
+    s->loop_scale = s->x_init + s->nq + s->nv;
+    s->loop_f = s->loop_scale + 1;
+    s->loop_i = s->elem + 4 * s->n_elem;
     d = s->tf + 3 * s->n_tf;                                  /* after the active, pending and backup tables */
 #define TAKE(p, n) do { s->p = d; d += (n); } while (0)
     TAKE(S, 36 * N1); TAKE(I, 36 * N1);
@@ -158,6 +171,7 @@ void mbs_layout(mbs_sim *s)
     TAKE(K, DOP_STAGES * (size_t)s->nx);
     TAKE(kin_R, 9 * N1); TAKE(kin_p, 3 * N1); TAKE(kin_v, 6 * N1);
     TAKE(M, (size_t)s->nv * (size_t)s->nv);
+    TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
 #undef TAKE
     s->kin.R = s->kin_R;
     s->kin.p = s->kin_p;
@@ -174,11 +188,6 @@ mbs_sim *mbs_sim_init(void *mem, size_t size, const int32_t *ti, size_t n_ti, co
     if (!mem || size < need || ((uintptr_t)mem & 7u)) {
         mbs_fmt(err, n_err, "instance memory: %lu bytes given at %p, %lu bytes 8-byte aligned needed",
                 (unsigned long)size, mem, (unsigned long)need);
-        return NULL;
-    }
-    if (ti[10] > 0) {
-        mbs_fmt(err, n_err, "the model has %d closed loop(s): the native core does not close loops yet "
-                "(use the python backend)", (int)ti[10]);
         return NULL;
     }
     memset(mem, 0, need);

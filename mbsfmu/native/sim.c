@@ -69,7 +69,7 @@ const double *mbs_sim_x(const mbs_sim *s) { return valid(s) ? s->x : NULL; }
 int mbs_sim_set_x(mbs_sim *s, const double *x, int assemble, char *err, size_t n_err)
 {
     int e, k;
-    (void)assemble;                                           /* loops: not in the core yet (init refuses them) */
+    (void)assemble;                                           /* loops: x is taken as given (the caller assembles) */
     if (!valid(s) || !x) return MBS_ERROR;
     if (err && n_err) err[0] = '\0';
     for (k = 0; k < s->nx; k++)
@@ -173,7 +173,12 @@ const mbs_invariants *mbs_sim_invariants(mbs_sim *s)
     return &s->inv;
 }
 
-const double *mbs_sim_lambda(mbs_sim *s) { return valid(s) ? s->lambda : NULL; }
+const double *mbs_sim_lambda(mbs_sim *s)
+{
+    if (!valid(s)) return NULL;
+    mbs_sim_qdd(s);                                           /* the rhs at this state sets lambda */
+    return s->lambda;
+}
 
 const mbs_kinematics *mbs_sim_kinematics(mbs_sim *s)
 {
@@ -278,6 +283,7 @@ int mbs_forward_dynamics(mbs_sim *s, const double *q, const double *qd, const do
     }
     mbs_passive_forces(s, q, qd, s->tau);
     for (j = 0; j < s->nv; j++) s->tau[j] = s->tau_u[j] + s->tau[j];
+    if (s->n_loops) return mbs_loop_qdd(s, q, qd, s->tau, qdd) ? MBS_ERROR : MBS_OK;
     mbs_aba_core(s, qd, s->tau, qdd);
     return MBS_OK;
 }

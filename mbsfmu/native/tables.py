@@ -10,6 +10,7 @@ int32 table ``ti`` (N bodies, row 0 the world; offsets in int32 words):
 | 0..15 | header: VERSION, n_ti, n_tf, hash_lo, hash_hi, N, nq, nv, n_u, n_elem, n_loops, n_rows, has_forces, names_off, names_len, 0 |
 | 16 + k (N+1) | body row k = PARENT, JTYPE, IQ, NQ, IV, NV, WHEEL (1: the rotor body of a reaction wheel) |
 | then n_elem x 4 | element rows [kind, a, b, iu] (kinds below) |
+| then n_loops x 5 | cut joints: [kind (0 ball, 1 revolute, 2 prismatic, 3 planar), body a, body b, first row, rows] |
 | names_off .. | body names then joint names, each NUL-terminated, packed 4 bytes a word (little end first) |
 
 float64 table ``tf``:
@@ -22,9 +23,11 @@ float64 table ``tf``:
 | then nv | joint damping d [N m s/rad or N s/m] |
 | then n_elem x 9 | element numbers |
 | then nq + nv | the model's initial q, qd (closed: ``Model.initial_state()``) |
+| then 1 | the loops' length scale L [m] (``LoopSet.scale``; 1 without loops) |
+| then n_loops x 33 | cut joint: ra (3), rb (3) [m], Ea (9), Eb (9) (frame axes as columns, row-major), axis (3), t1 (3), t2 (3) |
 
 Elements, in the order the Python reference sums them (``ForceElements``: thrusters, then
-wrenches, then spring-dampers; compiled/layout.py had the same rows):
+wrenches, then spring-dampers):
 
 | kind | ints a, b, iu | numbers |
 |---|---|---|
@@ -89,17 +92,22 @@ class Tables:
         names += b"\0" * (-len(names) % 4)
         wheel_bodies = {i for i, _w in model.wheels.values()}
 
-        names_off = N_HEAD_I + 7 * (N + 1) + 4 * n_elem
+        names_off = N_HEAD_I + 7 * (N + 1) + 4 * n_elem + 5 * n_loops
         n_ti = names_off + len(names) // 4
         ti = np.zeros(n_ti, dtype=np.int32)
         body = np.array([t.parent, t.jtype, t.iq, t.nq, t.iv, t.nv,
                          [int(i in wheel_bodies) for i in range(N + 1)]], dtype=np.int32)
         ti[N_HEAD_I: N_HEAD_I + body.size] = body.ravel()
         if n_elem:
-            ti[N_HEAD_I + body.size: names_off] = np.array(rows_i, dtype=np.int32).ravel()
+            ti[N_HEAD_I + body.size: N_HEAD_I + body.size + 4 * n_elem] = np.array(rows_i, dtype=np.int32).ravel()
+        closures = model.loops.closures if with_loops else ()
+        kinds = {"ball": 0, "revolute": 1, "prismatic": 2, "planar": 3}
+        for k, c in enumerate(closures):
+            o = N_HEAD_I + body.size + 4 * n_elem + 5 * k
+            ti[o: o + 5] = (kinds[c.kind], c.a, c.b, c.rows.start, c.rows.stop - c.rows.start)
         ti[names_off:] = np.frombuffer(names, dtype="<i4")
 
-        n_tf = N_HEAD_F + BODY_F * (N + 1) + 3 + nv + 9 * n_elem + nq + nv
+        n_tf = N_HEAD_F + BODY_F * (N + 1) + 3 + nv + 9 * n_elem + nq + nv + 1 + 33 * n_loops
         tf = np.zeros(n_tf)
         bf = tf[N_HEAD_F: N_HEAD_F + BODY_F * (N + 1)].reshape(N + 1, BODY_F)
         bf[:, 0:9] = t.R_tree.reshape(N + 1, 9)
@@ -114,8 +122,12 @@ class Tables:
         if n_elem:
             tf[o + 3 + nv: o + 3 + nv + 9 * n_elem] = np.array(rows_f, dtype=float).ravel()
         q0, qd0 = model.initial_state()
-        tf[n_tf - nq - nv: n_tf - nv] = q0
-        tf[n_tf - nv:] = qd0
+        o = N_HEAD_F + BODY_F * (N + 1) + 3 + nv + 9 * n_elem
+        tf[o: o + nq], tf[o + nq: o + nq + nv] = q0, qd0
+        tf[o + nq + nv] = model.loops.scale if with_loops else 1.0
+        for k, c in enumerate(closures):
+            tf[o + nq + nv + 1 + 33 * k: o + nq + nv + 1 + 33 * (k + 1)] = np.concatenate(
+                (c.ra, c.rb, np.ravel(c.Ea), np.ravel(c.Eb), c.axis, c.t1, c.t2))
 
         ti[:16] = (VERSION, n_ti, n_tf, 0, 0, N, nq, nv, len(forces.layout.names), n_elem, n_loops, n_rows,
                    has_forces, names_off, len(names), 0)
@@ -128,8 +140,8 @@ class Tables:
         ti.flags.writeable = False
         tf.flags.writeable = False
         self.ti, self.tf = ti, tf
-        self.sizes = dict(N=N, nq=nq, nv=nv, nx=nq + nv + 2, n_u=len(forces.layout.names), n_elem=n_elem,
-                          n_loops=n_loops, n_rows=n_rows)
+        self.sizes = {"N": N, "nq": nq, "nv": nv, "nx": nq + nv + 2, "n_u": len(forces.layout.names),
+                      "n_elem": n_elem, "n_loops": n_loops, "n_rows": n_rows}
         self.input_names = forces.layout.names
 
 
