@@ -162,7 +162,7 @@ def test_every_output_equals_the_python_runtime_fmu_and_the_simulator_rk4(native
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["scara", "spacecraft", "chain7"])
+@pytest.mark.parametrize("model", ["scara", "spacecraft", "chain7", "fourbar"])
 def test_dop853_agrees_with_the_simulator_within_its_tolerance(native, model):
     fmu = _native_or_refused(native, model, integrator="dop853", h_max=0.0)
     reals, _ = outputs_of(fmu)
