@@ -484,3 +484,30 @@ def test_instances_in_one_process_are_independent(native):
     np.testing.assert_array_equal(together[0], alone[0])
     np.testing.assert_array_equal(together[1], alone[1])
     assert not np.array_equal(together[0], together[1])
+
+
+def test_sources_compile_with_a_plain_c_compiler_and_give_the_same_outputs(native, tmp_path):
+    """An importer compiling sources/ itself (the SourceFiles list, -I sources, C99) gets a binary
+    that gives the shipped binary's outputs to 1e-12 (same equations; another compiler may round
+    libm calls differently in the last bit)."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no system C compiler (gcc/cc) to act as the importer")
+    fmu = native.fmu("spacecraft")
+    x = native.extracted(fmu)
+    files = [f.get("name") for f in description(fmu).find("CoSimulation").find("SourceFiles")]
+    lib = tmp_path / "spacecraft.so"
+    run = subprocess.run([gcc, "-std=c99", "-O2", "-shared", "-fPIC", f"-I{x / 'sources'}",
+                          *[str(x / "sources" / f) for f in files], "-o", str(lib), "-lm"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    v = variables(fmu)
+    reals, _ = outputs_of(fmu)
+    sets = {v[n][0]: val for n, val in SPACECRAFT_SETTINGS.items()}
+    rows = []
+    for path in (str(lib), None):
+        res = subprocess.run(host_command(native.host(), x, 300, 0.005, [v[n][0] for n in reals], (), sets, lib=path),
+                             env={}, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+        rows.append(parse_rows(res.stdout))
+    np.testing.assert_allclose(rows[0], rows[1], rtol=0, atol=1e-12 * max(1.0, float(np.abs(rows[1]).max())))
