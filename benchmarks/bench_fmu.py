@@ -143,13 +143,14 @@ def main(argv=None) -> int:
             xn, xp = extract(nat, work / f"x-{name}-n"), extract(py, work / f"x-{name}-p")
             n_out = sum(map(len, outputs(nat)[:2]))
             res = {}
-            for label, fn in (("native, C host", lambda: via_c_host(exe, xn, nat, args.steps)),
-                              ("native, fmpy", lambda: via_fmpy(xn, nat, args.steps)),
-                              ("python runtime, fmpy", lambda: via_fmpy(xp, py, args.py_steps)),
-                              ("python runtime, C host", lambda: via_c_host(exe, xp, py, args.py_steps)),
-                              ("in-process Simulator", lambda: in_process(model, args.steps))):
+            kinds = (("native, C host", via_c_host, (exe, xn, nat, args.steps)),
+                     ("native, fmpy", via_fmpy, (xn, nat, args.steps)),
+                     ("python runtime, fmpy", via_fmpy, (xp, py, args.py_steps)),
+                     ("python runtime, C host", via_c_host, (exe, xp, py, args.py_steps)),
+                     ("in-process Simulator", in_process, (model, args.steps)))
+            for label, fn, fargs in kinds:
                 try:
-                    runs = [fn() for _ in range(args.repeat)]
+                    runs = [fn(*fargs) for _ in range(args.repeat)]
                     res[label] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
                 except Exception as e:      # noqa: BLE001 (a benchmark reports what it could not run)
                     res[label] = None

@@ -13,8 +13,12 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from fmpy.fmi2 import (fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE, fmi2CallbackFunctions,
-                       fmi2CallbackLoggerTYPE)
+from fmpy.fmi2 import (
+    fmi2CallbackAllocateMemoryTYPE,
+    fmi2CallbackFreeMemoryTYPE,
+    fmi2CallbackFunctions,
+    fmi2CallbackLoggerTYPE,
+)
 
 d = Path(sys.argv[1])
 case = sys.argv[2]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import MODELS, ROOT
 
 HOST_SOURCE = ROOT / "tests" / "c_host" / "fmu_run.c"

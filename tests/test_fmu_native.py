@@ -17,30 +17,31 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from dataclasses import replace
 import xml.etree.ElementTree as ET
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import MODELS, ROOT
-from native_support import (copy_fmu, description, fmpy_run, host_command, library, model_file, native,  # noqa: F401
-                            parse_rows, variables)
+from native_support import (  # noqa: F401
+    copy_fmu,
+    description,
+    fmpy_run,
+    host_command,
+    library,
+    model_file,
+    native,
+    parse_rows,
+    variables,
+)
 
 pytestmark = pytest.mark.integration
 
-LOOP_MODELS = ("crank_slider", "fourbar", "rssr")
 MODEL_NAMES = sorted(p.stem if p.suffix == ".yaml" else p.name for p in MODELS.iterdir()
                      if p.suffix in (".yaml", ".urdf"))
 T, DT = 2.0, 0.01              # 2 s in 200 communication steps of 10 ms, rk4 h_max = 1 ms
-
-
-def loops_in_core() -> bool:
-    import mbsfmu
-    from mbsfmu.native.fmu import core_refusal
-    return core_refusal(mbsfmu.load_model(MODELS / "fourbar.yaml")) is None
 
 
 def outputs_of(fmu: Path) -> tuple[list[str], list[str]]:
@@ -88,11 +89,6 @@ def test_model_description_equals_the_python_runtime_s(native, model):
 # ---- numbers: native vs python runtime vs in-process ------------------------------------------
 
 def _native_or_refused(native, model, **solver):
-    from mbsfmu.native.fmu import NativeBuildError
-    if Path(model).stem in LOOP_MODELS and not loops_in_core():
-        with pytest.raises(NativeBuildError, match="does not close loops yet.*use --runtime python"):
-            native.fmu(model, **solver)
-        pytest.skip("the C core does not close loops yet: the build refuses loop models (checked)")
     return native.fmu(model, **solver)
 
 
@@ -436,17 +432,6 @@ def test_build_fmu_cli_defaults_to_native_and_keeps_python(tmp_path):
     assert run.returncode == 0, run.stderr
     with zipfile.ZipFile(tmp_path / "p.fmu") as z:
         assert [n for n in z.namelist() if n.startswith("resources/")]
-
-
-def test_build_refuses_what_the_core_cannot_run_with_a_clear_error(tmp_path):
-    if loops_in_core():
-        pytest.skip("the core closes loops")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = subprocess.run([sys.executable, "-m", "mbsfmu", "build-fmu", str(MODELS / "fourbar.yaml"), "-o",
-                          str(tmp_path / "f.fmu")], capture_output=True, text=True, timeout=300, env=env)
-    assert run.returncode != 0 and "Traceback" not in run.stderr
-    assert "does not close loops yet" in run.stderr and "use --runtime python" in run.stderr
-    assert not list(tmp_path.iterdir())
 
 
 def test_instances_in_one_process_are_independent(native):

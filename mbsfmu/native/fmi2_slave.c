@@ -39,7 +39,7 @@
 #define BLOB_MAGIC "MBSFMUST"
 #define BLOB_VERSION 1u
 #define INT_MAX32 2147483647LL
-#define MAX_SUBSTEPS 1e7              /* rk4 sub-steps in one fmi2DoStep (a larger step is refused) */
+#define MAX_SUBSTEPS 1e7              /* steps of h_max in one fmi2DoStep (a larger step is refused) */
 #define MAX_STEP 1e9                  /* [s] largest communication step accepted */
 #define TIME_RTOL 1e-9                /* a communication point further than this from the FMU's time is reported */
 #define ERR_N 4096
@@ -643,9 +643,9 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
         return fmi2Error;
     }
     double h_max = solver_setting(I, 1);
-    if ((int)solver_setting(I, 0) == 1 && h_max > 0.0 && dt / h_max > MAX_SUBSTEPS) {
-        logf_(I, fmi2Error, "fmi2DoStep: communicationStepSize %.17g s rejected: %.3g rk4 steps of solver.h_max = "
-              "%.17g s (at most %g per communication step)", dt, ceil(dt / h_max), h_max, MAX_SUBSTEPS);
+    if (h_max > 0.0 && dt / h_max > MAX_SUBSTEPS) {      /* rk4: ceil(dt / h_max) steps; dop853: at least */
+        logf_(I, fmi2Error, "fmi2DoStep: communicationStepSize %.17g s rejected: %.3g or more steps of solver.h_max "
+              "= %.17g s (at most %g per communication step)", dt, ceil(dt / h_max), h_max, MAX_SUBSTEPS);
         return fmi2Error;
     }
     double now = mbs_sim_time(I->sim);
