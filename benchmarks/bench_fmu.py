@@ -1,110 +1,172 @@
-"""Benchmark (not a test): the SCARA FMU driven through fmpy versus the same run in-process.
+"""Benchmark (not a test): the FMU per communication step, doStep plus reading every output (all
+Real and Integer outputs, as Simulink reads every connected output each step), at 1 ms steps
+(rk4, h_max = 1 ms: one internal step per communication step), for the SCARA and the spacecraft:
 
-A 10 s run at 1 ms communication steps (rk4, h_max = 1 ms: one internal step per communication
-step) with a PD controller closed in Python around the plant: read q, qd, set the two torques,
-step. The same loop runs once through the FMU (fmpy's FMU2Slave, the FMU's loader and pythonfmu's
-binary, in this process) and once on the engine's Simulator directly, with the backend the FMU
-runs (``mbsfmu.fmu.slave.BACKEND``: the numpy reference). Prints the medians of
-several runs, the FMU's overhead ratio, the per-step overhead and both real-time factors.
+- native FMU through the plain C host (tests/c_host/fmu_run.c compiled by zig, timed in C);
+- native FMU through fmpy's FMU2Slave (ctypes calls from Python);
+- python-runtime FMU through fmpy (and through the C host when its loader runs here);
+- in-process: Simulator.step plus the same outputs (state, invariants, qdd).
 
-    python benchmarks/bench_fmu.py [--duration 10] [--dt 0.001] [--repeat 3] [--fmu scara.fmu]
+Prints medians of --repeat runs, wall and CPU time (the CPU time is the steadier number on a
+loaded machine): us per step, real-time factor (dt / time per step) and the native/python ratios; with --build, the ``mbsfmu build-fmu`` wall time cold (an empty temporary
+ZIG_GLOBAL_CACHE_DIR: zig builds its C library caches for the three targets) and warm.
+
+    python benchmarks/bench_fmu.py [--steps 2000] [--py-steps 300] [--repeat 5] [--build]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
-KP, KD, Q_REF = (60.0, 30.0), (12.0, 6.0), (0.8, -0.6)
+MODELS = ROOT / "scenarios" / "models"
+HOST = ROOT / "tests" / "c_host" / "fmu_run.c"
+HEADERS = ROOT / "mbsfmu" / "native" / "fmi2"
+DT = 1e-3
 
 
-def run_fmu(fmu: Path, unzipdir: str, duration: float, dt: float) -> tuple[float, list[float]]:
-    from fmpy import read_model_description
+def outputs(fmu: Path) -> tuple[list[int], list[int], str, str]:
+    with zipfile.ZipFile(fmu) as z:
+        root = ET.fromstring(z.read("modelDescription.xml"))
+    reals = [int(sv.get("valueReference")) for sv in root.find("ModelVariables")
+             if sv.get("causality") == "output" and sv.find("Real") is not None]
+    ints = [int(sv.get("valueReference")) for sv in root.find("ModelVariables")
+            if sv.get("causality") == "output" and sv.find("Integer") is not None]
+    return reals, ints, root.get("guid"), root.find("CoSimulation").get("modelIdentifier")
+
+
+def extract(fmu: Path, dest: Path) -> Path:
+    with zipfile.ZipFile(fmu) as z:
+        z.extractall(dest)
+    for so in dest.rglob("*.so"):
+        so.chmod(0o755)
+    return dest
+
+
+def c_host(work: Path) -> Path:
+    exe = work / "fmu_run"
+    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-gnu.2.17", "-O2", f"-I{HEADERS}",
+                    str(HOST), "-o", str(exe), "-ldl"], check=True)
+    return exe
+
+
+def via_c_host(exe: Path, x: Path, fmu: Path, steps: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per step (doStep + every output), timed inside the C host."""
+    reals, ints, guid, ident = outputs(fmu)
+    lib = x / "binaries" / "linux64" / f"{ident}.so"
+    cmd = [str(exe), str(lib), guid, (x / "resources").as_uri(), str(steps), repr(DT), "--real",
+           ",".join(map(str, reals)), "--bench"]
+    if ints:
+        cmd += ["--int", ",".join(map(str, ints))]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if run.returncode != 0:
+        raise RuntimeError(run.stderr.strip()[-500:])
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("bench,")][-1]
+    return float(line.split(",")[2]) / steps, float(line.split(",")[3]) / steps
+
+
+def via_fmpy(x: Path, fmu: Path, steps: int) -> tuple[float, float]:
     from fmpy.fmi2 import FMU2Slave
-    md = read_model_description(str(fmu))
-    vr = {v.name: v.valueReference for v in md.modelVariables}
-    f = FMU2Slave(guid=md.guid, unzipDirectory=unzipdir, modelIdentifier=md.coSimulation.modelIdentifier,
-                  instanceName="bench")
+    reals, ints, guid, ident = outputs(fmu)
+    f = FMU2Slave(guid=guid, unzipDirectory=str(x), modelIdentifier=ident, instanceName="bench")
     f.instantiate()
     f.setupExperiment(startTime=0.0)
-    f.setReal([vr["solver.h_max"]], [dt])
     f.enterInitializationMode()
     f.exitInitializationMode()
-    state = [vr["q1.q"], vr["q2.q"], vr["q1.qd"], vr["q2.qd"]]
-    tau = [vr["q1.tau"], vr["q2.tau"]]
-    n = round(duration / dt)
-    t0 = time.perf_counter()
     t = 0.0
-    for _ in range(n):
-        q1, q2, w1, w2 = f.getReal(state)
-        f.setReal(tau, [KP[0] * (Q_REF[0] - q1) - KD[0] * w1, KP[1] * (Q_REF[1] - q2) - KD[1] * w2])
-        f.doStep(t, dt)
-        t += dt
-    wall = time.perf_counter() - t0
-    final = f.getReal(state)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for k in range(steps):
+        f.doStep(t, DT)
+        t = (k + 1) * DT
+        f.getReal(reals)
+        if ints:
+            f.getInteger(ints)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     f.terminate()
     f.freeInstance()
-    return wall, final
+    return wall / steps, cpu / steps
 
 
-def run_engine(duration: float, dt: float, backend: str) -> tuple[float, list[float]]:
+def in_process(model: Path, steps: int) -> tuple[float, float]:
+    """Simulator.step plus the outputs the FMU offers: state, invariants, qdd."""
     import mbsfmu
     from mbsfmu.simulator import Simulator
-    sim = Simulator(mbsfmu.load_model(MODEL), integrator="rk4", h_max=dt, backend=backend)
-    n = round(duration / dt)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        x = sim.x
-        q1, q2, w1, w2 = x[0], x[1], x[2], x[3]
-        sim.set_input("q1.tau", KP[0] * (Q_REF[0] - q1) - KD[0] * w1)
-        sim.set_input("q2.tau", KP[1] * (Q_REF[1] - q2) - KD[1] * w2)
-        sim.step(dt)
-    wall = time.perf_counter() - t0
-    return wall, [*sim.q, *sim.qd]
+    sim = Simulator(mbsfmu.load_model(model), integrator="rk4", h_max=DT)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        sim.step(DT)
+        sim.x.copy()
+        sim.invariants()
+        sim.rhs(sim.x)
+    return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
+
+
+def build_times(model: Path, work: Path) -> tuple[float, float]:
+    """``mbsfmu build-fmu`` wall time [s] with an empty zig cache, then warm."""
+    env = {**os.environ, "ZIG_GLOBAL_CACHE_DIR": str(work / "zigcache")}
+    times = []
+    for k in range(2):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "mbsfmu", "build-fmu", str(model), "-o", str(work / f"b{k}.fmu")],
+                       check=True, env=env, capture_output=True)
+        times.append(time.perf_counter() - t0)
+    return times[0], times[1]
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--duration", type=float, default=10.0, help="simulated time per run [s]")
-    p.add_argument("--dt", type=float, default=1e-3, help="communication step = rk4 step [s]")
-    p.add_argument("--repeat", type=int, default=3, help="runs of each kind (medians are reported)")
-    p.add_argument("--fmu", type=Path, help="an existing SCARA FMU (default: build one)")
+    p.add_argument("--steps", type=int, default=2000, help="steps per native / in-process run")
+    p.add_argument("--py-steps", type=int, default=300, help="steps per python-runtime run")
+    p.add_argument("--repeat", type=int, default=5, help="runs of each kind (medians are reported)")
+    p.add_argument("--models", nargs="+", default=["scara", "spacecraft"])
+    p.add_argument("--build", action="store_true", help="also time build-fmu cold (empty zig cache) and warm")
     args = p.parse_args(argv)
-    from fmpy import extract
-
-    from mbsfmu.fmu.slave import BACKEND
+    from mbsfmu.fmu import build_fmu
+    from mbsfmu.native.fmu import build_native_fmu
     with tempfile.TemporaryDirectory(prefix="mbsfmu_bench_") as tmp:
-        fmu = args.fmu
-        if fmu is None:
-            from mbsfmu.fmu import build_fmu
-            t0 = time.perf_counter()
-            fmu = build_fmu(MODEL, Path(tmp) / "scara.fmu", h_max=args.dt)
-            print(f"built {fmu.name} in {time.perf_counter() - t0:.2f} s")
-        unzipdir = extract(str(fmu), unzipdir=str(Path(tmp) / "x"))
-        fmu_times, eng_times = [], []
-        for k in range(args.repeat):
-            w_fmu, x_fmu = run_fmu(fmu, unzipdir, args.duration, args.dt)
-            w_eng, x_eng = run_engine(args.duration, args.dt, BACKEND)     # the engine the FMU runs
-            fmu_times.append(w_fmu)
-            eng_times.append(w_eng)
-            same = "identical" if list(x_fmu) == list(map(float, x_eng)) else \
-                f"max diff {max(abs(a - b) for a, b in zip(x_fmu, x_eng)):.3g}"
-            print(f"run {k + 1}: fmpy + FMU {w_fmu:.3f} s, in-process {w_eng:.3f} s (final state {same})")
-    n = round(args.duration / args.dt)
-    m_fmu, m_eng = statistics.median(fmu_times), statistics.median(eng_times)
-    print(f"\nSCARA, {args.duration:g} s at {args.dt * 1e3:g} ms communication steps ({n} steps, rk4), "
-          f"medians of {args.repeat} runs, Python {sys.version.split()[0]}:")
-    print(f"  fmpy + FMU   {m_fmu:8.3f} s   real-time factor {args.duration / m_fmu:6.3f}   "
-          f"{m_fmu / n * 1e6:7.1f} us/step")
-    print(f"  in-process   {m_eng:8.3f} s   real-time factor {args.duration / m_eng:6.3f}   "
-          f"{m_eng / n * 1e6:7.1f} us/step")
-    print(f"  overhead ratio (FMU / in-process) {m_fmu / m_eng:.3f}, "
-          f"FMU overhead {(m_fmu - m_eng) / n * 1e6:.1f} us per communication step")
+        work = Path(tmp)
+        exe = c_host(work)
+        print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; per step: doStep + every output; dt = 1 ms; "
+              f"medians of {args.repeat} runs")
+        for name in args.models:
+            model = MODELS / f"{name}.yaml"
+            nat = build_native_fmu(model, work / f"{name}-native.fmu", platforms=("linux64",), progress=None)
+            py = build_fmu(model, work / f"{name}-python.fmu")
+            xn, xp = extract(nat, work / f"x-{name}-n"), extract(py, work / f"x-{name}-p")
+            n_out = sum(map(len, outputs(nat)[:2]))
+            res = {}
+            kinds = (("native, C host", via_c_host, (exe, xn, nat, args.steps)),
+                     ("native, fmpy", via_fmpy, (xn, nat, args.steps)),
+                     ("python runtime, fmpy", via_fmpy, (xp, py, args.py_steps)),
+                     ("python runtime, C host", via_c_host, (exe, xp, py, args.py_steps)),
+                     ("in-process Simulator", in_process, (model, args.steps)))
+            for label, fn, fargs in kinds:
+                try:
+                    runs = [fn(*fargs) for _ in range(args.repeat)]
+                    res[label] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+                except Exception as e:      # noqa: BLE001 (a benchmark reports what it could not run)
+                    res[label] = None
+                    print(f"  {label}: not run ({type(e).__name__}: {str(e)[-300:]})")
+            print(f"\n{name}: {n_out} outputs read per step")
+            for label, r in res.items():
+                if r is not None:
+                    print(f"  {label:<24} wall {r[0] * 1e6:9.2f} us/step (real-time factor {DT / r[0]:7.1f})   "
+                          f"CPU {r[1] * 1e6:9.2f} us/step (real-time factor {DT / r[1]:7.1f})")
+            for a, b in (("native, fmpy", "python runtime, fmpy"), ("native, C host", "python runtime, C host"),
+                         ("native, C host", "python runtime, fmpy")):
+                if res.get(a) and res.get(b):
+                    print(f"  {b} / {a}: wall {res[b][0] / res[a][0]:.1f}x, CPU {res[b][1] / res[a][1]:.1f}x")
+        if args.build:
+            cold, warm = build_times(MODELS / "scara.yaml", work)
+            print(f"\nbuild-fmu scara (linux64 + win64 + darwin64): cold zig cache {cold:.1f} s, warm {warm:.1f} s")
     return 0
 
 
