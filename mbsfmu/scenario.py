@@ -548,17 +548,18 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     plots could not be written."""
     from .invariants import conservation_report
     from .trajectory import TrajectoryError, join_trajectories, read_trajectory
+    t_end = None
     try:
         if not (out / "trajectory.csv").is_file():   # a device or FIFO (e.g. a link to /dev/full) is never read
             raise TrajectoryError(f"{out / 'trajectory.csv'} is not a regular file")
         traj = read_trajectory(out / "trajectory.csv")
+        t_end = float(traj.time[-1])   # what was simulated: records.csv may lack the last row (Ctrl-C)
         if (out / "records.csv").is_file():
             traj = join_trajectories(traj, read_trajectory(out / "records.csv"))
     except TrajectoryError as e:   # the run stopped before its first row
         traj, error = None, error or str(e)
     steps = int(len(traj.time) - 1) if traj is not None else 0
     series: dict = {}   # per-row values the checks bound, for conservation.png
-    t_end = float(traj.time[-1]) if traj is not None else None
     report = {"scenario": scn.name, "scenario_file": str(scn.path), "model": str(scn.model_path),
               "duration": T, "t_end": t_end, "dt": scn.dt, "integrator": scn.integrator, "procedure": scn.procedure,
               "steps": steps, "wall_time_s": wall,
