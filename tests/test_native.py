@@ -565,3 +565,19 @@ def test_missing_library_is_built_into_the_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "build_library", fake_build)
     assert build.library() == tmp_path / "cache" / build.library_name() and calls == [tmp_path / "cache"]
     assert build.library() == tmp_path / "cache" / build.library_name() and len(calls) == 1
+
+
+def test_a_heavy_link_does_not_make_a_light_joint_massless():
+    """Issue 13 item 24: link1's inertia 1e300 kg m^2 beside link2's 1.5 kg once reported "joint q2
+    moves no mass" (a tolerance relative to trace(M) ~ 1e300). The tolerance is relative to each
+    joint's own M_jj now: loading and the core's parameter check both accept the model."""
+    model = mbsfmu.load_model(MODELS / "scara.yaml")
+    b = model.spec.bodies
+    heavy = replace(model.spec, bodies=(replace(b[0], inertia=((1e300, 0.0, 0.0), (0.0, 1e300, 0.0), (0.0, 0.0, 1e300))),
+                                        b[1]))
+    mbsfmu.Model(heavy)                                             # no "moves no mass" problem
+    core = Core(model)
+    i1 = model.body_index[b[0].name]
+    for comp, val in enumerate((1e300, 1e300, 1e300, 0.0, 0.0, 0.0)):
+        core.set_param(P_INERTIA, i1, comp, val)
+    core.apply_params()

@@ -33,7 +33,7 @@ import numpy as np
 from ..model.tree import Tree, joint_transforms
 from ..spatial import Array
 
-SINGULAR_RTOL = 1e-12    # a pivot eigenvalue below this x trace(M) counts as zero (as the dense check did)
+SINGULAR_RTOL = 1e-12    # a pivot eigenvalue of D_i below this x trace(M_ii) counts as zero
 SUPPORT_RTOL = 1e-6      # a joint is part of a null motion if its entry exceeds this x |null vector|
 MAX_WALKS = 50           # null-motion walks per configuration (bounds the work on pathological models)
 
@@ -69,26 +69,30 @@ def singular_joints(tree: Tree, q: Array) -> Singularity:
     if not np.all(np.isfinite(Ic)):
         return Singularity(frozenset(), frozenset(), {}, overflow=True)
     Mii = [S[i].T @ Ic[i] @ S[i] for i in range(n + 1)]
-    tol = SINGULAR_RTOL * max(sum(float(np.trace(m)) for m in Mii[1:]), 1e-300)   # trace M = sum tr M_ii
+    # per joint, relative to its own block M_ii = S_i^T Ic_i S_i: D_i is formed from the inertias of
+    # i's subtree only (IA_i <= Ic_i), so its round-off is ~ eps trace(M_ii), whatever the rest of
+    # the model weighs (a relative tolerance on trace(M) called a 1.5 kg link "massless" beside a
+    # 1e300 kg m^2 one)
+    tols = [SINGULAR_RTOL * max(float(np.trace(m)), 1e-300) for m in Mii]
     IA = tree.I.copy()
     U, Dpinv, null = [None] * (n + 1), [None] * (n + 1), {}
     for i in range(n, 0, -1):                             # RBDA Table 7.1, pass 2 (no bias terms)
         U[i] = IA[i] @ S[i]
         D = S[i].T @ U[i]
         lam, V = np.linalg.eigh(0.5 * (D + D.T))
-        keep = lam > tol
+        keep = lam > tols[i]
         Dpinv[i] = (V[:, keep] / lam[keep]) @ V[:, keep].T
         if not keep.all():
             null[i] = V[:, ~keep]
         if tree.parent[i] > 0:
             Ia = IA[i] - U[i] @ Dpinv[i] @ U[i].T
             IA[tree.parent[i]] += Xup[i].T @ Ia @ Xup[i]
-    alone = frozenset(i for i in null if np.linalg.eigvalsh(Mii[i])[0] <= tol)
+    alone = frozenset(i for i in null if np.linalg.eigvalsh(Mii[i])[0] <= tols[i])
     kids = _children(tree)
     combined: dict[int, set] = {}
     for i in sorted(null)[:MAX_WALKS]:
         for col in null[i].T:
-            members = _null_motion_support(tree, Xup, S, U, Dpinv, Ic, kids, i, col, tol)
+            members = _null_motion_support(tree, Xup, S, U, Dpinv, Ic, kids, i, col, tols[i])
             if len(members) > 1:
                 for j in members:
                     combined.setdefault(j, set()).update(members - {j})

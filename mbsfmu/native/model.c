@@ -8,7 +8,7 @@
 #include "spatial.h"
 
 #define INERTIA_RTOL 1e-9    /* validation.INERTIA_RTOL: slack of the PSD and triangle checks */
-#define SINGULAR_RTOL 1e-12  /* dynamics/singular.py SINGULAR_RTOL: a pivot of M below this x trace(M) is zero */
+#define SINGULAR_RTOL 1e-12  /* dynamics/singular.py SINGULAR_RTOL: a pivot below this x its M_jj is zero */
 
 void mbs_fmt(char *buf, size_t n, const char *fmt, ...)
 {
@@ -409,18 +409,18 @@ static void random_q(const mbs_sim *s, unsigned long long seed, double *q)
     }
 }
 
-/* marks in sing[] (nv) the DoF whose Cholesky pivot of M(q) is below SINGULAR_RTOL trace(M):
- * the joint combined with the ones before it moves no mass in some direction */
+/* marks in sing[] (nv) the DoF whose Cholesky pivot of M(q) is below SINGULAR_RTOL M_jj (its own
+ * diagonal entry: the pivot M_jj - sum L_jk^2 carries round-off ~ eps M_jj, whatever the rest of
+ * the model weighs): the joint combined with the ones before it moves no mass in some direction */
 static void singular_dofs(mbs_sim *s, const double *q, double *sing)
 {
     int nv = s->nv, i, j, k;
-    double *M = s->M, tr = 0.0, tol;
+    double *M = s->M, tol;
     mbs_joint_transforms(s, q);
     mbs_crba_core(s, M);
-    for (k = 0; k < nv; k++) tr += M[nv * k + k];
-    tol = SINGULAR_RTOL * (tr > 1e-300 ? tr : 1e-300);
     for (j = 0; j < nv; j++) {                                /* in-place Cholesky, zero columns skipped */
         double d = M[nv * j + j];
+        tol = SINGULAR_RTOL * (d > 1e-300 ? d : 1e-300);
         for (k = 0; k < j; k++) d -= M[nv * j + k] * M[nv * j + k];
         if (!(d > tol)) {
             sing[j] += 1.0;
