@@ -128,7 +128,7 @@ def parse_cosim(r, raw, base: Path, has_controller: bool) -> CosimSpec | None:
         builtin = path = None
         if "builtin" in s:
             if s["builtin"] not in BUILTINS:
-                r.problem(p + ("builtin",), f"unknown builtin FMU {s['builtin']!r}; expected one of {', '.join(BUILTINS)}")
+                r.problem(p + ("builtin",), f"unknown builtin FMU {brief(s['builtin'])}; expected one of {', '.join(BUILTINS)}")
             elif not has_controller:
                 r.problem(p + ("builtin",), "the builtin pid takes its gains and setpoints from the scenario's "
                           "controller: section, and there is none")
@@ -305,7 +305,7 @@ def check_cosim(scn, sim) -> dict[str, dict[str, Var]]:
             elif vars_[var].causality not in ("parameter", "input"):
                 r.problem(at, f"{name}.{var} is {_a(vars_[var].causality)}: only parameters and inputs take start values")
             elif not _fits(vars_[var].type, value):
-                r.problem(at, f"{name}.{var} is {vars_[var].type}, got {value!r}")
+                r.problem(at, f"{name}.{var} is {vars_[var].type}, got {brief(value)}")
         if entry.builtin == "pid":
             loose = [n for n, v in vars_.items() if v.causality == "input" and (name, n) not in driven]
             if loose:

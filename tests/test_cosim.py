@@ -293,8 +293,8 @@ def test_gauss_seidel_cosim_equals_the_in_process_run_bit_for_bit(runs):
     ref_report, ref = runs["inprocess"]
     report, traj = runs["gauss-seidel"]
     scn = load_scenario(SCENARIO)
-    from mbsfmu.scenario import _row
-    engine_cols = list(_row(build_simulator(scn), records=False))
+    from mbsfmu.rows import trajectory_row
+    engine_cols = list(trajectory_row(build_simulator(scn)))
     assert list(traj.names) == [c for c in engine_cols if not c.startswith("engine.P_sys")] + ["ctrl.q1.tau",
                                                                                                "ctrl.q2.tau"]
     assert traj.n_rows == ref.n_rows == round(T / scn.dt) + 1

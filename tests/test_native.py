@@ -26,6 +26,7 @@ from mbsfmu.dynamics.aba import aba
 from mbsfmu.dynamics.crba import crba
 from mbsfmu.dynamics.rnea import rnea
 from mbsfmu.kinematics import forward_kinematics
+from mbsfmu.records import angular_momentum_scale
 from mbsfmu.model.description import Anchor, BodyWrench, SpringDamper, Thruster, Wheel
 from mbsfmu.native import build
 from mbsfmu.native.core import (
@@ -141,6 +142,8 @@ def test_equations_of_motion_and_invariants_match_the_simulator(rng):
         for key in ("p_sys", "P_sys", "H_sys", "R", "Rdot"):
             close(np.array(getattr(inv, key)), getattr(ref, key))
         close([inv.KE, inv.PE], [ref.KE, ref.PE])
+        kin = forward_kinematics(model.tree, sim.q, sim.qd)
+        close(inv.H_scale, angular_momentum_scale(model, kin))     # drift.H_sys's scale
 
 
 def test_model_methods_run_the_core_by_default(rng):

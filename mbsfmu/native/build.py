@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 SOURCES = ("model.c", "kinematics.c", "rnea.c", "crba.c", "aba.c", "forces.c", "invariants.c", "integrate.c", "loops.c", "sim.c")
 HEADERS = ("mbs_core.h", "instance.h", "spatial.h", "dop853_coef.h")
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
-FLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra")
+FLAGS = ("-std=c99", "-O2", "-g0", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra")   # -g0: no debug info (it names the build machine's paths)
 LINUX_TARGET = "x86_64-linux-gnu.2.17"    # old glibc: the library (and linux64 FMUs) load on old hosts
 
 

@@ -38,7 +38,7 @@ P, D, I, SZ, LL = C.c_void_p, C.c_double, C.c_int, C.c_size_t, C.c_longlong
 class Invariants_C(C.Structure):
     """mbs_invariants of mbs_core.h."""
     _fields_ = [("p_sys", D * 3), ("P_sys", D * 3), ("H_sys", D * 3), ("R", D * 3), ("Rdot", D * 3),
-                ("KE", D), ("PE", D)]
+                ("KE", D), ("PE", D), ("H_scale", D)]
 
 
 class Sizes_C(C.Structure):

@@ -37,7 +37,7 @@
 #define FREED_MAGIC 0xdeadf00du
 #define STATE_MAGIC 0x4d425353u       /* "MBSS" */
 #define BLOB_MAGIC "MBSFMUST"
-#define BLOB_VERSION 1u
+#define BLOB_VERSION 2u
 #define INT_MAX32 2147483647LL
 #define MAX_SUBSTEPS 1e7              /* steps of h_max in one fmi2DoStep (a larger step is refused) */
 #define MAX_STEP 1e9                  /* [s] largest communication step accepted */
@@ -63,7 +63,7 @@ typedef struct {
     int params_dirty;           /* a parameter changed since the last mbs_sim_apply_params */
     int params_bad;             /* the current parameters do not make a valid model (logged once) */
     int have_ref;
-    double H0[3], E0;           /* drift references, taken at fmi2ExitInitializationMode */
+    double H0[3], E0, KE0, PE0, S0;   /* drift references, taken at fmi2ExitInitializationMode */
     long long n_discards;
     int time_warned;
     struct FmuState **states;   /* live FMU states made by this instance */
@@ -78,7 +78,7 @@ typedef struct FmuState {
     double *par;
     mode_t_ mode;
     int have_ref, params_dirty;
-    double H0[3], E0;
+    double H0[3], E0, KE0, PE0, S0;
     long long n_discards;
 } FmuState;
 
@@ -363,6 +363,9 @@ static void take_reference(Instance *I)
     const mbs_invariants *inv = mbs_sim_invariants(I->sim);
     memcpy(I->H0, inv->H_sys, sizeof I->H0);
     I->E0 = inv->KE + inv->PE;
+    I->KE0 = inv->KE;
+    I->PE0 = inv->PE;
+    I->S0 = inv->H_scale;
     I->have_ref = 1;
 }
 
@@ -443,6 +446,15 @@ static double norm3(const double *a, const double *b)
     return sqrt(d0 * d0 + d1 * d1 + d2 * d2);
 }
 
+/* |residual| / scale: 0 for a zero residual, +inf when the scale is 0 and the residual is not
+ * (variables.relative_drift) */
+static double relative_drift(double residual, double scale)
+{
+    residual = fabs(residual);
+    if (residual == 0.0) return 0.0;
+    return scale > 0.0 ? residual / scale : INFINITY;
+}
+
 static double value_of(Instance *I, size_t k)
 {
     const mbsfmu_var *v = &I->m->vars[k];
@@ -469,16 +481,19 @@ static double value_of(Instance *I, size_t k)
     case MBSFMU_V_DRIFT: {
         const mbs_invariants *inv = mbs_sim_invariants(s);
         const double *x = mbs_sim_x(s);
-        const double zero[3] = {0.0, 0.0, 0.0};
         const double *H0 = I->have_ref ? I->H0 : inv->H_sys;
         double E = inv->KE + inv->PE, E0 = I->have_ref ? I->E0 : E;
+        double KE0 = I->have_ref ? I->KE0 : inv->KE, PE0 = I->have_ref ? I->PE0 : inv->PE;
+        double S0 = I->have_ref ? I->S0 : inv->H_scale;
+        double W_in = x[I->sz.nx - 2], W_diss = x[I->sz.nx - 1];
         double dH = norm3(inv->H_sys, H0);
-        double dE = (E - x[I->sz.nx - 2] - x[I->sz.nx - 1]) - E0;
-        switch (v->a) {
+        double dE = (E - W_in - W_diss) - E0;
+        switch (v->a) {   /* variables.py's drift outputs; scales: mbsfmu/fmu/variables.py relative_drift */
         case MBSFMU_DRIFT_H_ABS: return dH;
-        case MBSFMU_DRIFT_H_REL: return dH / fmax(norm3(H0, zero), I->m->h_floor);
+        case MBSFMU_DRIFT_H_REL: return relative_drift(dH, fmax(S0, inv->H_scale));
         case MBSFMU_DRIFT_E_ABS: return dE;
-        default: return fabs(dE) / fmax(fabs(E0), I->m->e_floor);
+        default: return relative_drift(dE, fmax(fmax(fmax(KE0, inv->KE), fabs(inv->PE - PE0)),
+                                                fmax(fabs(W_in), fabs(W_diss))));
         }
     }
     case MBSFMU_V_STAT: {
@@ -824,6 +839,9 @@ static void save_into(Instance *I, FmuState *S)
     S->params_dirty = I->params_dirty;
     memcpy(S->H0, I->H0, sizeof S->H0);
     S->E0 = I->E0;
+    S->KE0 = I->KE0;
+    S->PE0 = I->PE0;
+    S->S0 = I->S0;
     S->n_discards = I->n_discards;
 }
 
@@ -871,6 +889,9 @@ fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate)
     I->params_bad = 0;
     memcpy(I->H0, S->H0, sizeof I->H0);
     I->E0 = S->E0;
+    I->KE0 = S->KE0;
+    I->PE0 = S->PE0;
+    I->S0 = S->S0;
     I->n_discards = S->n_discards;
     return fmi2OK;
 }
@@ -896,10 +917,10 @@ fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *FMUstate)
 
 /* serialised state, little-endian as the machine (every target of this FMU is):
  *   "MBSFMUST" | u32 version | u32 total bytes | u64 model hash | u32 nx | u32 n_u | u32 n_vars
- *   | u32 mode | u32 have_ref | u32 params_dirty | f64 t | f64 H0[3] | f64 E0 | i64 n_discards
+ *   | u32 mode | u32 have_ref | u32 params_dirty | f64 t | f64 H0[3] | f64 E0, KE0, PE0, S0 | i64 n_discards
  *   | i64 n_steps | i64 n_rhs | f64 h_last | f64 x[nx] | f64 u[n_u] | f64 par[n_vars] | u64 checksum
  * checksum: FNV-1a 64 over every byte before it. */
-#define BLOB_HEAD (8 + 4 + 4 + 8 + 4 * 6 + 8 + 24 + 8 + 8 + 8 + 8 + 8)
+#define BLOB_HEAD (8 + 4 + 4 + 8 + 4 * 6 + 8 + 24 + 8 + 24 + 8 + 8 + 8 + 8)
 
 static size_t blob_size(const Instance *I)
 {
@@ -972,6 +993,9 @@ fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, fmi2Byt
     put_f64(&w, mbs_sim_time(S->sim));
     for (int k = 0; k < 3; k++) put_f64(&w, S->H0[k]);
     put_f64(&w, S->E0);
+    put_f64(&w, S->KE0);
+    put_f64(&w, S->PE0);
+    put_f64(&w, S->S0);
     put_i64(&w, S->n_discards);
     put_i64(&w, n_steps);
     put_i64(&w, n_rhs);
@@ -1033,9 +1057,12 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         logf_(I, fmi2Error, "%s: the state's sizes or flags do not fit this model", fn);
         return fmi2Error;
     }
-    double t = get_f64(&r), H0[3], E0;
+    double t = get_f64(&r), H0[3], E0, KE0, PE0, S0;
     for (int k = 0; k < 3; k++) H0[k] = get_f64(&r);
     E0 = get_f64(&r);
+    KE0 = get_f64(&r);
+    PE0 = get_f64(&r);
+    S0 = get_f64(&r);
     long long n_discards = get_i64(&r), n_steps = get_i64(&r), n_rhs = get_i64(&r);
     double h_last = get_f64(&r);
     const unsigned char *px = r.p, *pu = px + 8 * (size_t)nx, *pp = pu + 8 * (size_t)n_u;
@@ -1119,6 +1146,9 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
     S->params_dirty = (int)params_dirty;
     memcpy(S->H0, H0, sizeof H0);
     S->E0 = E0;
+    S->KE0 = KE0;
+    S->PE0 = PE0;
+    S->S0 = S0;
     S->n_discards = n_discards;
     if (*FMUstate) {                   /* the host's state object takes the new content */
         FmuState *D = (FmuState *)*FMUstate;
@@ -1129,6 +1159,9 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         D->params_dirty = S->params_dirty;
         memcpy(D->H0, S->H0, sizeof D->H0);
         D->E0 = S->E0;
+        D->KE0 = S->KE0;
+        D->PE0 = S->PE0;
+        D->S0 = S->S0;
         D->n_discards = S->n_discards;
         fmi2FMUstate tmp = S;
         fmi2FreeFMUstate(I, &tmp);

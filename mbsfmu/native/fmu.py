@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import __version__, load_model
 from ..errors import InputError, MbsError
-from ..fmu.variables import E_FLOOR, H_FLOOR, variable_table
+from ..fmu.variables import variable_table
 
 NATIVE_DIR = Path(__file__).resolve().parent
 FMI_HEADERS = NATIVE_DIR / "fmi2"
@@ -165,7 +165,6 @@ def model_c_source(model, table, guid: str, identifier: str) -> str:
         f"    {c_string(guid)}, {c_string(identifier)},",
         "    mbs_ti, sizeof mbs_ti / sizeof mbs_ti[0], mbs_tf, sizeof mbs_tf / sizeof mbs_tf[0],",
         f"    mbsfmu_vars, {len(rows)},",
-        f"    {c_double(H_FLOOR)}, {c_double(E_FLOOR)}",
         "};",
         "",
     ]

@@ -23,8 +23,9 @@ enum {
 };
 enum { MBSFMU_INV_P_SYS = 0, MBSFMU_INV_H_SYS, MBSFMU_INV_R, MBSFMU_INV_RDOT, MBSFMU_INV_KE, MBSFMU_INV_PE,
        MBSFMU_INV_E };
-/* drift: |H - H0| and |H - H0| / max(|H0|, h_floor); E - W_in - W_diss - E0 and its absolute value
- * over max(|E0|, e_floor) (variables.py's drift outputs) */
+/* drift: |H - H0| and |H - H0| / max(S0, S) (S: the magnitude scale of H_sys, mbs_invariants.H_scale);
+ * E - W_in - W_diss - E0 and its absolute value over max(KE0, KE, |PE - PE0|, |W_in|, |W_diss|)
+ * (variables.py's drift outputs) */
 enum { MBSFMU_DRIFT_H_ABS = 0, MBSFMU_DRIFT_H_REL, MBSFMU_DRIFT_E_ABS, MBSFMU_DRIFT_E_REL };
 enum { MBSFMU_STAT_N_STEPS = 0, MBSFMU_STAT_N_RHS, MBSFMU_STAT_N_DISCARDS, MBSFMU_STAT_H_LAST };
 
@@ -44,7 +45,6 @@ typedef struct {
     size_t n_tf;
     const mbsfmu_var *vars;
     size_t n_vars;
-    double h_floor, e_floor;   /* [N m s], [J] denominators' floors of the relative drifts */
 } mbsfmu_model;
 
 extern const mbsfmu_model MBSFMU_MODEL;

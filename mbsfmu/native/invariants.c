@@ -1,7 +1,8 @@
 /* invariants.c - the engine's own momentum and energy (mbsfmu/records.py engine_invariants):
  * each body's spatial momentum I_i v_i (RBDA Sec. 2.13) split into its angular momentum about
  * its CoM and its linear momentum, summed about the system CM (seed 000 Eqs. 9-10); KE =
- * 1/2 qd^T M qd with M by CRBA (seed 002 Eq. 1); PE = springs - sum m_i g . c_i (seed 002 Eq. 2). */
+ * 1/2 qd^T M qd with M by CRBA (seed 002 Eq. 1); PE = springs - sum m_i g . c_i (seed 002 Eq. 2).
+ * H_scale: the magnitudes of the terms summed into H_sys (records.angular_momentum_scale). */
 #include "instance.h"
 #include "spatial.h"
 
@@ -10,7 +11,7 @@ void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_i
 {
     int N = s->N, nv = s->nv, i, k, l;
     double m_tot = 0.0, mc[3] = {0, 0, 0}, Lsum[3] = {0, 0, 0}, Hrel[3] = {0, 0, 0}, prel[3] = {0, 0, 0};
-    double mgc = 0.0, KE = 0.0;
+    double mgc = 0.0, KE = 0.0, H_scale = 0.0;
     for (i = 1; i <= N; i++) {                                /* pass 1: mass, CM, P_sys, sum L_c */
         const double *I = s->I + 36 * i, *v = s->v + 6 * i, *R = s->Rw + 9 * i, *com = s->body_f + BODY_F * i + 16;
         double m = s->body_f[BODY_F * i + 15], h[6], t[3], L[3], P[3], c[3];
@@ -30,6 +31,7 @@ void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_i
             Lsum[k] += L[k];
             out->P_sys[k] = (i == 1 ? 0.0 : out->P_sys[k]) + P[k];
         }
+        H_scale += sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2]);
         m_tot += m;
         mgc += m * (c[0] * s->grav[0] + c[1] * s->grav[1] + c[2] * s->grav[2]);
     }
@@ -55,11 +57,13 @@ void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_i
         }
         cross3(d, pr, x);                                     /* (c_i - R) x p_rel_i */
         for (k = 0; k < 3; k++) Hrel[k] += x[k];
+        H_scale += sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
     }
     for (k = 0; k < 3; k++) {
         out->p_sys[k] = prel[k];
         out->H_sys[k] = Lsum[k] + Hrel[k];
     }
+    out->H_scale = H_scale;
     mbs_crba_core(s, s->M);                                   /* KE = 1/2 qd^T M qd */
     for (k = 0; k < nv; k++) {
         double acc = 0.0;

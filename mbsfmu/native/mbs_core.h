@@ -64,6 +64,8 @@ typedef struct {
     double R[3];       /* system CM [m] */
     double Rdot[3];    /* system CM velocity [m/s] */
     double KE, PE;     /* seed 002 Eqs. 1-2 [J] (PE: joint springs, point springs, gravity) */
+    double H_scale;    /* magnitude scale of H_sys [N m s]: sum over bodies of |L_c,i| + |(c_i - R) x p_rel,i|,
+                        * the terms H_sys sums (records.angular_momentum_scale); drift.H_sys divides by it */
 } mbs_invariants;
 
 /* ---- instances -------------------------------------------------------------------------- */
