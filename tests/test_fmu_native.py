@@ -95,7 +95,7 @@ def _native_or_refused(native, model, **solver):
 def output_tolerances(fmu: Path, names: list[str], ref: np.ndarray, rel: float) -> np.ndarray:
     """Per-output tolerance for two runs that differ by rounding: rel x the scale of the output's
     unit group (the largest |value| of any output with the same unit, at least 1: a momentum
-    that is zero up to rounding is a difference of terms of that size, seed 000 Eq. 9); for the
+    that is zero up to rounding is a difference of terms of that size, MBS Momentum Testing Eq. 9); for the
     relative drift outputs (unit 1), which divide such a residual by max(|x0|, 1e-9), rel / 1e-9
     times that scale."""
     from mbsfmu.fmu.variables import E_FLOOR, H_FLOOR
