@@ -1,7 +1,7 @@
 """Benchmark (not a test): a Monte Carlo campaign of short runs on a 2-worker LocalCluster versus
 the same campaign serially in this process (issue 16).
 
-The campaign is tests/data/campaign_spring.yaml (the seed 001 spring pendulum, 0.1 s, dop853,
+The campaign is tests/data/campaign_spring.yaml (the Analytical Tests for MBSlib spring pendulum, 0.1 s, dop853,
 three dispersions, energy-balance check): 200 runs by default. Measured, each as the median of
 ``--repeat`` campaigns:
 

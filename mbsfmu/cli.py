@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_list)
     add_check_parser(sub)
     p = sub.add_parser("ros", help="run the model as a ROS 2 node (joint states, momentum, energy, diagnostics "
-                                   "out; actuator commands in); README \"ROS 2\"")
+                                   "out; actuator commands in); docs/guides/ros2.md")
     p.add_argument("model", help="model file (YAML/JSON/URDF)")
     p.add_argument("ros_args", nargs=argparse.REMAINDER, metavar="--ros-args ...",
                    help="ROS arguments, e.g. --ros-args -p real_time_factor:=0.0 -p lock_step:=true")

@@ -527,7 +527,7 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     from .scenario import _Progress, build_simulator, check_run_length, finish_run, make_out_dir
     from .trajectory import TrajectoryWriter
     if scn.cosim is None:
-        raise CosimError(f"scenario {scn.path} has no cosim: section (README \"Co-simulation\")")
+        raise CosimError(f"scenario {scn.path} has no cosim: section (docs/guides/cosimulation.md)")
     if master not in MASTERS:
         raise CosimError(f"unknown master {master!r}; expected one of {', '.join(MASTERS)}")
     scheme = scheme or scn.cosim.scheme

@@ -165,8 +165,8 @@ def check_procedure(procedure) -> int:
     """The procedure number 1..4, or CheckError naming the bad value."""
     if isinstance(procedure, bool) or procedure not in PROCEDURES:
         names = "; ".join(f"{n} = {MOMENTUM_PROCEDURES[n]} / {ENERGY_PROCEDURES[n]}" for n in PROCEDURES)
-        raise CheckError(f"unknown procedure {procedure!r}: expected 1, 2, 3 or 4 (seed 000 momentum / seed 002 "
-                         f"energy Procedures 1-4: {names})")
+        raise CheckError(f"unknown procedure {procedure!r}: expected 1, 2, 3 or 4 (MBS Momentum Testing / MBS "
+                         f"Energy Testing Procedures 1-4: {names})")
     return int(procedure)
 
 
@@ -362,13 +362,13 @@ class CheckSpec:
 
 
 CHECKS: dict[str, CheckSpec] = {
-    "p_sys_zero": CheckSpec("|p_sys| (seed 000 Eq. 9, must be 0)", "N s",
+    "p_sys_zero": CheckSpec("|p_sys| (MBS Momentum Testing Eq. 9, must be 0)", "N s",
                             "max over rows of sum_j m_j max(|rhatdot_j|, |v_j|), v_j the recorded velocity "
                             "rhatdot_j was made from (rbardot_j, rdot_j; + |Rdot| for procedures 1, 3)",
                             "abs", ("rel", 1e-9)),
     "P_sys_constant": CheckSpec("|P_sys - P_sys(t0)|, P_sys = M Rdot (g = 0 only)", "N s",
                                 "max over rows of sum_j m_j |rbardot_j|", "abs", ("rel", 1e-6)),
-    "H_sys_constant": CheckSpec("|H_sys - H_sys(t0)| (seed 000 Eq. 10, about the system CM)", "N m s",
+    "H_sys_constant": CheckSpec("|H_sys - H_sys(t0)| (MBS Momentum Testing Eq. 10, about the system CM)", "N m s",
                                 "max over rows of sum_j (|I_j omega_j| + m_j |rhat_j| |rhatdot_j| + the round-off "
                                 "terms m_j (|r_j| - |rhat_j|) |rhatdot_j| + m_j |rhat_j| (|v_j| - |rhatdot_j|) of the "
                                 "recorded r_j, v_j) + sum_k |h_k|",
@@ -379,12 +379,13 @@ CHECKS: dict[str, CheckSpec] = {
     "R_parabolic": CheckSpec("max(|R - fit|, T |Rdot - Rdot(t0) - g (t - t0)|), fit R0 + V0 t + g t^2 / 2",
                              "m", "max over rows of the bodies' CoM radius of gyration sqrt(sum_j m_j |rhat_j|^2 / M)",
                              "abs", ("abs", 1e-6)),
-    "energy_constant": CheckSpec("|E - E(t0)|, E = KE + PE (seed 002 Eqs. 1, 2)", "J",
+    "energy_constant": CheckSpec("|E - E(t0)|, E = KE + PE (MBS Energy Testing Eqs. 1, 2)", "J",
                                  "max over rows of KE and of |PE - PE(t0)| (independent of the PE datum)",
                                  "abs", ("rel", 1e-6)),
     "energy_balance": CheckSpec("|B - B(t0)|, B = KE + PE - engine.W_in - engine.W_diss", "J",
                                 "max over rows of KE, |PE - PE(t0)|, |W_in|, |W_diss|", "abs", ("rel", 1e-6)),
-    "KE_constant": CheckSpec("|KE - KE(t0)| (seed 002 Eq. 1)", "J", "max over rows of KE", "abs", ("rel", 1e-6)),
+    "KE_constant": CheckSpec("|KE - KE(t0)| (MBS Energy Testing Eq. 1)", "J", "max over rows of KE", "abs",
+                             ("rel", 1e-6)),
     "engine_agreement": CheckSpec("checker vs engine.* columns, worst quantity", "(per quantity)",
                                   "per quantity, see 'quantities'", "rel", ("rel", 1e-9)),
 }
@@ -800,13 +801,13 @@ def run_check(path: str | os.PathLike, procedure: int = 1,
 
 
 # ---- command line --------------------------------------------------------------------------
-CHECK_HELP = """Recompute p_sys, H_sys, R, Rdot (seed 000) and KE, PE (seed 002) from the body records in
-a trajectory CSV (ours or another simulator's; column format in mbsfmu/trajectory.py) by
-Procedure N, and check them. Checks (--expect NAME[=BOUND], BOUND a number, abs:X or rel:X):
+CHECK_HELP = """Recompute p_sys, H_sys, R, Rdot (MBS Momentum Testing) and KE, PE (MBS Energy Testing)
+from the body records in a trajectory CSV (ours or another simulator's; column format in
+mbsfmu/trajectory.py) by Procedure N, and check them. Checks (--expect NAME[=BOUND], BOUND a number, abs:X or rel:X):
 """ + "\n".join(f"  {n}: {s.quantity} [{s.unit}]; default {s.default[0]} <= {s.default[1]:g}"
                 for n, s in CHECKS.items()) + """
 Without --expect: engine_agreement (if engine.* columns exist) and p_sys_zero.
-Procedures (records read: momentum, seed 000 / energy, seed 002):
+Procedures (records read: momentum, MBS Momentum Testing / energy, MBS Energy Testing):
 """ + "\n".join(f"  {n}: {MOMENTUM_PROCEDURES[n]} / {ENERGY_PROCEDURES[n]}" for n in PROCEDURES) + """
 Exit status: 0 all checks pass, 1 a check fails, 2 bad input."""
 
@@ -851,9 +852,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("trajectory", metavar="TRAJECTORY.csv",
                    help="trajectory CSV of any simulator (columns: mbsfmu/trajectory.py)")
     p.add_argument("--procedure", type=int, default=1, metavar="N",
-                   help="seed 000/002 procedure 1-4 (which records to read; default 1)")
+                   help="MBS Momentum/Energy Testing procedure 1-4 (which records to read; default 1)")
     p.add_argument("--energy-procedure", type=int, metavar="N",
-                   help="seed 002 procedure for KE, PE if not the same N (e.g. inertial absolute "
+                   help="MBS Energy Testing procedure for KE, PE if not the same N (e.g. inertial absolute "
                         "records: --procedure 2 --energy-procedure 1)")
     p.add_argument("--expect", action="append", metavar="NAME[=BOUND]",
                    help="a check to run and its bound (repeatable)")

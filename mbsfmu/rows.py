@@ -8,7 +8,7 @@ engine.* and loop.<name>.phi/phidot/lambda[k] of closed loops.
 time, every body/wheel/spring record (mbsfmu/records.py, format in mbsfmu/trajectory.py) and
 the engine.* columns (compared by ``engine_agreement``, and W_in/W_diss used by
 ``energy_balance``). Body records are ~50 columns per body, so they go to their own file, written
-only when a scenario's checks need them (README "Outputs").
+only when a scenario's checks need them (docs/reference/trajectory-format.md).
 """
 from __future__ import annotations
 

@@ -450,7 +450,7 @@ class MbsNode(Node):
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     from rclpy.utilities import remove_ros_args
-    parser = argparse.ArgumentParser(prog="python -m ros_node", description="mbsfmu ROS 2 node (README \"ROS 2\")")
+    parser = argparse.ArgumentParser(prog="python -m ros_node", description="mbsfmu ROS 2 node (docs/guides/ros2.md)")
     parser.add_argument("model", nargs="?", help="model file (else parameter model:=PATH)")
     return parser.parse_args(remove_ros_args(argv)[1:])
 

@@ -221,7 +221,7 @@ def test_failure_leaves_the_state(rng):
 @pytest.mark.parametrize("name", ["fourbar.yaml", "crank_slider.yaml", "rssr.yaml"])
 @pytest.mark.parametrize("integrator", ["rk4", "dop853"])
 def test_closed_loops_match_the_python_simulator(name, integrator, rng):
-    """Loops by multipliers (seed 003 Eq. 24) with each stabilisation (Baumgarte, projection,
+    """Loops by multipliers (No's method, Eq. 24) with each stabilisation (Baumgarte, projection,
     both, none): native steps equal the reference to 1e-12 with the same rhs counts, and the
     multipliers equal loop_outputs' lambda."""
     model = mbsfmu.load_model(MODELS / name)
@@ -244,7 +244,7 @@ def test_closed_loops_match_the_python_simulator(name, integrator, rng):
 
 
 def test_partitioned_loops_run_on_python():
-    """loop_method "partitioning" (seed 004) stays in the reference; "native" says why."""
+    """loop_method "partitioning" (PyMbs Background) stays in the reference; "native" says why."""
     model = mbsfmu.load_model(MODELS / "fourbar.yaml")
     if not any(c.held for c in model.loops.closures):
         pytest.skip("fourbar declares no independent joints")

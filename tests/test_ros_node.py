@@ -103,7 +103,7 @@ def test_topics_types_names_and_frame(ros):
 
 def test_stamps_clock_and_period(ros):
     """/clock and every stamp on the publish grid (10 ms), strictly increasing; the same stamps on
-    all state topics. The outputs keep the last 10 messages (README): a reader starved for 10
+    all state topics. The outputs keep the last 10 messages (docs/reference/ros-interface.md): a reader starved for 10
     cycles loses the oldest, so a state stamp may be missing from /clock only where /clock has a
     hole in its grid."""
     period = 10_000_000

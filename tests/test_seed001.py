@@ -46,7 +46,7 @@ def _report_worst():
     """Print the worst discrepancy per system and quantity (shown with ``pytest -s``)."""
     yield
     for (system, what), (err, use) in sorted(WORST.items()):
-        print(f"seed001 {system:18s} {what:34s} max|err| {err:.2e}  max err/tol {use:.2e}")
+        print(f"MBSlib {system:18s} {what:34s} max|err| {err:.2e}  max err/tol {use:.2e}")
 
 
 def check(actual, desired, system: str, what: str) -> None:
@@ -444,7 +444,7 @@ def test_inverse_dynamics(system, rng):
 
 METHODS = ["aba", "crba", pytest.param("transform", marks=pytest.mark.skipif(
     importlib.util.find_spec("mbsfmu.dynamics.transform") is None,
-    reason="mbsfmu.dynamics.transform (seed 003 formulation) not written yet"))]
+    reason="mbsfmu.dynamics.transform (No's formulation) not written yet"))]
 
 
 @pytest.mark.parametrize("method", METHODS)

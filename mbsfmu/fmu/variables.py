@@ -173,16 +173,17 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
                    f"time derivative of the {_qd_desc(jt, k)} of {kind} {j}, at the current state and inputs",
                    ("qdd", int(t.iv[i]) + k), deps=deps, init_deps=deps + dynamic)
     for field, unit, desc, deps in (
-            ("p_sys", "N.s", "sum of the bodies' linear momenta relative to the system CM, world axes (seed 000 "
-                             "Eq. 9, zero up to rounding)", inertial),
+            ("p_sys", "N.s", "sum of the bodies' linear momenta relative to the system CM, world axes (MBS Momentum "
+                             "Testing Eq. 9, zero up to rounding)", inertial),
             ("H_sys", "N.m.s", "angular momentum about the system CM incl. reaction wheels, world axes "
-                               "(seed 000 Eq. 10)", inertial),
+                               "(MBS Momentum Testing Eq. 10)", inertial),
             ("R", "m", "position of the system centre of mass, world axes", inertial),
             ("Rdot", "m/s", "velocity of the system centre of mass, world axes", inertial)):
         for k in range(3):
             output([(field, k + 1)], unit, f"{desc}, component {k + 1}", ("inv", field, k), init_deps=deps)
-    output(["KE"], "J", "kinetic energy incl. reaction wheels (seed 002 Eq. 1)", ("inv", "KE", 0), init_deps=inertial)
-    output(["PE"], "J", "potential energy: springs and gravity (seed 002 Eq. 2)", ("inv", "PE", 0),
+    output(["KE"], "J", "kinetic energy incl. reaction wheels (MBS Energy Testing Eq. 1)", ("inv", "KE", 0),
+           init_deps=inertial)
+    output(["PE"], "J", "potential energy: springs and gravity (MBS Energy Testing Eq. 2)", ("inv", "PE", 0),
            init_deps=dynamic)
     output(["E"], "J", "total mechanical energy KE + PE", ("inv", "E", 0), init_deps=dynamic)
     output(["W_in"], "J", "work done by the inputs (actuators, wheel motors, thrusters, wrenches) since the start",
@@ -190,8 +191,9 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
     output(["W_diss"], "J", "work done by the dampers since the start (<= 0)", ("energy", "W_diss"))
     output(["drift", "H_sys"], "1", "relative drift of H_sys since the start: |H_sys - H_sys(t0)| / H_scale, "
            "H_scale = max(S(t0), S) with S = sum over bodies of |L_c,i| + |(c_i - R) x p_rel,i| (the magnitudes "
-           "of the terms of H_sys, seed 000 Eq. 10; nonzero when H_sys = 0 with spinning parts); 0 when the drift "
-           "is 0, +inf when S = 0 and the drift is not (conserved without external torques)", ("drift", "H_rel"))
+           "of the terms of H_sys, MBS Momentum Testing Eq. 10; nonzero when H_sys = 0 with spinning parts); "
+           "0 when the drift is 0, +inf when S = 0 and the drift is not (conserved without external torques)",
+           ("drift", "H_rel"))
     output(["drift", "H_sys_abs"], "N.m.s", "absolute drift of H_sys since the start: |H_sys - H_sys(t0)|",
            ("drift", "H_abs"))
     output(["drift", "E_balance"], "1", "relative energy balance residual: |E - W_in - W_diss - E(t0)| / E_scale, "

@@ -28,7 +28,7 @@ class Topology:
     @cached_property
     def pi(self) -> NDArray[np.int8]:
         """(N, N) path matrix, pi[i-1, j-1] = 1 when body j lies on the path from the world to
-        body i, i itself included (seed 003)."""
+        body i, i itself included (No's method)."""
         n = len(self.L) - 1
         pi = np.zeros((n, n), dtype=np.int8)
         for i in range(1, n + 1):

@@ -8,7 +8,7 @@
 
 #define LENGTH_EPS 1e-12   /* [m] forces.LENGTH_EPS: a shorter spring has no direction, force zero */
 
-/* out = -d qd - k (q - q0): joint spring-dampers [N m or N] (seed 001 systems 2, 3) */
+/* out = -d qd - k (q - q0): joint spring-dampers [N m or N] (Analytical Tests for MBSlib, systems 2, 3) */
 void mbs_passive_forces(const mbs_sim *s, const double *q, const double *qd, double *out)
 {
     int j, e;
@@ -124,7 +124,7 @@ void mbs_body_wrenches(mbs_sim *s, const double *u, double *p_in, double *p_damp
     }
 }
 
-/* PE of joint springs and point springs [J] (seed 002 Eq. 2, first term), poses from
+/* PE of joint springs and point springs [J] (MBS Energy Testing Eq. 2, first term), poses from
  * mbs_forward_kinematics */
 double mbs_spring_energy(const mbs_sim *s, const double *q)
 {

@@ -54,7 +54,7 @@ void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot)
     }
     mbs_passive_forces(s, q, qd, s->tau);                     /* tau = tau_u + passive */
     for (j = 0; j < nv; j++) s->tau[j] = s->tau_u[j] + s->tau[j];
-    if (s->n_loops) mbs_loop_qdd(s, q, qd, s->tau, xdot + nq);   /* loops closed (seed 003 Eq. 24) */
+    if (s->n_loops) mbs_loop_qdd(s, q, qd, s->tau, xdot + nq);   /* loops closed (No's method, Eq. 24) */
     else mbs_aba_core(s, qd, s->tau, xdot + nq);
     acc = 0.0;
     for (j = 0; j < nv; j++) acc += s->tau_u[j] * qd[j];      /* P_in += tau_u . qd */

@@ -1,7 +1,7 @@
 /* invariants.c - the engine's own momentum and energy (mbsfmu/records.py engine_invariants):
  * each body's spatial momentum I_i v_i (RBDA Sec. 2.13) split into its angular momentum about
- * its CoM and its linear momentum, summed about the system CM (seed 000 Eqs. 9-10); KE =
- * 1/2 qd^T M qd with M by CRBA (seed 002 Eq. 1); PE = springs - sum m_i g . c_i (seed 002 Eq. 2).
+ * its CoM and its linear momentum, summed about the system CM (MBS Momentum Testing Eqs. 9-10); KE =
+ * 1/2 qd^T M qd with M by CRBA (MBS Energy Testing Eq. 1); PE = springs - sum m_i g . c_i (MBS Energy Testing Eq. 2).
  * H_scale: the magnitudes of the terms summed into H_sys (records.angular_momentum_scale). */
 #include "instance.h"
 #include "spatial.h"

@@ -1,6 +1,6 @@
 /* loops.c - closed kinematic loops by Lagrange multipliers, as mbsfmu/dynamics/loops.py does it:
  * cut-joint constraint rows Phi(q), A = dPhi/dq (mapped to qd), Phidot = A qd, gamma = -Adot qd;
- * seed 003 Eq. 24 [[M, A^T], [A, 0]] [qdd; lambda] = [tau - C; gamma - 2 alpha Phidot - beta^2 Phi]
+ * No's method, Eq. 24: [[M, A^T], [A, 0]] [qdd; lambda] = [tau - C; gamma - 2 alpha Phidot - beta^2 Phi]
  * (Baumgarte) solved by the Schur complement with the minimum-norm lambda for redundant rows; and
  * the projection after a step (Gauss-Newton on Phi = 0 with M-weighted steps, then qd onto
  * A qd = 0). Row formulas: coincidence, dot and offset rows of loops.py's module docstring. */

@@ -3,8 +3,8 @@
  * The numpy code in mbsfmu/dynamics (readable, the test oracle) and this core implement the same
  * equations: forward kinematics, RNEA (Featherstone, Rigid Body Dynamics Algorithms, Table 5.1),
  * CRBA (Table 6.2), ABA (Table 7.1), force elements, closed loops by Lagrange multipliers
- * (seed 003 Eq. 24, Baumgarte and projection), RK4 and DOP853 integration, and the invariants of
- * seeds 000/002. It depends on libc and libm only, allocates nothing after mbs_sim_init, and keeps
+ * (No's method, Eq. 24, Baumgarte and projection), RK4 and DOP853 integration, and the invariants of
+ * MBS Momentum Testing and MBS Energy Testing. It depends on libc and libm only, allocates nothing after mbs_sim_init, and keeps
  * every byte of an instance in the block the caller gives it (an FMU gives memory from its host's
  * allocator; Python gives a numpy buffer).
  *
@@ -58,12 +58,12 @@ typedef struct {
 } mbs_sizes;
 
 typedef struct {
-    double p_sys[3];   /* sum m_i rhatdot_i, seed 000 Eq. 9 (~0) [N s], world axes */
+    double p_sys[3];   /* sum m_i rhatdot_i, MBS Momentum Testing Eq. 9 (~0) [N s], world axes */
     double P_sys[3];   /* total linear momentum M_tot Rdot [N s] */
-    double H_sys[3];   /* angular momentum about the system CM incl. wheels, seed 000 Eq. 10 [N m s] */
+    double H_sys[3];   /* angular momentum about the system CM incl. wheels, MBS Momentum Testing Eq. 10 [N m s] */
     double R[3];       /* system CM [m] */
     double Rdot[3];    /* system CM velocity [m/s] */
-    double KE, PE;     /* seed 002 Eqs. 1-2 [J] (PE: joint springs, point springs, gravity) */
+    double KE, PE;     /* MBS Energy Testing Eqs. 1-2 [J] (PE: joint springs, point springs, gravity) */
     double H_scale;    /* magnitude scale of H_sys [N m s]: sum over bodies of |L_c,i| + |(c_i - R) x p_rel,i|,
                         * the terms H_sys sums (records.angular_momentum_scale); drift.H_sys divides by it */
 } mbs_invariants;
