@@ -432,8 +432,13 @@ def _spawn(*argv, **kw):
 
 @pytest.mark.integration
 def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path):
-    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 1.0e4\ndt: 0.001\n" + FAST
-                    + "checks: {energy_constant: rel:1.0e-6}\n")
+    # rk4 at h_max 1e-6 s: each 10 ms row costs 1e4 sub-steps (milliseconds of wall time), so the run
+    # is still short of a few thousand rows when the signal lands, however loaded the machine (with a
+    # fast row the run wrote millions of rows before a starved test process sent SIGINT, and reading
+    # them back for the report outlasted the timeout)
+    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 1.0e4\ndt: 0.01\n"
+                    "integrator: {method: rk4, h_max: 1.0e-6}\noutputs: {plots: false}\n"
+                    "checks: {energy_constant: rel:1.0e-6}\n")
     out = tmp_path / "o"
     proc = _spawn("run", path, "-o", out, "--no-progress", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     csv = out / "trajectory.csv"
