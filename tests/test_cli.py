@@ -425,9 +425,18 @@ def test_readme_quick_start_installs_only_the_main_job_first():
 
 
 # ---- items 6 and 7: Ctrl-C and closed pipes (real signals, so subprocesses) -------------------------
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default. A test run started in the background
+    of a non-interactive shell (as CI may be) inherits SIGINT ignored, and Python then installs no
+    KeyboardInterrupt handler in its children: Ctrl-C would be ignored, as a user who starts a job
+    with SIGINT ignored wants."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _spawn(*argv, **kw):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-m", "mbsfmu", *map(str, argv)], cwd=ROOT, env=env, **kw)
+    return subprocess.Popen([sys.executable, "-m", "mbsfmu", *map(str, argv)], cwd=ROOT, env=env,
+                            preexec_fn=_default_sigint, **kw)
 
 
 @pytest.mark.integration
