@@ -41,10 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))           # pin_twin, trees
 
 import mbsfmu  # noqa: E402
-from mbsfmu import Body, Joint, Model, ModelSpec, Origin, joints  # noqa: E402
-from mbsfmu.dynamics.aba import aba as aba_reference  # noqa: E402
-from mbsfmu.native.core import Core  # noqa: E402
-from mbsfmu.spatial import R_to_quat  # noqa: E402
+from mbsfmu import Body, Joint, Model, ModelSpec, Origin
+from mbsfmu.engine import joints  # noqa: E402
+from mbsfmu.engine.dynamics.aba import aba as aba_reference  # noqa: E402
+from mbsfmu.engine.native.core import Core  # noqa: E402
+from mbsfmu.engine.spatial import R_to_quat  # noqa: E402
 
 GRAVITY = (0.0, 0.0, -9.81)
 
@@ -204,7 +205,7 @@ def bench_sim(name: str, model: Model, repeats: int, seconds: float = 10.0, h: f
     return row
 
 
-STARTUP_SNIPPET = ("import mbsfmu.scenario as s; scn = s.load_scenario({path!r}); sim = s.build_simulator(scn); "
+STARTUP_SNIPPET = ("import mbsfmu.scenario.run as s; scn = s.load_scenario({path!r}); sim = s.build_simulator(scn); "
                    "sim.step(scn.dt); assert sim.backend == 'native'")
 
 

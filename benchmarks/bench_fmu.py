@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "scenarios" / "models"
 HOST = ROOT / "tests" / "c_host" / "fmu_run.c"
-HEADERS = ROOT / "mbsfmu" / "native" / "fmi2"
+HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
 DT = 1e-3
 
 
@@ -98,7 +98,7 @@ def via_fmpy(x: Path, fmu: Path, steps: int) -> tuple[float, float]:
 def in_process(model: Path, steps: int) -> tuple[float, float]:
     """Simulator.step plus the outputs the FMU offers: state, invariants, qdd."""
     import mbsfmu
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.sim.simulator import Simulator
     sim = Simulator(mbsfmu.load_model(model), integrator="rk4", h_max=DT)
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     p.add_argument("--build", action="store_true", help="also time build-fmu cold (empty zig cache) and warm")
     args = p.parse_args(argv)
     from mbsfmu.fmu import build_fmu
-    from mbsfmu.native.fmu import build_native_fmu
+    from mbsfmu.fmu.native import build_native_fmu
     with tempfile.TemporaryDirectory(prefix="mbsfmu_bench_") as tmp:
         work = Path(tmp)
         exe = c_host(work)

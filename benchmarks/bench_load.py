@@ -4,7 +4,7 @@
 
 Each model is a YAML file written here (revolute joints, alternating axes, 1 kg links) and
 loaded with ``mbsfmu.load_model``: YAML parse, schema checks, topology, tree compile and the
-O(N) "joint moves mass" check (mbsfmu/dynamics/singular.py). Reported per model: the median
+O(N) "joint moves mass" check (mbsfmu/engine/dynamics/singular.py). Reported per model: the median
 wall time [s] of --repeats loads, split into YAML parsing and the rest (Model construction),
 and the exponent of the time between the two sizes (1.0 = linear; the dense check this replaced
 was O(N^3), a 1,000-link chain took 36 s and 10,000 bodies did not finish in 900 s).
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
     from mbsfmu import load_model
-    from mbsfmu.model.loader import parse_file
+    from mbsfmu.io.model_file import parse_file
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for shape in ("chain", "star"):

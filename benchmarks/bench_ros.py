@@ -7,7 +7,7 @@ the client (1 ms cycles).
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--json out.json]
 
 Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
-localhost discovery, unique node name and topics: ros_node/testing.py).
+localhost discovery, unique node name and topics: mbsfmu_ros/testing.py).
 Client-side numbers come from the arrival times of /joint_states in this process; node-side
 numbers (lateness, work per cycle, overruns) from its real_time diagnostic. Needs the ``ros``
 extra (or a sourced ROS 2).
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import mbsfmu  # noqa: E402
-from ros_node import conversion as cv  # noqa: E402
-from ros_node import testing as rt  # noqa: E402
+from mbsfmu_ros import conversion as cv  # noqa: E402
+from mbsfmu_ros import testing as rt  # noqa: E402
 
 MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import InputError, MbsError, ModelError, Problem
-from .model import Body, Joint, ModelSpec, Origin, Spring
-from .multibody import Model
+from mbsfmu.errors import InputError, MbsError, ModelError, Problem
+from mbsfmu.engine.spec import Body, Joint, ModelSpec, Origin, Spring
+from mbsfmu.engine.model import Model
 
 
 def _version() -> str:
@@ -49,13 +49,13 @@ def load_model(path: str | Path) -> Model:
     """Load and validate a model file: YAML/JSON (.yaml, .yml, .json), a URDF robot description
     (.urdf), or a YAML/JSON overlay with a ``urdf`` key (a URDF plus wheels, forces, gravity,
     initial state; see docs/guides/urdf.md). ModelError lists every problem."""
-    from .model.loader import parse_file, spec_from_dict
+    from mbsfmu.io.model_file import parse_file, spec_from_dict
     if Path(path).suffix.lower() == ".urdf":
-        from .model.urdf import load_urdf
+        from mbsfmu.io.urdf import load_urdf
         return load_urdf(path)
     data, lines = parse_file(path)
     if isinstance(data, dict) and "urdf" in data:
-        from .model.urdf import load_overlay
+        from mbsfmu.io.urdf import load_overlay
         return load_overlay(data, lines, path)
     spec = spec_from_dict(data, lines, str(path))
     return Model(spec, source=str(path), lines=lines)

@@ -15,7 +15,7 @@ import pytest
 from conftest import MODELS, ROOT
 
 HOST_SOURCE = ROOT / "tests" / "c_host" / "fmu_run.c"
-HEADERS = ROOT / "mbsfmu" / "native" / "fmi2"
+HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
 HOST_TARGETS = {"linux64": ("x86_64-linux-gnu.2.17", "fmu_run", ["-ldl"]),
                 "win64": ("x86_64-windows-gnu", "fmu_run.exe", [])}
 
@@ -35,7 +35,7 @@ class NativeFmus:
         self.base = base
 
     def fmu(self, model: str, platforms=("linux64",), **solver) -> Path:
-        from mbsfmu.native.fmu import build_native_fmu
+        from mbsfmu.fmu.native import build_native_fmu
         tag = "-".join(f"{k}{v}" for k, v in sorted(solver.items()))
         path = self.base / f"{Path(model).stem}-{'+'.join(platforms)}{tag}.fmu"
         if not path.exists():

@@ -5,7 +5,7 @@ import numpy as np
 import pinocchio as pin
 
 from mbsfmu import Model
-from mbsfmu import joints
+from mbsfmu.engine import joints
 
 
 def to_pinocchio(model: Model) -> pin.Model:

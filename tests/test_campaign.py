@@ -31,8 +31,8 @@ from mbsfmu.campaign.points import apply_point
 from mbsfmu.campaign.seeding import run_rng
 from mbsfmu.campaign.statistics import statistics
 from mbsfmu.errors import InputError, ModelError
-from mbsfmu.scenario import load_scenario
-from mbsfmu.sweep import grid
+from mbsfmu.scenario.run import load_scenario
+from mbsfmu.campaign.sweep import grid
 
 SPRING = ROOT / "tests" / "data" / "campaign_spring.yaml"
 
@@ -348,7 +348,7 @@ def test_a_stop_request_keeps_finished_runs_and_drops_the_interrupted_one(serial
 
 def test_inertia_paths_set_symmetric_entries():
     from mbsfmu import load_model
-    from mbsfmu.model.edits import edit_spec
+    from mbsfmu.engine.spec.edits import edit_spec
     spec = load_model(ROOT / "scenarios" / "models" / "scara.yaml").spec
     body = spec.bodies[0].name
     I = edit_spec(edit_spec(spec, f"body.{body}.inertia.Ixy", 0.01), f"body.{body}.inertia.Izz", 0.5).bodies[0].inertia

@@ -15,7 +15,7 @@ from conftest import MODELS, ROOT
 
 from mbsfmu import cli
 from mbsfmu.errors import InputError
-from mbsfmu.scenario import ScenarioError, load_scenario
+from mbsfmu.scenario.run import ScenarioError, load_scenario
 
 PENDULUM = MODELS / "compound_pendulum.yaml"
 SCARA = MODELS / "scara.yaml"
@@ -92,7 +92,7 @@ def test_a_tiny_duration_simulates_exactly_that(tmp_path, capsys):
 
 
 def test_check_names_a_body_column_missing_its_mass(tmp_path, capsys):
-    from mbsfmu.invariants import CheckError, discover
+    from mbsfmu.checker.checks import CheckError, discover
     from mbsfmu.trajectory import Trajectory
     cols = {c: [0.0, 1.0] for c in ("time", "a.m", "b.omega[1]", "b.omega[2]", "b.omega[3]", "b.r_abs[1]",
                                      "w.Iw", "w.h[1]")}
@@ -109,7 +109,7 @@ def test_p_sys_and_H_sys_scales_cover_the_round_off_of_absolute_records():
     """Falling bodies (|rbardot| ~ 1e3 m/s, |rbar| ~ 5e4 m) with a small relative motion: p_sys =
     sum m (rbardot - Rdot) is zero up to ~N eps sum m |rbardot|, so relative to the momenta summed
     (not to sum m |rhatdot| ~ 1e-2) the check holds at a few eps."""
-    from mbsfmu.invariants import conservation_report
+    from mbsfmu.checker.checks import conservation_report
     from mbsfmu.trajectory import Trajectory
     rng = np.random.default_rng(7)
     T = 5
@@ -139,7 +139,7 @@ def test_p_sys_and_H_sys_scales_cover_the_round_off_of_absolute_records():
 def test_bundled_scenario_passes_at_full_duration(name, tmp_path):
     """Every bundled scenario at its full duration (CI's fast tier runs --quick): minutes for
     chain7_energy and crank_slider_torque with the Python engine."""
-    from mbsfmu.scenario import run_scenario
+    from mbsfmu.scenario.run import run_scenario
     scn = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
     report = run_scenario(scn, tmp_path, progress=False)
     failed = {k: e for k, e in report["checks"].items() if not e["passed"]}
@@ -246,7 +246,7 @@ def test_build_fmu_into_a_path_under_a_file_is_an_error(tmp_path, capsys):
 
 def test_simulator_arguments_are_numbers_of_any_kind_with_clear_errors():
     import mbsfmu
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.sim.simulator import Simulator
     model = mbsfmu.load_model(PENDULUM)
     sim = Simulator(model, integrator="dop853", h_max=np.float64(0.0), rtol=np.float32(1e-6))
     sim.step(np.float32(0.01))
@@ -258,7 +258,7 @@ def test_simulator_arguments_are_numbers_of_any_kind_with_clear_errors():
 
 
 def test_total_mass_message_shows_a_number_not_a_repr():
-    from mbsfmu.invariants import CheckError, field_columns, momentum
+    from mbsfmu.checker.checks import CheckError, field_columns, momentum
     from mbsfmu.trajectory import Trajectory
     cols = {"time": [0.0], "a.m": math.nan}
     for f in ("I", "omega", "r_cm", "rdot_cm"):
@@ -311,7 +311,7 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
 
 
 def test_report_json_is_replaced_atomically(tmp_path, monkeypatch):
-    from mbsfmu import scenario as scenario_module
+    from mbsfmu.scenario import run as scenario_module
     target = tmp_path / "report.json"
     target.write_text('{"old": true}')
 
@@ -325,11 +325,11 @@ def test_report_json_is_replaced_atomically(tmp_path, monkeypatch):
 
 
 def test_a_failing_plot_costs_the_plots_only(tmp_path, capsys, monkeypatch):
-    import mbsfmu.plots
+    import mbsfmu.scenario.plots
 
     def broken(*_a, **_k):
         raise ValueError("Axis limits cannot be NaN or Inf")
-    monkeypatch.setattr(mbsfmu.plots, "plot_run", broken)
+    monkeypatch.setattr(mbsfmu.scenario.plots, "plot_run", broken)
     path = scenario(tmp_path, ("version: 1\nmodel: {pendulum}\nduration: 0.2\ndt: 0.1\n" + FAST).replace(
         "plots: false", "plots: true") + "checks: {energy_constant: rel:1.0e-6}\n")
     code, out, err = run(capsys, "run", path, "-o", tmp_path / "o", "--no-progress")
@@ -350,7 +350,7 @@ def test_list_of_a_model_folder_lists_models(capsys):
 def test_info_and_run_count_bodies_and_wheels_alike(capsys):
     code, out, _err = run(capsys, "info", MODELS / "spacecraft.yaml")
     assert code == 0 and "3 bodies and 4 reaction wheels" in out
-    from mbsfmu.invariants import summary_table
+    from mbsfmu.checker.checks import summary_table
     report = {"file": "f", "procedure": 1, "procedure_is": "", "energy_procedure": 1, "energy_procedure_is": "",
               "rows": 2, "t0": 0.0, "t1": 1.0, "bodies": ["a", "b", "c"], "wheels": ["w1", "w2", "w3", "w4"],
               "springs": [], "g": [0, 0, 0], "checks": {}, "passed": True}
@@ -390,7 +390,7 @@ def test_a_mistyped_option_suggests_the_close_one(tmp_path, capsys):
 
 
 def test_progress_shows_no_time_left_before_it_means_something(capsys, monkeypatch):
-    from mbsfmu.scenario import _Progress
+    from mbsfmu.scenario.run import _Progress
     bar = _Progress(1000, True)
     bar.update(0, 30.0)         # 0 %: 30 s of imports and compilation say nothing about the rest
     bar.update(100, 40.0)       # 10 %
@@ -401,7 +401,7 @@ def test_progress_shows_no_time_left_before_it_means_something(capsys, monkeypat
 
 
 def test_wall_time_is_estimated_before_the_run_and_in_the_list(tmp_path, capsys):
-    from mbsfmu.scenario import estimate_wall
+    from mbsfmu.scenario.run import estimate_wall
     path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 100.0\ndt: 0.05\n" + FAST
                     + "description: long\n")
     wall, how = estimate_wall(load_scenario(path), budget=0.05)

@@ -60,7 +60,7 @@ def test_getting_started_example_runs():
 def test_docs_pages_cited_in_the_code_exist():
     """Every docs page (docs/<page>.md) that comments, docstrings or messages cite exists."""
     cited = {}
-    for folder in ("mbsfmu", "ros_node", "tests", "scenarios", "benchmarks"):
+    for folder in ("mbsfmu", "mbsfmu_ros", "tests", "scenarios", "benchmarks"):
         for path in (ROOT / folder).rglob("*"):
             if path.suffix in (".py", ".yaml", ".yml", ".c", ".h", ".xml") and path.is_file():
                 for ref in re.findall(r"docs/[\w./-]+?\.md", path.read_text(encoding="utf-8", errors="replace")):

@@ -11,8 +11,8 @@ from conftest import MODELS
 
 import mbsfmu
 from mbsfmu.fmu.variables import relative_drift
-from mbsfmu.records import angular_momentum_scale, body_records
-from mbsfmu.simulator import Simulator
+from mbsfmu.sim.outputs import angular_momentum_scale, body_records
+from mbsfmu.sim.simulator import Simulator
 
 
 def records_scale(model, kin) -> float:

@@ -174,7 +174,7 @@ def test_drift_outputs_follow_their_definitions(fmus):
     max(|x(t0)|, 1e-9); checked against the engine run in-process with the same input. The
     SCARA starts at rest: H_sys(t0) = 0 and KE(t0) = 0, where the old floor made a round-off
     residual read ~1e-6."""
-    from mbsfmu.records import angular_momentum_scale
+    from mbsfmu.sim.outputs import angular_momentum_scale
     f = instance(fmus, fmus.fmu("scara"), inputs={"q1.tau": 0.5})
     sim = engine("scara")
     sim.set_input("q1.tau", 0.5)

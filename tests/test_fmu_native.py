@@ -164,8 +164,8 @@ def test_every_output_equals_the_python_runtime_fmu_and_the_simulator_rk4(native
     pytest.importorskip("pythonfmu")
     py = run_python_fmu(native.base, model, DT, steps, reals, settings, ints)
     tol = output_tolerances(fmu, reals + ints, py[:, 1:], rel)
-    from mbsfmu.kinematics import forward_kinematics
-    from mbsfmu.records import angular_momentum_scale
+    from mbsfmu.engine.kinematics import forward_kinematics
+    from mbsfmu.sim.outputs import angular_momentum_scale
     m, x_ref = sim.model, runs["python", 0.0]
     S_rows = np.array([angular_momentum_scale(m, forward_kinematics(m.tree, x[: m.nq], x[m.nq:])) for x in x_ref])
     tol = drift_tolerances(tol, reals + ints, py[:, 1:], S_rows)
@@ -197,7 +197,7 @@ def test_dop853_agrees_with_the_simulator_within_its_tolerance(native, model):
 
 def simulator(model: str, settings: dict, method: str, h_max: float, backend: str = "python"):
     import mbsfmu
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.sim.simulator import Simulator
     sim = Simulator(mbsfmu.load_model(model_file(model)), integrator=method, h_max=h_max, backend=backend)
     for name, value in settings.items():
         if not name.startswith("solver."):
@@ -250,7 +250,7 @@ SPACECRAFT_SETTINGS = {"solver.h_max": 0.001, "rw1.torque": 0.01, "thr1.thrust":
 
 def relocated(native, tmp_path, model="spacecraft", platforms=("linux64",)) -> tuple[Path, Path]:
     """The FMU built into a folder that is then deleted, copied and extracted elsewhere."""
-    from mbsfmu.native.fmu import build_native_fmu
+    from mbsfmu.fmu.native import build_native_fmu
     build_dir = tmp_path / "build"
     fmu = build_native_fmu(model_file(model), build_dir / f"{model}.fmu", platforms=platforms, progress=None)
     moved = copy_fmu(fmu, tmp_path / "elsewhere")

@@ -127,8 +127,8 @@ def engine(model: str, params: dict | None = None, **solver):
     from mbsfmu.fmu.slave import BACKEND
     solver.setdefault("backend", BACKEND)
     from mbsfmu.fmu.variables import apply_parameters, variable_table
-    from mbsfmu.multibody import Model
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.engine.model import Model
+    from mbsfmu.sim.simulator import Simulator
     m = mbsfmu.load_model(MODELS / f"{model}.yaml")
     if params:
         keys = {v.name: v.source[1] for v in variable_table(m) if v.source[0] == "param"}

@@ -10,7 +10,7 @@ import pytest
 import mbsfmu
 from conftest import MODELS
 from mbsfmu.fmu.variables import UNITS, apply_parameters, flat_name, variable_table
-from mbsfmu.simulator import Simulator
+from mbsfmu.sim.simulator import Simulator
 
 BUNDLED = sorted(p.stem for p in MODELS.glob("*.yaml"))
 

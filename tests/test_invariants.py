@@ -1,4 +1,4 @@
-"""The independent checker (mbsfmu/invariants.py): MBS Momentum Testing Eqs. 9, 10 and MBS Energy Testing Eqs. 1, 2 by
+"""The independent checker (mbsfmu/checker/checks.py): MBS Momentum Testing Eqs. 9, 10 and MBS Energy Testing Eqs. 1, 2 by
 Procedures 1-4 on a synthetic system with known motion (no engine), the conservation report, the
 errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
 import ast
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbsfmu import invariants as inv
+from mbsfmu.checker import checks as inv
 from mbsfmu.errors import MbsError
 from mbsfmu.trajectory import Trajectory, read_trajectory, save_trajectory
 
@@ -297,13 +297,20 @@ STDLIB_OR_NUMPY = ("__future__", "numpy", "argparse", "collections", "csv", "dat
 
 
 def test_checker_imports_no_engine_module():
-    """invariants.py and trajectory.py read only columns: numpy, stdlib, errors, files, trajectory."""
-    allowed = {"errors", "files", "trajectory"}   # files.py: stdlib only (regular-file reads)
-    for name in ("invariants.py", "trajectory.py"):
-        tree = ast.parse((ROOT / "mbsfmu" / name).read_text())
+    """The checker package and trajectory.py read only columns: numpy, stdlib and the base modules
+    (errors, files, trajectory); the import-linter contracts (tests/test_architecture.py) say the
+    same for the whole import graph, this test also rules out any third-party import."""
+    allowed = {"mbsfmu.errors", "mbsfmu.files", "mbsfmu.trajectory"}   # files.py: stdlib only
+    files = [*sorted((ROOT / "mbsfmu" / "checker").glob("*.py")), ROOT / "mbsfmu" / "trajectory.py"]
+    assert len(files) >= 3
+    for path in files:
+        tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.module in allowed, f"{name} imports .{node.module}"
+                assert path.parent.name == "checker", f"{path.name} imports .{node.module}"
+            elif isinstance(node, ast.ImportFrom) and node.module.startswith("mbsfmu"):
+                assert node.module in allowed or node.module.startswith("mbsfmu.checker."), \
+                    f"{path.name} imports {node.module}"
             elif isinstance(node, ast.ImportFrom):
                 assert node.module.split(".")[0] in STDLIB_OR_NUMPY, node.module
             elif isinstance(node, ast.Import):
@@ -327,7 +334,7 @@ def wheel_model(gravity=(0.0, 0.0, 0.0)):
     """A free base with two reaction wheels (one off its CoM, one skewed), an arm on a joint spring
     and a point spring between base and arm."""
     from mbsfmu import Body, Joint, Model, ModelSpec, Origin, Spring
-    from mbsfmu.model.description import Anchor, SpringDamper, Wheel
+    from mbsfmu.engine.spec.description import Anchor, SpringDamper, Wheel
     I = ((0.3, 0.01, 0.0), (0.01, 0.4, 0.02), (0.0, 0.02, 0.5))
     bodies = (
         Body("base", "world", Joint("root", "free"), mass=5.0, com=(0.1, 0.0, 0.0), inertia=I,
@@ -348,7 +355,7 @@ def engine_models(rng):
 
 
 def test_every_procedure_agrees_with_the_engine_at_random_states(rng):
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.sim.simulator import Simulator
     worst = {N: 0.0 for N in (1, 2, 3, 4)}
     for model in engine_models(rng):
         sim = Simulator(model)
@@ -374,7 +381,7 @@ def test_every_procedure_agrees_with_the_engine_at_random_states(rng):
 
 def test_wheel_momentum_and_energy_come_from_the_rotors(rng):
     """With the wheels spun up and the bodies at rest, H_sys = sum h_k and KE = sum |h_k|^2 / (2 I_w)."""
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.sim.simulator import Simulator
     model = wheel_model()
     sim = Simulator(model)
     q, _ = model.random_state(rng)
@@ -394,7 +401,7 @@ def test_wheel_momentum_and_energy_come_from_the_rotors(rng):
 
 def engine_run(path, model, q, qd, h, n=20, dt=0.01):
     """RK4 run with internal step h, one row per dt, through the streaming writer."""
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.sim.simulator import Simulator
     from mbsfmu.trajectory import write_trajectory
     sim = Simulator(model, h_max=h)
     sim.set_configuration(q, qd)
@@ -430,7 +437,7 @@ def test_short_engine_run_conserves_and_converges(tmp_path, rng):
 
 # ---- command line ---------------------------------------------------------------------------
 def cli_wired() -> bool:
-    """Whether ``mbsfmu check`` is registered in mbsfmu/cli.py (else run ``-m mbsfmu.invariants``)."""
+    """Whether ``mbsfmu check`` is registered in mbsfmu/cli.py (else run ``-m mbsfmu.checker.checks``)."""
     import argparse
 
     from mbsfmu.cli import build_parser
@@ -439,7 +446,7 @@ def cli_wired() -> bool:
 
 
 def run_cli(*args):
-    cmd = [sys.executable, "-m", "mbsfmu", "check"] if cli_wired() else [sys.executable, "-m", "mbsfmu.invariants"]
+    cmd = [sys.executable, "-m", "mbsfmu", "check"] if cli_wired() else [sys.executable, "-m", "mbsfmu.checker.checks"]
     return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=60)
 
 

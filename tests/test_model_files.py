@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 import mbsfmu
-from mbsfmu.model.loader import spec_from_dict
+from mbsfmu.io.model_file import spec_from_dict
 
 GOOD = """\
 version: 1

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mbsfmu
-from mbsfmu.model.loader import spec_from_dict
+from mbsfmu.io.model_file import spec_from_dict
 
 SCARA = {
     "version": 1, "name": "scara", "gravity": [0, -9.81, 0],

@@ -22,14 +22,14 @@ from conftest import MODELS, ROOT
 from trees import random_tree
 
 import mbsfmu
-from mbsfmu.dynamics.aba import aba
-from mbsfmu.dynamics.crba import crba
-from mbsfmu.dynamics.rnea import rnea
-from mbsfmu.kinematics import forward_kinematics
-from mbsfmu.records import angular_momentum_scale
-from mbsfmu.model.description import Anchor, BodyWrench, SpringDamper, Thruster, Wheel
-from mbsfmu.native import build
-from mbsfmu.native.core import (
+from mbsfmu.engine.dynamics.aba import aba
+from mbsfmu.engine.dynamics.crba import crba
+from mbsfmu.engine.dynamics.rnea import rnea
+from mbsfmu.engine.kinematics import forward_kinematics
+from mbsfmu.sim.outputs import angular_momentum_scale
+from mbsfmu.engine.spec.description import Anchor, BodyWrench, SpringDamper, Thruster, Wheel
+from mbsfmu.engine.native import build
+from mbsfmu.engine.native.core import (
     P_COM,
     P_GRAVITY,
     P_INERTIA,
@@ -40,8 +40,8 @@ from mbsfmu.native.core import (
     Core,
     model_core,
 )
-from mbsfmu.native.tables import Tables, c_source
-from mbsfmu.simulator import SimulationError, Simulator
+from mbsfmu.engine.native.tables import Tables, c_source
+from mbsfmu.sim.simulator import SimulationError, Simulator
 
 RTOL = 1e-12
 BUNDLED = sorted(p.name for p in MODELS.glob("*.yaml") if "overlay" not in p.name) + \
@@ -442,7 +442,7 @@ def test_library_name_follows_the_sources(tmp_path, monkeypatch):
 def test_build_into_an_empty_cache_and_load(tmp_path):
     """zig builds the core into a fresh folder (with a progress message) in a subprocess that
     then loads it and computes the same qdd as this process."""
-    code = ("import sys, numpy as np, mbsfmu; from mbsfmu.native import build, core;"
+    code = ("import sys, numpy as np, mbsfmu; from mbsfmu.engine.native import build, core;"
             "msgs = []; p = build.build_library(sys.argv[1], progress=msgs.append); assert msgs, 'no progress';"
             "build.library = lambda progress=None: p; m = mbsfmu.load_model(sys.argv[2]);"
             "q, qd = m.initial_state(); print(repr(core.Core(m).aba(q, qd, np.zeros(m.nv)).tolist()))")
@@ -521,7 +521,7 @@ def test_c_sources_strict_and_sanitized(name, tmp_path):
 def test_scenario_start_runs_native_without_scipy_integrate():
     """A fresh process running the first step of a scenario: the native backend, and neither
     scipy.integrate (the Python DOP853 path, ~0.2 s of start-up) nor a JIT compiler imported."""
-    code = ("import sys, mbsfmu.scenario as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
+    code = ("import sys, mbsfmu.scenario.run as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
             "sim.step(scn.dt); assert sim.backend == 'native', sim.backend; print(' '.join(sys.modules))")
     res = subprocess.run([sys.executable, "-c", code, str(ROOT / "scenarios" / "scara_tracking.yaml")], cwd=ROOT,
                          capture_output=True, text=True, timeout=300, check=False)

@@ -59,7 +59,7 @@ def test_frame_placement_and_jacobian_as_pinocchio(rng):
         np.testing.assert_allclose(kin.R[i], pd.oMi[jid].rotation, rtol=0, atol=1e-12)
         np.testing.assert_allclose(kin.p[i], pd.oMi[jid].translation, rtol=0, atol=1e-12)
         J_pin = pin.getJointJacobian(pm, pd, jid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)  # [v; w] at joint origin
-        from mbsfmu.kinematics import point_jacobian
+        from mbsfmu.engine.kinematics import point_jacobian
         J = point_jacobian(model.tree, kin, i, np.zeros(3))
         np.testing.assert_allclose(J[3:], J_pin[:3], rtol=0, atol=1e-12)
         np.testing.assert_allclose(J[:3], J_pin[3:], rtol=0, atol=1e-12)

@@ -7,7 +7,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from mbsfmu.plots import PANELS_PER_PAGE, PER_PANEL, _groups, joint_kinds, plot_run
+from mbsfmu.scenario.plots import PANELS_PER_PAGE, PER_PANEL, _groups, joint_kinds, plot_run
 from mbsfmu.trajectory import Trajectory
 from trees import random_tree
 
@@ -71,7 +71,7 @@ def test_large_branched_model_pages_and_distinct_colours(tmp_path, saved, rng):
     t = np.linspace(0, 1, n_t)
     cols = {"time": t}
     names = []
-    from mbsfmu.simulator import Simulator
+    from mbsfmu.sim.simulator import Simulator
     sim = Simulator(model)
     for name in sim.state_names[: model.nq + model.nv]:
         cols[name] = rng.uniform(-1, 1, n_t)

@@ -1,4 +1,4 @@
-"""ros_node's pure parts, without ROS: message conversion (engine outputs -> message fields,
+"""mbsfmu_ros's pure parts, without ROS: message conversion (engine outputs -> message fields,
 commands -> validated inputs), diagnostics levels and checks, pacing statistics."""
 import math
 from dataclasses import replace
@@ -8,12 +8,12 @@ import pytest
 
 import mbsfmu
 from conftest import MODELS
-from mbsfmu.multibody import Model
-from mbsfmu.simulator import Simulator
-from mbsfmu.spatial import quat_to_R
-from ros_node import conversion as cv
-from ros_node import diagnostics as dg
-from ros_node.pacing import PacingStats
+from mbsfmu.engine.model import Model
+from mbsfmu.sim.simulator import Simulator
+from mbsfmu.engine.spatial import quat_to_R
+from mbsfmu_ros import conversion as cv
+from mbsfmu_ros import diagnostics as dg
+from mbsfmu_ros.pacing import PacingStats
 
 
 @pytest.fixture(scope="module")

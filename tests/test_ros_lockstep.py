@@ -10,9 +10,9 @@ pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[
 
 import mbsfmu  # noqa: E402
 from conftest import MODELS  # noqa: E402
-from mbsfmu.simulator import Simulator  # noqa: E402
-from ros_node import conversion as cv  # noqa: E402
-from ros_node import testing as rt  # noqa: E402
+from mbsfmu.sim.simulator import Simulator  # noqa: E402
+from mbsfmu_ros import conversion as cv  # noqa: E402
+from mbsfmu_ros import testing as rt  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from mbsfmu.controller import JointPID, PIDGains
-from mbsfmu.expressions import ExpressionError, compile_expression, evaluate
-from mbsfmu.scenario import ScenarioError, build_simulator, load_scenario, run_scenario
-from mbsfmu.schedules import Schedule
+from mbsfmu.sim.pid import JointPID, PIDGains
+from mbsfmu.scenario.expressions import ExpressionError, compile_expression, evaluate
+from mbsfmu.scenario.run import ScenarioError, build_simulator, load_scenario, run_scenario
+from mbsfmu.sim.schedules import Schedule
 from mbsfmu.trajectory import read_trajectory
 
 SCARA = ROOT / "scenarios" / "models" / "scara.yaml"
@@ -189,8 +189,8 @@ def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
     """trajectory.csv holds time, q, qd, u and engine.* (no '<body>.m' record columns);
     records.csv (time, records, engine.*) is written when the scenario has checks and is what
     `mbsfmu check` reads; a scenario without checks writes no records.csv unless asked."""
-    from mbsfmu.invariants import main as check_main
-    from mbsfmu.rows import records_row, trajectory_row
+    from mbsfmu.checker.checks import main as check_main
+    from mbsfmu.sim.rows import records_row, trajectory_row
     model = ROOT / "scenarios" / "models" / "scara.yaml"
     base = f"version: 1\nmodel: {model}\nduration: 0.05\ndt: 0.01\noutputs: {{plots: false}}\n"
     checked = write(tmp_path / "checked.yaml", base + "checks: {energy_balance: rel:1.0e-8}\n")

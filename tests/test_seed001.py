@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from mbsfmu import joints
+from mbsfmu.engine import joints
 
 MODELS = Path(__file__).resolve().parents[1] / "scenarios" / "models"
 RTOL = 1e-10
@@ -443,8 +443,8 @@ def test_inverse_dynamics(system, rng):
 
 
 METHODS = ["aba", "crba", pytest.param("transform", marks=pytest.mark.skipif(
-    importlib.util.find_spec("mbsfmu.dynamics.transform") is None,
-    reason="mbsfmu.dynamics.transform (No's formulation) not written yet"))]
+    importlib.util.find_spec("mbsfmu.engine.dynamics.transform") is None,
+    reason="mbsfmu.engine.dynamics.transform (No's formulation) not written yet"))]
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -5,8 +5,8 @@ import pytest
 
 import mbsfmu
 from conftest import MODELS
-from mbsfmu.model.description import Anchor, Body, Joint, ModelSpec, Origin, SpringDamper, Wheel
-from mbsfmu.simulator import SimulationError, Simulator
+from mbsfmu.engine.spec.description import Anchor, Body, Joint, ModelSpec, Origin, SpringDamper, Wheel
+from mbsfmu.sim.simulator import SimulationError, Simulator
 from trees import random_inertia, random_tree
 
 

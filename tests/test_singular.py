@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from mbsfmu import Body, Joint, ModelSpec, Origin
-from mbsfmu.dynamics.crba import crba
-from mbsfmu.dynamics.singular import SINGULAR_RTOL, SUPPORT_RTOL, singular_joints
-from mbsfmu.model.topology import build_topology
-from mbsfmu.model.tree import compile_tree
+from mbsfmu.engine.dynamics.crba import crba
+from mbsfmu.engine.dynamics.singular import SINGULAR_RTOL, SUPPORT_RTOL, singular_joints
+from mbsfmu.engine.spec.topology import build_topology
+from mbsfmu.engine.spec.tree import compile_tree
 from trees import random_inertia
 
 
@@ -52,7 +52,7 @@ def degenerate_tree(rng, n):
 
 
 def random_q(tree, rng):
-    from mbsfmu import joints
+    from mbsfmu.engine import joints
     q = rng.uniform(-1, 1, tree.nq_total)
     for i in range(1, tree.N + 1):
         if tree.jtype[i] in (joints.SPHERICAL, joints.FREE):
@@ -108,7 +108,7 @@ def test_large_chain_matches_dense(rng, n):
 def test_model_build_forms_no_dense_mass_matrix_nor_path_matrix(monkeypatch):
     """Building a model (500-body chain) must not call the dense CRBA nor build the (N, N) path
     matrix: the validation is O(N) (issue 13 item 19: a 10,000-body model did not load)."""
-    import mbsfmu.multibody as multibody
+    import mbsfmu.engine.model as multibody
     from mbsfmu import Model
 
     def dense(*_a, **_k):

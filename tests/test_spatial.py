@@ -1,7 +1,7 @@
 """Spatial algebra: rotations, quaternions and Plucker transforms."""
 import numpy as np
 
-from mbsfmu import spatial as sp
+from mbsfmu.engine import spatial as sp
 
 
 def test_quaternion_round_trip_and_product(rng):

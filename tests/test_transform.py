@@ -1,4 +1,4 @@
-"""No's method velocity transformation (mbsfmu/dynamics/transform.py) against the recursive algorithms
+"""No's method velocity transformation (mbsfmu/engine/dynamics/transform.py) against the recursive algorithms
 and the kinematics, at random states of random trees and on the SCARA model (tier 1)."""
 import ast
 import inspect
@@ -8,8 +8,8 @@ import pytest
 
 import mbsfmu
 from conftest import MODELS
-from mbsfmu.dynamics import transform
-from mbsfmu.dynamics.transform import (body_poses, path_matrix, transform_forward_dynamics, transform_mass_matrix,
+from mbsfmu.engine.dynamics import transform
+from mbsfmu.engine.dynamics.transform import (body_poses, path_matrix, transform_forward_dynamics, transform_mass_matrix,
                                        velocity_product, velocity_transformation)
 from trees import random_tree
 

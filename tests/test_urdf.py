@@ -1,4 +1,4 @@
-"""URDF import (mbsfmu.model.urdf): the same dynamics as Pinocchio's and MuJoCo's own URDF readers
+"""URDF import (mbsfmu.io.urdf): the same dynamics as Pinocchio's and MuJoCo's own URDF readers
 on the bundled robot descriptions, errors that name the URDF element and line, and the overlay."""
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pytest
 
 import mbsfmu
 from conftest import MODELS, ROOT
-from mbsfmu import ModelError, joints
-from mbsfmu.model.urdf import Limit, load_urdf, read_urdf
-from mbsfmu.simulator import Simulator
+from mbsfmu import ModelError
+from mbsfmu.engine import joints
+from mbsfmu.io.urdf import Limit, load_urdf, read_urdf
+from mbsfmu.sim.simulator import Simulator
 
 pin = pytest.importorskip("pinocchio")
 mujoco = pytest.importorskip("mujoco")

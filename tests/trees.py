@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbsfmu import Body, Joint, Model, ModelSpec, Origin, Spring
-from mbsfmu.spatial import rpy_to_R
+from mbsfmu.engine.spatial import rpy_to_R
 
 TYPES = ("revolute", "prismatic", "spherical", "fixed")
 

@@ -2,14 +2,14 @@
 
 One addressing for ``mbsfmu sweep`` and ``mbsfmu montecarlo``:
 
-- model parameters (mbsfmu/model/edits.py): ``body.<name>.mass`` [kg], ``body.<name>.com[k]`` [m],
+- model parameters (mbsfmu/engine/spec/edits.py): ``body.<name>.mass`` [kg], ``body.<name>.com[k]`` [m],
   ``body.<name>.inertia.Ixx|Iyy|Izz|Ixy|Ixz|Iyz`` [kg m^2], ``gravity[k]`` [m/s^2],
   ``joint.<name>.spring.k|d|q0``;
 - initial state: ``initial.q.<joint>`` / ``initial.qd.<joint>`` (1-DoF joints) or
   ``initial.q.<joint>[k]`` (k = 1.., a component of a joint whose full initial value the scenario
   sets) [rad, m, rad/s, m/s];
 - input schedules: ``inputs.<input>.<param>``, a number of the schedule (``inputs.q1.tau.value``,
-  ``inputs.q1.tau.amplitude``, ``inputs.q1.tau.t0``; see mbsfmu/schedules.py).
+  ``inputs.q1.tau.amplitude``, ``inputs.q1.tau.t0``; see mbsfmu/sim/schedules.py).
 
 A point is {path: value}; ``apply_point`` gives the scenario that runs it.
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..errors import InputError, MbsError
-from ..schedules import KINDS, Schedule
+from mbsfmu.errors import InputError, MbsError
+from mbsfmu.sim.schedules import KINDS, Schedule
 
 _INITIAL = re.compile(r"initial\.(?P<key>qd|q)\.(?P<joint>[^\[\]]+?)(?:\[(?P<k>[1-9][0-9]*)\])?")
 _INPUT = re.compile(r"inputs\.(?P<name>.+)\.(?P<param>[A-Za-z0-9_]+)")
@@ -65,8 +65,8 @@ def check_paths(scn, paths) -> None:
     """Refuse paths that address nothing in ``scn`` (InputError listing every problem), before
     any run starts. Only the addressing is checked: a value that makes an invalid model (a drawn
     negative mass) is that run's error, in its row."""
-    from ..model.edits import edit_spec
-    from ..scenario import build_simulator
+    from mbsfmu.engine.spec.edits import edit_spec
+    from mbsfmu.scenario.run import build_simulator
     problems = []
     sim = build_simulator(scn)                 # the nominal scenario itself must build
     model = sim.model

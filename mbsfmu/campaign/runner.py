@@ -9,7 +9,7 @@ The result is {"row": {...}, "series": {...}, "trajectory": {...} | None}:
   executions of the same campaign), ``failed_checks`` (the checks, references and final values
   that failed, "; "-separated); per conservation check ``check.<name>.max_abs``,
   ``.max_rel``, ``.drift_per_s`` (the summary statistics of its error series,
-  mbsfmu/invariants.py) and ``.passed``; the final state ``final.<state column>`` (every q and
+  mbsfmu/checker/checks.py) and ``.passed``; the final state ``final.<state column>`` (every q and
   qd); per chosen output ``output.<column>.final``, ``.min``, ``.max``.
 - series: ``time`` and the chosen outputs at every trajectory row (for the time envelopes).
 - trajectory: every trajectory column, when asked for.
@@ -39,7 +39,7 @@ class RunSpec:
 
 @functools.lru_cache(maxsize=8)
 def _scenario(path: str, mtime_ns: int):
-    from ..scenario import load_scenario
+    from mbsfmu.scenario.run import load_scenario
     return load_scenario(path)
 
 
@@ -56,8 +56,8 @@ def failed_row(spec: RunSpec, error: str, wall: float = math.nan) -> dict:
 
 def run_one(spec: RunSpec) -> dict:
     """Run one point; never raises for a problem of the run itself (that is its row's error)."""
-    from ..scenario import run_scenario
-    from ..trajectory import TrajectoryError, read_trajectory
+    from mbsfmu.scenario.run import run_scenario
+    from mbsfmu.trajectory import TrajectoryError, read_trajectory
     from .points import apply_point
     start = wallclock.perf_counter()
     try:

@@ -18,7 +18,7 @@ import math
 import os
 from pathlib import Path
 
-from ..errors import InputError
+from mbsfmu.errors import InputError
 
 MANIFEST, JOURNAL = "campaign.json", "runs.jsonl"
 

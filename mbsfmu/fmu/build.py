@@ -35,13 +35,13 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-from .. import __version__, load_model
-from ..errors import InputError, MbsError
-from ..simulator import Simulator
+from mbsfmu import __version__, load_model
+from mbsfmu.errors import InputError, MbsError
+from mbsfmu.sim.simulator import Simulator
 from .variables import METHODS, NAMINGS, UNITS, FmuVariable, variable_table
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]      # the mbsfmu package being bundled
-LOADER_SOURCE = Path(__file__).with_name("loader.c")
+LOADER_SOURCE = Path(__file__).with_name("csrc") / "loader.c"
 BUILD_INFO = "mbsfmu_build.json"
 MODEL_DIR = "mbsfmu_model"
 PLATFORM = "linux64"
@@ -128,8 +128,9 @@ def model_identifier(name: str) -> str:
 
 
 def _engine_sources() -> list[Path]:
-    """The engine's Python sources and the C core's sources (mbsfmu/native/*.c, *.h)."""
-    files = [*PACKAGE_DIR.rglob("*.py"), *(PACKAGE_DIR / "native").glob("*.c"), *(PACKAGE_DIR / "native").glob("*.h")]
+    """The engine's Python sources and the C core's sources (mbsfmu/engine/native/*.c, *.h)."""
+    files = [*PACKAGE_DIR.rglob("*.py"), *(PACKAGE_DIR / "engine" / "native").glob("*.c"),
+             *(PACKAGE_DIR / "engine" / "native").glob("*.h")]
     return sorted(f for f in files if "__pycache__" not in f.parts)
 
 
@@ -146,13 +147,13 @@ def engine_hash() -> str:
 def _copy_engine(dest: Path) -> None:
     """The engine's sources and the C core's library for this host (built first if needed), so
     the FMU's engine copy runs the native backend as the building process does."""
-    from ..native import build as native_build
+    from mbsfmu.engine.native import build as native_build
     for f in _engine_sources():
         target = dest / f.relative_to(PACKAGE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, target)
     lib = native_build.library()
-    shutil.copyfile(lib, dest / "native" / lib.name)
+    shutil.copyfile(lib, dest / "engine" / "native" / lib.name)
 
 
 def _copy_model(path: Path, dest: Path) -> str:
@@ -160,7 +161,7 @@ def _copy_model(path: Path, dest: Path) -> str:
     dest.mkdir(parents=True)
     shutil.copyfile(path, dest / path.name)
     if path.suffix.lower() in (".yaml", ".yml", ".json"):
-        from ..model.loader import parse_file
+        from mbsfmu.io.model_file import parse_file
         data, _lines = parse_file(path)
         if isinstance(data, dict) and isinstance(data.get("urdf"), str):
             rel = Path(data["urdf"])
@@ -494,7 +495,7 @@ def _cli(args) -> int:
 
 
 def _cli_native(args) -> int:
-    from ..native.fmu import build_native_fmu
+    from .native import build_native_fmu
     if args.no_loader:
         raise InputError("--no-loader applies to --runtime python only")
     out = build_native_fmu(args.model, args.output, naming=args.naming, integrator=args.integrator, h_max=args.h_max,

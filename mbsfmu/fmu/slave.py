@@ -45,11 +45,12 @@ from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Integer, Real
 
-from .. import joints, load_model
-from ..errors import MbsError
-from ..multibody import Model
-from ..records import angular_momentum_scale
-from ..simulator import SimState, Simulator
+from mbsfmu import load_model
+from mbsfmu.engine import joints
+from mbsfmu.errors import MbsError
+from mbsfmu.engine.model import Model
+from mbsfmu.sim.outputs import angular_momentum_scale
+from mbsfmu.sim.simulator import SimState, Simulator
 from .protocol import BadState, Failed, guarded, pack, unpack
 from .variables import (
     INT_MAX,

@@ -1,0 +1,450 @@
+"""The public Model: a validated description, its topology and compiled tree, and the dynamics.
+
+Vectors: q (nq,) joint coordinates (quaternions scalar first), qd (nv,) joint rates,
+tau (nv,) joint forces [N m or N]. Body order is ``body_names`` (topological, parents first).
+External wrenches ``f_ext`` are (N, 6) [torque N m; force N] in body axes about each body's
+frame origin, or a dict {body name: (6,)}.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+import numpy as np
+
+from mbsfmu.engine import joints
+from mbsfmu.engine.dynamics.aba import aba
+from mbsfmu.engine.dynamics.crba import crba
+from mbsfmu.engine.dynamics.closed_loops import (AssemblyError, LoopData, LoopSet, Partition, compile_loops, loop_forward_dynamics,
+                             loop_inverse_dynamics, make_partition, reduction)
+from mbsfmu.engine.dynamics.closed_loops import assemble as loop_assemble
+from mbsfmu.engine.dynamics.closed_loops import constraints as loop_constraints
+from mbsfmu.engine.dynamics.rnea import rnea
+from mbsfmu.engine.dynamics.singular import singular_joints
+from mbsfmu.errors import InputError, ModelError, Problem
+from .kinematics import Kinematics, forward_kinematics, point_jacobian
+from mbsfmu.engine.spec.description import Body, Joint, ModelSpec, Origin
+from mbsfmu.engine.spec.topology import Topology, build_topology
+from mbsfmu.engine.spec.tree import Tree, compile_tree
+from mbsfmu.engine.spec.validation import check_spec, locate
+from mbsfmu.engine.native.core import model_core, usable
+from .spatial import Array
+
+
+
+class Model:
+    """A multibody tree built from a ModelSpec; raises ModelError listing every problem."""
+
+    def __init__(self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None):
+        self.spec = spec
+        self.source = source
+        bodies, wheel_paths = _with_wheel_rotors(spec)
+        problems = check_spec(spec)
+        topo, topo_problems = build_topology(bodies)
+        problems += [_map_path(p, wheel_paths) for p in topo_problems]
+        if problems:
+            raise ModelError(locate(problems, lines), source)
+        self.topology: Topology = topo
+        self.tree: Tree = compile_tree(replace(spec, bodies=bodies), topo)
+        self.bodies = tuple(bodies[k] for k in topo.order)   # tree order; wheel rotors included
+        number = {k: i + 1 for i, k in enumerate(topo.order)}   # file index -> tree number
+        self.wheels = MappingProxyType({
+            w.name: (number[k], w) for k, w in
+            ((k, wheel_paths[k][1]) for k in wheel_paths)})
+        self.rigid_bodies = tuple(i for i in range(1, len(self.bodies) + 1) if topo.order[i - 1] not in wheel_paths)
+        self.body_names = tuple(b.name for b in self.bodies)
+        self.joint_names = tuple(b.joint.name for b in self.bodies)
+        self.body_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.body_names)})
+        self.joint_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.joint_names)})
+        self.frames = MappingProxyType({
+            fname: (i + 1, fr) for i, b in enumerate(self.bodies) for fname, fr in b.frames.items()})
+        t = self.tree
+        self.damping = np.zeros(t.nv_total)          # (nv,) joint damping d [N m s/rad or N s/m]
+        self._springs = []                            # (joint name, q index, v index, k, q0)
+        for i, b in enumerate(self.bodies, start=1):
+            if b.joint.spring is not None:
+                self.damping[t.iv[i]] = b.joint.spring.d
+                self._springs.append((b.joint.name, int(t.iq[i]), int(t.iv[i]), b.joint.spring.k, b.joint.spring.q0))
+        self.damping.flags.writeable = False
+        problems = self._check_moves_mass(lines)
+        if problems:
+            raise ModelError(problems, source)
+        self.loops: LoopSet = compile_loops(self)
+        self._assembled = self._assemble_initial(lines) if self.loops else None
+
+    # ---- sizes and topology -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def nq(self) -> int:
+        return self.tree.nq_total
+
+    @property
+    def nv(self) -> int:
+        return self.tree.nv_total
+
+    @property
+    def N(self) -> int:
+        return self.tree.N
+
+    @property
+    def gravity(self) -> Array:
+        return self.tree.a_grav[3:].copy()
+
+    @property
+    def L(self) -> np.ndarray:
+        """(N+1,) reference body operator of No's method: L[j] is the parent of body j, 0 the world."""
+        return self.topology.L
+
+    @property
+    def pi(self) -> np.ndarray:
+        """(N, N) path matrix of No's method (bodies 1..N in ``body_names`` order)."""
+        return self.topology.pi
+
+    def supports(self, body: str) -> list[str]:
+        """Bodies from the world to ``body`` (itself included), root first."""
+        return [self.body_names[j - 1] for j in self.topology.supports(self._body(body))]
+
+    def subtree(self, body: str) -> list[str]:
+        """Bodies moved by ``body``'s joint (itself included)."""
+        return [self.body_names[j - 1] for j in self.topology.subtree(self._body(body))]
+
+    def q_slice(self, joint: str) -> slice:
+        i = self.joint_index[joint]
+        return slice(int(self.tree.iq[i]), int(self.tree.iq[i] + self.tree.nq[i]))
+
+    def v_slice(self, joint: str) -> slice:
+        i = self.joint_index[joint]
+        return slice(int(self.tree.iv[i]), int(self.tree.iv[i] + self.tree.nv[i]))
+
+    # ---- configurations -----------------------------------------------------------------
+    def neutral(self) -> Array:
+        """(nq,) zero angles and offsets, identity quaternions."""
+        return np.concatenate([joints.neutral(int(self.tree.jtype[i])) for i in range(1, self.N + 1)] or [np.zeros(0)])
+
+    def initial_state(self, assemble: bool = True) -> tuple[Array, Array]:
+        """(q, qd) from the model's ``initial`` section, neutral/zero elsewhere; with loops and
+        ``assemble``, closed by ``assemble`` (the declared independent joints keep their values)."""
+        if assemble and self._assembled is not None:
+            return self._assembled[0].copy(), self._assembled[1].copy()
+        q, qd = self.neutral(), np.zeros(self.nv)
+        for name, val in self.spec.initial_q.items():
+            q[self.q_slice(name)] = val
+        for name, val in self.spec.initial_qd.items():
+            qd[self.v_slice(name)] = val
+        return q, qd
+
+    def random_state(self, rng: np.random.Generator) -> tuple[Array, Array]:
+        """(q, qd) with angles/offsets ~ U(-1, 1), random unit quaternions, rates ~ U(-1, 1)."""
+        q = rng.uniform(-1.0, 1.0, self.nq)
+        for i in range(1, self.N + 1):
+            jt, s = self.tree.jtype[i], int(self.tree.iq[i])
+            if jt == joints.SPHERICAL:
+                quat = rng.normal(size=4)
+                q[s: s + 4] = quat / np.linalg.norm(quat)
+            elif jt == joints.FREE:
+                quat = rng.normal(size=4)
+                q[s + 3: s + 7] = quat / np.linalg.norm(quat)
+        return q, rng.uniform(-1.0, 1.0, self.nv)
+
+    def config_rate(self, q: Array, qd: Array) -> Array:
+        """dq/dt (nq,) from qd (nv,) (quaternion kinematics per joint)."""
+        t = self.tree
+        return np.concatenate([joints.config_rate(int(t.jtype[i]), q[t.iq[i]: t.iq[i] + t.nq[i]],
+                                                  qd[t.iv[i]: t.iv[i] + t.nv[i]]) for i in range(1, self.N + 1)]
+                              or [np.zeros(0)])
+
+    def integrate(self, q: Array, dv: Array) -> Array:
+        """q (+) dv: configuration moved by the velocity increment dv (nv,) on each joint's manifold."""
+        t = self.tree
+        return np.concatenate([joints.integrate(int(t.jtype[i]), q[t.iq[i]: t.iq[i] + t.nq[i]],
+                                                dv[t.iv[i]: t.iv[i] + t.nv[i]]) for i in range(1, self.N + 1)]
+                              or [np.zeros(0)])
+
+    # ---- kinematics ---------------------------------------------------------------------
+    def forward_kinematics(self, q: Array, qd: Array | None = None, qdd: Array | None = None) -> Kinematics:
+        """Poses, spatial velocities and accelerations of every body (see ``Kinematics``)."""
+        q = self._vec("q", q, self.nq)
+        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        qdd = None if qdd is None else self._vec("qdd", qdd, self.nv)
+        return forward_kinematics(self.tree, q, qd, qdd)
+
+    def frame_pose(self, q: Array, frame: str) -> tuple[Array, Array]:
+        """(R, p): orientation (frame axes as columns, world axes) and origin [m] of a named frame."""
+        i, fr = self._frame(frame)
+        kin = self.forward_kinematics(q)
+        return kin.R[i] @ fr.R, kin.point_position(i, fr.p)
+
+    def frame_velocity(self, q: Array, qd: Array, frame: str) -> tuple[Array, Array]:
+        """(omega, v): angular velocity [rad/s] and velocity of the frame origin [m/s], world axes."""
+        i, fr = self._frame(frame)
+        kin = self.forward_kinematics(q, qd)
+        return kin.omega_world[i], kin.point_velocity(i, fr.p)
+
+    def frame_acceleration(self, q: Array, qd: Array, qdd: Array, frame: str) -> tuple[Array, Array]:
+        """(omegadot, a): angular [rad/s^2] and classical linear acceleration [m/s^2] of the frame
+        origin, world axes."""
+        i, fr = self._frame(frame)
+        kin = self.forward_kinematics(q, qd, qdd)
+        return kin.R[i] @ kin.a[i, :3], kin.point_acceleration(i, fr.p)
+
+    def frame_jacobian(self, q: Array, frame: str) -> Array:
+        """J: (6, nv) with [omega; v] = J qd for the frame origin, world axes [angular; linear]."""
+        i, fr = self._frame(frame)
+        return point_jacobian(self.tree, self.forward_kinematics(q), i, fr.p)
+
+    def kinetic_energy(self, q: Array, qd: Array) -> float:
+        """KE [J] summed body by body: 1/2 (w^T I_c w + m |v_c|^2) (MBS Energy Testing Eq. 1, no wheels)."""
+        kin = self.forward_kinematics(q, qd)
+        t = self.tree
+        w = kin.v[1:, :3]
+        vc = kin.v[1:, 3:] + np.cross(w, t.com[1:])
+        return 0.5 * float(np.einsum("ni,nij,nj->", w, t.I_c[1:], w) + np.einsum("n,ni,ni->", t.mass[1:], vc, vc))
+
+    # ---- dynamics -----------------------------------------------------------------------
+    def passive_forces(self, q: Array, qd: Array) -> Array:
+        """(nv,) joint spring-damper forces -k (q - q0) - d qd [N m or N] (Wojtusch's systems 2, 3)."""
+        tau = -self.damping * qd
+        for _name, iq, iv, k, q0 in self._springs:
+            tau[iv] -= k * (q[iq] - q0)
+        return tau
+
+    def joint_spring_deflections(self, q: Array) -> dict[str, tuple[float, float]]:
+        """{joint name: (k, q - q0)} of the joint springs; PE = 1/2 k (q - q0)^2 (MBS Energy Testing Eq. 2)."""
+        return {name: (float(k), float(q[iq] - q0)) for name, iq, _iv, k, q0 in self._springs}
+
+    def mass_matrix(self, q: Array, backend: str = "auto") -> Array:
+        """M(q): (nv, nv) joint-space inertia by CRBA. backend: "auto" (the C core, mbsfmu/native,
+        if it loads), "native" or "python" (the numpy reference)."""
+        if _native(backend):
+            return model_core(self).crba(q)
+        return crba(self.tree, self._vec("q", q, self.nq))
+
+    def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:
+        """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA);
+        backend as for ``mass_matrix``."""
+        if _native(backend):
+            return model_core(self).inverse_dynamics(q, qd, qdd, f_ext)
+        q, qd, qdd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("qdd", qdd, self.nv)
+        return rnea(self.tree, q, qd, qdd, self._fext(f_ext)) - self.passive_forces(q, qd)
+
+    def forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba",
+                         backend: str = "auto") -> Array:
+        """qdd (nv,) under actuator forces tau, springs/dampers, gravity and f_ext.
+
+        method: "aba" (O(N) articulated-body), "crba" (solve M qdd = tau - RNEA(q, qd, 0)) or
+        "transform" (No's velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd)).
+        backend (method "aba"): as for ``mass_matrix``."""
+        if method == "aba" and _native(backend):
+            return model_core(self).forward_dynamics(q, qd, tau, f_ext)
+        q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
+        fx = self._fext(f_ext)
+        tau = tau + self.passive_forces(q, qd)
+        if method == "aba":
+            return aba(self.tree, q, qd, tau, fx)
+        if method == "crba":
+            return np.linalg.solve(crba(self.tree, q), tau - rnea(self.tree, q, qd, np.zeros(self.nv), fx))
+        if method == "transform":
+            from mbsfmu.engine.dynamics.transform import transform_forward_dynamics
+            return transform_forward_dynamics(self.tree, q, qd, tau, fx)
+        raise InputError(f"method {method!r}: expected 'aba', 'crba' or 'transform'")
+
+    # ---- closed loops (mbsfmu/engine/dynamics/closed_loops.py) ----------------------------------------
+    @property
+    def loop_names(self) -> tuple[str, ...]:
+        return self.loops.names
+
+    def loop_rows(self, loop: str) -> slice:
+        """The rows of one loop in Phi, A, gamma and lambda."""
+        for c in self.loops.closures:
+            if c.name == loop:
+                return c.rows
+        raise InputError(f"unknown loop {loop!r} in model {self.source}; loops: {', '.join(self.loop_names) or 'none'}")
+
+    def loop_constraints(self, q: Array, qd: Array | None = None) -> LoopData:
+        """Phi (m,), A = dPhi/dq (m, nv) mapped to the rates qd, and given qd, Phidot = A qd and
+        gamma = -Adot qd (m,), all loops stacked (``loop_rows``)."""
+        q = self._vec("q", q, self.nq)
+        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        return loop_constraints(self.tree, self.loops, q, qd)
+
+    def assemble(self, q: Array, qd: Array | None = None) -> tuple[Array, Array | None]:
+        """(q, qd) closed: declared independent joints and joints off the loops are held, the
+        other loop joints solved by Gauss-Newton; rates corrected so that A qd = 0. InputError
+        (AssemblyError) names the loops that cannot be closed."""
+        q = self._vec("q", q, self.nq)
+        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        return loop_assemble(self.tree, self.loops, q, qd) if self.loops else (q, qd)
+
+    def loop_partition(self) -> Partition:
+        """The coordinate partition (PyMbs Background) declared by the loops' ``independent`` joints;
+        InputError if no loop declares any."""
+        names = tuple(self.joint_names[i - 1] for i in range(1, self.N + 1) for _ in range(int(self.tree.nv[i])))
+        part = make_partition(self.loops, self.nv, names)
+        if part is None:
+            raise InputError(f"model {self.source}: coordinate partitioning needs loops that declare their "
+                             f"independent joints; none of {', '.join(self.loop_names) or 'no loops'} does")
+        return part
+
+    def constrained_forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "multipliers",
+                                     alpha: float = 0.0, beta: float = 0.0) -> tuple[Array, Array]:
+        """(qdd (nv,), lambda (m,)) with the loops closed, at a consistent state (q, qd).
+
+        method "multipliers": No's method, Eq. 24, ``[[M, A^T], [A, 0]] [qdd; lambda] =
+        [tau - C; gamma - 2 alpha Phidot - beta^2 Phi]``; "partitioning": PyMbs Background's ODE in the
+        independent coordinates (loops without declared independent joints keep multipliers).
+        lambda: constraint forces, -A^T lambda the generalised force (minimum norm for redundant
+        rows); tau (nv,) actuator forces, springs/dampers added."""
+        q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
+        if method not in ("multipliers", "partitioning"):
+            raise InputError(f"method {method!r}: expected 'multipliers' or 'partitioning'")
+        part = self.loop_partition() if method == "partitioning" else None
+        qdd, lam, _ = loop_forward_dynamics(self.tree, self.loops, q, qd, tau + self.passive_forces(q, qd),
+                                            self._fext(f_ext), part, alpha, beta)
+        return qdd, lam
+
+    def constrained_inverse_dynamics(self, q: Array, qd: Array, udd: Array, f_ext=None) -> Array:
+        """tau_u (nu,): forces on the independent coordinates (``loop_partition().iu``) that give
+        them the accelerations udd (nu,), springs/dampers and f_ext acting:
+        tau_u = J^T (RNEA(q, qd, J udd + b) - tau_passive). Every loop must declare its
+        independent joints; (q, qd) must be consistent."""
+        q, qd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv)
+        part = self.loop_partition()
+        missing = [c.name for c in self.loops.closures if not c.held]
+        if missing:
+            raise InputError(f"loop inverse dynamics needs every loop partitioned; {', '.join(missing)} declare no "
+                             "independent joints")
+        udd = self._vec("udd", udd, part.iu.size)
+        ld = loop_constraints(self.tree, self.loops, q)
+        J, _ = reduction(ld.A[part.rows], None, part, self.nv)
+        return loop_inverse_dynamics(self.tree, self.loops, part, q, qd, udd, self._fext(f_ext)) \
+            - J.T @ self.passive_forces(q, qd)
+
+    def _assemble_initial(self, lines) -> tuple[Array, Array]:
+        """The file's initial state closed; ModelError naming the loops that cannot be."""
+        q, qd = self.initial_state(assemble=False)
+        try:
+            q, qd = loop_assemble(self.tree, self.loops, q, qd)
+        except AssemblyError as e:
+            index = {c.name: k for k, c in enumerate(self.spec.loops)}
+            what = "initial state" if e.what == "|Phi|" else "initial rates"
+            raise ModelError(locate([Problem(("loops", index[n]), f"loop {n!r} cannot be closed from the {what}: "
+                                             f"max {e.what} = {v:.3g} remains; {e.reason}")
+                                     for n, v in e.residuals.items()], lines), self.source) from None
+        return q, qd
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _body(self, body: str) -> int:
+        if body not in self.body_index:
+            raise InputError(f"unknown body {body!r} in model {self.source}; bodies: {', '.join(self.body_names)}")
+        return self.body_index[body]
+
+    def _frame(self, frame: str):
+        if frame not in self.frames:
+            raise InputError(f"unknown frame {frame!r} in model {self.source}; frames: {', '.join(self.frames) or 'none'}")
+        return self.frames[frame]
+
+    def _vec(self, name: str, x, n: int) -> Array:
+        try:
+            x = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{name} must be a vector of {n} numbers ({e})") from None
+        if x.shape != (n,):
+            what = {"q": f"nq = {n} coordinates", "qd": f"nv = {n} rates", "qdd": f"nv = {n} accelerations",
+                    "tau": f"nv = {n} joint forces"}.get(name, f"{n} entries")
+            raise InputError(f"{name} has shape {x.shape}, model {self.source} has {what} "
+                             f"(joints: {', '.join(self.joint_names)})")
+        if not np.all(np.isfinite(x)):
+            bad = np.flatnonzero(~np.isfinite(x)).tolist()
+            raise InputError(f"{name} has non-finite entries at indices {bad}")
+        return x
+
+    def _fext(self, f_ext) -> Array | None:
+        if f_ext is None:
+            return None
+        out = np.zeros((self.N + 1, 6))
+        if isinstance(f_ext, dict):
+            for body, w in f_ext.items():
+                out[self._body(body)] = self._vec(f"f_ext[{body!r}]", w, 6)
+        else:
+            arr = np.asarray(f_ext, dtype=float)
+            if arr.shape != (self.N, 6):
+                raise InputError(f"f_ext has shape {arr.shape}, expected ({self.N}, 6): one [torque; force] "
+                                 f"row per body in order {', '.join(self.body_names)}")
+            if not np.all(np.isfinite(arr)):
+                raise InputError("f_ext has non-finite entries")
+            out[1:] = arr
+        return out
+
+    def _check_moves_mass(self, lines) -> list[Problem]:
+        """Joints whose motion, alone or combined with other joints', moves no mass or inertia, which
+        makes M singular: found in O(N) by the pivots of M's block LDL^T (dynamics/singular.py) at
+        two random configurations (a structural singularity shows at both); M overflowing to inf
+        is reported too."""
+        if self.nv == 0:
+            return []
+        rng = np.random.default_rng(12345)
+        found = []
+        with np.errstate(all="ignore"):
+            for _ in range(2):
+                found.append(singular_joints(self.tree, self.random_state(rng)[0]))
+                if found[-1].overflow:
+                    return locate([Problem(("bodies",), "the mass matrix overflows: some mass, inertia, com, "
+                                                "origin or axis is far too large")], lines)
+        t, wheel_paths = self.tree, _with_wheel_rotors(self.spec)[1]
+        last = found[-1]
+        problems = []
+        for i in sorted(found[0].joints & last.joints):
+            b, k = self.bodies[i - 1], self.topology.order[i - 1]
+            what = f"wheel {b.name!r}" if k in wheel_paths else f"joint {b.joint.name!r}"
+            others = ", ".join(repr(self.bodies[j - 1].joint.name) for j in sorted(last.combined.get(i, ())))
+            if not others or i in last.alone:
+                msg = (f"{what} moves no mass or inertia{' in some direction' if t.nv[i] > 1 else ''} (body "
+                       f"{b.name!r} and its subtree), so the mass matrix is singular: give the moved bodies mass "
+                       "or inertia, or make the joint fixed")
+            else:
+                msg = (f"{what} combined with {others} moves no mass or inertia (e.g. coaxial joints with only "
+                       "massless bodies between them), so the mass matrix is singular")
+            problems.append(_map_path(Problem(("bodies", k, "joint"), msg), wheel_paths))
+        return locate(problems, lines)
+
+
+def _native(backend: str) -> bool:
+    """Whether a Model algorithm runs in the C core: backend "native", or "auto" when it loads."""
+    if backend == "auto":
+        return usable()
+    if backend == "python":
+        return False
+    if backend == "native":
+        return True
+    raise InputError(f"backend {backend!r}: expected 'auto', 'native' or 'python'")
+
+
+def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:
+    """Bodies plus one rotor body per reaction wheel: a massless rotor on a revolute joint about
+    the wheel axis with inertia I_w g g^T, so every algorithm carries the wheel's gyroscopic
+    coupling exactly (MBS Momentum/Energy Testing: h = g I_w thetadot, KE = h^2 / (2 I_w)). Returns the bodies
+    and, per rotor, (its path in the file, the Wheel)."""
+    bodies = list(spec.bodies)
+    paths = {}
+    for k, b in enumerate(spec.bodies):
+        for w_idx, w in enumerate(b.wheels):
+            g = np.asarray(w.axis, dtype=float)
+            with np.errstate(all="ignore"):   # huge or zero axes are reported by check_elements
+                norm = np.linalg.norm(g)
+            g = g / norm if 0 < norm < np.inf else g
+            paths[len(bodies)] = (("bodies", k, "wheels", w_idx), w)
+            bodies.append(Body(name=w.name, parent=b.name,
+                               joint=Joint(name=w.name, type="revolute", axis=tuple(g), origin=Origin(xyz=w.position)),
+                               mass=0.0, inertia=tuple(map(tuple, w.inertia * np.outer(g, g)))))
+    return tuple(bodies), paths
+
+
+def _map_path(problem: Problem, wheel_paths: dict) -> Problem:
+    """Point a problem found on a wheel rotor body at the wheel's entry in the file."""
+    path = problem.path
+    if len(path) >= 2 and path[0] == "bodies" and path[1] in wheel_paths:
+        return Problem(wheel_paths[path[1]][0] + ("name",), problem.message, problem.line)
+    return problem

@@ -1,0 +1,113 @@
+"""Builds the C core (the .c files beside this module) into a shared library with zig's C
+compiler (PyPI ``ziglang``: no system compiler needed), and finds it.
+
+The library's file name carries a hash of the sources and flags (``libmbs_core-<hash>.so``), so a
+binary of other sources is never used: ``library()`` returns the one built at install time (in
+this package folder) or in the per-user cache, and otherwise builds it there first, with a
+progress message. This module imports only the standard library: setup.py loads it by path at
+install time. ``zig_cc`` is the one zig invocation (the native FMU builds its binaries with it).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCES = ("model.c", "kinematics.c", "rnea.c", "crba.c", "aba.c", "forces.c", "invariants.c", "integrate.c", "loops.c", "sim.c")
+HEADERS = ("mbs_core.h", "instance.h", "spatial.h", "dop853_coef.h")
+# -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
+FLAGS = ("-std=c99", "-O2", "-g0", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra")   # -g0: no debug info (it names the build machine's paths)
+LINUX_TARGET = "x86_64-linux-gnu.2.17"    # old glibc: the library (and linux64 FMUs) load on old hosts
+
+
+class BuildError(RuntimeError):
+    """zig is missing or the C core did not compile; the message says which and why."""
+
+
+def host_target() -> str | None:
+    """The zig target of the host library: glibc 2.17 on x86-64 Linux, else None (native)."""
+    if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64"):
+        return LINUX_TARGET
+    return None
+
+
+def library_name() -> str:
+    """libmbs_core-<hash of sources, headers, flags, target>.<so|dylib|dll>."""
+    h = hashlib.sha256()
+    for name in (*SOURCES, *HEADERS):
+        h.update(name.encode() + b"\0" + (HERE / name).read_bytes())
+    h.update(" ".join((*FLAGS, str(host_target()))).encode())
+    ext = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
+    return f"libmbs_core-{h.hexdigest()[:16]}{ext}"
+
+
+def cache_dir() -> Path:
+    """Per-user cache: $MBSFMU_CACHE_DIR, else $XDG_CACHE_HOME/mbsfmu, else ~/.cache/mbsfmu."""
+    if os.environ.get("MBSFMU_CACHE_DIR"):
+        return Path(os.environ["MBSFMU_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mbsfmu"
+
+
+def zig_cc(sources, target: str | None, output, flags=(), progress=None) -> Path:
+    """Compile and link ``sources`` with ``python -m ziglang cc`` for ``target`` (a zig triple such
+    as x86_64-linux-gnu.2.17, x86_64-windows-gnu, x86_64-macos; None: the host) into ``output``
+    (written atomically). ``flags``: further compiler/linker flags (e.g. -shared, -I...).
+    ``progress``: callable taking a message (default: print to stderr), told before zig starts,
+    since its first use per target builds zig's libc cache (a minute or more)."""
+    output = Path(output)
+    try:
+        import ziglang  # noqa: F401
+    except ImportError:
+        raise BuildError("the C core needs the zig compiler from PyPI: pip install ziglang") from None
+    say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
+    say(f"mbsfmu: compiling {output.name} with zig for {target or 'this host'} (the first build per target also "
+        "builds zig's C library cache: up to a few minutes)...")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=output.name + ".", suffix=".tmp", dir=output.parent)
+    os.close(fd)
+    cmd = [sys.executable, "-m", "ziglang", "cc", *(("-target", target) if target else ()), *map(str, flags),
+           *map(str, sources), "-o", tmp]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise BuildError(f"zig cc failed ({res.returncode}) building {output.name}:\n{res.stderr.strip()}")
+        os.replace(tmp, output)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return output
+
+
+def build_library(dest_dir, progress=None) -> Path:
+    """Build the host library into dest_dir (named by ``library_name``) and return its path."""
+    flags = (*FLAGS, "-Werror", "-shared", "-fPIC", "-lm") if sys.platform != "win32" else (*FLAGS, "-shared")
+    return zig_cc([HERE / s for s in SOURCES], host_target(), Path(dest_dir) / library_name(), flags, progress)
+
+
+def library(progress=None) -> Path:
+    """The host library of the current sources: installed beside this module, or in the per-user
+    cache; built into the cache first if neither exists."""
+    name = library_name()
+    for d in (HERE, cache_dir()):
+        if (d / name).is_file():
+            return d / name
+    return build_library(cache_dir(), progress)
+
+
+def remove_stale(dest_dir) -> None:
+    """Delete libraries of other sources in dest_dir (install-time tidy-up)."""
+    keep = library_name()
+    for p in Path(dest_dir).glob("libmbs_core-*"):
+        if p.name != keep:
+            p.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":   # python mbsfmu/engine/native/build.py [dest_dir]: build the host library
+    dest = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
+    print(build_library(dest))

@@ -1,0 +1,423 @@
+"""The C engine core from Python (ctypes, no dependency): one ``Core`` per instance of a model.
+
+    from mbsfmu.engine.native.core import Core
+    core = Core(model)                      # tables built, instance initialised (microseconds)
+    qdd = core.aba(q, qd, tau)              # RBDA Table 7.1, as dynamics.aba.aba(tree, ...)
+    tau = core.rnea(q, qd, qdd)             # RBDA Table 5.1
+    M = core.crba(q)                        # RBDA Table 6.2
+    core.set_state(x); core.set_inputs(u); core.step(dt)     # RK4 or DOP853 (set_solver)
+    core.x, core.invariants(), core.qdd()   # outputs, computed once per state when asked
+
+Arguments: float64 arrays of the model's sizes (other array-likes are converted); sizes and
+non-finite entries are reported as InputError with the Model's own messages. Results are new
+arrays, or written into ``out``. The library is loaded on first use (``build.library``: built
+at install time, or once into the per-user cache).
+"""
+from __future__ import annotations
+
+import ctypes as C
+import threading
+import weakref
+
+import numpy as np
+
+from mbsfmu.errors import InputError
+from mbsfmu.engine.native import build
+from .tables import Tables
+
+MBS_OK, MBS_DISCARD, MBS_ERROR = 0, 1, 2
+RK4, DOP853 = 1, 2
+P_GRAVITY, P_MASS, P_COM, P_INERTIA, P_WHEEL_IW, P_SPRING_K, P_SPRING_D = range(1, 8)
+ERR = 2048                                     # bytes of the message buffers
+
+_lib = None
+_lock = threading.Lock()
+P, D, I, SZ, LL = C.c_void_p, C.c_double, C.c_int, C.c_size_t, C.c_longlong
+
+
+class Invariants_C(C.Structure):
+    """mbs_invariants of mbs_core.h."""
+    _fields_ = [("p_sys", D * 3), ("P_sys", D * 3), ("H_sys", D * 3), ("R", D * 3), ("Rdot", D * 3),
+                ("KE", D), ("PE", D), ("H_scale", D)]
+
+
+class Sizes_C(C.Structure):
+    """mbs_sizes of mbs_core.h."""
+    _fields_ = [("N", I), ("nq", I), ("nv", I), ("nx", I), ("n_u", I), ("n_loops", I), ("n_rows", I),
+                ("model_hash", C.c_uint64)]
+
+
+SIGNATURES = {
+    "mbs_sim_size": (SZ, [P, SZ, P, SZ, P, SZ]),
+    "mbs_sim_init": (P, [P, SZ, P, SZ, P, SZ, P, SZ]),
+    "mbs_sim_sizes": (Sizes_C, [P]),
+    "mbs_sim_copy": (I, [P, P]),
+    "mbs_sim_set_param": (I, [P, I, I, I, D]),
+    "mbs_sim_get_param": (I, [P, I, I, I, P]),
+    "mbs_sim_apply_params": (I, [P, P, SZ]),
+    "mbs_sim_set_solver": (I, [P, I, D, D, D, P, SZ]),
+    "mbs_sim_set_loops": (I, [P, I, I, D, D]),
+    "mbs_sim_lambda": (P, [P]),
+    "mbs_sim_time": (D, [P]),
+    "mbs_sim_set_time": (None, [P, D]),
+    "mbs_sim_x": (P, [P]),
+    "mbs_sim_set_x": (I, [P, P, I, P, SZ]),
+    "mbs_sim_u": (P, [P]),
+    "mbs_sim_set_u": (I, [P, I, D]),
+    "mbs_sim_set_inputs": (I, [P, P]),
+    "mbs_sim_set_stats": (None, [P, LL, LL, D]),
+    "mbs_sim_step": (I, [P, D]),
+    "mbs_sim_message": (C.c_char_p, [P]),
+    "mbs_sim_stats": (None, [P, P, P, P]),
+    "mbs_sim_qdd": (P, [P]),
+    "mbs_sim_invariants": (P, [P]),
+    "mbs_aba": (I, [P, P, P, P, P, P]),
+    "mbs_rnea": (I, [P, P, P, P, P, P]),
+    "mbs_crba": (I, [P, P, P]),
+    "mbs_forward_dynamics": (I, [P, P, P, P, P, P]),
+    "mbs_forward_dynamics_tau": (I, [P, P, P, P, P, P]),
+    "mbs_inverse_dynamics_tau": (I, [P, P, P, P, P, P]),
+    "mbs_sim_rhs": (I, [P, P, P, P]),
+    "mbs_fk": (I, [P, P, P, P, P, P, P, P]),
+    "mbs_invariants_at": (I, [P, P, P, P]),
+}
+
+
+def lib() -> C.CDLL:
+    """The loaded core library (built first if needed: see build.library)."""
+    global _lib
+    if _lib is None:
+        with _lock:
+            if _lib is None:
+                handle = C.CDLL(str(build.library()))
+                for name, (res, args) in SIGNATURES.items():
+                    fn = getattr(handle, name)
+                    fn.restype, fn.argtypes = res, args
+                _lib = handle
+    return _lib
+
+
+def available() -> bool:
+    """True if the core library loads (or can be built); False with zig missing or a failed build."""
+    try:
+        lib()
+        return True
+    except (build.BuildError, OSError):
+        return False
+
+
+def _ptr(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+class Core:
+    """One instance of the C core for a Model: its own parameters, state, inputs and work memory
+    (mbs_core.h). Not thread-safe: one thread per Core (several Cores run in parallel)."""
+
+    def __init__(self, model, tables: Tables | None = None):
+        L = lib()
+        self._model = weakref.ref(model)       # weak: model_core's cache must not keep its key alive
+        tb = tables or Tables(model)
+        self.tables = tb
+        err = C.create_string_buffer(ERR)
+        size = L.mbs_sim_size(_ptr(tb.ti), tb.ti.size, _ptr(tb.tf), tb.tf.size, err, ERR)
+        if size == 0:
+            raise InputError(f"model {model.source}: {err.value.decode(errors='replace')}")
+        self._mem = np.zeros(size // 8 + 1)     # 8-byte aligned, owned here
+        self._s = L.mbs_sim_init(_ptr(self._mem), self._mem.nbytes, _ptr(tb.ti), tb.ti.size, _ptr(tb.tf), tb.tf.size,
+                                 err, ERR)
+        if not self._s:
+            raise InputError(f"model {model.source}: {err.value.decode(errors='replace')}")
+        z = L.mbs_sim_sizes(self._s)
+        self.N, self.nq, self.nv, self.nx, self.n_u = z.N, z.nq, z.nv, z.nx, z.n_u
+        self.model_hash = int(z.model_hash)
+        self.input_names = tb.input_names
+        self._L, self._err = L, err
+        self._x = np.ctypeslib.as_array(C.cast(L.mbs_sim_x(self._s), C.POINTER(D)), (self.nx,))
+        self._u = np.ctypeslib.as_array(C.cast(L.mbs_sim_u(self._s), C.POINTER(D)), (max(self.n_u, 1),))[: self.n_u]
+        # staging buffers with fixed addresses: arguments are copied in, results read out
+        self._q, self._v1, self._v2, self._out = np.zeros(self.nq), np.zeros(self.nv), np.zeros(self.nv), np.zeros(self.nv)
+        self._xin, self._uin = np.zeros(self.nx), np.zeros(max(self.n_u, 1))
+        self._fx = np.zeros((self.N + 1, 6))
+        self._pq, self._p1, self._p2, self._po = map(_ptr, (self._q, self._v1, self._v2, self._out))
+        self._pxin, self._puin, self._pfx = _ptr(self._xin), _ptr(self._uin), _ptr(self._fx)
+        self._M, self._xout = np.zeros((self.nv, self.nv)), np.zeros(self.nx)
+        self._pM, self._pxout = _ptr(self._M), _ptr(self._xout)
+        N1 = self.N + 1
+        self._kin = (np.zeros((N1, 3, 3)), np.zeros((N1, 3)), np.zeros((N1, 6)), np.zeros((N1, 6)))
+        self._pkin = tuple(_ptr(k) for k in self._kin)
+        self._stat = (C.c_longlong(), C.c_longlong(), C.c_double())
+        self._stat_p = tuple(C.addressof(v) for v in self._stat)
+        self._fd, self._fd_tau, self._id_tau = L.mbs_aba, L.mbs_forward_dynamics_tau, L.mbs_inverse_dynamics_tau
+        self._rnea = L.mbs_rnea
+
+    @property
+    def model(self):
+        """The Model this instance was built from."""
+        return self._model()
+
+    # ---- arguments --------------------------------------------------------------------------
+    def _load(self, buf: np.ndarray, name: str, x, n: int) -> None:
+        """buf[:] = x, a vector of n numbers (InputError with the Model's message otherwise)."""
+        if type(x) is np.ndarray and x.shape == (n,):
+            buf[:] = x
+        else:
+            buf[:] = self.model._vec(name, x, n)
+
+    def _f_ext(self, f_ext, whole: bool) -> int | None:
+        """Pointer to the (N+1, 6) wrench table, or None. whole: f_ext is (N+1, 6) with row 0 the
+        world (the dynamics.* convention), else the Model's (N, 6) or {body: (6,)}."""
+        if f_ext is None:
+            return None
+        if whole:
+            arr = np.asarray(f_ext, dtype=float)
+            if arr.shape != (self.N + 1, 6):
+                raise InputError(f"f_ext has shape {arr.shape}, expected ({self.N + 1}, 6) (row 0 the world)")
+            self._fx[:] = arr
+        else:
+            self._fx[:] = self.model._fext(f_ext)
+        return self._pfx
+
+    def _fail(self, third: str | None = None) -> None:
+        """InputError for a failed call: the Model's message for the staged argument at fault
+        (q, qd and ``third``: tau or qdd), else the core's message."""
+        self.model._vec("q", self._q, self.nq)
+        self.model._vec("qd", self._v1, self.nv)
+        if third:
+            self.model._vec(third, self._v2, self.nv)
+        raise InputError(self._L.mbs_sim_message(self._s).decode(errors="replace"))
+
+    def _result(self, out):
+        if out is None:
+            return self._out.copy()
+        out[:] = self._out
+        return out
+
+    # ---- algorithms at a given state --------------------------------------------------------
+    def aba(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
+        """qdd (nv,) = ABA(q, qd, tau, f_ext) (no springs/dampers added); f_ext (N+1, 6), row 0 ignored."""
+        return self._call(self._fd, q, qd, "tau", tau, self._f_ext(f_ext, True), out)
+
+    def _call(self, fn, q, qd, name: str, b, pf, out) -> np.ndarray:
+        """fn(s, q, qd, b, f_ext, result) on the staged arguments (the per-call path: three copies
+        into fixed buffers, one foreign call; conversions and messages only when needed)."""
+        nq, nv = self.nq, self.nv
+        if type(q) is np.ndarray and q.shape == (nq,):
+            self._q[:] = q
+        else:
+            self._q[:] = self.model._vec("q", q, nq)
+        if type(qd) is np.ndarray and qd.shape == (nv,):
+            self._v1[:] = qd
+        else:
+            self._v1[:] = self.model._vec("qd", qd, nv)
+        if type(b) is np.ndarray and b.shape == (nv,):
+            self._v2[:] = b
+        else:
+            self._v2[:] = self.model._vec(name, b, nv)
+        if fn(self._s, self._pq, self._p1, self._p2, pf, self._po):
+            self._fail(name)
+        if out is None:
+            return self._out.copy()
+        out[:] = self._out
+        return out
+
+    def rnea(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
+        """tau (nv,) = RNEA(q, qd, qdd, f_ext) (no springs/dampers); f_ext (N+1, 6), row 0 ignored."""
+        return self._call(self._rnea, q, qd, "qdd", qdd, self._f_ext(f_ext, True), out)
+
+    def crba(self, q, out=None) -> np.ndarray:
+        """M(q) (nv, nv) by CRBA."""
+        self._load(self._q, "q", q, self.nq)
+        if self._L.mbs_crba(self._s, self._pq, self._pM):
+            self.model._vec("q", self._q, self.nq)
+            raise InputError(self.message)
+        if out is None:
+            return self._M.copy()
+        out[...] = self._M
+        return out
+
+    mass_matrix = crba
+
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
+        """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as
+        Model.forward_dynamics (f_ext (N, 6) or {body: (6,)})."""
+        return self._call(self._fd_tau, q, qd, "tau", tau, None if f_ext is None else self._f_ext(f_ext, False), out)
+
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None) -> np.ndarray:
+        """tau (nv,) producing qdd with springs/dampers and f_ext acting, as Model.inverse_dynamics."""
+        return self._call(self._id_tau, q, qd, "qdd", qdd, None if f_ext is None else self._f_ext(f_ext, False), out)
+
+    def rhs(self, x, u) -> np.ndarray:
+        """dx/dt (nx,) at x with inputs u (n_u,): the equations the integrators use."""
+        self._load(self._xin, "x", x, self.nx)
+        u = self.model._vec("u", u, self.n_u)
+        self._uin[: self.n_u] = u
+        if self._L.mbs_sim_rhs(self._s, self._pxin, self._puin, self._pxout):
+            self.model._vec("x", self._xin, self.nx)
+            raise InputError(self.message)
+        return self._xout.copy()
+
+    def kinematics(self, q, qd=None, qdd=None):
+        """(R (N+1, 3, 3), p (N+1, 3), v (N+1, 6), a (N+1, 6)) by one outward pass (zeros for v
+        without qd, for a without qd and qdd)."""
+        self._load(self._q, "q", q, self.nq)
+        pv = pa = None
+        if qd is not None:
+            self._load(self._v1, "qd", qd, self.nv)
+            pv = self._p1
+            if qdd is not None:
+                self._load(self._v2, "qdd", qdd, self.nv)
+                pa = self._p2
+        if self._L.mbs_fk(self._s, self._pq, pv, pa, *self._pkin):
+            self._fail()
+        return tuple(k.copy() for k in self._kin)
+
+    def invariants_at(self, q, qd) -> Invariants_C:
+        """p_sys, P_sys, H_sys, R, Rdot, KE, PE at (q, qd) (records.engine_invariants)."""
+        self._load(self._q, "q", q, self.nq)
+        self._load(self._v1, "qd", qd, self.nv)
+        out = Invariants_C()
+        if self._L.mbs_invariants_at(self._s, self._pq, self._p1, C.addressof(out)):
+            self._fail()
+        return out
+
+    # ---- parameters ---------------------------------------------------------------------------
+    def set_param(self, kind: int, index: int, comp: int, value: float) -> None:
+        """Set one parameter (mbs_core.h MBS_P_*); apply_params validates and takes them all."""
+        if self._L.mbs_sim_set_param(self._s, kind, index, comp, float(value)):
+            raise InputError(f"no parameter of kind {kind} for body {index}, component {comp}")
+
+    def get_param(self, kind: int, index: int, comp: int = 0) -> float:
+        v = C.c_double()
+        if self._L.mbs_sim_get_param(self._s, kind, index, comp, C.addressof(v)):
+            raise InputError(f"no parameter of kind {kind} for body {index}, component {comp}")
+        return v.value
+
+    def apply_params(self) -> None:
+        """Validate every parameter and rebuild the inertias; InputError listing every problem
+        (the parameters then stay as they were)."""
+        if self._L.mbs_sim_apply_params(self._s, self._err, ERR):
+            raise InputError(f"model {self.model.source}: parameters rejected: {self._err.value.decode(errors='replace')}")
+
+    # ---- simulation ---------------------------------------------------------------------------
+    def set_solver(self, method: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10, atol: float = 1e-12) -> None:
+        code = {"rk4": RK4, "dop853": DOP853}.get(method)
+        if code is None:
+            raise InputError(f"unknown integrator {method!r}: expected 'rk4' or 'dop853'")
+        if self._L.mbs_sim_set_solver(self._s, code, float(h_max), float(rtol), float(atol), self._err, ERR):
+            raise InputError(self._err.value.decode(errors="replace"))
+
+    def set_loops(self, baumgarte: bool, projection: bool, alpha: float, beta: float) -> None:
+        """Closed loops: Baumgarte terms (alpha, beta) [1/s] in the dynamics, projection after each
+        step (as Simulator's loop_stabilisation)."""
+        if self._L.mbs_sim_set_loops(self._s, int(bool(baumgarte)), int(bool(projection)), float(alpha), float(beta)):
+            raise InputError(f"baumgarte (alpha, beta) must be finite and >= 0 [1/s], got ({alpha}, {beta})")
+
+    def loop_lambda(self) -> np.ndarray:
+        """The loops' multipliers (rows of loops.py) at the current state and inputs."""
+        m = self.tables.sizes["n_rows"]
+        p = self._L.mbs_sim_lambda(self._s)
+        return np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (m,)).copy() if m else np.zeros(0)
+
+    @property
+    def x(self) -> np.ndarray:
+        """The state [q, qd, W_in, W_diss] (a copy)."""
+        return self._x.copy()
+
+    @property
+    def t(self) -> float:
+        return self._L.mbs_sim_time(self._s)
+
+    @t.setter
+    def t(self, value: float) -> None:
+        self._L.mbs_sim_set_time(self._s, float(value))
+
+    def set_state(self, x) -> None:
+        """x (nx,): finite, unit quaternions (InputError otherwise)."""
+        self._load(self._xin, "x", x, self.nx)
+        if self._L.mbs_sim_set_x(self._s, self._pxin, 1, self._err, ERR):
+            raise InputError(self._err.value.decode(errors="replace"))
+
+    def set_inputs(self, u) -> None:
+        """u (n_u,) held over the following steps."""
+        self._load(self._uin[: self.n_u], "u", u, self.n_u)
+        if self._L.mbs_sim_set_inputs(self._s, self._puin):
+            raise InputError("inputs must be finite")
+
+    @property
+    def u(self) -> np.ndarray:
+        return self._u.copy()
+
+    def step(self, dt: float) -> int:
+        """Advance by dt [s]; MBS_OK, or MBS_DISCARD / MBS_ERROR with ``message`` (state unchanged)."""
+        return self._L.mbs_sim_step(self._s, dt)
+
+    @property
+    def message(self) -> str:
+        return self._L.mbs_sim_message(self._s).decode(errors="replace")
+
+    def stats(self) -> tuple[int, int, float]:
+        """(internal steps, rhs evaluations, last internal step [s])."""
+        self._L.mbs_sim_stats(self._s, *self._stat_p)
+        return self._stat[0].value, self._stat[1].value, self._stat[2].value
+
+    def set_stats(self, n_steps: int, n_rhs: int, h_last: float) -> None:
+        self._L.mbs_sim_set_stats(self._s, int(n_steps), int(n_rhs), float(h_last))
+
+    def qdd(self) -> np.ndarray:
+        """qdd (nv,) at the current state and inputs (computed once per state)."""
+        p = self._L.mbs_sim_qdd(self._s)
+        return np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (self.nv,)).copy() if self.nv else np.zeros(0)
+
+    def invariants(self) -> Invariants_C:
+        """The invariants of the current state (computed once per state)."""
+        p = self._L.mbs_sim_invariants(self._s)
+        out = Invariants_C()
+        C.memmove(C.addressof(out), p, C.sizeof(Invariants_C))
+        return out
+
+    def copy_from(self, other: Core) -> None:
+        """This instance becomes a copy of ``other`` (same model): state, inputs, parameters."""
+        if other.model_hash != self.model_hash or other._mem.nbytes != self._mem.nbytes:
+            raise InputError("copy_from: the instances are of different models")
+        if self._L.mbs_sim_copy(self._s, other._s):
+            raise InputError("copy_from failed")
+
+
+_MODEL_CORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_usable: bool | None = None
+
+
+def model_core(model) -> Core:
+    """The Core a Model's own algorithms run on (Model.forward_dynamics etc.): one per model and
+    thread, the spanning tree only (loops are the caller's business), built on first use. The
+    first thread's core is also kept on the model (``model._native_core``)."""
+    hit = model.__dict__.get("_native_core")
+    if hit is not None and hit[0] == threading.get_ident():
+        return hit[1]
+    per_thread = _MODEL_CORES.get(model)
+    if per_thread is None:
+        per_thread = _MODEL_CORES.setdefault(model, threading.local())
+    core = getattr(per_thread, "core", None)
+    if core is None:
+        core = per_thread.core = Core(model, Tables(model, tree_only=True))
+        if hit is None:
+            model.__dict__["_native_core"] = (threading.get_ident(), core)
+    return core
+
+
+def usable() -> bool:
+    """available(), asked once per process; a warning says why when the core cannot be used."""
+    global _usable
+    if _usable is not None:
+        return _usable
+    if _usable is None:
+        try:
+            lib()
+            _usable = True
+        except (build.BuildError, OSError) as e:
+            import warnings
+            warnings.warn(f"mbsfmu: the C core cannot be loaded or built ({e}); using the numpy reference "
+                          "(slower)", RuntimeWarning, stacklevel=3)
+            _usable = False
+    return _usable

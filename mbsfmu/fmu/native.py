@@ -1,0 +1,335 @@
+"""The Python-free FMU: an FMI 2.0 Co-Simulation FMU of a model running the C engine core.
+
+``build_native_fmu`` writes the model's variable map (``mbsfmu.fmu.variables.variable_table``,
+the same variables, names, value references, units, start/min/max and ModelStructure as the
+python-runtime FMU) and its constant tables (``tables.c_source``) as one generated C file,
+``mbsfmu_model.c``, and compiles it with the FMI wrapper ``fmi2_slave.c`` and the core with
+``zig cc`` (the ``ziglang`` package) for linux64 (glibc 2.17, needs libc and libm only), win64
+(KERNEL32 and the Universal C Runtime) and darwin64 (libSystem). The FMU also carries
+``sources/`` (listed in the modelDescription's ``SourceFiles``) so an importer can compile it.
+
+Nothing in the FMU names a path of the build machine: the compiler runs in the staged sources
+folder on relative file names, without debug information.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import datetime
+import math
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+from mbsfmu import __version__, load_model
+from mbsfmu.errors import InputError, MbsError
+from .variables import variable_table
+
+CSRC_DIR = Path(__file__).resolve().parent / "csrc"     # the FMI wrapper and the FMI 2.0 headers
+FMI_HEADERS = CSRC_DIR / "fmi2"
+WRAPPER = ("fmi2_slave.c", "fmu_model.h")
+GENERATED = "mbsfmu_model.c"
+
+# FMI platform folder -> (zig target, binary suffix, extra link flags)
+TARGETS = {
+    "linux64": ("x86_64-linux-gnu.2.17", ".so", ["-lm"]),
+    "win64": ("x86_64-windows-gnu", ".dll", []),
+    "darwin64": ("x86_64-macos", ".dylib", []),
+}
+CFLAGS = ["-g0", "-fno-sanitize=undefined", "-fvisibility=hidden", "-Wno-unused-parameter"]   # after build.FLAGS
+
+# core parameter kinds (mbs_core.h MBS_P_*) and the wrapper's variable kinds (fmu_model.h)
+P_GRAVITY, P_MASS, P_COM, P_INERTIA, P_WHEEL_IW, P_SPRING_K, P_SPRING_D = range(1, 8)
+V_SOLVER, V_PARAM, V_INPUT, V_X, V_QDD, V_INV, V_ENERGY, V_DRIFT, V_STAT = range(1, 10)
+SOLVER_KEYS = ("method", "h_max", "rtol", "atol")
+INERTIA_COMPS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))      # mbs_core.h: xx, yy, zz, xy, xz, yz
+INV_FIELDS = ("p_sys", "H_sys", "R", "Rdot", "KE", "PE", "E")
+ENERGY_FIELDS = ("W_in", "W_diss")
+DRIFT_FIELDS = ("H_abs", "H_rel", "E_abs", "E_rel")
+STAT_FIELDS = ("n_steps", "n_rhs", "n_discards", "h_last")
+LOG_CATEGORIES = (("logStatusWarning", "Log messages with fmi2Warning status."),
+                  ("logStatusDiscard", "Log messages with fmi2Discard status."),
+                  ("logStatusError", "Log messages with fmi2Error status."),
+                  ("logStatusFatal", "Log messages with fmi2Fatal status."),
+                  ("logAll", "Log all messages."))
+
+
+class NativeBuildError(MbsError):
+    """The native FMU cannot be built (a model feature the core lacks, a failed compile)."""
+
+
+def core_sources() -> list[Path]:
+    """The engine core's C sources and headers (``build.SOURCES``, ``build.HEADERS``)."""
+    from mbsfmu.engine.native import build
+    return [build.HERE / name for name in (*build.SOURCES, *build.HEADERS)]
+
+
+# ---- the generated model file ------------------------------------------------------------------
+
+def variable_rows(model, table) -> list[tuple]:
+    """(name, type, causality, kind, a, b, c, start, min, max) of every variable, in value-reference
+    order: where each value lives in the core, from the table's ``source`` (NativeBuildError
+    naming every source this runtime does not know)."""
+    body = {name: i + 1 for i, name in enumerate(model.body_names)}
+    joint = {b.joint.name: i + 1 for i, b in enumerate(model.bodies)}
+    rows, problems = [], []
+    for v in table:
+        src = v.source
+        kind, abc = None, (0, 0, 0)
+        try:
+            if src[0] == "param":
+                key = src[1]
+                if key[0] == "solver":
+                    kind, abc = V_SOLVER, (SOLVER_KEYS.index(key[1]), 0, 0)
+                elif key[0] == "gravity":
+                    kind, abc = V_PARAM, (P_GRAVITY, 0, int(key[1]))
+                elif key[0] == "mass":
+                    kind, abc = V_PARAM, (P_MASS, body[key[1]], 0)
+                elif key[0] == "com":
+                    kind, abc = V_PARAM, (P_COM, body[key[1]], int(key[2]))
+                elif key[0] == "inertia":
+                    kind, abc = V_PARAM, (P_INERTIA, body[key[1]], INERTIA_COMPS.index((key[2], key[3])))
+                elif key[0] == "wheel":
+                    kind, abc = V_PARAM, (P_WHEEL_IW, int(model.wheels[key[1]][0]), 0)
+                elif key[0] in ("spring_k", "spring_d"):
+                    kind, abc = V_PARAM, (P_SPRING_K if key[0] == "spring_k" else P_SPRING_D, joint[key[1]], 0)
+            elif src[0] == "input":
+                kind, abc = V_INPUT, (int(src[1]), 0, 0)
+            elif src[0] == "x":
+                kind, abc = V_X, (int(src[1]), 0, 0)
+            elif src[0] == "qdd":
+                kind, abc = V_QDD, (int(src[1]), 0, 0)
+            elif src[0] == "inv":
+                kind, abc = V_INV, (INV_FIELDS.index(src[1]), int(src[2]), 0)
+            elif src[0] == "energy":
+                kind, abc = V_ENERGY, (ENERGY_FIELDS.index(src[1]), 0, 0)
+            elif src[0] == "drift":
+                kind, abc = V_DRIFT, (DRIFT_FIELDS.index(src[1]), 0, 0)
+            elif src[0] == "stat":
+                kind, abc = V_STAT, (STAT_FIELDS.index(src[1]), 0, 0)
+        except (KeyError, ValueError, IndexError):
+            kind = None
+        if kind is None:
+            problems.append(f"{v.name}: source {src!r}")
+            continue
+        rows.append((v.name, "R" if v.type == "Real" else "I", v.causality[0], kind, *abc,
+                     v.start if v.start is not None else 0.0, v.min, v.max))
+    if problems:
+        raise NativeBuildError(f"the native runtime has no value for {len(problems)} variable(s): "
+                               + "; ".join(problems))
+    return rows
+
+
+def c_string(s: str) -> str:
+    """A C string literal of s (UTF-8, every byte outside printable ASCII escaped in octal)."""
+    out = []
+    for b in s.encode("utf-8"):
+        c = chr(b)
+        out.append(f"\\{b:03o}" if b < 32 or b > 126 or c in '"\\?' else c)
+    return '"' + "".join(out) + '"'
+
+
+def c_double(x) -> str:
+    """x as an exact C99 double literal (NAN for None)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "NAN"
+    x = float(x)
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "(-INFINITY)"
+    return x.hex() if x != 0 else ("-0.0" if math.copysign(1.0, x) < 0 else "0.0")
+
+
+def model_c_source(model, table, guid: str, identifier: str) -> str:
+    """The generated mbsfmu_model.c: the core's tables and the variable map of fmu_model.h."""
+    from mbsfmu.engine.native.tables import c_source
+    rows = variable_rows(model, table)
+    lines = [
+        (f"/* mbsfmu_model.c: model {repr(model.name).replace('*/', '* /')} for the native FMU {identifier}, "
+         f"generated by mbsfmu {__version__} (mbsfmu build-fmu --runtime native). Variables in value-reference "
+         "order. */"),
+        "#include <math.h>",
+        '#include "fmu_model.h"',
+        c_source(model, "mbs"),
+        f"static const mbsfmu_var mbsfmu_vars[{len(rows)}] = {{",
+    ]
+    for name, typ, cau, kind, a, b, c, start, lo, hi in rows:
+        lines.append(f"    {{{c_string(name)}, '{typ}', '{cau}', {kind}, {a}, {b}, {c}, {c_double(start)}, "
+                     f"{c_double(lo)}, {c_double(hi)}}},")
+    lines += [
+        "};",
+        "const mbsfmu_model MBSFMU_MODEL = {",
+        f"    {c_string(guid)}, {c_string(identifier)},",
+        "    mbs_ti, sizeof mbs_ti / sizeof mbs_ti[0], mbs_tf, sizeof mbs_tf / sizeof mbs_tf[0],",
+        f"    mbsfmu_vars, {len(rows)},",
+        "};",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# ---- zig ---------------------------------------------------------------------------------------
+
+def zig_cache_dir() -> Path:
+    """zig's global cache (ZIG_GLOBAL_CACHE_DIR, else the XDG cache folder)."""
+    env = os.environ.get("ZIG_GLOBAL_CACHE_DIR")
+    if env:
+        return Path(env)
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home())) / "zig"
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zig"
+
+
+def compile_target(platform: str, srcdir: Path, c_files: list[str], out: Path, progress=print) -> None:
+    """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform, with
+    the core's one zig invocation (``build.zig_cc``). progress: told once per target, the first
+    time (zig then builds its C library cache for that target)."""
+    from mbsfmu.engine.native import build
+    target, _suffix, libs = TARGETS[platform]
+    marker = zig_cache_dir() / f"mbsfmu-libc-{target}.ok"
+    first = not marker.exists()
+
+    def say(_msg):
+        if first and progress:
+            progress(f"building the zig C library cache for {platform}, first time only, a few minutes")
+
+    flags = [*build.FLAGS, *CFLAGS, f"-I{srcdir}", "-shared", *libs]
+    if platform == "linux64":
+        flags += ["-fPIC", "-Wl,-z,defs"]
+    elif platform == "darwin64":      # the install name, else the build folder's path
+        flags.append(f"-Wl,-install_name,@rpath/{out.name}")
+    try:
+        build.zig_cc([srcdir / f for f in c_files], target, out, flags, progress=say)
+    except build.BuildError as e:
+        raise NativeBuildError(f"compiling the FMU for {platform} failed (zig cc -target {target}): {e}") from None
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+
+
+# ---- the FMU -----------------------------------------------------------------------------------
+
+def raw_model_description(model, table, identifier: str, h_max: float) -> bytes:
+    """The skeleton modelDescription.xml that ``mbsfmu.fmu.build.model_description`` completes
+    (the python runtime's is pythonfmu's): header, CoSimulation, LogCategories, DefaultExperiment,
+    the variables by name, an empty ModelStructure."""
+    root = ET.Element("fmiModelDescription", fmiVersion="2.0", modelName=model.name, guid="",
+                      generationTool="native C core",
+                      generationDateAndTime=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    ET.SubElement(root, "CoSimulation", modelIdentifier=identifier)
+    cats = ET.SubElement(root, "LogCategories")
+    for name, desc in LOG_CATEGORIES:
+        ET.SubElement(cats, "Category", name=name, description=desc)
+    ET.SubElement(root, "DefaultExperiment", startTime="0.0", stopTime="10.0", stepSize=repr(float(h_max or 1e-3)))
+    mv = ET.SubElement(root, "ModelVariables")
+    for v in table:
+        ET.SubElement(mv, "ScalarVariable", name=v.name)
+    ET.SubElement(root, "ModelStructure")
+    return ET.tostring(root, encoding="UTF-8", xml_declaration=True)
+
+
+def native_model_description(raw: bytes, table, info: dict, source_files: list[str]) -> bytes:
+    """The python runtime's modelDescription writer, then the native runtime's capability flags
+    (no execution tool, the host's memory functions used) and ``SourceFiles``."""
+    from .build import model_description
+    root = ET.fromstring(model_description(raw, table, info))
+    cs = root.find("CoSimulation")
+    cs.set("needsExecutionTool", "false")
+    cs.set("canNotUseMemoryManagementFunctions", "false")
+    for child in list(cs):
+        cs.remove(child)
+    files = ET.SubElement(cs, "SourceFiles")
+    for name in source_files:
+        ET.SubElement(files, "File", name=name)
+    ET.indent(root)
+    return ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
+
+
+def build_native_fmu(model: str | Path, output: str | Path | None = None, *, naming: str = "structured",
+                     integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10, atol: float = 1e-12,
+                     platforms=tuple(TARGETS), progress=print) -> Path:
+    """Build ``output`` (default ``<modelIdentifier>.fmu``) from the model file ``model``, for the
+    FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the one-time
+    zig cache message (None: silent). Returns the FMU's path."""
+    from .build import model_identifier
+    from mbsfmu.sim.simulator import Simulator
+    model_path = Path(model)
+    m = load_model(model_path)
+    refusal = core_refusal(m)
+    if refusal:
+        raise NativeBuildError(f"{refusal} (the native runtime cannot build this FMU: use --runtime python)")
+    Simulator(m, integrator=integrator, h_max=h_max, rtol=rtol, atol=atol)      # InputError on bad settings
+    try:
+        table = variable_table(m, naming, integrator, h_max, rtol, atol)
+    except ValueError as e:
+        raise InputError(f"model {model_path}: {e}") from None
+    unknown = [p for p in platforms if p not in TARGETS]
+    if unknown or not platforms:
+        raise InputError(f"platforms {list(platforms)}: expected some of {', '.join(TARGETS)}")
+    identifier = model_identifier(m.name)
+    output = Path(output) if output is not None else Path(f"{identifier}.fmu")
+    if output.is_dir():
+        output = output / f"{identifier}.fmu"
+    guid = str(uuid.uuid4())
+    info = {"guid": guid, "naming": naming, "engine_version": __version__,
+            "description": (f"mbsfmu rigid multibody model {m.name}: {m.N} bodies, nq = {m.nq}, nv = {m.nv} "
+                            f"(FMI 2.0 Co-Simulation, native C engine core of mbsfmu {__version__})")}
+    model_c = model_c_source(m, table, guid, identifier)
+    with tempfile.TemporaryDirectory(prefix="mbsfmu_native_") as tmp:
+        tmp = Path(tmp)
+        src = tmp / "sources"
+        src.mkdir()
+        for f in [*core_sources(), *(CSRC_DIR / w for w in WRAPPER), *sorted(FMI_HEADERS.glob("*.h"))]:
+            shutil.copyfile(f, src / f.name)
+        (src / GENERATED).write_text(model_c, encoding="utf-8")
+        c_files = sorted(f.name for f in src.glob("*.c"))
+        binaries = {}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(platforms)) as pool:
+            jobs = {}
+            for p in platforms:
+                out = tmp / "bin" / p / f"{identifier}{TARGETS[p][1]}"
+                out.parent.mkdir(parents=True)
+                jobs[p] = pool.submit(compile_target, p, src, c_files, out, progress)
+                binaries[p] = out
+            for job in jobs.values():
+                job.result()
+        md = native_model_description(raw_model_description(m, table, identifier, h_max), table, info, c_files)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        part = output.with_name(output.name + f".{uuid.uuid4().hex[:8]}.part")
+        try:
+            with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+                _add(z, "modelDescription.xml", md)
+                for p, path in binaries.items():
+                    _add(z, f"binaries/{p}/{path.name}", path.read_bytes(), executable=True)
+                for f in sorted(src.iterdir()):
+                    _add(z, f"sources/{f.name}", f.read_bytes())
+            part.replace(output)
+        finally:
+            part.unlink(missing_ok=True)
+    return output
+
+
+def _add(z: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
+    zi = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+    zi.compress_type = zipfile.ZIP_DEFLATED
+    zi.external_attr = (0o755 if executable else 0o644) << 16
+    z.writestr(zi, data)
+
+
+def core_refusal(model) -> str | None:
+    """The core's reason for refusing a model (e.g. closed loops, which it does not close yet), or
+    None; None also when the core library cannot be loaded on this machine (the FMU's binaries are
+    cross-compiled and checked when instantiated)."""
+    from mbsfmu.engine.native.core import Core, available
+    if not available():
+        return None
+    try:
+        Core(model)
+    except InputError as e:
+        return str(e)
+    return None

@@ -1,0 +1,52 @@
+"""The rows a run writes, built in one place from a Simulator's current state.
+
+``trajectory_row``: ``trajectory.csv`` (joint and system columns): time [s], q.<joint>,
+qd.<joint> (``[k]`` for multi-DoF joints), inputs u.<name>, the engine's own invariants
+engine.* and loop.<name>.phi/phidot/lambda[k] of closed loops.
+
+``records_row``: ``records.csv``, the independent checker's file (``mbsfmu check records.csv``):
+time, every body/wheel/spring record (mbsfmu/sim/outputs.py, format in mbsfmu/trajectory.py) and
+the engine.* columns (compared by ``engine_agreement``, and W_in/W_diss used by
+``energy_balance``). Body records are ~50 columns per body, so they go to their own file, written
+only when a scenario's checks need them (docs/reference/trajectory-format.md).
+"""
+from __future__ import annotations
+
+INVARIANT_VECTORS = ("p_sys", "P_sys", "H_sys", "R", "Rdot")
+TRAJECTORY_FILE = "trajectory.csv"
+RECORDS_FILE = "records.csv"
+
+
+def engine_columns(sim) -> dict[str, float]:
+    """engine.p_sys[1..3], P_sys, H_sys, R, Rdot (world axes), engine.KE, PE, E, W_in, W_diss [J]."""
+    inv = sim.invariants()
+    row = {f"engine.{key}[{c + 1}]": float(v) for key in INVARIANT_VECTORS for c, v in enumerate(getattr(inv, key))}
+    W_in, W_diss = sim.work
+    row.update({"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in,
+                "engine.W_diss": W_diss})
+    return row
+
+
+def trajectory_row(sim, t: float | None = None) -> dict[str, float]:
+    """One trajectory.csv row: time (``t`` or the simulator's), joint states, inputs, engine
+    invariants and closed-loop outputs."""
+    row = {"time": sim.t if t is None else t}
+    names = sim.state_names
+    q, qd = sim.q, sim.qd
+    row.update(zip(names[: len(q)], q))
+    row.update(zip(names[len(q): len(q) + len(qd)], qd))
+    row.update({f"u.{name}": v for name, v in zip(sim.input_names, sim.u)})
+    row.update(engine_columns(sim))
+    for loop, out in sim.loop_outputs().items():   # closed loops: violation norms and constraint forces
+        row[f"loop.{loop}.phi"], row[f"loop.{loop}.phidot"] = out["phi"], out["phidot"]
+        for k, lam in enumerate(out["lambda"]):
+            row[f"loop.{loop}.lambda[{k + 1}]"] = lam
+    return row
+
+
+def records_row(sim, t: float | None = None) -> dict[str, float]:
+    """One records.csv row: time, body/wheel/spring records and the engine.* columns."""
+    return {"time": sim.t if t is None else t, **sim.records(), **engine_columns(sim)}
+
+
+__all__ = ["RECORDS_FILE", "TRAJECTORY_FILE", "engine_columns", "records_row", "trajectory_row"]

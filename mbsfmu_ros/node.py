@@ -1,0 +1,490 @@
+"""The mbsfmu ROS 2 node: runs the engine for one model file and publishes joint states, momentum,
+energy and conservation diagnostics; takes actuator commands (docs/reference/ros-interface.md).
+
+Structure after ros2/demos' demo_nodes_py: ``main()`` initialises rclpy and spins, parameters are
+declared with defaults, and all message contents come from the pure functions of
+``conversion.py`` and ``diagnostics.py``. The node runs its own loop (``MbsNode.run``) instead of
+a timer: it steps the engine one publish period at a time, paced against the wall clock
+(``pacing.py``), or as fast as possible, or in lock-step with a controller, and lets the
+executor handle commands and services between cycles.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import rclpy
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PointStamped, Vector3Stamped, WrenchStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
+from std_srvs.srv import SetBool, Trigger
+
+import mbsfmu
+from mbsfmu.errors import MbsError
+from mbsfmu.sim.simulator import INTEGRATORS, SimulationError, Simulator
+
+from mbsfmu_ros import conversion as cv
+from mbsfmu_ros import diagnostics as dg
+from mbsfmu_ros import topics as tp
+from .pacing import MAX_LAG, PacingStats
+
+try:                                   # no PyPI wheel for tf2_msgs: /tf only where it imports
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+except ImportError:                    # pragma: no cover - depends on the installation
+    TFMessage = None
+
+SPIN_MARGIN = 3e-4     # [s] before a deadline the node stops waiting in the executor and sleeps
+NODE_NAME = "mbsfmu"
+
+PARAMETERS = {  # name: (default, description); see docs/reference/ros-interface.md
+    "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
+    "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
+    "publish_rate": (100.0, "cycles per second of sim time [Hz]: the engine advances 1/publish_rate per cycle "
+                            "(inputs held), then publishes"),
+    "real_time_factor": (1.0, "target sim time / wall time: 1.0 = wall-clock paced, 0 = as fast as possible"),
+    "lock_step": (False, "advance one cycle per command for the current sim time (deterministic controller "
+                         "in the loop); pacing is then off"),
+    "command_timeout": (0.5, "sim time [s] without a command after which the inputs drop to zero (0 = never); "
+                             "also the age beyond which a stamped joint command is stale"),
+    "integrator": ("rk4", f"one of {', '.join(INTEGRATORS)}"),
+    "rtol": (1e-10, "dop853 relative tolerance"),
+    "atol": (1e-12, "dop853 absolute tolerance"),
+    "diagnostics_rate": (1.0, "/diagnostics and /mbs/real_time_factor per second of wall time [Hz]"),
+    "checks": (["auto"], f"conservation checks: auto, none, or any of {', '.join(dg.CONSERVATION_CHECKS)}"),
+    "invariants_decimation": (1, "publish momentum, CM, energy (and /tf) every N-th cycle"),
+    "frame_id": ("world", "header.frame_id of the stamped outputs: the inertial frame"),
+    "start_paused": (False, "start paused (~/pause false or ~/step to go on)"),
+    "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
+}
+
+
+def _descriptor(text: str, number: bool = False) -> ParameterDescriptor:
+    """Read-only; a float parameter takes integers too (``publish_rate:=1000``)."""
+    return ParameterDescriptor(description=text, read_only=True, dynamic_typing=number)
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MbsError(f"parameter {name} must be a number, got {value!r}")
+    return float(value)
+
+
+class MbsNode(Node):
+    """Publishes the engine's outputs each cycle; see docs/reference/ros-interface.md for topics and services."""
+
+    def __init__(self, model: str | None = None, **kwargs):
+        overrides = list(kwargs.pop("parameter_overrides", []) or [])
+        if model:
+            overrides.append(Parameter("model", value=str(model)))
+        super().__init__(kwargs.pop("node_name", NODE_NAME), parameter_overrides=overrides, **kwargs)
+        for name, (default, text) in PARAMETERS.items():
+            self.declare_parameter(name, default, _descriptor(text, isinstance(default, float)))
+        for name, (warn, error) in dg.DEFAULT_THRESHOLDS.items():
+            self.declare_parameter(f"thresholds.{name}.warn", warn, _descriptor(f"{name}: WARN from this value on", True))
+            self.declare_parameter(f"thresholds.{name}.error", error, _descriptor(f"{name}: ERROR from this value on", True))
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        for name, (default, _text) in PARAMETERS.items():
+            if isinstance(default, float):
+                p[name] = _number(name, p[name])
+        self.thresholds = {}
+        for name in dg.DEFAULT_THRESHOLDS:
+            warn, error = (_number(f"thresholds.{name}.{k}", self.get_parameter(f"thresholds.{name}.{k}").value)
+                           for k in ("warn", "error"))
+            if not warn <= error:
+                raise MbsError(f"thresholds.{name}: warn {warn:g} must not exceed error {error:g}")
+            self.thresholds[name] = (warn, error)
+        if not p["model"]:
+            raise MbsError("no model file: pass it as the first argument or as parameter model:=PATH")
+        for key in ("publish_rate", "physics_step"):
+            if not (math.isfinite(p[key]) and p[key] > 0) and not (key == "physics_step" and p[key] == 0
+                                                                 and p["integrator"] == "dop853"):
+                raise MbsError(f"parameter {key} must be a positive number, got {p[key]}")
+        for key in ("real_time_factor", "command_timeout", "diagnostics_rate"):
+            if not (math.isfinite(p[key]) and p[key] >= 0):
+                raise MbsError(f"parameter {key} must be a number >= 0, got {p[key]}")
+        if int(p["invariants_decimation"]) < 1:
+            raise MbsError(f"parameter invariants_decimation must be >= 1, got {p['invariants_decimation']}")
+        if p["executor"] not in ("single", "events"):
+            raise MbsError(f"parameter executor must be single or events, got {p['executor']!r}")
+        self.params = p
+        self.model = mbsfmu.load_model(p["model"])
+        self.sim = Simulator(self.model, integrator=p["integrator"], h_max=float(p["physics_step"]),
+                             rtol=float(p["rtol"]), atol=float(p["atol"]))
+        self.checks = dg.resolve_checks(list(p["checks"]), self.model)
+        self.layout = cv.joint_layout(self.model)
+        self.aliases = cv.command_aliases(self.model, self.sim.input_names)
+        self.period = 1.0 / float(p["publish_rate"])
+        self.period_ns = cv.time_to_ns(self.period)
+        self.rtf = float(p["real_time_factor"])
+        self.lock_step = bool(p["lock_step"])
+        self.timeout_ns = cv.time_to_ns(float(p["command_timeout"]))
+        self.decimation = int(p["invariants_decimation"])
+        self.frame_id = str(p["frame_id"])
+        self.diag_period = 1.0 / float(p["diagnostics_rate"]) if p["diagnostics_rate"] > 0 else math.inf
+
+        # state of the run
+        self.k = 0                          # cycles since the start or the last reset
+        self.offset_ns = 0                  # published time = offset + episode time (monotonic across resets)
+        self.last_ns = -1                   # stamp of the last published state
+        self.resets = 0
+        self.paused = bool(p["start_paused"])
+        self.error: str | None = None       # the engine stopped (SimulationError): paused until ~/reset
+        self.lock_go = False
+        self.lock_subscribers = 0
+        self.reanchor = True
+        self.stats = PacingStats()
+        self.cmd = {"accepted": 0, "rejected": 0, "last_ns": None, "active": False, "timed_out": False,
+                    "last_rejection": "", "last_rejection_wall": -math.inf}
+        self._log_last: dict[str, float] = {}
+        self.ref_row = dg.checker_row(self.sim)
+
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_clock = self.create_publisher(Clock, tp.CLOCK, qos)
+        self.pub_js = self.create_publisher(JointState, tp.JOINT_STATES, qos)
+        self.pub_mom = self.create_publisher(WrenchStamped, tp.CENTROIDAL_MOMENTUM, qos)
+        self.pub_com = self.create_publisher(PointStamped, tp.COM, qos)
+        self.pub_comv = self.create_publisher(Vector3Stamped, tp.COM_VELOCITY, qos)
+        self.pub_energy = self.create_publisher(Float64MultiArray, tp.ENERGY, qos)
+        self.pub_diag = self.create_publisher(DiagnosticArray, tp.DIAGNOSTICS, qos)
+        self.pub_rtf = self.create_publisher(Float64, tp.REAL_TIME_FACTOR, qos)
+        self.pub_tf = self.create_publisher(TFMessage, tp.TF, QoSProfile(depth=100)) if TFMessage else None
+        self.create_subscription(Float64MultiArray, tp.EFFORT_COMMANDS, self._on_effort, qos)
+        self.create_subscription(JointState, tp.JOINT_COMMANDS, self._on_joint_command, qos)
+        self.create_service(Trigger, "~/reset", self._srv_reset)
+        self.create_service(SetBool, "~/pause", self._srv_pause)
+        self.create_service(Trigger, "~/step", self._srv_step)
+
+        self.msg_js = JointState()
+        self.msg_js.header.frame_id = self.frame_id
+        self.msg_js.name = list(self.layout.names)
+        self.msg_energy = Float64MultiArray()
+        self.msg_energy.layout.dim = [MultiArrayDimension(label=cv.ENERGY_LAYOUT_LABEL, size=len(cv.ENERGY_LABELS),
+                                                          stride=len(cv.ENERGY_LABELS))]
+        mode = "lock-step" if self.lock_step else ("as fast as possible" if self.rtf == 0 else
+                                                   f"real-time factor {self.rtf:g}")
+        self.get_logger().info(
+            f"model {self.model.name} ({p['model']}): {len(self.layout.names)} joint state entries, inputs "
+            f"[{', '.join(self.sim.input_names)}]; {p['integrator']} step {p['physics_step']:g} s, cycle "
+            f"{self.period:g} s, {mode}; checks [{', '.join(self.checks)}]"
+            f"{'' if TFMessage else '; /tf off (tf2_msgs not importable)'}")
+
+    # ---- time -----------------------------------------------------------------------------
+    def now_ns(self) -> int:
+        """Published sim time of the current state [ns]: reset offset + episode time."""
+        return self.offset_ns + cv.time_to_ns(self.sim.t)
+
+    def _stamp(self, ns: int) -> Time:
+        sec, nsec = cv.ns_to_stamp(ns)
+        return Time(sec=sec, nanosec=nsec)
+
+    # ---- publishing -----------------------------------------------------------------------
+    def publish_state(self) -> None:
+        """/clock, /joint_states, and every ``invariants_decimation``-th cycle momentum, CM, energy, /tf."""
+        ns = self.now_ns()
+        stamp = self._stamp(ns)
+        self.last_ns = ns
+        self.pub_clock.publish(Clock(clock=stamp))
+        sim = self.sim
+        tau = sim.forces.joint_forces(sim.u)
+        _names, pos, vel, eff = cv.joint_state_fields(self.layout, sim.q, sim.qd, tau)
+        m = self.msg_js
+        m.header.stamp = stamp
+        m.position, m.velocity, m.effort = pos, vel, eff
+        self.pub_js.publish(m)
+        if self.k % self.decimation:
+            return
+        inv = sim.invariants()
+        force, torque = cv.momentum_fields(inv)
+        w = WrenchStamped()
+        w.header.stamp, w.header.frame_id = stamp, self.frame_id
+        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z) = force
+        (w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = torque
+        self.pub_mom.publish(w)
+        R, Rdot = cv.com_fields(inv)
+        c = PointStamped()
+        c.header.stamp, c.header.frame_id = stamp, self.frame_id
+        c.point.x, c.point.y, c.point.z = R
+        self.pub_com.publish(c)
+        v = Vector3Stamped()
+        v.header.stamp, v.header.frame_id = stamp, self.frame_id
+        v.vector.x, v.vector.y, v.vector.z = Rdot
+        self.pub_comv.publish(v)
+        self.msg_energy.data = cv.energy_values(inv, sim.work)
+        self.pub_energy.publish(self.msg_energy)
+        if self.pub_tf is not None:
+            msg = TFMessage()
+            for parent, child, xyz, quat in cv.transforms(self.model, sim.kinematics()):
+                t = TransformStamped()
+                t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, \
+                    self.frame_id if parent == "world" else parent, child
+                t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = xyz
+                t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w = quat
+                msg.transforms.append(t)
+            self.pub_tf.publish(msg)
+
+    def publish_diagnostics(self, wall: float) -> None:
+        """/diagnostics (conservation, constraints, real time, commands, simulation) and /mbs/real_time_factor."""
+        statuses: list[dg.Status] = []
+        try:
+            statuses += dg.conservation_statuses(self.ref_row, dg.checker_row(self.sim), self.checks, self.thresholds)
+            c = dg.constraint_status(self.sim.loop_outputs(), *self.thresholds["constraints"])
+            if c is not None:
+                statuses.append(c)
+        except (MbsError, FloatingPointError, ValueError) as e:
+            statuses.append(dg.Status("conservation", dg.ERROR, f"checker failed: {e}"))
+        summary = self.stats.summary(wall, self.sim.t)
+        statuses.append(dg.real_time_status(summary, self.rtf, self.lock_step, self.paused or self.error is not None,
+                                            *self.thresholds["overrun_fraction"]))
+        statuses.append(self._commands_status())
+        statuses.append(self._simulation_status())
+        arr = DiagnosticArray()
+        arr.header.stamp = self._stamp(max(self.last_ns, 0))
+        for s in statuses:
+            arr.status.append(DiagnosticStatus(
+                level=bytes([s.level]), name=f"{self.get_name()}: {s.name}", message=s.message,
+                hardware_id=self.model.name, values=[KeyValue(key=k, value=v) for k, v in s.values.items()]))
+        self.pub_diag.publish(arr)
+        rtf = summary["real_time_factor"]
+        if math.isfinite(rtf):
+            self.pub_rtf.publish(Float64(data=float(rtf)))
+
+    def _commands_status(self) -> dg.Status:
+        c = self.cmd
+        values = {"accepted": str(c["accepted"]), "rejected": str(c["rejected"]),
+                  "last_command_t": "none" if c["last_ns"] is None else f"{c['last_ns'] / cv.NS:.9f}",
+                  "command_timeout": f"{self.timeout_ns / cv.NS:g}", "last_rejection": c["last_rejection"],
+                  "inputs": ", ".join(f"{n}={v:.6g}" for n, v in zip(self.sim.input_names, self.sim.u))}
+        if time.monotonic() - c["last_rejection_wall"] < max(self.diag_period, 1.0) * 2:
+            return dg.Status("commands", dg.WARN, f"command rejected: {c['last_rejection']}", values)
+        if c["timed_out"]:
+            return dg.Status("commands", dg.WARN, f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time: "
+                             "inputs set to zero", values)
+        if c["last_ns"] is None:
+            return dg.Status("commands", dg.OK, "no command received yet: inputs zero", values)
+        return dg.Status("commands", dg.OK, "commands fresh", values)
+
+    def _simulation_status(self) -> dg.Status:
+        values = {"sim_time": f"{self.now_ns() / cv.NS:.9f}", "episode_time": f"{self.sim.t:.9f}",
+                  "resets": str(self.resets), "time_offset": f"{self.offset_ns / cv.NS:.9f}",
+                  "cycles": str(self.k), "integrator_steps": str(self.sim.n_steps)}
+        if self.error:
+            return dg.Status("simulation", dg.ERROR, f"engine stopped: {self.error}; call ~/reset", values)
+        state = "paused" if self.paused else ("lock-step, waiting for commands" if self.lock_step else "running")
+        note = f"; reset {self.resets} time(s), sim time keeps increasing (offset {self.offset_ns / cv.NS:g} s)" \
+            if self.resets else ""
+        return dg.Status("simulation", dg.OK, state + note, values)
+
+    # ---- commands --------------------------------------------------------------------------
+    def _reject(self, kind: str, text: str) -> None:
+        c = self.cmd
+        c["rejected"] += 1
+        c["last_rejection"], c["last_rejection_wall"] = text, time.monotonic()
+        now = time.monotonic()
+        if now - self._log_last.get(kind, -math.inf) >= 1.0:      # at most one warning per kind per second
+            self._log_last[kind] = now
+            self.get_logger().warning(text)
+
+    def _apply(self, values: dict[str, float]) -> None:
+        self.sim.set_inputs(values)
+        c = self.cmd
+        c["accepted"] += 1
+        c["last_ns"], c["active"], c["timed_out"] = self.now_ns(), True, False
+        if self.lock_step:
+            self.lock_go = True
+
+    def _on_effort(self, msg: Float64MultiArray) -> None:
+        try:
+            values = cv.effort_command_inputs(msg.data, self.sim.input_names)
+        except cv.CommandError as e:
+            return self._reject("effort", f"/mbs/effort_commands: {e}")
+        self._apply(values)
+
+    def _on_joint_command(self, msg: JointState) -> None:
+        try:
+            cv.check_command_stamp(cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec), self.now_ns(),
+                                   self.timeout_ns, self.lock_step)
+            values = cv.joint_command_inputs(list(msg.name), msg.effort, self.aliases)
+        except cv.CommandError as e:
+            return self._reject("joint", f"/mbs/joint_commands: {e}")
+        self._apply(values)
+
+    def _check_timeout(self) -> None:
+        c = self.cmd
+        if self.lock_step or not self.timeout_ns or not c["active"]:
+            return
+        if self.now_ns() - c["last_ns"] > self.timeout_ns:
+            self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
+            c["active"], c["timed_out"] = False, True
+            self.get_logger().warning(f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time "
+                                      f"(last at t = {c['last_ns'] / cv.NS:.6f} s): inputs set to zero")
+
+    # ---- services --------------------------------------------------------------------------
+    def _srv_reset(self, request, response):
+        self.reset()
+        response.success = True
+        response.message = (f"reset {self.resets}: initial state at sim time t = {self.now_ns() / cv.NS:.9f} s "
+                            f"(sim time keeps increasing; episode time 0)")
+        return response
+
+    def _srv_pause(self, request, response):
+        self.paused = bool(request.data)
+        self.reanchor = True
+        response.success = True
+        response.message = f"{'paused' if self.paused else 'running'} at t = {self.now_ns() / cv.NS:.9f} s"
+        self.get_logger().info(response.message)
+        return response
+
+    def _srv_step(self, request, response):
+        if not (self.paused or self.lock_step) or self.error:
+            response.success = False
+            response.message = self.error or "~/step advances one cycle only while paused or in lock-step mode"
+            return response
+        ok = self.cycle()
+        response.success = ok
+        response.message = f"t = {self.now_ns() / cv.NS:.9f} s" if ok else str(self.error)
+        return response
+
+    def reset(self) -> None:
+        """Initial state, zero inputs and work, new reference for the diagnostics; sim time goes
+        on from the last published stamp plus one cycle (never backwards)."""
+        self.offset_ns = max(self.last_ns, self.now_ns()) + self.period_ns
+        q, qd = self.model.initial_state()
+        self.sim.set_configuration(q, qd)
+        self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
+        self.sim.t = 0.0
+        self.k = 0
+        self.error = None
+        self.resets += 1
+        self.cmd.update(active=False, timed_out=False, last_ns=None)
+        self.ref_row = dg.checker_row(self.sim)
+        self.reanchor = True
+        self.get_logger().info(f"reset {self.resets}: episode restarts from the initial state; sim time continues "
+                               f"at t = {self.now_ns() / cv.NS:.9f} s (offset {self.offset_ns / cv.NS:g} s)")
+        self.publish_state()
+
+    # ---- the loop -------------------------------------------------------------------------
+    def cycle(self) -> bool:
+        """Advance one publish period (inputs held) and publish; False if the engine failed."""
+        try:
+            self.sim.advance_to((self.k + 1) * self.period)
+        except SimulationError as e:
+            self.error = str(e)
+            self.get_logger().error(f"engine stopped: {e}; ~/reset restarts it")
+            return False
+        self.k += 1
+        self.publish_state()
+        return True
+
+    def run(self, executor) -> None:
+        """Cycle until shutdown: paced, as fast as possible, or in lock-step (see pacing.py)."""
+        wall = time.perf_counter
+        budget = self.period / self.rtf if self.rtf > 0 else None
+        self.stats.start(wall(), self.sim.t)
+        if not self.lock_step:
+            self.publish_state()
+        next_diag = wall() + min(self.diag_period, 1e9)
+        deadline = wall()
+        spun = False
+        while rclpy.ok():
+            now = wall()
+            if now >= next_diag:
+                self.publish_diagnostics(now)
+                next_diag = max(next_diag + self.diag_period, now + 0.5 * self.diag_period)
+            if self.paused or self.error:
+                executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                self.reanchor = True
+                continue
+            if self.lock_step:
+                n = self.pub_js.get_subscription_count()
+                if n > self.lock_subscribers:
+                    self.publish_state()          # (re)announce the current state to a new controller
+                self.lock_subscribers = n
+                if self.lock_go:
+                    self.lock_go = False
+                    t0 = wall()
+                    self.cycle()
+                    self.stats.record(0.0, wall() - t0, None)
+                else:
+                    executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                continue
+            if self.reanchor:
+                deadline, self.reanchor = now + (budget or 0.0), False
+            if budget is not None:
+                wait = deadline - now
+                if wait > SPIN_MARGIN:
+                    executor.spin_once(timeout_sec=wait - SPIN_MARGIN)
+                    spun = True
+                    continue
+                if wait > 0:
+                    time.sleep(wait)
+                start = wall()
+                lateness = start - deadline
+            else:
+                start, lateness = wall(), 0.0
+            self._check_timeout()
+            self.cycle()
+            end = wall()
+            self.stats.record(lateness, end - start, budget)
+            if budget is not None:
+                deadline += budget
+                if end - deadline > MAX_LAG:
+                    self.stats.slip()
+                    deadline = end
+            if not spun:
+                executor.spin_once(timeout_sec=0.0)
+            spun = False
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    from rclpy.utilities import remove_ros_args
+    parser = argparse.ArgumentParser(prog="python -m mbsfmu_ros", description="mbsfmu ROS 2 node (docs/guides/ros2.md)")
+    parser.add_argument("model", nargs="?", help="model file (else parameter model:=PATH)")
+    return parser.parse_args(remove_ros_args(argv)[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m mbsfmu_ros``, ``mbsfmu ros`` and ``ros2 run mbsfmu_ros mbs_node``."""
+    argv = list(sys.argv if argv is None else argv)
+    args = _parse(argv)
+    rclpy.init(args=argv)
+    node = None
+    try:
+        try:
+            node = MbsNode(model=os.path.abspath(args.model) if args.model else None)
+        except (MbsError, ValueError, ParameterException) as e:
+            print(f"mbsfmu ros: error: {e}", file=sys.stderr)
+            return 2
+        if node.params["executor"] == "events":
+            from rclpy.experimental import EventsExecutor
+            executor = EventsExecutor()
+        else:
+            executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        node.run(executor)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        if rclpy.ok():               # a real failure; after SIGINT, publishing may fail on the shut-down context
+            raise
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""ament_python build of the ROS 2 package ``mbsfmu_ros`` (colcon): this folder is the Python
+package ``mbsfmu_ros``; ``ros2 run mbsfmu_ros mbs_node MODEL.yaml`` and ``ros2 launch mbsfmu_ros
+mbsfmu.launch.py model:=MODEL.yaml`` then work. The engine itself (``mbsfmu``) comes from the
+repository's pyproject.toml: ``pip install -e REPO`` into the Python of the ROS 2 installation.
+Not used by ``pip install -e REPO`` (that installs ``mbsfmu_ros`` from pyproject.toml).
+
+The version is package.xml's (this folder may be copied into a colcon workspace without the
+repository's pyproject.toml); tests/test_version.py checks package.xml against pyproject.toml."""
+import os
+import xml.etree.ElementTree as ET
+from glob import glob
+
+from setuptools import setup
+
+PACKAGE = "mbsfmu_ros"
+HERE = os.path.dirname(os.path.abspath(__file__))
+VERSION = ET.parse(os.path.join(HERE, "package.xml")).getroot().findtext("version").strip()
+
+setup(
+    name=PACKAGE,
+    version=VERSION,
+    packages=["mbsfmu_ros"],
+    package_dir={"mbsfmu_ros": "."},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="mbsfmu developers",
+    description="ROS 2 node of the mbsfmu rigid multibody engine",
+    license="MIT",
+    entry_points={"console_scripts": ["mbs_node = mbsfmu_ros.node:main"]},
+)
