@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from mbsfmu.errors import InputError, MbsError, ModelError, Problem
-from mbsfmu.engine.spec import Body, Joint, ModelSpec, Origin, Spring
-from mbsfmu.engine.model import Model
+
+if TYPE_CHECKING:
+    from mbsfmu.engine.model import Model
+    from mbsfmu.engine.spec import Body, Joint, ModelSpec, Origin, Spring
+
+# the public names of the engine, imported on first use: ``import mbsfmu.checker`` (numpy only, the
+# independent check) or ``import mbsfmu.trajectory`` must not load the engine and scipy
+LAZY = {"Model": "mbsfmu.engine.model", "Body": "mbsfmu.engine.spec", "Joint": "mbsfmu.engine.spec",
+        "ModelSpec": "mbsfmu.engine.spec", "Origin": "mbsfmu.engine.spec", "Spring": "mbsfmu.engine.spec"}
 
 
 def _version() -> str:
@@ -36,12 +45,18 @@ def _version() -> str:
     return "0+unknown"
 
 
-def __getattr__(name: str) -> str:
-    """``__version__`` is computed on first use (reading package metadata costs ~15-50 ms of start-up)."""
+def __getattr__(name: str):
+    """``__version__`` is computed on first use (reading package metadata costs ~15-50 ms of start-up);
+    the engine's names (LAZY) are imported on first use."""
     if name == "__version__":
         global __version__
         __version__ = _version()
         return __version__
+    if name in LAZY:
+        import importlib
+        value = getattr(importlib.import_module(LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -49,6 +64,7 @@ def load_model(path: str | Path) -> Model:
     """Load and validate a model file: YAML/JSON (.yaml, .yml, .json), a URDF robot description
     (.urdf), or a YAML/JSON overlay with a ``urdf`` key (a URDF plus wheels, forces, gravity,
     initial state; see docs/guides/urdf.md). ModelError lists every problem."""
+    from mbsfmu.engine.model import Model
     from mbsfmu.io.model_file import parse_file, spec_from_dict
     if Path(path).suffix.lower() == ".urdf":
         from mbsfmu.io.urdf import load_urdf

@@ -57,3 +57,10 @@ class ModelError(MbsError):
 
 class InputError(MbsError, ValueError):
     """A call argument of the wrong size or with non-finite values."""
+
+
+def did_you_mean(word: object, options) -> str:
+    """' (did you mean 'x'?)' for the closest of options to word, else ''."""
+    import difflib
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

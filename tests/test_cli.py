@@ -390,8 +390,8 @@ def test_a_mistyped_option_suggests_the_close_one(tmp_path, capsys):
 
 
 def test_progress_shows_no_time_left_before_it_means_something(capsys, monkeypatch):
-    from mbsfmu.scenario.run import _Progress
-    bar = _Progress(1000, True)
+    from mbsfmu.scenario.run import Progress
+    bar = Progress(1000, True)
     bar.update(0, 30.0)         # 0 %: 30 s of imports and compilation say nothing about the rest
     bar.update(100, 40.0)       # 10 %
     err = capsys.readouterr().err

@@ -7,7 +7,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from mbsfmu.scenario.plots import PANELS_PER_PAGE, PER_PANEL, _groups, joint_kinds, plot_run
+from mbsfmu.scenario.plots import PANELS_PER_PAGE, PER_PANEL, panel_groups, joint_kinds, plot_run
 from mbsfmu.trajectory import Trajectory
 from trees import random_tree
 
@@ -61,7 +61,7 @@ def test_every_joint_is_plotted_and_wheel_angles_are_not(tmp_path, saved):
         assert len(labs) <= PER_PANEL and not ({"hinge_l", "rw1"} <= set(labs))
     # without the model, the spinning joints are found from their data (range > 4 pi)
     assert any("rw1" in cols[0] and "wheel" in title for title, _l, cols in
-               [(t, lab, c) for t, lab, c in _groups(traj, None) if c and c[0].startswith("qd.rw")])
+               [(t, lab, c) for t, lab, c in panel_groups(traj, None) if c and c[0].startswith("qd.rw")])
 
 
 @pytest.mark.slow   # renders several pages (~10 s on a shared machine)

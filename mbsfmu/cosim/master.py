@@ -210,14 +210,14 @@ def interfaces(scn, sim) -> dict[str, dict[str, Var]]:
     ``mbs``, the builtin controller's, and fmpy.read_model_description for FMU files. Problems
     reading an FMU file become ScenarioError entries at its ``path`` line."""
     from mbsfmu.fmu.variables import variable_table
-    from mbsfmu.io.model_file import _Reader
+    from mbsfmu.io.reader import Reader
     from mbsfmu.scenario.run import ScenarioError
     spec = scn.cosim
     integ = scn.integrator
     out = {MBS: {v.name: Var(v.name, k, v.type, v.causality, v.variability)
                  for k, v in enumerate(variable_table(sim.model, "structured", integ["method"], integ["h_max"],
                                                       integ["rtol"], integ["atol"]))}}
-    r = _Reader(spec.lines)
+    r = Reader(spec.lines)
     for name, entry in spec.fmus.items():
         if entry.builtin == "pid":
             try:
@@ -252,11 +252,11 @@ def check_cosim(scn, sim) -> dict[str, dict[str, Var]]:
     a did-you-mean, causality and type mismatches, inputs connected twice or also scheduled, the
     builtin controller's unconnected inputs, parameters), raised at once as a ScenarioError with
     the scenario file's lines. Returns the interfaces."""
-    from mbsfmu.io.model_file import _Reader
+    from mbsfmu.io.reader import Reader
     from mbsfmu.scenario.run import ScenarioError
     spec = scn.cosim
     ifs = interfaces(scn, sim)
-    r = _Reader(spec.lines)
+    r = Reader(spec.lines)
     driven: dict[tuple[str, str], int] = {}
     for c in spec.connections:
         at = ("cosim", "connections", c.index)
@@ -524,7 +524,7 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     ("fmpy" or "libcosim") with ``scheme`` (default: the scenario's), write ``trajectory.csv`` row
     by row and ``report.json`` (also after a failure, with what was computed). Returns the report;
     its "passed" says if every check that ran held; "cosim" says how the run was made."""
-    from mbsfmu.scenario.run import _Progress, build_simulator, check_run_length, finish_run, make_out_dir
+    from mbsfmu.scenario.run import Progress, build_simulator, check_run_length, finish_run, make_out_dir
     from mbsfmu.trajectory import TrajectoryWriter
     if scn.cosim is None:
         raise CosimError(f"scenario {scn.path} has no cosim: section (docs/guides/cosimulation.md)")
@@ -557,7 +557,7 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
                          "use --master fmpy for FMUs with Boolean outputs")
     order = scn.cosim.order if scheme == "gauss-seidel" else (MBS, *scn.cosim.fmus)
     start = wallclock.perf_counter()
-    bar = _Progress(n_steps, progress)
+    bar = Progress(n_steps, progress)
     log: list[tuple[str, int, str]] = []
     (out / "records.csv").unlink(missing_ok=True)   # no body records here: drop a previous run's
     # Ctrl-C only sets a flag: a KeyboardInterrupt raised inside an FMU's own (Python) code would

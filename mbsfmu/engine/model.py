@@ -166,9 +166,9 @@ class Model:
     # ---- kinematics ---------------------------------------------------------------------
     def forward_kinematics(self, q: Array, qd: Array | None = None, qdd: Array | None = None) -> Kinematics:
         """Poses, spatial velocities and accelerations of every body (see ``Kinematics``)."""
-        q = self._vec("q", q, self.nq)
-        qd = None if qd is None else self._vec("qd", qd, self.nv)
-        qdd = None if qdd is None else self._vec("qdd", qdd, self.nv)
+        q = self.checked_vector("q", q, self.nq)
+        qd = None if qd is None else self.checked_vector("qd", qd, self.nv)
+        qdd = None if qdd is None else self.checked_vector("qdd", qdd, self.nv)
         return forward_kinematics(self.tree, q, qd, qdd)
 
     def frame_pose(self, q: Array, frame: str) -> tuple[Array, Array]:
@@ -220,15 +220,15 @@ class Model:
         if it loads), "native" or "python" (the numpy reference)."""
         if _native(backend):
             return model_core(self).crba(q)
-        return crba(self.tree, self._vec("q", q, self.nq))
+        return crba(self.tree, self.checked_vector("q", q, self.nq))
 
     def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:
         """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA);
         backend as for ``mass_matrix``."""
         if _native(backend):
             return model_core(self).inverse_dynamics(q, qd, qdd, f_ext)
-        q, qd, qdd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("qdd", qdd, self.nv)
-        return rnea(self.tree, q, qd, qdd, self._fext(f_ext)) - self.passive_forces(q, qd)
+        q, qd, qdd = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv), self.checked_vector("qdd", qdd, self.nv)
+        return rnea(self.tree, q, qd, qdd, self.external_forces(f_ext)) - self.passive_forces(q, qd)
 
     def forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba",
                          backend: str = "auto") -> Array:
@@ -239,8 +239,8 @@ class Model:
         backend (method "aba"): as for ``mass_matrix``."""
         if method == "aba" and _native(backend):
             return model_core(self).forward_dynamics(q, qd, tau, f_ext)
-        q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
-        fx = self._fext(f_ext)
+        q, qd, tau = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv), self.checked_vector("tau", tau, self.nv)
+        fx = self.external_forces(f_ext)
         tau = tau + self.passive_forces(q, qd)
         if method == "aba":
             return aba(self.tree, q, qd, tau, fx)
@@ -266,16 +266,16 @@ class Model:
     def loop_constraints(self, q: Array, qd: Array | None = None) -> LoopData:
         """Phi (m,), A = dPhi/dq (m, nv) mapped to the rates qd, and given qd, Phidot = A qd and
         gamma = -Adot qd (m,), all loops stacked (``loop_rows``)."""
-        q = self._vec("q", q, self.nq)
-        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        q = self.checked_vector("q", q, self.nq)
+        qd = None if qd is None else self.checked_vector("qd", qd, self.nv)
         return loop_constraints(self.tree, self.loops, q, qd)
 
     def assemble(self, q: Array, qd: Array | None = None) -> tuple[Array, Array | None]:
         """(q, qd) closed: declared independent joints and joints off the loops are held, the
         other loop joints solved by Gauss-Newton; rates corrected so that A qd = 0. InputError
         (AssemblyError) names the loops that cannot be closed."""
-        q = self._vec("q", q, self.nq)
-        qd = None if qd is None else self._vec("qd", qd, self.nv)
+        q = self.checked_vector("q", q, self.nq)
+        qd = None if qd is None else self.checked_vector("qd", qd, self.nv)
         return loop_assemble(self.tree, self.loops, q, qd) if self.loops else (q, qd)
 
     def loop_partition(self) -> Partition:
@@ -297,12 +297,12 @@ class Model:
         independent coordinates (loops without declared independent joints keep multipliers).
         lambda: constraint forces, -A^T lambda the generalised force (minimum norm for redundant
         rows); tau (nv,) actuator forces, springs/dampers added."""
-        q, qd, tau = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv), self._vec("tau", tau, self.nv)
+        q, qd, tau = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv), self.checked_vector("tau", tau, self.nv)
         if method not in ("multipliers", "partitioning"):
             raise InputError(f"method {method!r}: expected 'multipliers' or 'partitioning'")
         part = self.loop_partition() if method == "partitioning" else None
         qdd, lam, _ = loop_forward_dynamics(self.tree, self.loops, q, qd, tau + self.passive_forces(q, qd),
-                                            self._fext(f_ext), part, alpha, beta)
+                                            self.external_forces(f_ext), part, alpha, beta)
         return qdd, lam
 
     def constrained_inverse_dynamics(self, q: Array, qd: Array, udd: Array, f_ext=None) -> Array:
@@ -310,16 +310,16 @@ class Model:
         them the accelerations udd (nu,), springs/dampers and f_ext acting:
         tau_u = J^T (RNEA(q, qd, J udd + b) - tau_passive). Every loop must declare its
         independent joints; (q, qd) must be consistent."""
-        q, qd = self._vec("q", q, self.nq), self._vec("qd", qd, self.nv)
+        q, qd = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv)
         part = self.loop_partition()
         missing = [c.name for c in self.loops.closures if not c.held]
         if missing:
             raise InputError(f"loop inverse dynamics needs every loop partitioned; {', '.join(missing)} declare no "
                              "independent joints")
-        udd = self._vec("udd", udd, part.iu.size)
+        udd = self.checked_vector("udd", udd, part.iu.size)
         ld = loop_constraints(self.tree, self.loops, q)
         J, _ = reduction(ld.A[part.rows], None, part, self.nv)
-        return loop_inverse_dynamics(self.tree, self.loops, part, q, qd, udd, self._fext(f_ext)) \
+        return loop_inverse_dynamics(self.tree, self.loops, part, q, qd, udd, self.external_forces(f_ext)) \
             - J.T @ self.passive_forces(q, qd)
 
     def _assemble_initial(self, lines) -> tuple[Array, Array]:
@@ -346,7 +346,8 @@ class Model:
             raise InputError(f"unknown frame {frame!r} in model {self.source}; frames: {', '.join(self.frames) or 'none'}")
         return self.frames[frame]
 
-    def _vec(self, name: str, x, n: int) -> Array:
+    def checked_vector(self, name: str, x, n: int) -> Array:
+        """x as a float vector of n finite entries; InputError naming the vector, its shape and the model's joints."""
         try:
             x = np.asarray(x, dtype=float)
         except (TypeError, ValueError) as e:
@@ -361,13 +362,15 @@ class Model:
             raise InputError(f"{name} has non-finite entries at indices {bad}")
         return x
 
-    def _fext(self, f_ext) -> Array | None:
+    def external_forces(self, f_ext) -> Array | None:
+        """f_ext ({body: [torque; force]} or an (N, 6) array, body axes at the body origin [N m; N]) as
+        the (N + 1, 6) array the algorithms take (row 0: ground), checked; None stays None."""
         if f_ext is None:
             return None
         out = np.zeros((self.N + 1, 6))
         if isinstance(f_ext, dict):
             for body, w in f_ext.items():
-                out[self._body(body)] = self._vec(f"f_ext[{body!r}]", w, 6)
+                out[self._body(body)] = self.checked_vector(f"f_ext[{body!r}]", w, 6)
         else:
             arr = np.asarray(f_ext, dtype=float)
             if arr.shape != (self.N, 6):

@@ -85,7 +85,7 @@ def build_fmu(model: str | Path, output: str | Path | None = None, *, naming: st
         tmp = Path(tmp)
         stage = tmp / "stage"
         stage.mkdir()
-        _copy_engine(stage / engine)
+        copy_engine(stage / engine)
         model_rel = _copy_model(model_path, stage / MODEL_DIR)
         info = {
             "format": 1, "guid": guid, "model_identifier": identifier, "model_name": m.name,
@@ -94,18 +94,18 @@ def build_fmu(model: str | Path, output: str | Path | None = None, *, naming: st
             "description": (f"mbsfmu rigid multibody model {m.name}: {m.N} bodies, nq = {m.nq}, nv = {m.nv} "
                             f"(FMI 2.0 Co-Simulation, engine mbsfmu {__version__})"),
             "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "python": _python_info(),
+            "python": python_info(),
         }
         (stage / BUILD_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
         script = stage / f"{module}.py"
-        script.write_text(_slave_module(identifier, engine, f"mbsfmu model {m.name}"), encoding="utf-8")
+        script.write_text(slave_module(identifier, engine, f"mbsfmu model {m.name}"), encoding="utf-8")
 
-        _package(script, [stage / engine, stage / MODEL_DIR, stage / BUILD_INFO], tmp, identifier, guid, table, info,
+        package(script, [stage / engine, stage / MODEL_DIR, stage / BUILD_INFO], tmp, identifier, guid, table, info,
                  loader, output)
     return output
 
 
-def _package(script: Path, project_files: list[Path], tmp: Path, identifier: str, guid: str, table, info: dict,
+def package(script: Path, project_files: list[Path], tmp: Path, identifier: str, guid: str, table, info: dict,
              loader, output: Path) -> None:
     """pythonfmu's builder on the generated slave module, then the loader binary, and ``_finish``
     writes ``output``; shared by the model and controller FMUs."""
@@ -144,7 +144,7 @@ def engine_hash() -> str:
 
 # ---- staging ----------------------------------------------------------------------------------
 
-def _copy_engine(dest: Path) -> None:
+def copy_engine(dest: Path) -> None:
     """The engine's sources and the C core's library for this host (built first if needed), so
     the FMU's engine copy runs the native backend as the building process does."""
     from mbsfmu.engine.native import build as native_build
@@ -173,7 +173,7 @@ def _copy_model(path: Path, dest: Path) -> str:
     return path.name
 
 
-def _python_info() -> dict:
+def python_info() -> dict:
     """The building interpreter: version, executable, libpython and the directories of its packages."""
     import numpy
     import scipy
@@ -198,7 +198,7 @@ def _python_info() -> dict:
             "include": sysconfig.get_paths()["include"], "site_dirs": dirs}
 
 
-def _slave_module(identifier: str, engine: str, what: str, slave: str = "fmu.slave import MbsfmuSlave",
+def slave_module(identifier: str, engine: str, what: str, slave: str = "fmu.slave import MbsfmuSlave",
                   maker: str = "mbsfmu build-fmu") -> str:
     """The generated pythonfmu slave module: repoints stale engine copies, works around pythonfmu 0.7's reference-count defect, and defines the slave
     class ``identifier`` from ``<engine>.<slave>``; ``what`` describes the FMU."""

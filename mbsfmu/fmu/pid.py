@@ -44,7 +44,7 @@ from mbsfmu.sim.pid import JointPID, PIDGains
 from mbsfmu.errors import MbsError
 from mbsfmu.sim.schedules import Schedule
 from .protocol import STATE_TAG, BadState, guarded, pack, unpack
-from .variables import FmuVariable, _name
+from .variables import FmuVariable, structured_name
 
 BUILD_INFO = "mbsfmu_build.json"
 CONFIG = "mbsfmu_pid.json"
@@ -103,18 +103,18 @@ def pid_variables(cfg: dict) -> list[FmuVariable]:
             "limit": (utau, f"saturation |tau| <= limit of joint {j} (INF: none)")}
         for gain in GAINS:
             unit, desc = descriptions[gain]
-            out.append(FmuVariable(_name([j, gain]), "Real", "parameter", "fixed", "exact", unit, desc,
+            out.append(FmuVariable(structured_name([j, gain]), "Real", "parameter", "fixed", "exact", unit, desc,
                                    ("param", (j, gain)), start=g[gain], min=0.0))
     for j, g in cfg["joints"].items():
         uq, uqd, _ = g["units"]
-        out.append(FmuVariable(_name([j, "q"]), "Real", "input", "continuous", None, uq,
+        out.append(FmuVariable(structured_name([j, "q"]), "Real", "input", "continuous", None, uq,
                                f"measured position of joint {j}, sampled at each fmi2DoStep",
                                ("input", (j, "q")), start=0.0))
-        out.append(FmuVariable(_name([j, "qd"]), "Real", "input", "continuous", None, uqd,
+        out.append(FmuVariable(structured_name([j, "qd"]), "Real", "input", "continuous", None, uqd,
                                f"measured rate of joint {j}, sampled at each fmi2DoStep",
                                ("input", (j, "qd")), start=0.0))
     for j, g in cfg["joints"].items():
-        out.append(FmuVariable(_name([j, "tau"]), "Real", "output", "discrete", "exact", g["units"][2],
+        out.append(FmuVariable(structured_name([j, "tau"]), "Real", "output", "discrete", "exact", g["units"][2],
                                f"actuator command of joint {j}: u_k computed in the last fmi2DoStep from the "
                                f"inputs at its start, held (0 before the first step)", ("output", j), start=0.0))
     return out
@@ -319,7 +319,7 @@ def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
     units: joint -> (q, qd, tau) unit names (default rad, rad/s, N.m); name: the model name
     (modelIdentifier ``mbsfmu_pid_<name>``); loader as in ``build_fmu`` (the Linux loader binary,
     so libcosim and other C hosts load it). Returns the FMU's path."""
-    from .build import (_copy_engine, _package, _python_info, _slave_module, engine_hash,
+    from .build import (copy_engine, package, python_info, slave_module, engine_hash,
                         model_identifier)
     cfg = pid_config(gains, dt, units, name)
     table = pid_variables(cfg)
@@ -335,18 +335,18 @@ def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
             "description": (f"mbsfmu discrete joint PID {name} ({', '.join(cfg['joints'])}), sample period "
                             f"{cfg['sample_period']!r} s; output u_k computed in fmi2DoStep(t_k) from the inputs set "
                             f"before it and held (FMI 2.0 Co-Simulation, mbsfmu {__version__})"),
-            "python": _python_info()}
+            "python": python_info()}
     with tempfile.TemporaryDirectory(prefix="mbsfmu_pidfmu_") as tmp:
         tmp = Path(tmp)
         stage = tmp / "stage"
         stage.mkdir()
-        _copy_engine(stage / engine)
+        copy_engine(stage / engine)
         (stage / BUILD_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
         (stage / CONFIG).write_text(json.dumps(cfg, indent=1, allow_nan=True), encoding="utf-8")
         script = stage / f"{module}.py"
-        script.write_text(_slave_module(identifier, engine, f"discrete joint PID {name}", "fmu.controller import PidSlave",
+        script.write_text(slave_module(identifier, engine, f"discrete joint PID {name}", "fmu.controller import PidSlave",
                                          "mbsfmu.fmu.pid.build_pid_fmu"), encoding="utf-8")
-        _package(script, [stage / engine, stage / BUILD_INFO, stage / CONFIG], tmp, identifier, guid, table, info,
+        package(script, [stage / engine, stage / BUILD_INFO, stage / CONFIG], tmp, identifier, guid, table, info,
                  loader, output)
     return output
 

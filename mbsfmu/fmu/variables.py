@@ -86,14 +86,14 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
     out: list[FmuVariable] = []
 
     def real(parts, causality, variability, initial, unit, description, source, **kw):
-        out.append(FmuVariable(_name(parts), "Real", causality, variability, initial, unit, description, source, **kw))
+        out.append(FmuVariable(structured_name(parts), "Real", causality, variability, initial, unit, description, source, **kw))
 
     def param(parts, unit, description, key, start, lo=None, hi=None):
         real(parts, "parameter", "fixed", "exact", unit, description, ("param", key), start=float(start),
              min=lo, max=hi)
 
     # ---- parameters ----------------------------------------------------------------------
-    out.append(FmuVariable(_name(["solver", "method"]), "Integer", "parameter", "fixed", "exact", None,
+    out.append(FmuVariable(structured_name(["solver", "method"]), "Integer", "parameter", "fixed", "exact", None,
                            "integrator: 1 = rk4 (fixed step h_max, deterministic), 2 = dop853 (adaptive, rtol/atol)",
                            ("param", ("solver", "method")), start=METHODS.index(method) + 1, min=1, max=len(METHODS)))
     param(["solver", "h_max"], "s", "rk4: internal step, each communication step takes ceil(dt / h_max) equal "
@@ -149,7 +149,7 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
 
     def output(parts, unit, description, source, deps=(), init_deps=(), type_="Real"):
         var = "continuous" if type_ == "Real" else "discrete"
-        out.append(FmuVariable(_name(parts), type_, "output", var, "calculated", unit, description, source,
+        out.append(FmuVariable(structured_name(parts), type_, "output", var, "calculated", unit, description, source,
                                deps=tuple(deps), init_deps=tuple(init_deps)))
 
     nq = model.nq
@@ -240,7 +240,7 @@ def check_names(table: list[FmuVariable], naming: str) -> None:
         raise ValueError(f"{len(problems)} problem(s) with the FMU variable names{hint}: " + "; ".join(problems))
 
 
-def _name(parts) -> str:
+def structured_name(parts) -> str:
     """Structured name from parts: a string, or (base, index...) for an array element."""
     out = []
     for p in parts:

@@ -23,6 +23,7 @@ from mbsfmu.engine.spec.elements import parse_forces, parse_wheels
 from mbsfmu.engine.spec.loops import parse_loops
 from mbsfmu.engine.spec.topology import build_topology
 from mbsfmu.engine.spec.validation import check_spec, locate
+from mbsfmu.io.reader import Reader, describe
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial")
@@ -48,7 +49,7 @@ class _Loader(BaseLoader):
         except (ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as e:
             # PyYAML's scalar constructors raise these bare, without a file position
             tag = node.tag.rsplit(":", 1)[-1]
-            raise ConstructorError(None, None, f"cannot read {_kind(node.value)} as {tag} ({e})",
+            raise ConstructorError(None, None, f"cannot read {describe(node.value)} as {tag} ({e})",
                                    node.start_mark) from None
 
     def construct_mapping(self, node, deep=False):
@@ -64,72 +65,6 @@ class _Loader(BaseLoader):
 
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float",
                               re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
-
-
-class _Reader:
-    """Typed access to the parsed document that records problems instead of raising."""
-
-    def __init__(self, lines: dict):
-        self.lines = lines
-        self.problems: list[Problem] = []
-
-    def problem(self, path: tuple, message: str) -> None:
-        self.problems += locate([Problem(path, message)], self.lines)
-
-    def mapping(self, value, path, keys, required=()) -> dict:
-        if not isinstance(value, dict):
-            self.problem(path, f"expected a mapping with keys {', '.join(keys)}, got {_kind(value)}")
-            return {}
-        for key in value:
-            if key not in keys:
-                close = difflib.get_close_matches(str(key), keys, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else f"; allowed: {', '.join(keys)}"
-                self.problem(path + (key,), f"unknown key {key!r}{hint}")
-        for key in required:
-            if key not in value:
-                self.problem(path + (key,), f"missing required key {key!r}")
-        return value
-
-    def number(self, value, path) -> float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            self.problem(path, f"expected a number, got {_kind(value)}")
-            return 0.0
-        try:
-            x = float(value)
-        except OverflowError:
-            self.problem(path, "expected a finite number, got one beyond the float range (1.8e308)")
-            return 0.0
-        if not math.isfinite(x):
-            self.problem(path, f"expected a finite number, got {x}")
-            return 0.0
-        return x
-
-    def vector(self, value, path, n) -> tuple:
-        if not isinstance(value, (list, tuple)) or len(value) != n:
-            got = f"{len(value)} entries" if isinstance(value, (list, tuple)) else _kind(value)
-            self.problem(path, f"expected a list of {n} numbers, got {got}")
-            return (0.0,) * n
-        return tuple(self.number(x, path + (k,)) for k, x in enumerate(value))
-
-    def string(self, value, path) -> str:
-        if not isinstance(value, str) or not value:
-            self.problem(path, f"expected a non-empty name, got {_kind(value)}")
-            return f"<invalid {path[-1]}>"
-        return value
-
-
-def _kind(value) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, str):
-        return f"the text {brief(value)}"
-    if isinstance(value, bool):
-        return f"the boolean {value}"
-    if isinstance(value, numbers.Real):
-        return f"the number {value!r}" if not isinstance(value, int) or value.bit_length() < 64 else "a huge integer"
-    if isinstance(value, (dict, list)):
-        return "a mapping" if isinstance(value, dict) else "a list"
-    return f"{type(value).__name__} {brief(value, 40)}"
 
 
 def parse_file(path: str | Path) -> tuple[object, dict]:
@@ -208,23 +143,23 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
     When the document has problems of form (types, keys, sizes), the checks of meaning (names,
     tree, mass properties) also run on what could be read, so one error lists both; their
     findings at or under a field that could not be read are left out."""
-    r = _Reader(lines or {})
+    r = Reader(lines or {})
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "bodies"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != SCHEMA_VERSION):
-        r.problem(("version",), f"unsupported model schema version: got {_kind(doc['version'])}, "
+        r.problem(("version",), f"unsupported model schema version: got {describe(doc['version'])}, "
                   f"this mbsfmu reads version {SCHEMA_VERSION}")
     name = r.string(doc["name"], ("name",)) if "name" in doc else Path(source).stem
     gravity = r.vector(doc.get("gravity", [0.0, 0.0, -9.81]), ("gravity",), 3)
     bodies = []
     if "bodies" in doc:
         if not isinstance(doc["bodies"], list) or not doc["bodies"]:
-            r.problem(("bodies",), f"expected a non-empty list of bodies, got {_kind(doc['bodies'])}")
+            r.problem(("bodies",), f"expected a non-empty list of bodies, got {describe(doc['bodies'])}")
         else:
             bodies = [_body(r, b, ("bodies", k)) for k, b in enumerate(doc["bodies"])]
     init = r.mapping(doc.get("initial", {}), ("initial",), ("q", "qd"))
     spec = ModelSpec(name=name, bodies=tuple(bodies), gravity=gravity,
-                     initial_q=_initial(r, init.get("q", {}), ("initial", "q")),
-                     initial_qd=_initial(r, init.get("qd", {}), ("initial", "qd")),
+                     initial_q=initial_state(r, init.get("q", {}), ("initial", "q")),
+                     initial_qd=initial_state(r, init.get("qd", {}), ("initial", "qd")),
                      forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
                      loops=parse_loops(r, doc["loops"]) if "loops" in doc else ())
     if r.problems:
@@ -236,7 +171,7 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
     return spec
 
 
-def _body(r: _Reader, raw, at) -> Body:
+def _body(r: Reader, raw, at) -> Body:
     b = r.mapping(raw, at, BODY_KEYS, required=("name", "parent", "joint"))
     name = r.string(b["name"], at + ("name",)) if "name" in b else f"<body {at[-1]}>"
     parent = r.string(b["parent"], at + ("parent",)) if "parent" in b else "world"
@@ -248,12 +183,12 @@ def _body(r: _Reader, raw, at) -> Body:
     raw_frames = b.get("frames", {})
     if not isinstance(raw_frames, dict):
         r.problem(at + ("frames",), "expected a mapping of frame name to [x, y, z] or {xyz, rpy}, "
-                  f"got {_kind(raw_frames)}")
+                  f"got {describe(raw_frames)}")
         raw_frames = {}
     for fname, fr in raw_frames.items():
         fat = at + ("frames", fname)
         if not isinstance(fname, str) or not fname:
-            r.problem(fat, f"frame names must be non-empty text, got {_kind(fname)}")
+            r.problem(fat, f"frame names must be non-empty text, got {describe(fname)}")
         else:
             frames[fname] = _origin(r, fr, fat) if isinstance(fr, dict) else Origin(xyz=r.vector(fr, fat, 3))
     wheels = parse_wheels(r, b["wheels"], at + ("wheels",)) if "wheels" in b else ()
@@ -261,7 +196,7 @@ def _body(r: _Reader, raw, at) -> Body:
                 wheels=wheels)
 
 
-def _joint(r: _Reader, raw, at, body_name) -> Joint:
+def _joint(r: Reader, raw, at, body_name) -> Joint:
     j = r.mapping(raw, at, JOINT_KEYS, required=("type",))
     jname = r.string(j["name"], at + ("name",)) if "name" in j else body_name
     jtype = r.string(j["type"], at + ("type",)) if "type" in j else "fixed"
@@ -273,18 +208,18 @@ def _joint(r: _Reader, raw, at, body_name) -> Joint:
         spring = Spring(**{k: r.number(s.get(k, 0.0), at + ("spring", k)) for k in SPRING_KEYS})
     actuated = j.get("actuated")
     if actuated is not None and not isinstance(actuated, bool):
-        r.problem(at + ("actuated",), f"expected true or false, got {_kind(actuated)}")
+        r.problem(at + ("actuated",), f"expected true or false, got {describe(actuated)}")
         actuated = None
     return Joint(name=jname, type=jtype, axis=axis, origin=origin, spring=spring, actuated=actuated)
 
 
-def _origin(r: _Reader, raw, at) -> Origin:
+def _origin(r: Reader, raw, at) -> Origin:
     o = r.mapping(raw, at, ORIGIN_KEYS)
     return Origin(xyz=r.vector(o.get("xyz", [0.0, 0.0, 0.0]), at + ("xyz",), 3),
                   rpy=r.vector(o.get("rpy", [0.0, 0.0, 0.0]), at + ("rpy",), 3))
 
 
-def _inertia(r: _Reader, raw, at):
+def _inertia(r: Reader, raw, at):
     """{Ixx, Iyy, Izz, Ixy, Ixz, Iyz} (missing entries 0) or a 3x3 matrix, about the CoM."""
     if isinstance(raw, list):
         if len(raw) != 3:
@@ -296,14 +231,15 @@ def _inertia(r: _Reader, raw, at):
     return ((v["Ixx"], v["Ixy"], v["Ixz"]), (v["Ixy"], v["Iyy"], v["Iyz"]), (v["Ixz"], v["Iyz"], v["Izz"]))
 
 
-def _initial(r: _Reader, raw, at) -> dict:
+def initial_state(r: Reader, raw, at) -> dict:
+    """An ``initial`` section ({joint: value or [values]}) as {joint: tuple of floats}; problems go to r."""
     if not isinstance(raw, dict):
-        r.problem(at, f"expected a mapping of joint name to value(s), got {_kind(raw)}")
+        r.problem(at, f"expected a mapping of joint name to value(s), got {describe(raw)}")
         return {}
     out = {}
     for jname, val in raw.items():
         if not isinstance(jname, str):
-            r.problem(at + (jname,), f"expected a joint name, got {_kind(jname)}")
+            r.problem(at + (jname,), f"expected a joint name, got {describe(jname)}")
         elif isinstance(val, (list, tuple)):
             out[jname] = tuple(r.number(x, at + (jname, k)) for k, x in enumerate(val))
         else:

@@ -40,12 +40,13 @@ from xml.parsers import expat
 
 import numpy as np
 
-from mbsfmu.errors import ModelError, Problem
+from mbsfmu.errors import ModelError, Problem, did_you_mean
 from mbsfmu.files import read_bytes
 from mbsfmu.engine.spatial import rot_axis, rpy_to_R
 from mbsfmu.engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin, Spring
 from mbsfmu.engine.spec.elements import parse_forces, parse_wheels
-from .model_file import _initial, _kind, _Reader
+from .model_file import initial_state
+from .reader import Reader, describe
 from mbsfmu.engine.spec.validation import check_spec, locate
 
 if TYPE_CHECKING:   # the Model is built from this package's output: import it lazily at run time
@@ -148,16 +149,16 @@ def load_overlay(data, lines: dict, path: str | Path) -> Model:
     the referenced URDF (path relative to the overlay) plus floating_base, gravity, joint springs,
     wheels, force elements and initial state. One ModelError lists the problems of both files."""
     path = Path(path)
-    r = _Reader(lines or {})
+    r = Reader(lines or {})
     doc = r.mapping(data, (), OVERLAY_KEYS, required=("version", "urdf"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != OVERLAY_VERSION):
-        r.problem(("version",), f"unsupported overlay schema version: got {_kind(doc['version'])}, "
+        r.problem(("version",), f"unsupported overlay schema version: got {describe(doc['version'])}, "
                   f"this mbsfmu reads version {OVERLAY_VERSION}")
     urdf_rel = r.string(doc.get("urdf"), ("urdf",))
     urdf_path = path.parent / urdf_rel
     floating = doc.get("floating_base", False)
     if not isinstance(floating, bool):
-        r.problem(("floating_base",), f"expected true or false, got {_kind(floating)}")
+        r.problem(("floating_base",), f"expected true or false, got {describe(floating)}")
         floating = False
     robot, urdf_problems = None, []
     if isinstance(doc.get("urdf"), str):
@@ -322,7 +323,7 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
         x.problem(label, "missing attribute 'type'; expected one of " + ", ".join(URDF_TYPES), el)
     elif jtype not in URDF_TYPES:
         x.problem(label, f"unknown type {jtype!r}; expected one of {', '.join(URDF_TYPES)}"
-                  + _suggest(jtype, URDF_TYPES), el)
+                  + did_you_mean(jtype, URDF_TYPES), el)
     ends = {}
     for end in ("parent", "child"):
         sub = el.find(end)
@@ -390,7 +391,7 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
             link = getattr(j, end)
             if link not in first:
                 x.problems.append(Problem((f"{label}/{end}",), f"unknown {end} link {link!r}"
-                                          + _suggest(link, first), j.lines[end]))
+                                          + did_you_mean(link, first), j.lines[end]))
         if j.parent == j.child:
             x.problems.append(Problem((f"{label}/child",), f"joint {j.name!r} connects link {j.child!r} to itself",
                                       j.lines["child"]))
@@ -525,19 +526,19 @@ def _z_to(n: np.ndarray) -> np.ndarray:
 
 # ---- overlay ---------------------------------------------------------------------------------
 
-def _apply_overlay(r: _Reader, doc: dict, spec: ModelSpec, where: dict, robot: UrdfRobot) -> tuple[ModelSpec, dict]:
+def _apply_overlay(r: Reader, doc: dict, spec: ModelSpec, where: dict, robot: UrdfRobot) -> tuple[ModelSpec, dict]:
     """spec with the overlay's name, gravity, joint springs/actuation, wheels, forces, initial."""
     bodies = list(spec.bodies)
     k_of_joint = {b.joint.name: k for k, b in enumerate(bodies)}
     k_of_link = {b.name: k for k, b in enumerate(bodies) if b.frames}
     joints_raw = doc.get("joints", {})
     if not isinstance(joints_raw, dict):
-        r.problem(("joints",), f"expected a mapping of joint name to {{spring, actuated}}, got {_kind(joints_raw)}")
+        r.problem(("joints",), f"expected a mapping of joint name to {{spring, actuated}}, got {describe(joints_raw)}")
         joints_raw = {}
     for jname, raw in joints_raw.items():
         at = ("joints", jname)
         if jname not in k_of_joint:
-            r.problem(at, f"unknown joint {jname!r}" + _suggest(jname, k_of_joint))
+            r.problem(at, f"unknown joint {jname!r}" + did_you_mean(jname, k_of_joint))
             continue
         j = r.mapping(raw, at, OVERLAY_JOINT_KEYS)
         k = k_of_joint[jname]
@@ -552,17 +553,17 @@ def _apply_overlay(r: _Reader, doc: dict, spec: ModelSpec, where: dict, robot: U
             if isinstance(j["actuated"], bool):
                 joint = replace(joint, actuated=j["actuated"])
             else:
-                r.problem(at + ("actuated",), f"expected true or false, got {_kind(j['actuated'])}")
+                r.problem(at + ("actuated",), f"expected true or false, got {describe(j['actuated'])}")
         bodies[k] = replace(bodies[k], joint=joint)
     wheels_raw = doc.get("wheels", {})
     if not isinstance(wheels_raw, dict):
-        r.problem(("wheels",), f"expected a mapping of link name to a list of wheels, got {_kind(wheels_raw)}")
+        r.problem(("wheels",), f"expected a mapping of link name to a list of wheels, got {describe(wheels_raw)}")
         wheels_raw = {}
     for link, raw in wheels_raw.items():
         at = ("wheels", link)
         wheels = parse_wheels(r, raw, at)
         if link not in k_of_link:
-            r.problem(at, f"unknown link {link!r}" + _suggest(link, k_of_link))
+            r.problem(at, f"unknown link {link!r}" + did_you_mean(link, k_of_link))
             continue
         k = k_of_link[link]
         bodies[k] = replace(bodies[k], wheels=bodies[k].wheels + wheels)
@@ -570,8 +571,8 @@ def _apply_overlay(r: _Reader, doc: dict, spec: ModelSpec, where: dict, robot: U
     init = r.mapping(doc.get("initial", {}), ("initial",), ("q", "qd"))
     spec = ModelSpec(name=r.string(doc["name"], ("name",)) if "name" in doc else spec.name, bodies=tuple(bodies),
                      gravity=r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else spec.gravity,
-                     initial_q=_initial(r, init.get("q", {}), ("initial", "q")),
-                     initial_qd=_initial(r, init.get("qd", {}), ("initial", "qd")),
+                     initial_q=initial_state(r, init.get("q", {}), ("initial", "q")),
+                     initial_qd=initial_state(r, init.get("qd", {}), ("initial", "qd")),
                      forces=parse_forces(r, doc["forces"]) if "forces" in doc else ())
     return spec, where
 
@@ -612,8 +613,3 @@ def _prefixed(p: Problem, label: str) -> Problem:
 
 def _sorted(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.line is None, p.line or 0, p.where()))
-
-
-def _suggest(word: str, options) -> str:
-    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -30,7 +30,7 @@ def joint_kinds(model) -> dict[str, str]:
     return out
 
 
-def _groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, list[str]]]:
+def panel_groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, list[str]]]:
     """(panel title, y label, columns) in display order."""
     def joint_of(col: str) -> str:
         name = col.split(".", 1)[1]
@@ -110,7 +110,7 @@ def plot_run(traj, out: Path, title: str, kinds: dict[str, str] | None = None,
 
     t = traj.time
     paths = []
-    panels = _groups(traj, kinds)
+    panels = panel_groups(traj, kinds)
     colours = plt.get_cmap("tab10").colors
     for page in range(max(1, -(-len(panels) // PANELS_PER_PAGE))):
         chunk = panels[page * PANELS_PER_PAGE: (page + 1) * PANELS_PER_PAGE]

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mbsfmu.errors import MbsError, ModelError, brief
-from mbsfmu.io.model_file import _Reader, parse_file
+from mbsfmu.io.model_file import parse_file
+from mbsfmu.io.reader import Reader
 from mbsfmu.engine.model import Model
 from mbsfmu.sim.pid import JointPID
 from mbsfmu.sim.rows import records_row, trajectory_row
@@ -123,7 +124,7 @@ def load_scenario(path: str | Path) -> Scenario:
         data, lines = parse_file(path)
     except ModelError as e:
         raise ScenarioError(e.problems, str(path)) from None
-    r = _Reader(lines)
+    r = Reader(lines)
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
         r.problem(("version",), f"unsupported scenario version {brief(doc['version'])}; this mbsfmu reads {SCENARIO_VERSION}")
@@ -455,7 +456,7 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
     n_steps = len(times) - 1
     error = interrupted = None
     start = wallclock.perf_counter()
-    bar = _Progress(n_steps, progress)
+    bar = Progress(n_steps, progress)
     recorder = None
     if record is not None:
         from .mcap import McapRecorder
@@ -688,7 +689,7 @@ def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 
                        f"machine, first interval not counted")
 
 
-class _Progress:
+class Progress:
     """A progress bar on stderr, shown once a run has taken longer than a second."""
 
     def __init__(self, total: int, enabled: bool):

@@ -133,8 +133,8 @@ class Simulator:
         """Set q (nq,) and qd (nv,) (quaternions must be unit); input work restarts at zero.
         With loops: assembled (``Model.assemble``: the declared independent joints keep their
         values), or with assemble=False checked (InputError naming the violated loops)."""
-        q = self.model._vec("q", q, self._nq)
-        qd = self.model._vec("qd", qd, self._nv)
+        q = self.model.checked_vector("q", q, self._nq)
+        qd = self.model.checked_vector("qd", qd, self._nv)
         for s in self._quat:
             if abs(np.linalg.norm(q[s]) - 1.0) > 1e-9:
                 raise InputError(f"q[{s.start}:{s.stop}] is a quaternion of norm {np.linalg.norm(q[s]):.12g}, must be 1")

@@ -162,7 +162,7 @@ class Core:
         if type(x) is np.ndarray and x.shape == (n,):
             buf[:] = x
         else:
-            buf[:] = self.model._vec(name, x, n)
+            buf[:] = self.model.checked_vector(name, x, n)
 
     def _f_ext(self, f_ext, whole: bool) -> int | None:
         """Pointer to the (N+1, 6) wrench table, or None. whole: f_ext is (N+1, 6) with row 0 the
@@ -175,16 +175,16 @@ class Core:
                 raise InputError(f"f_ext has shape {arr.shape}, expected ({self.N + 1}, 6) (row 0 the world)")
             self._fx[:] = arr
         else:
-            self._fx[:] = self.model._fext(f_ext)
+            self._fx[:] = self.model.external_forces(f_ext)
         return self._pfx
 
     def _fail(self, third: str | None = None) -> None:
         """InputError for a failed call: the Model's message for the staged argument at fault
         (q, qd and ``third``: tau or qdd), else the core's message."""
-        self.model._vec("q", self._q, self.nq)
-        self.model._vec("qd", self._v1, self.nv)
+        self.model.checked_vector("q", self._q, self.nq)
+        self.model.checked_vector("qd", self._v1, self.nv)
         if third:
-            self.model._vec(third, self._v2, self.nv)
+            self.model.checked_vector(third, self._v2, self.nv)
         raise InputError(self._L.mbs_sim_message(self._s).decode(errors="replace"))
 
     def _result(self, out):
@@ -205,15 +205,15 @@ class Core:
         if type(q) is np.ndarray and q.shape == (nq,):
             self._q[:] = q
         else:
-            self._q[:] = self.model._vec("q", q, nq)
+            self._q[:] = self.model.checked_vector("q", q, nq)
         if type(qd) is np.ndarray and qd.shape == (nv,):
             self._v1[:] = qd
         else:
-            self._v1[:] = self.model._vec("qd", qd, nv)
+            self._v1[:] = self.model.checked_vector("qd", qd, nv)
         if type(b) is np.ndarray and b.shape == (nv,):
             self._v2[:] = b
         else:
-            self._v2[:] = self.model._vec(name, b, nv)
+            self._v2[:] = self.model.checked_vector(name, b, nv)
         if fn(self._s, self._pq, self._p1, self._p2, pf, self._po):
             self._fail(name)
         if out is None:
@@ -229,7 +229,7 @@ class Core:
         """M(q) (nv, nv) by CRBA."""
         self._load(self._q, "q", q, self.nq)
         if self._L.mbs_crba(self._s, self._pq, self._pM):
-            self.model._vec("q", self._q, self.nq)
+            self.model.checked_vector("q", self._q, self.nq)
             raise InputError(self.message)
         if out is None:
             return self._M.copy()
@@ -250,10 +250,10 @@ class Core:
     def rhs(self, x, u) -> np.ndarray:
         """dx/dt (nx,) at x with inputs u (n_u,): the equations the integrators use."""
         self._load(self._xin, "x", x, self.nx)
-        u = self.model._vec("u", u, self.n_u)
+        u = self.model.checked_vector("u", u, self.n_u)
         self._uin[: self.n_u] = u
         if self._L.mbs_sim_rhs(self._s, self._pxin, self._puin, self._pxout):
-            self.model._vec("x", self._xin, self.nx)
+            self.model.checked_vector("x", self._xin, self.nx)
             raise InputError(self.message)
         return self._xout.copy()
 

@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from mbsfmu.errors import Problem
+from mbsfmu.errors import Problem, did_you_mean
 from .description import WORLD, Body
 
 
@@ -74,7 +74,7 @@ def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Prob
     for k, b in enumerate(bodies):
         if b.parent != WORLD and b.parent not in index:
             problems.append(Problem(("bodies", k, "parent"), f"unknown parent {b.parent!r} of body {b.name!r}"
-                                    + _suggest(b.parent, [WORLD, *index])))
+                                    + did_you_mean(b.parent, [WORLD, *index])))
         kids.setdefault(b.parent, []).append(k)
     order: list[int] = []   # depth-first preorder: every subtree is a contiguous range of numbers
     stack = [WORLD]
@@ -108,9 +108,3 @@ def _cycle(bodies: tuple[Body, ...], index: dict, k: int) -> list[str]:
     while (j := index.get(bodies[chain[-1]].parent)) is not None and j not in chain:
         chain.append(j)
     return [bodies[j].name for j in chain + [k]] if j == k else []
-
-
-def _suggest(word: str, options) -> str:
-    import difflib
-    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""

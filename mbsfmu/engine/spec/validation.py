@@ -4,11 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from mbsfmu.engine import joints
-from mbsfmu.errors import Problem, brief
+from mbsfmu.errors import Problem, brief, did_you_mean
 from .description import WORLD, ModelSpec
 from .elements import check_elements
 from .loops import check_loops
-from .topology import _suggest
 
 INERTIA_RTOL = 1e-9  # relative slack for symmetry, PSD and triangle-inequality checks
 AXIS_MIN = 1e-12     # shortest joint axis [-] taken as a direction
@@ -88,7 +87,7 @@ def _check_joint(joint, at) -> list[Problem]:
     _array(joint.origin.rpy, (3,), at + ("origin", "rpy"), out)
     if joint.type not in joints.JOINT_TYPES:
         out.append(Problem(at + ("type",), f"unknown joint type {joint.type!r}; expected one of "
-                           f"{', '.join(joints.JOINT_TYPES)}" + _suggest(joint.type, joints.JOINT_TYPES)))
+                           f"{', '.join(joints.JOINT_TYPES)}" + did_you_mean(joint.type, joints.JOINT_TYPES)))
         return out
     jt = joints.JOINT_TYPES[joint.type]
     axis = _array(joint.axis, (3,), at + ("axis",), out)
@@ -146,7 +145,7 @@ def _check_initial(spec: ModelSpec) -> list[Problem]:
         for name, val in values.items():
             at = ("initial", key, name)
             if name not in jtypes:
-                out.append(Problem(at, f"unknown joint {name!r}" + _suggest(name, jtypes)))
+                out.append(Problem(at, f"unknown joint {name!r}" + did_you_mean(name, jtypes)))
                 continue
             if jtypes[name] not in joints.JOINT_TYPES:
                 continue

@@ -1,0 +1,117 @@
+"""The architecture's rules as tests (docs/explanation/architecture.md): the import contracts of
+pyproject.toml ([tool.importlinter]: layers, the checker's independence, the ROS package above
+mbsfmu, no cycles), no private name of one module used by another, the checker importable without
+the engine, and the deprecated import paths of 0.1 still working with a warning."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("mbsfmu", "mbsfmu_ros")
+
+
+def sources() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_import_contracts_hold():
+    """lint-imports over the installed sources: every contract KEPT (its output names the import
+    that breaks one). A subprocess, so no other test's imports matter; no cache written."""
+    pytest.importorskip("importlinter")
+    code = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert "BROKEN" not in r.stdout and "0 broken" in r.stdout
+
+
+def test_contracts_can_fail(tmp_path):
+    """The layers contract is not vacuous: a config whose layers put the engine above the simulator
+    is reported broken."""
+    pytest.importorskip("importlinter")
+    cfg = tmp_path / "contracts.ini"
+    cfg.write_text("[importlinter]\nroot_package = mbsfmu\n\n[importlinter:contract:upside-down]\n"
+                   "name = upside down\ntype = layers\nlayers =\n    mbsfmu.engine\n    mbsfmu.sim\n")
+    code = (f"import sys; from importlinter.cli import lint_imports; "
+            f"sys.exit(lint_imports(config_filename={str(cfg)!r}, no_cache=True, no_logo=True))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "mbsfmu.sim" in r.stdout and "BROKEN" in r.stdout
+
+
+def private_definitions() -> dict[str, set[str]]:
+    """Per module, the private names it defines: functions, classes, module-level names, and
+    attributes assigned on self."""
+    out = {}
+    for path in sources():
+        names = set()
+        for n in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and private(n.name):
+                names.add(n.name)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and private(n.id):
+                names.add(n.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and private(n.attr):
+                names.add(n.attr)
+        out[module_of(path)] = names
+    return out
+
+
+def test_no_private_name_used_across_modules():
+    """No ``from x import _name`` between our modules, and no ``obj._name`` in one module where
+    only another module defines ``_name`` (self./cls. access inside a class is its own business)."""
+    defs = private_definitions()
+    bad = []
+    for path in sources():
+        mod = module_of(path)
+        for n in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").split(".")[0] in PACKAGES):
+                bad += [f"{mod}:{n.lineno} imports {a.name}" for a in n.names if private(a.name)]
+            elif isinstance(n, ast.Attribute) and private(n.attr) and isinstance(n.ctx, ast.Load):
+                if isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+                    continue
+                owners = {m for m, names in defs.items() if n.attr in names}
+                if owners and mod not in owners:
+                    bad.append(f"{mod}:{n.lineno} uses {ast.unparse(n)} (defined in {', '.join(sorted(owners))})")
+    assert not bad, "\n".join(bad)
+
+
+def test_checker_loads_without_the_engine():
+    """``import mbsfmu.checker`` (and a check on a trajectory) loads neither the engine, the
+    simulator, the readers nor scipy: the checker is the independent test of the engine."""
+    code = ("import sys, mbsfmu.checker, mbsfmu.trajectory; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('mbsfmu', 'scipy', 'yaml')))))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert "mbsfmu.checker.checks" in loaded
+    assert not {m for m in loaded if m.startswith(("mbsfmu.engine", "mbsfmu.sim", "mbsfmu.io", "scipy", "yaml"))}, loaded
+
+
+@pytest.mark.parametrize("old, new, name", [
+    ("mbsfmu.simulator", "mbsfmu.sim.simulator", "Simulator"),
+    ("mbsfmu.invariants", "mbsfmu.checker.checks", "conservation_report"),
+    ("mbsfmu.multibody", "mbsfmu.engine.model", "Model"),
+])
+def test_deprecated_paths_warn_and_work(old, new, name):
+    """The 0.1 import paths work for one release: the same objects, with a DeprecationWarning
+    that names the new path (fresh interpreter: the warning fires on first import)."""
+    code = (f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            f"try:\n    from {old} import {name}\nexcept DeprecationWarning as w:\n    print('warned', w)\n"
+            f"warnings.simplefilter('ignore')\nimport {old} as a, {new} as b\n"
+            f"print(a is b, getattr(a, {name!r}) is getattr(b, {name!r}))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"warned {old} is deprecated" in r.stdout and new in r.stdout
+    assert r.stdout.strip().endswith("True True")
