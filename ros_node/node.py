@@ -35,11 +35,12 @@ from std_srvs.srv import SetBool, Trigger
 import mbsfmu
 from mbsfmu.errors import MbsError
 from mbsfmu.sim import messages as ms
-from mbsfmu.simulator import INTEGRATORS, SimulationError, Simulator
+from mbsfmu.simulator import SimulationError, Simulator
 
 from . import conversion as cv
 from . import diagnostics as dg
 from . import topics as tp
+from .config import declarations, node_config
 from .pacing import MAX_LAG, PacingStats
 
 try:                                   # no PyPI wheel for tf2_msgs: /tf only where it imports
@@ -96,37 +97,9 @@ def ros_messages(contents: dict[str, dict]) -> dict:
 SPIN_MARGIN = 3e-4     # [s] before a deadline the node stops waiting in the executor and sleeps
 NODE_NAME = "mbsfmu"
 
-PARAMETERS = {  # name: (default, description); see docs/reference/ros-interface.md
-    "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
-    "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
-    "publish_rate": (100.0, "cycles per second of sim time [Hz]: the engine advances 1/publish_rate per cycle "
-                            "(inputs held), then publishes"),
-    "real_time_factor": (1.0, "target sim time / wall time: 1.0 = wall-clock paced, 0 = as fast as possible"),
-    "lock_step": (False, "advance one cycle per command for the current sim time (deterministic controller "
-                         "in the loop); pacing is then off"),
-    "command_timeout": (0.5, "sim time [s] without a command after which the inputs drop to zero (0 = never); "
-                             "also the age beyond which a stamped joint command is stale"),
-    "integrator": ("rk4", f"one of {', '.join(INTEGRATORS)}"),
-    "rtol": (1e-10, "dop853 relative tolerance"),
-    "atol": (1e-12, "dop853 absolute tolerance"),
-    "diagnostics_rate": (1.0, "/diagnostics and /mbs/real_time_factor per second of wall time [Hz]"),
-    "checks": (["auto"], f"conservation checks: auto, none, or any of {', '.join(dg.CONSERVATION_CHECKS)}"),
-    "invariants_decimation": (1, "publish momentum, CM, energy (and /tf) every N-th cycle"),
-    "frame_id": ("world", "header.frame_id of the stamped outputs: the inertial frame"),
-    "start_paused": (False, "start paused (~/pause false or ~/step to go on)"),
-    "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
-}
-
-
 def _descriptor(text: str, number: bool = False) -> ParameterDescriptor:
     """Read-only; a float parameter takes integers too (``publish_rate:=1000``)."""
     return ParameterDescriptor(description=text, read_only=True, dynamic_typing=number)
-
-
-def _number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MbsError(f"parameter {name} must be a number, got {value!r}")
-    return float(value)
 
 
 class MbsNode(Node):
@@ -137,57 +110,30 @@ class MbsNode(Node):
         if model:
             overrides.append(Parameter("model", value=str(model)))
         super().__init__(kwargs.pop("node_name", NODE_NAME), parameter_overrides=overrides, **kwargs)
-        for name, (default, text) in PARAMETERS.items():
-            self.declare_parameter(name, default, _descriptor(text, isinstance(default, float)))
-        for name, (warn, error) in dg.DEFAULT_THRESHOLDS.items():
-            self.declare_parameter(f"thresholds.{name}.warn", warn, _descriptor(f"{name}: WARN from this value on", True))
-            self.declare_parameter(f"thresholds.{name}.error", error, _descriptor(f"{name}: ERROR from this value on", True))
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
-        for name, (default, _text) in PARAMETERS.items():
-            if isinstance(default, float):
-                p[name] = _number(name, p[name])
-        self.thresholds = {}
-        for name in dg.DEFAULT_THRESHOLDS:
-            warn, error = (_number(f"thresholds.{name}.{k}", self.get_parameter(f"thresholds.{name}.{k}").value)
-                           for k in ("warn", "error"))
-            if not warn <= error:
-                raise MbsError(f"thresholds.{name}: warn {warn:g} must not exceed error {error:g}")
-            self.thresholds[name] = (warn, error)
-        if not p["model"]:
-            raise MbsError("no model file: pass it as the first argument or as parameter model:=PATH")
-        for key in ("publish_rate", "physics_step"):
-            if not (math.isfinite(p[key]) and p[key] > 0) and not (key == "physics_step" and p[key] == 0
-                                                                 and p["integrator"] == "dop853"):
-                raise MbsError(f"parameter {key} must be a positive number, got {p[key]}")
-        for key in ("real_time_factor", "command_timeout", "diagnostics_rate"):
-            if not (math.isfinite(p[key]) and p[key] >= 0):
-                raise MbsError(f"parameter {key} must be a number >= 0, got {p[key]}")
-        if int(p["invariants_decimation"]) < 1:
-            raise MbsError(f"parameter invariants_decimation must be >= 1, got {p['invariants_decimation']}")
-        if p["executor"] not in ("single", "events"):
-            raise MbsError(f"parameter executor must be single or events, got {p['executor']!r}")
-        self.params = p
-        self.model = mbsfmu.load_model(p["model"])
-        self.sim = Simulator(self.model, integrator=p["integrator"], h_max=float(p["physics_step"]),
-                             rtol=float(p["rtol"]), atol=float(p["atol"]))
-        self.checks = dg.resolve_checks(list(p["checks"]), self.model)
+        for name, default, text, number in declarations():
+            self.declare_parameter(name, default, _descriptor(text, number))
+        self.config = p = node_config({name: self.get_parameter(name).value for name, *_ in declarations()})
+        self.thresholds = dict(p.thresholds)
+        self.model = mbsfmu.load_model(p.model)
+        self.sim = Simulator(self.model, integrator=p.integrator, h_max=p.physics_step, rtol=p.rtol, atol=p.atol)
+        self.checks = dg.resolve_checks(list(p.checks), self.model)
         self.layout = cv.joint_layout(self.model)
         self.aliases = cv.command_aliases(self.model, self.sim.input_names)
-        self.period = 1.0 / float(p["publish_rate"])
+        self.period = p.period
         self.period_ns = cv.time_to_ns(self.period)
-        self.rtf = float(p["real_time_factor"])
-        self.lock_step = bool(p["lock_step"])
-        self.timeout_ns = cv.time_to_ns(float(p["command_timeout"]))
-        self.decimation = int(p["invariants_decimation"])
-        self.frame_id = str(p["frame_id"])
-        self.diag_period = 1.0 / float(p["diagnostics_rate"]) if p["diagnostics_rate"] > 0 else math.inf
+        self.rtf = p.real_time_factor
+        self.lock_step = p.lock_step
+        self.timeout_ns = cv.time_to_ns(p.command_timeout)
+        self.decimation = p.invariants_decimation
+        self.frame_id = p.frame_id
+        self.diag_period = p.diagnostics_period
 
         # state of the run
         self.k = 0                          # cycles since the start or the last reset
         self.offset_ns = 0                  # published time = offset + episode time (monotonic across resets)
         self.last_ns = -1                   # stamp of the last published state
         self.resets = 0
-        self.paused = bool(p["start_paused"])
+        self.paused = p.start_paused
         self.error: str | None = None       # the engine stopped (SimulationError): paused until ~/reset
         self.lock_go = False
         self.lock_subscribers = 0
@@ -213,13 +159,14 @@ class MbsNode(Node):
         self.create_service(SetBool, "~/pause", self._srv_pause)
         self.create_service(Trigger, "~/step", self._srv_step)
 
+        multi = ", ".join(self.layout.multi_names)
         mode = "lock-step" if self.lock_step else ("as fast as possible" if self.rtf == 0 else
                                                    f"real-time factor {self.rtf:g}")
         self.get_logger().info(
-            f"model {self.model.name} ({p['model']}): joint states [{', '.join(self.layout.names)}]"
-            f"{'; multi-DoF joint states [' + ', '.join(self.layout.multi_names) + ']' if self.layout.multi_names else ''}"
+            f"model {self.model.name} ({p.model}): joint states [{', '.join(self.layout.names)}]"
+            f"{f'; multi-DoF joint states [{multi}]' if multi else ''}"
             f"; inputs "
-            f"[{', '.join(self.sim.input_names)}]; {p['integrator']} step {p['physics_step']:g} s, cycle "
+            f"[{', '.join(self.sim.input_names)}]; {p.integrator} step {p.physics_step:g} s, cycle "
             f"{self.period:g} s, {mode}; checks [{', '.join(self.checks)}]"
             f"{'' if TFMessage else '; /tf off (tf2_msgs not importable)'}")
 
@@ -475,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         except (MbsError, ValueError, ParameterException) as e:
             print(f"mbsfmu ros: error: {e}", file=sys.stderr)
             return 2
-        if node.params["executor"] == "events":
+        if node.config.executor == "events":
             from rclpy.experimental import EventsExecutor
             executor = EventsExecutor()
         else:
