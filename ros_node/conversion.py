@@ -2,8 +2,8 @@
 what these return, and the tests check them without ROS.
 
 The node's output contents (joint states, momentum, CM, energy, /tf) are built in one place,
-``mbsfmu.sim.messages``, shared with the MCAP recorder; the names re-exported below keep this
-module the node's one import for message values.
+``mbsfmu.sim.messages``, shared with the MCAP recorder; the time and joint-layout names it
+re-exports here are what command handling and the node's clients (tests, controllers) use.
 """
 from __future__ import annotations
 
