@@ -1,156 +1,27 @@
-"""Message conversion as pure functions: engine outputs -> message field values, and command
-messages -> validated input dicts. No rclpy here: ``node.py`` copies these values into messages,
-and the tests check them without ROS.
+"""Command messages -> validated input dicts, as pure functions (no rclpy): ``node.py`` applies
+what these return, and the tests check them without ROS.
 
-Joint states (sensor_msgs/JointState) are flattened per joint coordinate, in the model's tree
-order (``model.joint_names``; fixed joints have no entry). A joint with one coordinate keeps its
-name (``q1``; a reaction wheel's entry is named like the wheel: ``rw1``, spin angle and rate
-relative to its host). A joint with nq or nv > 1 gets max(nq, nv) entries ``<joint>[k]``,
-k = 1..max(nq, nv), where entry k holds q_j[k], qd_j[k] and tau_j[k] of that joint (the engine's
-coordinates, docs/explanation/conventions.md), NaN where the joint has no such coordinate:
-
-| joint | entries | position | velocity, effort |
-|---|---|---|---|
-| revolute, prismatic, wheel | ``j`` | angle [rad] / offset [m] | rate, actuator force |
-| spherical | ``j[1]..j[4]`` | quaternion w, x, y, z | omega (body axes) [rad/s], k = 4: NaN |
-| free | ``j[1]..j[7]`` | x, y, z [m], quaternion w, x, y, z | v (body axes) [m/s], omega [rad/s], k = 7: NaN |
-
-So position[k] and velocity[k] of a multi-DoF joint are coordinates with the same index, not a
-value and its derivative. ``state_from_joint_state`` inverts the flattening exactly.
+The node's output contents (joint states, momentum, CM, energy, /tf) are built in one place,
+``mbsfmu.sim.messages``, shared with the MCAP recorder; the time and joint-layout names it
+re-exports here are what command handling and the node's clients (tests, controllers) use.
 """
 from __future__ import annotations
 
 import difflib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-
-import numpy as np
-from numpy.typing import NDArray
 
 from mbsfmu.errors import InputError
-from mbsfmu.engine.spatial import R_to_quat
+from mbsfmu.sim.messages import (ENERGY_LABELS, ENERGY_LAYOUT_LABEL, NS, JointLayout, joint_layout, ns_to_stamp,
+                                 stamp_to_ns, state_from_joint_state, time_to_ns, transforms)
 
-Array = NDArray[np.float64]
-
-ENERGY_LABELS = ("KE", "PE", "E", "W_in", "W_diss")
-ENERGY_LAYOUT_LABEL = ",".join(ENERGY_LABELS)   # Float64MultiArray layout.dim[0].label of /mbs/energy
-NS = 1_000_000_000
+__all__ = ["ENERGY_LABELS", "ENERGY_LAYOUT_LABEL", "NS", "CommandError", "JointLayout", "check_command_stamp",
+           "command_aliases", "effort_command_inputs", "joint_command_inputs", "joint_layout", "ns_to_stamp",
+           "stamp_to_ns", "state_from_joint_state", "time_to_ns", "transforms"]
 
 
 class CommandError(InputError):
     """A command message the node rejects; the message names the problem."""
-
-
-# ---- time ----------------------------------------------------------------------------------
-def time_to_ns(t: float) -> int:
-    """Sim time t [s] -> integer nanoseconds (rounded to nearest)."""
-    return int(round(float(t) * NS))
-
-
-def ns_to_stamp(ns: int) -> tuple[int, int]:
-    """Integer nanoseconds -> builtin_interfaces/Time (sec, nanosec)."""
-    return int(ns // NS), int(ns % NS)
-
-
-def stamp_to_ns(sec: int, nanosec: int) -> int:
-    return int(sec) * NS + int(nanosec)
-
-
-# ---- joint states --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class JointLayout:
-    """How the state flattens into JointState arrays: entry e has name names[e], position
-    q[q_index[e]] and velocity/effort qd[v_index[e]], tau[v_index[e]] (index -1: NaN)."""
-    names: tuple[str, ...]
-    q_index: np.ndarray
-    v_index: np.ndarray
-    nq: int
-    nv: int
-
-
-def joint_layout(model) -> JointLayout:
-    """The JointState layout of a Model (see the module docstring)."""
-    names, qi, vi = [], [], []
-    for name in model.joint_names:
-        qs, vs = model.q_slice(name), model.v_slice(name)
-        nq, nv = qs.stop - qs.start, vs.stop - vs.start
-        n = max(nq, nv)
-        for k in range(n):
-            names.append(name if n == 1 else f"{name}[{k + 1}]")
-            qi.append(qs.start + k if k < nq else -1)
-            vi.append(vs.start + k if k < nv else -1)
-    return JointLayout(tuple(names), np.array(qi, dtype=np.int64), np.array(vi, dtype=np.int64), model.nq, model.nv)
-
-
-def _pick(x: Array, idx: np.ndarray) -> list[float]:
-    out = np.full(idx.shape, math.nan)
-    ok = idx >= 0
-    out[ok] = x[idx[ok]]
-    return out.tolist()
-
-
-def joint_state_fields(layout: JointLayout, q: Array, qd: Array, tau: Array) -> tuple[list[str], list[float], list[float], list[float]]:
-    """(name, position, velocity, effort) of sensor_msgs/JointState from q (nq,), qd (nv,) and
-    the applied actuator forces tau (nv,) [N m or N] (``Simulator.forces.joint_forces(u)``)."""
-    return list(layout.names), _pick(np.asarray(q, float), layout.q_index), _pick(np.asarray(qd, float), layout.v_index), \
-        _pick(np.asarray(tau, float), layout.v_index)
-
-
-def state_from_joint_state(layout: JointLayout, names: Sequence[str], position: Sequence[float],
-                           velocity: Sequence[float]) -> tuple[Array, Array]:
-    """(q (nq,), qd (nv,)) from a JointState published by the node (any entry order)."""
-    if len(position) != len(names) or len(velocity) != len(names):
-        raise InputError(f"joint state has {len(names)} names, {len(position)} positions, {len(velocity)} velocities")
-    where = {n: k for k, n in enumerate(names)}
-    missing = [n for n in layout.names if n not in where]
-    if missing:
-        raise InputError(f"joint state lacks {', '.join(missing)}")
-    q, qd = np.full(layout.nq, math.nan), np.full(layout.nv, math.nan)
-    for e, n in enumerate(layout.names):
-        k = where[n]
-        if layout.q_index[e] >= 0:
-            q[layout.q_index[e]] = position[k]
-        if layout.v_index[e] >= 0:
-            qd[layout.v_index[e]] = velocity[k]
-    return q, qd
-
-
-# ---- momentum, centre of mass, energy ------------------------------------------------------
-def momentum_fields(inv) -> tuple[list[float], list[float]]:
-    """geometry_msgs/Wrench (force, torque) of /mbs/centroidal_momentum: force = P_sys = M Rdot,
-    total linear momentum, world axes [N s]; torque = H_sys, angular momentum about the system CM,
-    world axes, wheels included [N m s]. (p_sys, the momentum about the CM, is 0 by definition:
-    the diagnostics check it.)"""
-    return [float(v) for v in inv.P_sys], [float(v) for v in inv.H_sys]
-
-
-def com_fields(inv) -> tuple[list[float], list[float]]:
-    """(R [m], Rdot [m/s]): system CM position and velocity, world axes."""
-    return [float(v) for v in inv.R], [float(v) for v in inv.Rdot]
-
-
-def energy_values(inv, work: tuple[float, float]) -> list[float]:
-    """/mbs/energy data in ENERGY_LABELS order: KE, PE, E = KE + PE, W_in (work of the inputs
-    since the start or reset), W_diss (work of the dampers, <= 0) [J]."""
-    W_in, W_diss = work
-    return [float(inv.KE), float(inv.PE), float(inv.E), float(W_in), float(W_diss)]
-
-
-def transforms(model, kin) -> list[tuple[str, str, list[float], list[float]]]:
-    """[(parent frame, child frame, translation [m], rotation quaternion x, y, z, w)] of every
-    body relative to its parent body (the world for roots), for tf2_msgs/TFMessage. The world
-    frame is called "world"; each body frame is named like its body."""
-    out = []
-    for i in range(1, model.N + 1):
-        p = int(model.L[i])
-        Rp, pp = (np.eye(3), np.zeros(3)) if p == 0 else (kin.R[p], kin.p[p])
-        R = Rp.T @ kin.R[i]
-        xyz = Rp.T @ (kin.p[i] - pp)
-        w, x, y, z = R_to_quat(R)
-        out.append(("world" if p == 0 else model.body_names[p - 1], model.body_names[i - 1],
-                    [float(v) for v in xyz], [float(x), float(y), float(z), float(w)]))
-    return out
 
 
 # ---- commands ------------------------------------------------------------------------------

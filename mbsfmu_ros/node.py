@@ -19,7 +19,8 @@ import time
 import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PointStamped, Vector3Stamped, WrenchStamped
+from geometry_msgs.msg import (Point, PointStamped, Quaternion, Transform, Twist, Vector3, Vector3Stamped, Wrench,
+                               WrenchStamped)
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -27,17 +28,19 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
+from sensor_msgs.msg import JointState, MultiDOFJointState
+from std_msgs.msg import Float64, Float64MultiArray, Header, MultiArrayDimension, MultiArrayLayout
 from std_srvs.srv import SetBool, Trigger
 
 import mbsfmu
 from mbsfmu.errors import MbsError
-from mbsfmu.sim.simulator import INTEGRATORS, SimulationError, Simulator
+from mbsfmu.sim import messages as ms
+from mbsfmu.sim.simulator import SimulationError, Simulator
 
 from mbsfmu_ros import conversion as cv
 from mbsfmu_ros import diagnostics as dg
 from mbsfmu_ros import topics as tp
+from .config import declarations, node_config
 from .pacing import MAX_LAG, PacingStats
 
 try:                                   # no PyPI wheel for tf2_msgs: /tf only where it imports
@@ -46,40 +49,57 @@ try:                                   # no PyPI wheel for tf2_msgs: /tf only wh
 except ImportError:                    # pragma: no cover - depends on the installation
     TFMessage = None
 
+MESSAGE_CLASSES = {tp.CLOCK: Clock, tp.JOINT_STATES: JointState, tp.MULTI_DOF_JOINT_STATES: MultiDOFJointState,
+                   tp.CENTROIDAL_MOMENTUM: WrenchStamped, tp.COM: PointStamped, tp.COM_VELOCITY: Vector3Stamped,
+                   tp.ENERGY: Float64MultiArray, tp.TF: TFMessage}
+
+
+# ---- contents (mbsfmu.sim.messages) -> rclpy messages, field by field ----------------------------
+def _time(d: dict) -> Time:
+    return Time(sec=d["sec"], nanosec=d["nanosec"])
+
+
+def _header(d: dict) -> Header:
+    return Header(stamp=_time(d["stamp"]), frame_id=d["frame_id"])
+
+
+def _transform(d: dict) -> Transform:
+    return Transform(translation=Vector3(**d["translation"]), rotation=Quaternion(**d["rotation"]))
+
+
+BUILDERS = {
+    tp.CLOCK: lambda c: Clock(clock=_time(c["clock"])),
+    tp.JOINT_STATES: lambda c: JointState(header=_header(c["header"]), name=c["name"], position=c["position"],
+                                          velocity=c["velocity"], effort=c["effort"]),
+    tp.MULTI_DOF_JOINT_STATES: lambda c: MultiDOFJointState(
+        header=_header(c["header"]), joint_names=c["joint_names"], transforms=[_transform(t) for t in c["transforms"]],
+        twist=[Twist(linear=Vector3(**t["linear"]), angular=Vector3(**t["angular"])) for t in c["twist"]],
+        wrench=[Wrench(force=Vector3(**w["force"]), torque=Vector3(**w["torque"])) for w in c["wrench"]]),
+    tp.CENTROIDAL_MOMENTUM: lambda c: WrenchStamped(header=_header(c["header"]), wrench=Wrench(
+        force=Vector3(**c["wrench"]["force"]), torque=Vector3(**c["wrench"]["torque"]))),
+    tp.COM: lambda c: PointStamped(header=_header(c["header"]), point=Point(**c["point"])),
+    tp.COM_VELOCITY: lambda c: Vector3Stamped(header=_header(c["header"]), vector=Vector3(**c["vector"])),
+    tp.ENERGY: lambda c: Float64MultiArray(layout=MultiArrayLayout(
+        dim=[MultiArrayDimension(**d) for d in c["layout"]["dim"]], data_offset=c["layout"]["data_offset"]),
+        data=c["data"]),
+}
+if TFMessage is not None:
+    BUILDERS[tp.TF] = lambda c: TFMessage(transforms=[TransformStamped(
+        header=_header(t["header"]), child_frame_id=t["child_frame_id"], transform=_transform(t["transform"]))
+        for t in c["transforms"]])
+
+
+def ros_messages(contents: dict[str, dict]) -> dict:
+    """topic -> rclpy message of the contents ``mbsfmu.sim.messages.state_messages`` builds."""
+    return {topic: BUILDERS[topic](c) for topic, c in contents.items()}
+
+
 SPIN_MARGIN = 3e-4     # [s] before a deadline the node stops waiting in the executor and sleeps
 NODE_NAME = "mbsfmu"
-
-PARAMETERS = {  # name: (default, description); see docs/reference/ros-interface.md
-    "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
-    "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
-    "publish_rate": (100.0, "cycles per second of sim time [Hz]: the engine advances 1/publish_rate per cycle "
-                            "(inputs held), then publishes"),
-    "real_time_factor": (1.0, "target sim time / wall time: 1.0 = wall-clock paced, 0 = as fast as possible"),
-    "lock_step": (False, "advance one cycle per command for the current sim time (deterministic controller "
-                         "in the loop); pacing is then off"),
-    "command_timeout": (0.5, "sim time [s] without a command after which the inputs drop to zero (0 = never); "
-                             "also the age beyond which a stamped joint command is stale"),
-    "integrator": ("rk4", f"one of {', '.join(INTEGRATORS)}"),
-    "rtol": (1e-10, "dop853 relative tolerance"),
-    "atol": (1e-12, "dop853 absolute tolerance"),
-    "diagnostics_rate": (1.0, "/diagnostics and /mbs/real_time_factor per second of wall time [Hz]"),
-    "checks": (["auto"], f"conservation checks: auto, none, or any of {', '.join(dg.CONSERVATION_CHECKS)}"),
-    "invariants_decimation": (1, "publish momentum, CM, energy (and /tf) every N-th cycle"),
-    "frame_id": ("world", "header.frame_id of the stamped outputs: the inertial frame"),
-    "start_paused": (False, "start paused (~/pause false or ~/step to go on)"),
-    "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
-}
-
 
 def _descriptor(text: str, number: bool = False) -> ParameterDescriptor:
     """Read-only; a float parameter takes integers too (``publish_rate:=1000``)."""
     return ParameterDescriptor(description=text, read_only=True, dynamic_typing=number)
-
-
-def _number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MbsError(f"parameter {name} must be a number, got {value!r}")
-    return float(value)
 
 
 class MbsNode(Node):
@@ -90,57 +110,30 @@ class MbsNode(Node):
         if model:
             overrides.append(Parameter("model", value=str(model)))
         super().__init__(kwargs.pop("node_name", NODE_NAME), parameter_overrides=overrides, **kwargs)
-        for name, (default, text) in PARAMETERS.items():
-            self.declare_parameter(name, default, _descriptor(text, isinstance(default, float)))
-        for name, (warn, error) in dg.DEFAULT_THRESHOLDS.items():
-            self.declare_parameter(f"thresholds.{name}.warn", warn, _descriptor(f"{name}: WARN from this value on", True))
-            self.declare_parameter(f"thresholds.{name}.error", error, _descriptor(f"{name}: ERROR from this value on", True))
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
-        for name, (default, _text) in PARAMETERS.items():
-            if isinstance(default, float):
-                p[name] = _number(name, p[name])
-        self.thresholds = {}
-        for name in dg.DEFAULT_THRESHOLDS:
-            warn, error = (_number(f"thresholds.{name}.{k}", self.get_parameter(f"thresholds.{name}.{k}").value)
-                           for k in ("warn", "error"))
-            if not warn <= error:
-                raise MbsError(f"thresholds.{name}: warn {warn:g} must not exceed error {error:g}")
-            self.thresholds[name] = (warn, error)
-        if not p["model"]:
-            raise MbsError("no model file: pass it as the first argument or as parameter model:=PATH")
-        for key in ("publish_rate", "physics_step"):
-            if not (math.isfinite(p[key]) and p[key] > 0) and not (key == "physics_step" and p[key] == 0
-                                                                 and p["integrator"] == "dop853"):
-                raise MbsError(f"parameter {key} must be a positive number, got {p[key]}")
-        for key in ("real_time_factor", "command_timeout", "diagnostics_rate"):
-            if not (math.isfinite(p[key]) and p[key] >= 0):
-                raise MbsError(f"parameter {key} must be a number >= 0, got {p[key]}")
-        if int(p["invariants_decimation"]) < 1:
-            raise MbsError(f"parameter invariants_decimation must be >= 1, got {p['invariants_decimation']}")
-        if p["executor"] not in ("single", "events"):
-            raise MbsError(f"parameter executor must be single or events, got {p['executor']!r}")
-        self.params = p
-        self.model = mbsfmu.load_model(p["model"])
-        self.sim = Simulator(self.model, integrator=p["integrator"], h_max=float(p["physics_step"]),
-                             rtol=float(p["rtol"]), atol=float(p["atol"]))
-        self.checks = dg.resolve_checks(list(p["checks"]), self.model)
+        for name, default, text, number in declarations():
+            self.declare_parameter(name, default, _descriptor(text, number))
+        self.config = p = node_config({name: self.get_parameter(name).value for name, *_ in declarations()})
+        self.thresholds = dict(p.thresholds)
+        self.model = mbsfmu.load_model(p.model)
+        self.sim = Simulator(self.model, integrator=p.integrator, h_max=p.physics_step, rtol=p.rtol, atol=p.atol)
+        self.checks = dg.resolve_checks(list(p.checks), self.model)
         self.layout = cv.joint_layout(self.model)
         self.aliases = cv.command_aliases(self.model, self.sim.input_names)
-        self.period = 1.0 / float(p["publish_rate"])
+        self.period = p.period
         self.period_ns = cv.time_to_ns(self.period)
-        self.rtf = float(p["real_time_factor"])
-        self.lock_step = bool(p["lock_step"])
-        self.timeout_ns = cv.time_to_ns(float(p["command_timeout"]))
-        self.decimation = int(p["invariants_decimation"])
-        self.frame_id = str(p["frame_id"])
-        self.diag_period = 1.0 / float(p["diagnostics_rate"]) if p["diagnostics_rate"] > 0 else math.inf
+        self.rtf = p.real_time_factor
+        self.lock_step = p.lock_step
+        self.timeout_ns = cv.time_to_ns(p.command_timeout)
+        self.decimation = p.invariants_decimation
+        self.frame_id = p.frame_id
+        self.diag_period = p.diagnostics_period
 
         # state of the run
         self.k = 0                          # cycles since the start or the last reset
         self.offset_ns = 0                  # published time = offset + episode time (monotonic across resets)
         self.last_ns = -1                   # stamp of the last published state
         self.resets = 0
-        self.paused = bool(p["start_paused"])
+        self.paused = p.start_paused
         self.error: str | None = None       # the engine stopped (SimulationError): paused until ~/reset
         self.lock_go = False
         self.lock_subscribers = 0
@@ -152,32 +145,28 @@ class MbsNode(Node):
         self.ref_row = dg.checker_row(self.sim)
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_clock = self.create_publisher(Clock, tp.CLOCK, qos)
-        self.pub_js = self.create_publisher(JointState, tp.JOINT_STATES, qos)
-        self.pub_mom = self.create_publisher(WrenchStamped, tp.CENTROIDAL_MOMENTUM, qos)
-        self.pub_com = self.create_publisher(PointStamped, tp.COM, qos)
-        self.pub_comv = self.create_publisher(Vector3Stamped, tp.COM_VELOCITY, qos)
-        self.pub_energy = self.create_publisher(Float64MultiArray, tp.ENERGY, qos)
+        self.pubs = {topic: self.create_publisher(MESSAGE_CLASSES[topic], topic, qos)
+                     for topic in ms.state_topics(self.layout) if topic != tp.TF}
+        self.pub_js = self.pubs[tp.JOINT_STATES]
         self.pub_diag = self.create_publisher(DiagnosticArray, tp.DIAGNOSTICS, qos)
         self.pub_rtf = self.create_publisher(Float64, tp.REAL_TIME_FACTOR, qos)
         self.pub_tf = self.create_publisher(TFMessage, tp.TF, QoSProfile(depth=100)) if TFMessage else None
+        if self.pub_tf is not None:
+            self.pubs[tp.TF] = self.pub_tf
         self.create_subscription(Float64MultiArray, tp.EFFORT_COMMANDS, self._on_effort, qos)
         self.create_subscription(JointState, tp.JOINT_COMMANDS, self._on_joint_command, qos)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(SetBool, "~/pause", self._srv_pause)
         self.create_service(Trigger, "~/step", self._srv_step)
 
-        self.msg_js = JointState()
-        self.msg_js.header.frame_id = self.frame_id
-        self.msg_js.name = list(self.layout.names)
-        self.msg_energy = Float64MultiArray()
-        self.msg_energy.layout.dim = [MultiArrayDimension(label=cv.ENERGY_LAYOUT_LABEL, size=len(cv.ENERGY_LABELS),
-                                                          stride=len(cv.ENERGY_LABELS))]
+        multi = ", ".join(self.layout.multi_names)
         mode = "lock-step" if self.lock_step else ("as fast as possible" if self.rtf == 0 else
                                                    f"real-time factor {self.rtf:g}")
         self.get_logger().info(
-            f"model {self.model.name} ({p['model']}): {len(self.layout.names)} joint state entries, inputs "
-            f"[{', '.join(self.sim.input_names)}]; {p['integrator']} step {p['physics_step']:g} s, cycle "
+            f"model {self.model.name} ({p.model}): joint states [{', '.join(self.layout.names)}]"
+            f"{f'; multi-DoF joint states [{multi}]' if multi else ''}"
+            f"; inputs "
+            f"[{', '.join(self.sim.input_names)}]; {p.integrator} step {p.physics_step:g} s, cycle "
             f"{self.period:g} s, {mode}; checks [{', '.join(self.checks)}]"
             f"{'' if TFMessage else '; /tf off (tf2_msgs not importable)'}")
 
@@ -192,48 +181,14 @@ class MbsNode(Node):
 
     # ---- publishing -----------------------------------------------------------------------
     def publish_state(self) -> None:
-        """/clock, /joint_states, and every ``invariants_decimation``-th cycle momentum, CM, energy, /tf."""
+        """/clock, the joint states, and every ``invariants_decimation``-th cycle momentum, CM,
+        energy, /tf: contents from ``mbsfmu.sim.messages`` (as the MCAP recorder's)."""
         ns = self.now_ns()
-        stamp = self._stamp(ns)
         self.last_ns = ns
-        self.pub_clock.publish(Clock(clock=stamp))
-        sim = self.sim
-        tau = sim.forces.joint_forces(sim.u)
-        _names, pos, vel, eff = cv.joint_state_fields(self.layout, sim.q, sim.qd, tau)
-        m = self.msg_js
-        m.header.stamp = stamp
-        m.position, m.velocity, m.effort = pos, vel, eff
-        self.pub_js.publish(m)
-        if self.k % self.decimation:
-            return
-        inv = sim.invariants()
-        force, torque = cv.momentum_fields(inv)
-        w = WrenchStamped()
-        w.header.stamp, w.header.frame_id = stamp, self.frame_id
-        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z) = force
-        (w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = torque
-        self.pub_mom.publish(w)
-        R, Rdot = cv.com_fields(inv)
-        c = PointStamped()
-        c.header.stamp, c.header.frame_id = stamp, self.frame_id
-        c.point.x, c.point.y, c.point.z = R
-        self.pub_com.publish(c)
-        v = Vector3Stamped()
-        v.header.stamp, v.header.frame_id = stamp, self.frame_id
-        v.vector.x, v.vector.y, v.vector.z = Rdot
-        self.pub_comv.publish(v)
-        self.msg_energy.data = cv.energy_values(inv, sim.work)
-        self.pub_energy.publish(self.msg_energy)
-        if self.pub_tf is not None:
-            msg = TFMessage()
-            for parent, child, xyz, quat in cv.transforms(self.model, sim.kinematics()):
-                t = TransformStamped()
-                t.header.stamp, t.header.frame_id, t.child_frame_id = stamp, \
-                    self.frame_id if parent == "world" else parent, child
-                t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = xyz
-                t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w = quat
-                msg.transforms.append(t)
-            self.pub_tf.publish(msg)
+        contents = ms.state_messages(self.sim, self.layout, ns, self.frame_id, invariants=not self.k % self.decimation,
+                                     with_tf=self.pub_tf is not None)
+        for topic, msg in ros_messages(contents).items():
+            self.pubs[topic].publish(msg)
 
     def publish_diagnostics(self, wall: float) -> None:
         """/diagnostics (conservation, constraints, real time, commands, simulation) and /mbs/real_time_factor."""
@@ -467,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         except (MbsError, ValueError, ParameterException) as e:
             print(f"mbsfmu ros: error: {e}", file=sys.stderr)
             return 2
-        if node.params["executor"] == "events":
+        if node.config.executor == "events":
             from rclpy.experimental import EventsExecutor
             executor = EventsExecutor()
         else:

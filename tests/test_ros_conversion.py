@@ -1,5 +1,5 @@
-"""mbsfmu_ros's pure parts, without ROS: message conversion (engine outputs -> message fields,
-commands -> validated inputs), diagnostics levels and checks, pacing statistics."""
+"""mbsfmu_ros's pure parts, without ROS: time stamps, transforms, commands -> validated inputs,
+diagnostics levels and checks, pacing statistics (message contents: test_ros_messages.py)."""
 import math
 from dataclasses import replace
 
@@ -26,54 +26,7 @@ def spacecraft():
     return mbsfmu.load_model(MODELS / "spacecraft.yaml")
 
 
-# ---- joint states ----------------------------------------------------------------------------
-def test_joint_layout_one_entry_per_coordinate(scara, spacecraft):
-    """1-DoF joints keep their name; a free joint gives base[1..7] (q: x y z w x y z; qd: v, omega,
-    base[7] velocity NaN); wheels are named like the wheel."""
-    assert cv.joint_layout(scara).names == ("q1", "q2")
-    lay = cv.joint_layout(spacecraft)
-    assert lay.names == tuple(f"base[{k}]" for k in range(1, 8)) + ("hinge_l", "hinge_r", "rw1", "rw2", "rw3", "rw4")
-    assert lay.q_index.tolist() == list(range(13))
-    assert lay.v_index.tolist() == [0, 1, 2, 3, 4, 5, -1, 6, 7, 8, 9, 10, 11]
-
-
-def test_joint_state_fields_and_inverse_are_exact(spacecraft, rng):
-    """Positions, velocities, efforts come from q, qd, tau unchanged; the inverse (any order) gives
-    q and qd back bit for bit."""
-    lay = cv.joint_layout(spacecraft)
-    q, qd = spacecraft.random_state(rng)
-    tau = rng.normal(size=spacecraft.nv)
-    names, pos, vel, eff = cv.joint_state_fields(lay, q, qd, tau)
-    assert len(names) == len(pos) == len(vel) == len(eff) == 13
-    assert pos[:7] == q[:7].tolist() and vel[:6] == qd[:6].tolist() and eff[:6] == tau[:6].tolist()
-    assert math.isnan(vel[6]) and math.isnan(eff[6])
-    assert pos[7:] == q[7:].tolist() and vel[7:] == qd[6:].tolist() and eff[7:] == tau[6:].tolist()
-    perm = rng.permutation(len(names))
-    q2, qd2 = cv.state_from_joint_state(lay, [names[k] for k in perm], [pos[k] for k in perm], [vel[k] for k in perm])
-    assert np.array_equal(q2, q) and np.array_equal(qd2, qd)
-    with pytest.raises(mbsfmu.InputError, match="lacks rw4"):
-        cv.state_from_joint_state(lay, names[:-1], pos[:-1], vel[:-1])
-
-
-# ---- momentum, energy, time, transforms ------------------------------------------------------
-def test_momentum_com_energy_fields_are_the_engine_values(spacecraft):
-    """force = P_sys (total linear momentum, not p_sys about the CM), torque = H_sys about the CM,
-    R, Rdot; energy data in the labelled order KE, PE, E, W_in, W_diss."""
-    sim = Simulator(spacecraft, h_max=0.01)
-    sim.set_input("thr1.thrust", 2.0)
-    sim.step(0.1)
-    inv = sim.invariants()
-    force, torque = cv.momentum_fields(inv)
-    assert force == inv.P_sys.tolist() and torque == inv.H_sys.tolist()
-    assert np.linalg.norm(force) > 0.1 and np.linalg.norm(inv.p_sys) < 1e-12
-    R, Rdot = cv.com_fields(inv)
-    assert R == inv.R.tolist() and Rdot == inv.Rdot.tolist()
-    data = cv.energy_values(inv, sim.work)
-    assert data == [inv.KE, inv.PE, inv.E, *sim.work]
-    assert cv.ENERGY_LAYOUT_LABEL.split(",") == ["KE", "PE", "E", "W_in", "W_diss"]
-    assert sim.work[0] > 0
-
-
+# ---- time, transforms (joint states, momentum, energy: test_ros_messages.py) ----------------------
 @pytest.mark.parametrize("t", [0.0, 1e-9, 0.01, 0.3, 1.999999999, 12345.678901234])
 def test_time_stamps_round_trip(t):
     ns = cv.time_to_ns(t)

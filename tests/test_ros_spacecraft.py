@@ -1,4 +1,5 @@
-"""The free-floating spacecraft (MBS Momentum/Energy Testing) over real DDS: multi-DoF joint states, momentum
+"""The free-floating spacecraft (MBS Momentum/Energy Testing) over real DDS: joint states (the free base
+in /mbs/multi_dof_joint_states), momentum
 diagnostics OK while nothing external acts, and a thruster command (thr1.thrust) makes the
 momentum diagnostics leave OK while the energy balance (thrust work counted) stays OK."""
 import numpy as np
@@ -24,13 +25,14 @@ CHECKS = ("H_sys_constant", "P_sys_constant", "p_sys_zero", "energy_balance", "e
 def ros(tmp_path_factory):
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
-    from sensor_msgs.msg import JointState
+    from sensor_msgs.msg import JointState, MultiDOFJointState
     sandbox = rt.Sandbox("spacecraft")
     log = tmp_path_factory.mktemp("ros") / "node.log"
     proc = rt.start_node(MODEL, PARAMS, sandbox, log)
     client = rt.Client(sandbox, proc)
     client.subscribe("/diagnostics", DiagnosticArray)
     client.subscribe("/joint_states", JointState, depth=100)
+    client.subscribe("/mbs/multi_dof_joint_states", MultiDOFJointState, depth=100)
     client.subscribe("/mbs/centroidal_momentum", WrenchStamped, depth=100)
     if not client.spin_until(lambda: len(client.msgs["/diagnostics"]) >= 3):
         why = client.failure(log)
@@ -57,10 +59,12 @@ def test_free_spacecraft_diagnostics_ok(ros):
         for name in CHECKS:
             assert st[name].level == b"\x00", (name, st[name].message)
     js = ros.msgs["/joint_states"][-1]
-    assert list(js.name[:7]) == [f"base[{k}]" for k in range(1, 8)] and list(js.name[7:9]) == ["hinge_l", "hinge_r"]
-    assert np.isnan(js.velocity[6]) and np.isnan(js.effort[6])
-    q = np.array(js.position[:7])
-    assert abs(np.linalg.norm(q[3:7]) - 1.0) < 1e-12       # the base quaternion
+    assert list(js.name) == ["hinge_l", "hinge_r", "rw1", "rw2", "rw3", "rw4"]
+    assert np.all(np.isfinite(js.position)) and np.all(np.isfinite(js.velocity)) and np.all(np.isfinite(js.effort))
+    mj = ros.msgs["/mbs/multi_dof_joint_states"][-1]
+    assert list(mj.joint_names) == ["base"] and len(mj.transforms) == len(mj.twist) == len(mj.wrench) == 1
+    r = mj.transforms[0].rotation
+    assert abs(np.linalg.norm([r.w, r.x, r.y, r.z]) - 1.0) < 1e-12       # the base quaternion
 
 
 def test_published_H_sys_is_the_engines_for_the_published_state(ros):
@@ -68,12 +72,15 @@ def test_published_H_sys_is_the_engines_for_the_published_state(ros):
     lay = cv.joint_layout(model)
     sim = Simulator(model)
     mom = {cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m.wrench for m in ros.msgs["/mbs/centroidal_momentum"]}
+    multi = {cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m
+             for m in ros.msgs["/mbs/multi_dof_joint_states"]}
     n = 0
     for js in ros.msgs["/joint_states"]:
-        w = mom.get(cv.stamp_to_ns(js.header.stamp.sec, js.header.stamp.nanosec))
-        if w is None:
+        t = cv.stamp_to_ns(js.header.stamp.sec, js.header.stamp.nanosec)
+        w = mom.get(t)
+        if w is None or t not in multi:
             continue
-        sim.set_configuration(*cv.state_from_joint_state(lay, js.name, js.position, js.velocity))
+        sim.set_configuration(*cv.state_from_joint_state(lay, js.name, js.position, js.velocity, multi[t]))
         inv = sim.invariants()
         np.testing.assert_allclose([w.torque.x, w.torque.y, w.torque.z], inv.H_sys, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose([w.force.x, w.force.y, w.force.z], inv.P_sys, rtol=1e-12, atol=1e-12)

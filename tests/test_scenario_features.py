@@ -149,7 +149,8 @@ def test_mcap_recording_reads_back_with_rosbags(tmp_path):
     with rosbags.AnyReader([tmp_path / "run.mcap"], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
         for conn, ts, raw in reader.messages():
             seen.setdefault(conn.topic, []).append((ts, reader.deserialize(raw, conn.msgtype)))
-    assert set(seen) == {"/clock", "/joint_states", "/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity", "/mbs/energy"}
+    assert set(seen) == {"/clock", "/joint_states", "/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity", "/mbs/energy",
+                         "/tf"}
     js = seen["/joint_states"]
     assert len(js) == len(traj.time)
     k = 7
@@ -157,6 +158,7 @@ def test_mcap_recording_reads_back_with_rosbags(tmp_path):
     assert list(msg.name) == ["q1", "q2"] and ts == round(traj.time[k] * 1e9)
     assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == ts
     np.testing.assert_array_equal(msg.position, [traj["q.q1"][k], traj["q.q2"][k]])
+    np.testing.assert_array_equal(msg.effort, [traj["u.q1.tau"][k], traj["u.q2.tau"][k]])
     _, energy = seen["/mbs/energy"][k]
     assert energy.data[0] == traj["engine.KE"][k] and energy.layout.dim[0].label == "KE,PE,E,W_in,W_diss"
     _, mom = seen["/mbs/centroidal_momentum"][k]

@@ -1,81 +1,93 @@
 """Record a run as ROS 2 messages in an MCAP file (Foxglove opens it, `ros2 bag play` replays it)
 with no ROS install: the `mcap` and `mcap-ros2-support` packages write CDR-encoded messages from
-the standard message definitions below. Topics and types are those of the ROS 2 face
-(docs/reference/ros-interface.md): /clock, /joint_states, /mbs/centroidal_momentum, /mbs/com, /mbs/com_velocity,
-/mbs/energy. Message fields come from pure functions of one trajectory row.
+the standard message definitions below.
+
+The messages are the ROS 2 node's state outputs with the same content for the same state: both
+take them from ``mbsfmu.sim.messages`` (docs/reference/ros-interface.md, "Recording"). A
+recording holds every state topic the node publishes (/clock, /joint_states,
+/mbs/multi_dof_joint_states for models with spherical or free joints, /mbs/centroidal_momentum,
+/mbs/com, /mbs/com_velocity, /mbs/energy, /tf), one message each per trajectory row; not the
+node's /diagnostics and /mbs/real_time_factor, which describe a live run (wall-clock pacing,
+commands) and whose checks a scenario run writes to report.json instead.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-HEADER = "builtin_interfaces/Time stamp\nstring frame_id"
-TIME = "int32 sec\nuint32 nanosec"
-VECTOR3 = "float64 x\nfloat64 y\nfloat64 z"
+from mbsfmu.sim import messages as ms
+
 SEP = "\n" + "=" * 80 + "\nMSG: "
-MSGDEFS = {   # ROS 2 Jazzy definitions (comments and defaults dropped), dependencies appended
-    "rosgraph_msgs/msg/Clock": "builtin_interfaces/Time clock" + SEP + "builtin_interfaces/Time\n" + TIME,
-    "sensor_msgs/msg/JointState": ("std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\n"
-                                   "float64[] effort" + SEP + "std_msgs/Header\n" + HEADER + SEP
-                                   + "builtin_interfaces/Time\n" + TIME),
-    "geometry_msgs/msg/WrenchStamped": ("std_msgs/Header header\nWrench wrench" + SEP + "geometry_msgs/Wrench\n"
-                                        "Vector3 force\nVector3 torque" + SEP + "geometry_msgs/Vector3\n" + VECTOR3
-                                        + SEP + "std_msgs/Header\n" + HEADER + SEP + "builtin_interfaces/Time\n" + TIME),
-    "geometry_msgs/msg/PointStamped": ("std_msgs/Header header\nPoint point" + SEP + "geometry_msgs/Point\n" + VECTOR3
-                                       + SEP + "std_msgs/Header\n" + HEADER + SEP + "builtin_interfaces/Time\n" + TIME),
-    "geometry_msgs/msg/Vector3Stamped": ("std_msgs/Header header\nVector3 vector" + SEP + "geometry_msgs/Vector3\n"
-                                         + VECTOR3 + SEP + "std_msgs/Header\n" + HEADER + SEP
-                                         + "builtin_interfaces/Time\n" + TIME),
-    "std_msgs/msg/Float64MultiArray": ("MultiArrayLayout layout\nfloat64[] data" + SEP + "std_msgs/MultiArrayLayout\n"
-                                       "MultiArrayDimension[] dim\nuint32 data_offset" + SEP
-                                       + "std_msgs/MultiArrayDimension\nstring label\nuint32 size\nuint32 stride"),
+DEFS = {   # ROS 2 Jazzy definitions (comments and defaults dropped) and the types each uses
+    "builtin_interfaces/Time": ("int32 sec\nuint32 nanosec", ()),
+    "std_msgs/Header": ("builtin_interfaces/Time stamp\nstring frame_id", ("builtin_interfaces/Time",)),
+    "geometry_msgs/Vector3": ("float64 x\nfloat64 y\nfloat64 z", ()),
+    "geometry_msgs/Point": ("float64 x\nfloat64 y\nfloat64 z", ()),
+    "geometry_msgs/Quaternion": ("float64 x\nfloat64 y\nfloat64 z\nfloat64 w", ()),
+    "geometry_msgs/Transform": ("Vector3 translation\nQuaternion rotation",
+                                ("geometry_msgs/Vector3", "geometry_msgs/Quaternion")),
+    "geometry_msgs/Twist": ("Vector3 linear\nVector3 angular", ("geometry_msgs/Vector3",)),
+    "geometry_msgs/Wrench": ("Vector3 force\nVector3 torque", ("geometry_msgs/Vector3",)),
+    "geometry_msgs/TransformStamped": ("std_msgs/Header header\nstring child_frame_id\nTransform transform",
+                                       ("std_msgs/Header", "geometry_msgs/Transform")),
+    "rosgraph_msgs/Clock": ("builtin_interfaces/Time clock", ("builtin_interfaces/Time",)),
+    "sensor_msgs/JointState": ("std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\n"
+                               "float64[] effort", ("std_msgs/Header",)),
+    "sensor_msgs/MultiDOFJointState": ("std_msgs/Header header\nstring[] joint_names\n"
+                                       "geometry_msgs/Transform[] transforms\ngeometry_msgs/Twist[] twist\n"
+                                       "geometry_msgs/Wrench[] wrench",
+                                       ("std_msgs/Header", "geometry_msgs/Transform", "geometry_msgs/Twist",
+                                        "geometry_msgs/Wrench")),
+    "geometry_msgs/WrenchStamped": ("std_msgs/Header header\nWrench wrench",
+                                    ("std_msgs/Header", "geometry_msgs/Wrench")),
+    "geometry_msgs/PointStamped": ("std_msgs/Header header\nPoint point", ("std_msgs/Header", "geometry_msgs/Point")),
+    "geometry_msgs/Vector3Stamped": ("std_msgs/Header header\nVector3 vector",
+                                     ("std_msgs/Header", "geometry_msgs/Vector3")),
+    "std_msgs/MultiArrayDimension": ("string label\nuint32 size\nuint32 stride", ()),
+    "std_msgs/MultiArrayLayout": ("MultiArrayDimension[] dim\nuint32 data_offset", ("std_msgs/MultiArrayDimension",)),
+    "std_msgs/Float64MultiArray": ("MultiArrayLayout layout\nfloat64[] data", ("std_msgs/MultiArrayLayout",)),
+    "tf2_msgs/TFMessage": ("geometry_msgs/TransformStamped[] transforms", ("geometry_msgs/TransformStamped",)),
 }
-TOPICS = {"/clock": "rosgraph_msgs/msg/Clock", "/joint_states": "sensor_msgs/msg/JointState",
-          "/mbs/centroidal_momentum": "geometry_msgs/msg/WrenchStamped", "/mbs/com": "geometry_msgs/msg/PointStamped",
-          "/mbs/com_velocity": "geometry_msgs/msg/Vector3Stamped", "/mbs/energy": "std_msgs/msg/Float64MultiArray"}
-ENERGY_LABELS = ("KE", "PE", "E", "W_in", "W_diss")
 
 
-def stamp(t: float) -> dict:
-    """builtin_interfaces/Time of t [s] >= 0."""
-    ns = round(t * 1e9)
-    return {"sec": ns // 1_000_000_000, "nanosec": ns % 1_000_000_000}
+def msgdef(dtype: str) -> str:
+    """The ROS 2 message definition of dtype ("pkg/msg/Name"), its dependencies appended (the
+    format ``ros2 bag`` writes and mcap-ros2-support parses)."""
+    name = dtype.replace("/msg/", "/")
+    seen: list[str] = []
+
+    def walk(n: str) -> None:
+        for d in DEFS[n][1]:
+            if d not in seen:
+                seen.append(d)
+                walk(d)
+    walk(name)
+    return DEFS[name][0] + "".join(SEP + d + "\n" + DEFS[d][0] for d in seen)
 
 
-def messages(row: dict, joints: list[tuple[str, str, str, str | None]], frame: str = "world") -> dict[str, dict]:
-    """The messages of one trajectory row, by topic. joints: (name, q column, qd column, effort
-    input column or None) per joint coordinate."""
-    header = {"stamp": stamp(row["time"]), "frame_id": frame}
-    vec = lambda key: dict(zip("xyz", (row[f"engine.{key}[{k}]"] for k in (1, 2, 3))))  # noqa: E731
-    return {
-        "/clock": {"clock": stamp(row["time"])},
-        "/joint_states": {"header": header, "name": [j[0] for j in joints], "position": [row[j[1]] for j in joints],
-                          "velocity": [row[j[2]] for j in joints],
-                          "effort": [row[j[3]] if j[3] else 0.0 for j in joints]},
-        "/mbs/centroidal_momentum": {"header": header, "wrench": {"force": vec("P_sys"), "torque": vec("H_sys")}},
-        "/mbs/com": {"header": header, "point": vec("R")},
-        "/mbs/com_velocity": {"header": header, "vector": vec("Rdot")},
-        "/mbs/energy": {"layout": {"dim": [{"label": "KE,PE,E,W_in,W_diss", "size": len(ENERGY_LABELS), "stride": 1}],
-                                   "data_offset": 0},
-                        "data": [row[f"engine.{k}"] for k in ENERGY_LABELS]},
-    }
+MSGDEFS = {dtype: msgdef(dtype) for dtype in ms.STATE_TOPICS.values()}
 
 
 class McapRecorder:
-    """Streams rows into an MCAP file; ``close`` finishes it (also on errors, so a failed run's
-    recording up to the failure stays readable)."""
+    """Streams the state messages of a simulator into an MCAP file; ``close`` finishes it (also on
+    errors, so a failed run's recording up to the failure stays readable)."""
 
-    def __init__(self, path: str | Path, joints: list[tuple[str, str, str, str | None]]):
+    def __init__(self, path: str | Path, model, frame_id: str = ms.WORLD):
         from mcap_ros2.writer import Writer
+        self.layout = ms.joint_layout(model)
+        self.frame_id = frame_id
         self._file = open(path, "wb")
         self._writer = Writer(self._file)
-        self._schemas = {topic: self._writer.register_msgdef(dtype, MSGDEFS[dtype]) for topic, dtype in TOPICS.items()}
-        self.joints = joints
+        self._schemas = {topic: self._writer.register_msgdef(dtype, MSGDEFS[dtype])
+                         for topic, dtype in ms.state_topics(self.layout).items()}
         self._seq = 0
 
-    def write(self, row: dict) -> None:
-        ns = round(row["time"] * 1e9)
-        for topic, msg in messages(row, self.joints).items():
-            self._writer.write_message(topic, self._schemas[topic], msg, log_time=ns, publish_time=ns, sequence=self._seq)
+    def write(self, sim, ns: int | None = None) -> None:
+        """One message per state topic for the simulator's current state, stamped ns [ns]
+        (default: its time sim.t)."""
+        ns = ms.time_to_ns(sim.t) if ns is None else ns
+        for topic, msg in ms.state_messages(sim, self.layout, ns, self.frame_id).items():
+            self._writer.write_message(topic, self._schemas[topic], msg, log_time=ns, publish_time=ns,
+                                       sequence=self._seq)
         self._seq += 1
 
     def close(self) -> None:

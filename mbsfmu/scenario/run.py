@@ -461,7 +461,7 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
     if record is not None:
         from .mcap import McapRecorder
         try:
-            recorder = McapRecorder(record, _joint_columns(sim))
+            recorder = McapRecorder(record, sim.model)
         except OSError as e:
             raise MbsError(f"--record {record}: cannot write the recording: {e.strerror or e}") from None
     pid = JointPID(scn.controller, scn.dt) if scn.controller else None
@@ -483,7 +483,7 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                 if records is not None:
                     records.write(records_row(sim))
                 if recorder is not None:
-                    recorder.write(row)
+                    recorder.write(sim)
                 if k < n_steps:
                     sim.advance_to(times[k + 1])
                 bar.update(k, wallclock.perf_counter() - start)
@@ -604,18 +604,6 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
         except OSError as e:
             report["write_error"] = f"cannot write {out / 'report.json'}: {e.strerror or e}"
     return report
-
-
-def _joint_columns(sim: Simulator) -> list[tuple[str, str, str, str | None]]:
-    """(name, q column, qd column, effort input column) of every 1-DoF joint and wheel, for
-    sensor_msgs/JointState (multi-DoF joints have no place there: ROS puts them in /tf)."""
-    m = sim.model
-    out = []
-    for name in m.joint_names:
-        if m.v_slice(name).stop - m.v_slice(name).start == 1 and m.q_slice(name).stop - m.q_slice(name).start == 1:
-            effort = next((f"u.{n}" for n in (f"{name}.tau", f"{name}.torque") if n in sim.input_names), None)
-            out.append((name, f"q.{name}", f"qd.{name}", effort))
-    return out
 
 
 def _reference_results(scn: Scenario, traj) -> dict:

@@ -1,0 +1,179 @@
+"""The node's parameters (docs/reference/ros-interface.md, "Parameters") as a validated
+``NodeConfig``, apart from the rclpy wiring: ``node.py`` declares the ROS parameters from
+``declarations()``, reads their values and builds its config with ``node_config``, which checks
+every value and raises one ``ConfigError`` listing all problems (name, value, what is wrong).
+No rclpy here.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mbsfmu.errors import InputError
+from mbsfmu.sim.simulator import INTEGRATORS
+
+from .diagnostics import CONSERVATION_CHECKS, DEFAULT_THRESHOLDS
+
+EXECUTORS = ("single", "events")
+PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
+    "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
+    "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
+    "publish_rate": (100.0, "cycles per second of sim time [Hz]: the engine advances 1/publish_rate per cycle "
+                            "(inputs held), then publishes"),
+    "real_time_factor": (1.0, "target sim time / wall time: 1.0 = wall-clock paced, 0 = as fast as possible"),
+    "lock_step": (False, "advance one cycle per command for the current sim time (deterministic controller "
+                         "in the loop); pacing is then off"),
+    "command_timeout": (0.5, "sim time [s] without a command after which the inputs drop to zero (0 = never); "
+                             "also the age beyond which a stamped joint command is stale"),
+    "integrator": ("rk4", f"one of {', '.join(INTEGRATORS)}"),
+    "rtol": (1e-10, "dop853 relative tolerance"),
+    "atol": (1e-12, "dop853 absolute tolerance"),
+    "diagnostics_rate": (1.0, "/diagnostics and /mbs/real_time_factor per second of wall time [Hz]"),
+    "checks": (["auto"], f"conservation checks: auto, none, or any of {', '.join(CONSERVATION_CHECKS)}"),
+    "invariants_decimation": (1, "publish momentum, CM, energy (and /tf) every N-th cycle"),
+    "frame_id": ("world", "header.frame_id of the stamped outputs: the inertial frame"),
+    "start_paused": (False, "start paused (~/pause false or ~/step to go on)"),
+    "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
+}
+
+
+class ConfigError(InputError):
+    """Node parameters the node cannot run with; the message lists every problem."""
+
+
+def threshold_parameter(check: str, level: str) -> str:
+    """The ROS parameter name of a diagnostics threshold: thresholds.<check>.<warn|error>."""
+    return f"thresholds.{check}.{level}"
+
+
+def declarations() -> list[tuple[str, object, str, bool]]:
+    """(name, default, description, numeric) of every node parameter, thresholds included;
+    numeric ones take integers too (``publish_rate:=1000``)."""
+    out = [(name, default, text, isinstance(default, float)) for name, (default, text) in PARAMETERS.items()]
+    for check, (warn, error) in DEFAULT_THRESHOLDS.items():
+        out.append((threshold_parameter(check, "warn"), warn, f"{check}: WARN from this value on", True))
+        out.append((threshold_parameter(check, "error"), error, f"{check}: ERROR from this value on", True))
+    return out
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """The node's validated parameters (units and meaning: ``PARAMETERS``); thresholds maps each
+    diagnostics check to (warn, error)."""
+    model: str
+    physics_step: float = 1e-3
+    publish_rate: float = 100.0
+    real_time_factor: float = 1.0
+    lock_step: bool = False
+    command_timeout: float = 0.5
+    integrator: str = "rk4"
+    rtol: float = 1e-10
+    atol: float = 1e-12
+    diagnostics_rate: float = 1.0
+    checks: tuple[str, ...] = ("auto",)
+    invariants_decimation: int = 1
+    frame_id: str = "world"
+    start_paused: bool = False
+    executor: str = "single"
+    thresholds: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+
+    @property
+    def period(self) -> float:
+        """Sim time per cycle [s]."""
+        return 1.0 / self.publish_rate
+
+    @property
+    def diagnostics_period(self) -> float:
+        """Wall time between diagnostics [s] (inf when diagnostics_rate is 0)."""
+        return 1.0 / self.diagnostics_rate if self.diagnostics_rate > 0 else math.inf
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def node_config(values: Mapping[str, object]) -> NodeConfig:
+    """A NodeConfig from parameter values by name (missing ones take their defaults); ConfigError
+    lists every problem at once, each as ``name = value: what is wrong``."""
+    known = {name for name, *_ in declarations()}
+    problems: list[str] = []
+
+    def bad(name: str, what: str) -> None:
+        problems.append(f"{name} = {values.get(name, p.get(name))!r}: {what}")
+
+    for name in values:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            problems.append(f"{name} = {values[name]!r}: unknown parameter"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""))
+    p = {name: values.get(name, default) for name, (default, _) in PARAMETERS.items()}
+    for name, (default, _) in PARAMETERS.items():
+        v = p[name]
+        if isinstance(default, float) and not _is_number(v):
+            bad(name, "must be a number")
+            p[name] = default
+        elif isinstance(default, float):
+            p[name] = float(v)
+        elif isinstance(default, bool) and not isinstance(v, bool):
+            bad(name, "must be true or false")
+            p[name] = default
+        elif isinstance(default, str) and not isinstance(v, str):
+            bad(name, "must be a string")
+            p[name] = default
+    if not p["model"]:
+        problems.append("model: no model file: pass it as the first argument or as parameter model:=PATH")
+    if p["integrator"] not in INTEGRATORS:
+        bad("integrator", f"must be one of {', '.join(INTEGRATORS)}")
+    for key in ("publish_rate", "physics_step"):
+        v = p[key]
+        if not (math.isfinite(v) and v > 0) and not (key == "physics_step" and v == 0
+                                                     and p["integrator"] == "dop853"):
+            note = " (0 only with integrator dop853)" if key == "physics_step" else ""
+            bad(key, "must be a positive number" + note)
+    for key in ("rtol", "atol"):
+        if not (math.isfinite(p[key]) and p[key] > 0):
+            bad(key, "must be a positive number")
+    for key in ("real_time_factor", "command_timeout", "diagnostics_rate"):
+        if not (math.isfinite(p[key]) and p[key] >= 0):
+            bad(key, "must be a number >= 0")
+    dec = p["invariants_decimation"]
+    if not (isinstance(dec, int) and not isinstance(dec, bool)) or dec < 1:
+        bad("invariants_decimation", "must be an integer >= 1")
+        p["invariants_decimation"] = 1
+    if p["executor"] not in EXECUTORS:
+        bad("executor", f"must be one of {', '.join(EXECUTORS)}")
+    checks = p["checks"]
+    if isinstance(checks, str) or not all(isinstance(c, str) for c in checks):
+        bad("checks", "must be a list of names")
+        checks = ["auto"]
+    else:
+        unknown = [c for c in checks if c not in ("auto", "none", *CONSERVATION_CHECKS)]
+        if unknown:
+            bad("checks", f"unknown check(s) {', '.join(map(repr, unknown))}; expected auto, none or any of "
+                          f"{', '.join(CONSERVATION_CHECKS)}")
+    if not p["frame_id"]:
+        bad("frame_id", "must name a frame")
+    thresholds = {}
+    for check, defaults in DEFAULT_THRESHOLDS.items():
+        pair = []
+        for level, default in zip(("warn", "error"), defaults):
+            name = threshold_parameter(check, level)
+            v = values.get(name, default)
+            if not _is_number(v):
+                bad(name, "must be a number")
+                v = default
+            pair.append(float(v))
+        warn, error = pair
+        if not warn <= error:
+            problems.append(f"thresholds.{check}: warn {warn:g} must not exceed error {error:g}")
+        thresholds[check] = (warn, error)
+    if problems:
+        raise ConfigError(f"{len(problems)} bad node parameter(s):\n  " + "\n  ".join(problems))
+    return NodeConfig(model=p["model"], physics_step=p["physics_step"], publish_rate=p["publish_rate"],
+                      real_time_factor=p["real_time_factor"], lock_step=p["lock_step"],
+                      command_timeout=p["command_timeout"], integrator=p["integrator"], rtol=p["rtol"], atol=p["atol"],
+                      diagnostics_rate=p["diagnostics_rate"], checks=tuple(checks),
+                      invariants_decimation=p["invariants_decimation"], frame_id=p["frame_id"],
+                      start_paused=p["start_paused"], executor=p["executor"], thresholds=thresholds)
