@@ -10,16 +10,16 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from mbsfmu.errors import InputError, MbsError, ModelError, Problem
+from .errors import InputError, MbsError, ModelError, Problem
 
 if TYPE_CHECKING:
-    from mbsfmu.engine.model import Model
-    from mbsfmu.engine.spec import Body, Joint, ModelSpec, Origin, Spring
+    from .engine.model import Model
+    from .engine.spec import Body, Joint, ModelSpec, Origin, Spring
 
 # the public names of the engine, imported on first use: ``import mbsfmu.checker`` (numpy only, the
 # independent check) or ``import mbsfmu.trajectory`` must not load the engine and scipy
-LAZY = {"Model": "mbsfmu.engine.model", "Body": "mbsfmu.engine.spec", "Joint": "mbsfmu.engine.spec",
-        "ModelSpec": "mbsfmu.engine.spec", "Origin": "mbsfmu.engine.spec", "Spring": "mbsfmu.engine.spec"}
+LAZY = {"Model": ".engine.model", "Body": ".engine.spec", "Joint": ".engine.spec", "ModelSpec": ".engine.spec",
+        "Origin": ".engine.spec", "Spring": ".engine.spec"}
 
 
 def _version() -> str:
@@ -54,7 +54,7 @@ def __getattr__(name: str):
         return __version__
     if name in LAZY:
         import importlib
-        value = getattr(importlib.import_module(LAZY[name]), name)
+        value = getattr(importlib.import_module(LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -64,14 +64,14 @@ def load_model(path: str | Path) -> Model:
     """Load and validate a model file: YAML/JSON (.yaml, .yml, .json), a URDF robot description
     (.urdf), or a YAML/JSON overlay with a ``urdf`` key (a URDF plus wheels, forces, gravity,
     initial state; see docs/guides/urdf.md). ModelError lists every problem."""
-    from mbsfmu.engine.model import Model
-    from mbsfmu.io.model_file import parse_file, spec_from_dict
+    from .engine.model import Model
+    from .io.model_file import parse_file, spec_from_dict
     if Path(path).suffix.lower() == ".urdf":
-        from mbsfmu.io.urdf import load_urdf
+        from .io.urdf import load_urdf
         return load_urdf(path)
     data, lines = parse_file(path)
     if isinstance(data, dict) and "urdf" in data:
-        from mbsfmu.io.urdf import load_overlay
+        from .io.urdf import load_overlay
         return load_overlay(data, lines, path)
     spec = spec_from_dict(data, lines, str(path))
     return Model(spec, source=str(path), lines=lines)

@@ -6,7 +6,7 @@ import difflib
 import math
 import sys
 
-from mbsfmu.errors import MbsError
+from .errors import MbsError
 
 PURPOSE = ("mbsfmu: rigid multibody dynamics with independent momentum and energy checks. Run scenario "
            "files, check any simulator's trajectory, build FMI 2.0 Co-Simulation FMUs, co-simulate, sweep "
@@ -84,7 +84,7 @@ def bodies_text(n_bodies: int, n_wheels: int) -> str:
 
 
 def _info(args) -> int:
-    from mbsfmu import load_model
+    from . import load_model
     m = load_model(args.model)
     n_wheels = len(m.wheels)
     print(f"model {m.name} ({args.model}): {bodies_text(m.N - n_wheels, n_wheels)}, nq = {m.nq}, nv = {m.nv}, "
@@ -95,13 +95,14 @@ def _info(args) -> int:
         p = "world" if m.L[i] == 0 else m.body_names[m.L[i] - 1]
         kind = "wheel" if b.name in m.wheels else b.joint.type
         print(f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} {t.mass[i]:>10.4g}")
-    sim_inputs = __import__("mbsfmu.engine.forces", fromlist=["ForceElements"]).ForceElements(m).layout.names
+    from .engine.forces import ForceElements
+    sim_inputs = ForceElements(m).layout.names
     print(f"inputs: {', '.join(sim_inputs) or 'none'}")
     return 0
 
 
 def _run(args) -> int:
-    from mbsfmu.scenario.run import check_run_length, estimate_wall, load_scenario, make_out_dir, run_scenario
+    from .scenario.run import check_run_length, estimate_wall, load_scenario, make_out_dir, run_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
     make_out_dir(args.out)
@@ -127,8 +128,8 @@ def _duration_text(seconds: float) -> str:
 
 
 def _cosim(args) -> int:
-    from mbsfmu.cosim.master import run_cosim
-    from mbsfmu.scenario.run import load_scenario
+    from .cosim.master import run_cosim
+    from .scenario.run import load_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
     report = run_cosim(scn, args.out, duration=duration, master=args.master, scheme=args.scheme,
@@ -147,7 +148,7 @@ def _cosim(args) -> int:
 
 def _print_report(scn, report: dict, out, how: str) -> int:
     """The summary of a run (``mbsfmu run`` and ``mbsfmu cosim``); the exit code (130 after Ctrl-C)."""
-    from mbsfmu.checker.checks import summary_table
+    from .checker.checks import summary_table
     if report.get("interrupted"):
         print(f"mbsfmu: {report['interrupted']}; rows up to then in {out}/trajectory.csv, "
               f"{'report in ' + str(out) + '/report.json' if not report.get('write_error') else report['write_error']}",
@@ -197,7 +198,7 @@ def _print_report(scn, report: dict, out, how: str) -> int:
 def _list(args) -> int:
     from pathlib import Path
 
-    from mbsfmu.scenario.run import estimate_wall, load_scenario
+    from .scenario.run import estimate_wall, load_scenario
     here = Path(args.dir) if args.dir else next(
         (d for d in (Path("scenarios"), Path(__file__).resolve().parents[1] / "scenarios") if d.is_dir()), None)
     if here is None or not here.is_dir():
@@ -237,7 +238,7 @@ def _list(args) -> int:
 
 def _as_model(path):
     """The model in ``path`` if the file is a model file, else None."""
-    from mbsfmu import load_model
+    from . import load_model
     try:
         return load_model(path)
     except (MbsError, OSError, RecursionError, MemoryError, ValueError):
@@ -256,7 +257,7 @@ def _ros(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mbsfmu.checker.checks import add_parser as add_check_parser
+    from .checker.checks import add_parser as add_check_parser
     parser = Parser(prog="mbsfmu", description=PURPOSE, epilog=EXAMPLES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"mbsfmu {_version()}")
@@ -286,9 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fmu-dir", help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cosim)
-    from mbsfmu.campaign.sweep import add_parser as add_sweep_parser
+    from .campaign.sweep import add_parser as add_sweep_parser
     add_sweep_parser(sub)
-    from mbsfmu.campaign.command import add_parser as add_montecarlo_parser
+    from .campaign.command import add_parser as add_montecarlo_parser
     add_montecarlo_parser(sub)
     p = sub.add_parser("list", help="list the scenarios of a folder (default: the bundled ones) with one-line "
                                     "descriptions and estimated wall times; model files are listed as models")
@@ -303,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ros_args", nargs=argparse.REMAINDER, metavar="--ros-args ...",
                    help="ROS arguments, e.g. --ros-args -p real_time_factor:=0.0 -p lock_step:=true")
     p.set_defaults(func=_ros)
-    from mbsfmu.fmu.build import add_parser as add_fmu_parser
+    from .fmu.build import add_parser as add_fmu_parser
     add_fmu_parser(sub)
     return parser
 

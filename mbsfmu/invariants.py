@@ -3,7 +3,7 @@ DeprecationWarning, for one release; it goes in 0.3.0."""
 import sys
 import warnings
 
-from mbsfmu.checker import checks as moved
+from .checker import checks as moved
 
 warnings.warn("mbsfmu.invariants is deprecated since 0.2.0 and goes in 0.3.0: import from mbsfmu.checker.checks",
               DeprecationWarning, stacklevel=2)

@@ -3,7 +3,7 @@ DeprecationWarning, for one release; it goes in 0.3.0."""
 import sys
 import warnings
 
-from mbsfmu.engine import model as moved
+from .engine import model as moved
 
 warnings.warn("mbsfmu.multibody is deprecated since 0.2.0 and goes in 0.3.0: import from mbsfmu.engine.model",
               DeprecationWarning, stacklevel=2)

@@ -3,7 +3,7 @@ DeprecationWarning, for one release; it goes in 0.3.0."""
 import sys
 import warnings
 
-from mbsfmu.sim import simulator as moved
+from .sim import simulator as moved
 
 warnings.warn("mbsfmu.simulator is deprecated since 0.2.0 and goes in 0.3.0: import from mbsfmu.sim.simulator",
               DeprecationWarning, stacklevel=2)

@@ -76,8 +76,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from mbsfmu.errors import MbsError
-from mbsfmu.files import open_regular
+from .errors import MbsError
+from .files import open_regular
 
 Array = NDArray[np.float64]
 

@@ -115,3 +115,20 @@ def test_deprecated_paths_warn_and_work(old, new, name):
     assert r.returncode == 0, r.stderr
     assert f"warned {old} is deprecated" in r.stdout and new in r.stdout
     assert r.stdout.strip().endswith("True True")
+
+
+def test_the_package_never_names_itself_in_an_import():
+    """Inside mbsfmu every import of our own code is relative: the python-runtime FMU runs a copy
+    of the package renamed mbsfmu_engine_<hash> (fmu/build.py), which an absolute ``mbsfmu.``
+    import would leave for whatever mbsfmu the host's Python has, or none."""
+    bad = []
+    for path in sorted((ROOT / "mbsfmu").rglob("*.py")):
+        for n in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(n, ast.ImportFrom) and not n.level and (n.module or "").split(".")[0] == "mbsfmu":
+                bad.append(f"{module_of(path)}:{n.lineno} from {n.module} import ...")
+            elif isinstance(n, ast.Import):
+                bad += [f"{module_of(path)}:{n.lineno} import {a.name}" for a in n.names if a.name.split(".")[0] == "mbsfmu"]
+            elif (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in ("import_module", "__import__")
+                  and n.args and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).startswith("mbsfmu")):
+                bad.append(f"{module_of(path)}:{n.lineno} imports {n.args[0].value!r} by name")
+    assert not bad, "\n".join(bad)

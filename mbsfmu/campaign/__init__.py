@@ -38,7 +38,7 @@ def montecarlo_design(scenario: str | Path, runs: int, seed: int, dispersions: d
                       campaign_file: str | Path | None = None) -> tuple[MonteCarlo, list[str]]:
     """The design and chosen outputs: the scenario's ``campaign:`` section, overridden per path by
     a campaign file's, overridden by ``dispersions`` ({path: Normal/Uniform/Choice})."""
-    from mbsfmu.errors import InputError
+    from ..errors import InputError
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise InputError(f"runs must be a positive integer, got {runs!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

@@ -46,7 +46,7 @@ def interrupted_note(kind: str, result) -> str:
 
 
 def _montecarlo(args) -> int:
-    from mbsfmu.campaign import run_montecarlo
+    from . import run_montecarlo
     from .statistics import statistics_text
     with interruptible() as state:
         result = run_montecarlo(args.scenario, args.runs, args.seed, args.out, campaign_file=args.campaign,

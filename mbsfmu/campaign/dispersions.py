@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from mbsfmu.errors import ModelError, Problem
+from ..errors import ModelError, Problem
 from .seeding import run_rng
 
 KEYS = {"normal": ("mean", "std", "min", "max"), "uniform": ("low", "high"), "choice": ("values",)}
@@ -140,8 +140,8 @@ def parse_campaign(path: str | Path, section: tuple = ()) -> tuple[dict, list[st
     """The dispersions ({path: dispersion}) and chosen outputs of a campaign file, or of the
     ``campaign:`` section of a scenario (section = ("campaign",)). Missing section: ({}, []).
     ModelError lists every problem with its file line."""
-    from mbsfmu.io.model_file import parse_file
-    from mbsfmu.engine.spec.validation import locate
+    from ..io.model_file import parse_file
+    from ..engine.spec.validation import locate
     path = Path(path)
     data, lines = parse_file(path)
     problems: list[Problem] = []

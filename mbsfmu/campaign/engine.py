@@ -63,9 +63,9 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     the result says ``interrupted``. stop: a function returning True once the campaign must end
     (the command line's signal state: a run that caught the interrupt itself and returned is
     dropped, not journaled, so a resume reruns it)."""
-    from mbsfmu.errors import InputError
-    from mbsfmu.scenario.run import load_scenario
-    from mbsfmu.trajectory import save_trajectory
+    from ..errors import InputError
+    from ..scenario.run import load_scenario
+    from ..trajectory import save_trajectory
     from .execution import Dask
     from .points import apply_point, check_paths
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
@@ -73,7 +73,7 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     scenario = Path(scenario)
     scn = load_scenario(scenario)
     check_paths(scn, design.paths)
-    from mbsfmu.scenario.run import build_simulator
+    from ..scenario.run import build_simulator
     sim = build_simulator(apply_point(scn, {}))
     known = output_columns(sim)
     outputs = list(outputs) if outputs else default_outputs(sim)
@@ -116,14 +116,14 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     finally:
         journal.close()
         bar.close()
-    from mbsfmu.checker.checks import parse_bound
+    from ..checker.checks import parse_bound
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:
         result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
     except OSError as e:
         failure = failure or e
     if failure is not None:
-        from mbsfmu.errors import MbsError
+        from ..errors import MbsError
         raise MbsError(f"campaign stopped: cannot write {out}: {failure}; the runs journaled in {out / JOURNAL} "
                        "are kept and --resume continues once DIR is writable") from None
     return result

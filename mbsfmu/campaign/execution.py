@@ -71,7 +71,7 @@ class Dask:
         try:
             from distributed import Client, LocalCluster
         except ImportError as e:
-            from mbsfmu.errors import MbsError
+            from ..errors import MbsError
             raise MbsError(f"campaigns run on dask.distributed ({e}): pip install \"mbsfmu[campaign]\"") from None
         try:
             if self.scheduler is None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from mbsfmu.errors import InputError, MbsError
-from mbsfmu.sim.schedules import KINDS, Schedule
+from ..errors import InputError, MbsError
+from ..sim.schedules import KINDS, Schedule
 
 _INITIAL = re.compile(r"initial\.(?P<key>qd|q)\.(?P<joint>[^\[\]]+?)(?:\[(?P<k>[1-9][0-9]*)\])?")
 _INPUT = re.compile(r"inputs\.(?P<name>.+)\.(?P<param>[A-Za-z0-9_]+)")
@@ -65,8 +65,8 @@ def check_paths(scn, paths) -> None:
     """Refuse paths that address nothing in ``scn`` (InputError listing every problem), before
     any run starts. Only the addressing is checked: a value that makes an invalid model (a drawn
     negative mass) is that run's error, in its row."""
-    from mbsfmu.engine.spec.edits import edit_spec
-    from mbsfmu.scenario.run import build_simulator
+    from ..engine.spec.edits import edit_spec
+    from ..scenario.run import build_simulator
     problems = []
     sim = build_simulator(scn)                 # the nominal scenario itself must build
     model = sim.model

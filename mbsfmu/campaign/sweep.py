@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mbsfmu.errors import InputError
+from ..errors import InputError
 
 MAX_POINTS_PER_PARAM = 10_000_000   # 80 MB of values for one parameter: beyond, a typo more likely than a plan
 

@@ -18,7 +18,7 @@ import math
 import os
 from pathlib import Path
 
-from mbsfmu.errors import InputError
+from ..errors import InputError
 
 MANIFEST, JOURNAL = "campaign.json", "runs.jsonl"
 

@@ -5,6 +5,6 @@ trajectory) only, never the engine or the simulator: tests/test_architecture.py 
 ``import mbsfmu.checker`` loads neither the engine nor scipy."""
 from __future__ import annotations
 
-from mbsfmu.checker.checks import CHECKS, CheckError, conservation_report, energy, momentum, run_check, summary_table
+from .checks import CHECKS, CheckError, conservation_report, energy, momentum, run_check, summary_table
 
 __all__ = ["CHECKS", "CheckError", "conservation_report", "energy", "momentum", "run_check", "summary_table"]

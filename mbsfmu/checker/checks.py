@@ -38,8 +38,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from mbsfmu.errors import MbsError, brief
-from mbsfmu.trajectory import Trajectory, TrajectoryError, read_trajectory
+from ..errors import MbsError, brief
+from ..trajectory import Trajectory, TrajectoryError, read_trajectory
 
 Array = NDArray[np.float64]
 

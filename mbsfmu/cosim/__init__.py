@@ -2,6 +2,6 @@
 and caches, the interface checks, the plan, and the fmpy and libcosim masters (master.py)."""
 from __future__ import annotations
 
-from mbsfmu.cosim.master import CosimError, run_cosim
+from .master import CosimError, run_cosim
 
 __all__ = ["CosimError", "run_cosim"]

@@ -38,7 +38,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mbsfmu.errors import MbsError, brief
+from ..errors import MbsError, brief
 
 MBS = "mbs"                                   # the scenario's own model FMU
 MASTERS = ("fmpy", "libcosim")
@@ -209,9 +209,9 @@ def interfaces(scn, sim) -> dict[str, dict[str, Var]]:
     """Each FMU's variables by name: the model FMU's variable table (its modelDescription) for
     ``mbs``, the builtin controller's, and fmpy.read_model_description for FMU files. Problems
     reading an FMU file become ScenarioError entries at its ``path`` line."""
-    from mbsfmu.fmu.variables import variable_table
-    from mbsfmu.io.reader import Reader
-    from mbsfmu.scenario.run import ScenarioError
+    from ..fmu.variables import variable_table
+    from ..io.reader import Reader
+    from ..scenario.run import ScenarioError
     spec = scn.cosim
     integ = scn.integrator
     out = {MBS: {v.name: Var(v.name, k, v.type, v.causality, v.variability)
@@ -221,7 +221,7 @@ def interfaces(scn, sim) -> dict[str, dict[str, Var]]:
     for name, entry in spec.fmus.items():
         if entry.builtin == "pid":
             try:
-                from mbsfmu.fmu.pid import pid_config, pid_variables
+                from ..fmu.pid import pid_config, pid_variables
             except ImportError:
                 raise CosimError("the builtin controller FMU needs pythonfmu: pip install 'mbsfmu[fmu]'") from None
             table = pid_variables(pid_config(scn.controller, scn.dt, _pid_units(sim.model, scn.controller)))
@@ -252,8 +252,8 @@ def check_cosim(scn, sim) -> dict[str, dict[str, Var]]:
     a did-you-mean, causality and type mismatches, inputs connected twice or also scheduled, the
     builtin controller's unconnected inputs, parameters), raised at once as a ScenarioError with
     the scenario file's lines. Returns the interfaces."""
-    from mbsfmu.io.reader import Reader
-    from mbsfmu.scenario.run import ScenarioError
+    from ..io.reader import Reader
+    from ..scenario.run import ScenarioError
     spec = scn.cosim
     ifs = interfaces(scn, sim)
     r = Reader(spec.lines)
@@ -354,7 +354,7 @@ def default_fmu_dir() -> Path:
 def _cached(fmu_dir: Path, kind: str, key: dict, build) -> Path:
     """The FMU ``<fmu_dir>/<kind>-<hash>/<kind>.fmu``, built by build(folder) -> path on a miss (in
     a private folder, then moved into place: concurrent runs do not see half-written files)."""
-    from mbsfmu.fmu.build import engine_hash
+    from ..fmu.build import engine_hash
     key = {**key, "engine": engine_hash(), "python": sys.executable, "version": list(sys.version_info[:3])}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
     folder = Path(fmu_dir) / f"{kind}-{digest}"
@@ -391,7 +391,7 @@ def model_files(scn) -> dict[str, bytes]:
     """The model file(s) the model FMU is built from, by file name, the first one the model: the
     scenario's model with its ``gravity`` and ``initial`` overrides written in (an inline model as
     a file named like the scenario, a URDF through an overlay), plus the URDF an overlay names."""
-    from mbsfmu.io.model_file import parse_file
+    from ..io.model_file import parse_file
     path = Path(scn.model_path)
     overrides = scn.gravity is not None or scn.initial_q or scn.initial_qd
     if scn.model_inline is None and not overrides:
@@ -433,8 +433,8 @@ def build_fmus(scn, fmu_dir: str | Path | None = None, sim=None) -> dict[str, Pa
     builtin controllers are built (``build_fmu``, ``build_pid_fmu``) into the cache ``fmu_dir``
     (default ``default_fmu_dir()``) unless an identical build is there. sim: the scenario's
     Simulator (``build_simulator``), if at hand."""
-    from mbsfmu.fmu import build_fmu
-    from mbsfmu.scenario.run import build_simulator
+    from ..fmu import build_fmu
+    from ..scenario.run import build_simulator
     fmu_dir = Path(fmu_dir) if fmu_dir is not None else default_fmu_dir()
     integ = scn.integrator
     files = model_files(scn)
@@ -450,7 +450,7 @@ def build_fmus(scn, fmu_dir: str | Path | None = None, sim=None) -> dict[str, Pa
     out = {MBS: _cached(fmu_dir, "mbs", key, build_model)}
     for name, entry in scn.cosim.fmus.items():
         if entry.builtin == "pid":
-            from mbsfmu.fmu.pid import build_pid_fmu, pid_config
+            from ..fmu.pid import build_pid_fmu, pid_config
             sim = build_simulator(scn) if sim is None else sim
             units = _pid_units(sim.model, scn.controller)
             cfg = pid_config(scn.controller, scn.dt, units, scn.name)
@@ -483,8 +483,8 @@ def plan_cosim(scn, fmus: dict[str, Path], ifs: dict, sim) -> _Plan:
     """Connections and recorded columns resolved to variables (the built FMUs' modelDescriptions
     must match the variable tables the checks used); sim: the scenario's Simulator (column names)."""
     from fmpy import read_model_description
-    from mbsfmu.fmu.variables import variable_table
-    from mbsfmu.sim.rows import trajectory_row
+    from ..fmu.variables import variable_table
+    from ..sim.rows import trajectory_row
     for name, path in fmus.items():
         if name == MBS or scn.cosim.fmus[name].builtin:
             md = {v.name: v.valueReference for v in read_model_description(str(path)).modelVariables}
@@ -524,8 +524,8 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     ("fmpy" or "libcosim") with ``scheme`` (default: the scenario's), write ``trajectory.csv`` row
     by row and ``report.json`` (also after a failure, with what was computed). Returns the report;
     its "passed" says if every check that ran held; "cosim" says how the run was made."""
-    from mbsfmu.scenario.run import Progress, build_simulator, check_run_length, finish_run, make_out_dir
-    from mbsfmu.trajectory import TrajectoryWriter
+    from ..scenario.run import Progress, build_simulator, check_run_length, finish_run, make_out_dir
+    from ..trajectory import TrajectoryWriter
     if scn.cosim is None:
         raise CosimError(f"scenario {scn.path} has no cosim: section (docs/guides/cosimulation.md)")
     if master not in MASTERS:
@@ -622,7 +622,7 @@ def _require(module: str, message: str) -> None:
 def _with_P_sys(model):
     """For the plots only: engine.P_sys = M Rdot (not an FMU output) from the model's total mass."""
     def derive(traj):
-        from mbsfmu.trajectory import Trajectory
+        from ..trajectory import Trajectory
         M = float(sum(b.mass for b in model.spec.bodies))
         cols = dict(traj)
         for k in (1, 2, 3):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kinematics import Kinematics
-from mbsfmu.engine.spec.description import BodyWrench, SpringDamper, Thruster
+from .spec.description import BodyWrench, SpringDamper, Thruster
 from .spatial import Array, cross
 
 LENGTH_EPS = 1e-12  # [m] below this a spring has no direction; its force is then zero

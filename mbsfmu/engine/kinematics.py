@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsfmu.engine.spec.tree import Tree, joint_transforms
+from .spec.tree import Tree, joint_transforms
 from .spatial import Array, crm, cross, skew
 
 

@@ -12,22 +12,22 @@ from types import MappingProxyType
 
 import numpy as np
 
-from mbsfmu.engine import joints
-from mbsfmu.engine.dynamics.aba import aba
-from mbsfmu.engine.dynamics.crba import crba
-from mbsfmu.engine.dynamics.closed_loops import (AssemblyError, LoopData, LoopSet, Partition, compile_loops, loop_forward_dynamics,
+from . import joints
+from .dynamics.aba import aba
+from .dynamics.crba import crba
+from .dynamics.closed_loops import (AssemblyError, LoopData, LoopSet, Partition, compile_loops, loop_forward_dynamics,
                              loop_inverse_dynamics, make_partition, reduction)
-from mbsfmu.engine.dynamics.closed_loops import assemble as loop_assemble
-from mbsfmu.engine.dynamics.closed_loops import constraints as loop_constraints
-from mbsfmu.engine.dynamics.rnea import rnea
-from mbsfmu.engine.dynamics.singular import singular_joints
-from mbsfmu.errors import InputError, ModelError, Problem
+from .dynamics.closed_loops import assemble as loop_assemble
+from .dynamics.closed_loops import constraints as loop_constraints
+from .dynamics.rnea import rnea
+from .dynamics.singular import singular_joints
+from ..errors import InputError, ModelError, Problem
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
-from mbsfmu.engine.spec.description import Body, Joint, ModelSpec, Origin
-from mbsfmu.engine.spec.topology import Topology, build_topology
-from mbsfmu.engine.spec.tree import Tree, compile_tree
-from mbsfmu.engine.spec.validation import check_spec, locate
-from mbsfmu.engine.native.core import model_core, usable
+from .spec.description import Body, Joint, ModelSpec, Origin
+from .spec.topology import Topology, build_topology
+from .spec.tree import Tree, compile_tree
+from .spec.validation import check_spec, locate
+from .native.core import model_core, usable
 from .spatial import Array
 
 
@@ -247,7 +247,7 @@ class Model:
         if method == "crba":
             return np.linalg.solve(crba(self.tree, q), tau - rnea(self.tree, q, qd, np.zeros(self.nv), fx))
         if method == "transform":
-            from mbsfmu.engine.dynamics.transform import transform_forward_dynamics
+            from .dynamics.transform import transform_forward_dynamics
             return transform_forward_dynamics(self.tree, q, qd, tau, fx)
         raise InputError(f"method {method!r}: expected 'aba', 'crba' or 'transform'")
 

@@ -35,9 +35,9 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-from mbsfmu import __version__, load_model
-from mbsfmu.errors import InputError, MbsError
-from mbsfmu.sim.simulator import Simulator
+from .. import __version__, load_model
+from ..errors import InputError, MbsError
+from ..sim.simulator import Simulator
 from .variables import METHODS, NAMINGS, UNITS, FmuVariable, variable_table
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]      # the mbsfmu package being bundled
@@ -147,7 +147,7 @@ def engine_hash() -> str:
 def copy_engine(dest: Path) -> None:
     """The engine's sources and the C core's library for this host (built first if needed), so
     the FMU's engine copy runs the native backend as the building process does."""
-    from mbsfmu.engine.native import build as native_build
+    from ..engine.native import build as native_build
     for f in _engine_sources():
         target = dest / f.relative_to(PACKAGE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -161,7 +161,7 @@ def _copy_model(path: Path, dest: Path) -> str:
     dest.mkdir(parents=True)
     shutil.copyfile(path, dest / path.name)
     if path.suffix.lower() in (".yaml", ".yml", ".json"):
-        from mbsfmu.io.model_file import parse_file
+        from ..io.model_file import parse_file
         data, _lines = parse_file(path)
         if isinstance(data, dict) and isinstance(data.get("urdf"), str):
             rel = Path(data["urdf"])

@@ -25,8 +25,8 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-from mbsfmu import __version__, load_model
-from mbsfmu.errors import InputError, MbsError
+from .. import __version__, load_model
+from ..errors import InputError, MbsError
 from .variables import variable_table
 
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"     # the FMI wrapper and the FMI 2.0 headers
@@ -64,7 +64,7 @@ class NativeBuildError(MbsError):
 
 def core_sources() -> list[Path]:
     """The engine core's C sources and headers (``build.SOURCES``, ``build.HEADERS``)."""
-    from mbsfmu.engine.native import build
+    from ..engine.native import build
     return [build.HERE / name for name in (*build.SOURCES, *build.HEADERS)]
 
 
@@ -145,7 +145,7 @@ def c_double(x) -> str:
 
 def model_c_source(model, table, guid: str, identifier: str) -> str:
     """The generated mbsfmu_model.c: the core's tables and the variable map of fmu_model.h."""
-    from mbsfmu.engine.native.tables import c_source
+    from ..engine.native.tables import c_source
     rows = variable_rows(model, table)
     lines = [
         (f"/* mbsfmu_model.c: model {repr(model.name).replace('*/', '* /')} for the native FMU {identifier}, "
@@ -187,7 +187,7 @@ def compile_target(platform: str, srcdir: Path, c_files: list[str], out: Path, p
     """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform, with
     the core's one zig invocation (``build.zig_cc``). progress: told once per target, the first
     time (zig then builds its C library cache for that target)."""
-    from mbsfmu.engine.native import build
+    from ..engine.native import build
     target, _suffix, libs = TARGETS[platform]
     marker = zig_cache_dir() / f"mbsfmu-libc-{target}.ok"
     first = not marker.exists()
@@ -257,7 +257,7 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
     FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the one-time
     zig cache message (None: silent). Returns the FMU's path."""
     from .build import model_identifier
-    from mbsfmu.sim.simulator import Simulator
+    from ..sim.simulator import Simulator
     model_path = Path(model)
     m = load_model(model_path)
     refusal = core_refusal(m)
@@ -325,7 +325,7 @@ def core_refusal(model) -> str | None:
     """The core's reason for refusing a model (e.g. closed loops, which it does not close yet), or
     None; None also when the core library cannot be loaded on this machine (the FMU's binaries are
     cross-compiled and checked when instantiated)."""
-    from mbsfmu.engine.native.core import Core, available
+    from ..engine.native.core import Core, available
     if not available():
         return None
     try:

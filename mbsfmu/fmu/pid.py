@@ -39,10 +39,10 @@ from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Real
 
-from mbsfmu import __version__
-from mbsfmu.sim.pid import JointPID, PIDGains
-from mbsfmu.errors import MbsError
-from mbsfmu.sim.schedules import Schedule
+from .. import __version__
+from ..sim.pid import JointPID, PIDGains
+from ..errors import MbsError
+from ..sim.schedules import Schedule
 from .protocol import STATE_TAG, BadState, guarded, pack, unpack
 from .variables import FmuVariable, structured_name
 
@@ -344,7 +344,7 @@ def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
         (stage / BUILD_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
         (stage / CONFIG).write_text(json.dumps(cfg, indent=1, allow_nan=True), encoding="utf-8")
         script = stage / f"{module}.py"
-        script.write_text(slave_module(identifier, engine, f"discrete joint PID {name}", "fmu.controller import PidSlave",
+        script.write_text(slave_module(identifier, engine, f"discrete joint PID {name}", "fmu.pid import PidSlave",
                                          "mbsfmu.fmu.pid.build_pid_fmu"), encoding="utf-8")
         package(script, [stage / engine, stage / BUILD_INFO, stage / CONFIG], tmp, identifier, guid, table, info,
                  loader, output)

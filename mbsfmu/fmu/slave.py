@@ -45,12 +45,12 @@ from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Integer, Real
 
-from mbsfmu import load_model
-from mbsfmu.engine import joints
-from mbsfmu.errors import MbsError
-from mbsfmu.engine.model import Model
-from mbsfmu.sim.outputs import angular_momentum_scale
-from mbsfmu.sim.simulator import SimState, Simulator
+from .. import load_model
+from ..engine import joints
+from ..errors import MbsError
+from ..engine.model import Model
+from ..sim.outputs import angular_momentum_scale
+from ..sim.simulator import SimState, Simulator
 from .protocol import BadState, Failed, guarded, pack, unpack
 from .variables import (
     INT_MAX,

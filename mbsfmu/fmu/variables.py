@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mbsfmu.engine.forces import ForceElements, dof_unit
+from ..engine.forces import ForceElements, dof_unit
 
 NAMINGS = ("structured", "flat")
 METHODS = ("rk4", "dop853")               # solver.method enumeration values 1, 2

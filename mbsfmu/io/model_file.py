@@ -16,14 +16,14 @@ from pathlib import Path
 import yaml
 from yaml.constructor import ConstructorError
 
-from mbsfmu.errors import ModelError, Problem, brief
-from mbsfmu.files import read_text
-from mbsfmu.engine.spec.description import Body, Joint, ModelSpec, Origin, Spring
-from mbsfmu.engine.spec.elements import parse_forces, parse_wheels
-from mbsfmu.engine.spec.loops import parse_loops
-from mbsfmu.engine.spec.topology import build_topology
-from mbsfmu.engine.spec.validation import check_spec, locate
-from mbsfmu.io.reader import Reader, describe
+from ..errors import ModelError, Problem, brief
+from ..files import read_text
+from ..engine.spec.description import Body, Joint, ModelSpec, Origin, Spring
+from ..engine.spec.elements import parse_forces, parse_wheels
+from ..engine.spec.loops import parse_loops
+from ..engine.spec.topology import build_topology
+from ..engine.spec.validation import check_spec, locate
+from .reader import Reader, describe
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial")

@@ -8,8 +8,8 @@ import difflib
 import math
 import numbers
 
-from mbsfmu.engine.spec.validation import locate
-from mbsfmu.errors import Problem, brief
+from ..engine.spec.validation import locate
+from ..errors import Problem, brief
 
 
 class Reader:

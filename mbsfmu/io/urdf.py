@@ -40,17 +40,17 @@ from xml.parsers import expat
 
 import numpy as np
 
-from mbsfmu.errors import ModelError, Problem, did_you_mean
-from mbsfmu.files import read_bytes
-from mbsfmu.engine.spatial import rot_axis, rpy_to_R
-from mbsfmu.engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin, Spring
-from mbsfmu.engine.spec.elements import parse_forces, parse_wheels
+from ..errors import ModelError, Problem, did_you_mean
+from ..files import read_bytes
+from ..engine.spatial import rot_axis, rpy_to_R
+from ..engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin, Spring
+from ..engine.spec.elements import parse_forces, parse_wheels
 from .model_file import initial_state
 from .reader import Reader, describe
-from mbsfmu.engine.spec.validation import check_spec, locate
+from ..engine.spec.validation import check_spec, locate
 
 if TYPE_CHECKING:   # the Model is built from this package's output: import it lazily at run time
-    from mbsfmu.engine.model import Model
+    from ..engine.model import Model
 
 URDF_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
@@ -582,7 +582,7 @@ def _apply_overlay(r: Reader, doc: dict, spec: ModelSpec, where: dict, robot: Ur
 def _build(spec: ModelSpec, where: dict, source: str, urdf_label: str | None, overlay_lines: dict | None):
     """Model(spec); the model's own problems are reported at the URDF elements (and overlay
     entries) they come from."""
-    from mbsfmu.engine.model import Model
+    from ..engine.model import Model
     try:
         return Model(spec, source=source)
     except ModelError as e:

@@ -2,6 +2,6 @@
 references and finals (expressions.py), plots (plots.py) and MCAP recording (mcap.py)."""
 from __future__ import annotations
 
-from mbsfmu.scenario.run import Scenario, ScenarioError, build_simulator, load_scenario, run_scenario
+from .run import Scenario, ScenarioError, build_simulator, load_scenario, run_scenario
 
 __all__ = ["Scenario", "ScenarioError", "build_simulator", "load_scenario", "run_scenario"]

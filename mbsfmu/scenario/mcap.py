@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mbsfmu.sim import messages as ms
+from ..sim import messages as ms
 
 SEP = "\n" + "=" * 80 + "\nMSG: "
 DEFS = {   # ROS 2 Jazzy definitions (comments and defaults dropped) and the types each uses

@@ -23,7 +23,7 @@ SPIN_RAD = 4 * np.pi  # a revolute joint turning more than this over the run plo
 
 def joint_kinds(model) -> dict[str, str]:
     """{joint name: "revolute" | "prismatic" | "wheel" | "spherical" | "free" | ...} of a Model."""
-    from mbsfmu.engine import joints
+    from ..engine import joints
     names = {v: k for k, v in joints.JOINT_TYPES.items()}
     out = {name: names.get(int(model.tree.jtype[i]), "other") for i, name in enumerate(model.joint_names, start=1)}
     out.update({w: "wheel" for w in model.wheels})

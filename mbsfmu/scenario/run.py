@@ -17,17 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mbsfmu.errors import MbsError, ModelError, brief
-from mbsfmu.io.model_file import parse_file
-from mbsfmu.io.reader import Reader
-from mbsfmu.engine.model import Model
-from mbsfmu.sim.pid import JointPID
-from mbsfmu.sim.rows import records_row, trajectory_row
-from mbsfmu.sim.schedules import Schedule, parse_schedule
-from mbsfmu.sim.simulator import INTEGRATORS, SimulationError, Simulator
+from ..errors import MbsError, ModelError, brief
+from ..io.model_file import parse_file
+from ..io.reader import Reader
+from ..engine.model import Model
+from ..sim.pid import JointPID
+from ..sim.rows import records_row, trajectory_row
+from ..sim.schedules import Schedule, parse_schedule
+from ..sim.simulator import INTEGRATORS, SimulationError, Simulator
 
 if TYPE_CHECKING:
-    from mbsfmu.cosim.master import CosimSpec
+    from ..cosim.master import CosimSpec
 
 SCENARIO_VERSION = 1
 TOP_KEYS = ("version", "name", "description", "model", "gravity", "duration", "quick_duration", "dt", "integrator",
@@ -188,7 +188,7 @@ def load_scenario(path: str | Path) -> Scenario:
         if not isinstance(raw, dict):
             r.problem(("checks",), "expected a mapping of check name to bound")
         else:
-            from mbsfmu.checker.checks import CHECKS, CheckError, parse_bound
+            from ..checker.checks import CHECKS, CheckError, parse_bound
             for name, bound in raw.items():
                 if name == "procedure":
                     if bound not in (1, 2, 3, 4):
@@ -237,7 +237,7 @@ def load_scenario(path: str | Path) -> Scenario:
     loops = _loop_options(r, doc["loops"]) if "loops" in doc else {}
     cosim = None
     if "cosim" in doc:
-        from mbsfmu.cosim.master import parse_cosim
+        from ..cosim.master import parse_cosim
         cosim = parse_cosim(r, doc["cosim"], path.parent, has_controller="controller" in doc)
     name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
     description = doc.get("description", "")
@@ -259,13 +259,13 @@ def load_scenario(path: str | Path) -> Scenario:
 def _model(path: Path, inline: tuple | None, model_path: Path) -> Model:
     """The scenario's model (inline, or the file ``model_path``), without gravity or edits."""
     if inline is not None:
-        from mbsfmu.io.model_file import spec_from_dict
+        from ..io.model_file import spec_from_dict
         doc, lines = inline
         try:
             return Model(spec_from_dict(doc, lines, str(path)), source=str(path), lines=lines)
         except ModelError as e:   # the inline model's paths start at the scenario's ``model`` key
             raise ScenarioError([replace(p, path=("model", *p.path)) for p in e.problems], str(path)) from None
-    from mbsfmu import load_model
+    from .. import load_model
     return load_model(model_path)
 
 
@@ -282,7 +282,7 @@ def _check_names(r, path: Path, inline, model_path: Path, init_q: dict, init_qd:
                  controller: dict) -> None:
     """Joint and input names of ``initial``, ``inputs`` and ``controller`` against the model, each
     problem with its line (so that one round lists every problem of the scenario)."""
-    from mbsfmu.engine.forces import ForceElements
+    from ..engine.forces import ForceElements
     try:
         model = _model(path, inline, model_path)
     except ScenarioError as e:
@@ -316,7 +316,7 @@ def _check_names(r, path: Path, inline, model_path: Path, init_q: dict, init_qd:
 def _loop_options(r, raw) -> dict:
     """``loops: {method, stabilisation, baumgarte: [alpha, beta], assemble}``: the Simulator's
     closed-loop options (mbsfmu/sim/simulator.py)."""
-    from mbsfmu.sim.simulator import LOOP_METHODS, LOOP_STABILISATION
+    from ..sim.simulator import LOOP_METHODS, LOOP_STABILISATION
     m = r.mapping(raw, ("loops",), LOOP_KEYS)
     out = {}
     for key, arg, allowed in (("method", "loop_method", LOOP_METHODS), ("stabilisation", "loop_stabilisation",
@@ -341,7 +341,7 @@ def _loop_options(r, raw) -> dict:
 
 def _controller(r, raw, base: Path) -> dict:
     """``controller: {type: pid, joints: {joint: {kp, ki, kd, limit, setpoint}}}``."""
-    from mbsfmu.sim.pid import PIDGains
+    from ..sim.pid import PIDGains
     m = r.mapping(raw, ("controller",), ("type", "joints"), required=("type", "joints"))
     if m.get("type", "pid") != "pid":
         r.problem(("controller", "type"), f"unknown controller type {brief(m.get('type'))}; expected 'pid'")
@@ -402,7 +402,7 @@ def build_simulator(scn: Scenario) -> Simulator:
     """Load the model, apply the initial-state overrides and check input names."""
     model = _model(scn.path, scn.model_inline, scn.model_path)
     if scn.gravity is not None or scn.edits:
-        from mbsfmu.engine.spec.edits import edit_spec
+        from ..engine.spec.edits import edit_spec
         spec = model.spec if scn.gravity is None else replace(model.spec, gravity=scn.gravity)
         for path, value in scn.edits:
             spec = edit_spec(spec, path, value)
@@ -440,8 +440,8 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
     failure or Ctrl-C, with what was computed). Rows at t_k = k dt and at the duration T (the last
     interval shortened when dt does not divide T). Returns the report; its "passed" says if every
     check held; "interrupted" is set when Ctrl-C stopped the run."""
-    from mbsfmu.sim.rows import RECORDS_FILE, TRAJECTORY_FILE
-    from mbsfmu.trajectory import TrajectoryError, TrajectoryWriter
+    from ..sim.rows import RECORDS_FILE, TRAJECTORY_FILE
+    from ..trajectory import TrajectoryError, TrajectoryWriter
     if scn.cosim is not None:
         external = [(c.src[0], c.dst[1]) for c in scn.cosim.connections
                     if c.dst[0] == "mbs" and c.src[0] != "mbs" and scn.cosim.fmus[c.src[0]].builtin is None]
@@ -547,8 +547,8 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     the run completed; "checked" if anything was checked at all; "t_end" [s] is the time of the
     last row written (what was simulated); "write_error" / "plot_error" say why the report or the
     plots could not be written."""
-    from mbsfmu.checker.checks import conservation_report
-    from mbsfmu.trajectory import TrajectoryError, join_trajectories, read_trajectory
+    from ..checker.checks import conservation_report
+    from ..trajectory import TrajectoryError, join_trajectories, read_trajectory
     t_end = None
     try:
         if not (out / "trajectory.csv").is_file():   # a device or FIFO (e.g. a link to /dev/full) is never read

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mbsfmu.engine.spatial import Array
+from ..engine.spatial import Array
 
 Rhs = Callable[[Array], Array]
 

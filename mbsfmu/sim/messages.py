@@ -44,9 +44,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from mbsfmu.errors import InputError
-from mbsfmu.engine.joints import FREE, SPHERICAL
-from mbsfmu.engine.spatial import R_to_quat
+from ..errors import InputError
+from ..engine.joints import FREE, SPHERICAL
+from ..engine.spatial import R_to_quat
 
 Array = NDArray[np.float64]
 

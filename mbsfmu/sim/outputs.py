@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsfmu.engine.dynamics.crba import crba
-from mbsfmu.engine.kinematics import Kinematics
-from mbsfmu.engine.spatial import Array, cross_rows
+from ..engine.dynamics.crba import crba
+from ..engine.kinematics import Kinematics
+from ..engine.spatial import Array, cross_rows
 
 VEC3 = ("omega", "omega_b1", "r_abs", "rdot_abs", "r_cm", "rdot_cm", "r_cm_b1", "rdot_cm_b1",
         "r_j1", "rdot_j1", "r_j1_b1", "rdot_j1_b1")

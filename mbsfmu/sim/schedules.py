@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mbsfmu.errors import brief
-from mbsfmu.files import open_regular
+from ..errors import brief
+from ..files import open_regular
 
 KINDS = {"constant": ("value",), "step": ("t0", "value", "before"), "pulse": ("t0", "t1", "value"),
          "ramp": ("t0", "t1", "start", "end"), "sine": ("amplitude", "frequency", "phase", "offset"),

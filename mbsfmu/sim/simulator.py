@@ -22,15 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsfmu.engine import joints
-from mbsfmu.engine.dynamics import closed_loops as loop_dyn
-from mbsfmu.engine.dynamics.aba import aba
-from mbsfmu.errors import InputError, MbsError
-from mbsfmu.engine.forces import ForceElements
+from ..engine import joints
+from ..engine.dynamics import closed_loops as loop_dyn
+from ..engine.dynamics.aba import aba
+from ..errors import InputError, MbsError
+from ..engine.forces import ForceElements
 from .integrators import IntegrationError, dop853, rk4_step
-from mbsfmu.engine.kinematics import forward_kinematics
+from ..engine.kinematics import forward_kinematics
 from .outputs import Invariants, body_records, engine_invariants
-from mbsfmu.engine.spatial import Array
+from ..engine.spatial import Array
 
 INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
@@ -109,7 +109,7 @@ class Simulator:
         self.h_last = 0.0
         self.backend, self._native = _backend(backend, integrator, model, loop_method), None
         if self.backend == "native":
-            from mbsfmu.engine.native.core import Core
+            from ..engine.native.core import Core
             self._native = Core(model)
             self._native.set_solver(integrator, self.h_max, self.rtol, self.atol)
             self._native.set_loops(loop_stabilisation in ("baumgarte", "both"), self._project, alpha, beta)
@@ -359,7 +359,7 @@ def _backend(backend: str, integrator: str, model, loop_method: str) -> str:
         raise InputError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
     if backend == "python":
         return backend
-    from mbsfmu.engine.native.core import usable
+    from ..engine.native.core import usable
     why = ("the C core closes loops by multipliers only (loop_method 'partitioning' runs in Python)"
            if model.loops and loop_method != "multipliers" else
            "the C core cannot be loaded or built" if not usable() else "")
@@ -371,7 +371,7 @@ def _backend(backend: str, integrator: str, model, loop_method: str) -> str:
 def _native_kinematics(model, core, q: Array, qd: Array):
     """kinematics.Kinematics from the C core's outward pass; Xup_i = plucker(E_i, r_i) from the
     poses (E_i = R_i^T R_lambda, r_i = R_lambda^T (p_i - p_lambda))."""
-    from mbsfmu.engine.kinematics import Kinematics
+    from ..engine.kinematics import Kinematics
     R, p, v, a = core.kinematics(q, qd)
     par = model.tree.parent
     E = np.einsum("nji,njk->nik", R, R[par])

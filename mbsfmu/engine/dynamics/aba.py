@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsfmu.engine.spec.tree import Tree, joint_transforms
-from mbsfmu.engine.spatial import Array, bias_force, crm
+from ..spec.tree import Tree, joint_transforms
+from ..spatial import Array, bias_force, crm
 
 
 def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None) -> Array:

@@ -43,11 +43,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsfmu.engine import joints
-from mbsfmu.errors import InputError
-from mbsfmu.engine.kinematics import forward_kinematics, point_jacobian
-from mbsfmu.engine.spec.tree import Tree
-from mbsfmu.engine.spatial import Array, cross
+from .. import joints
+from ...errors import InputError
+from ..kinematics import forward_kinematics, point_jacobian
+from ..spec.tree import Tree
+from ..spatial import Array, cross
 from .crba import crba
 from .rnea import rnea
 
@@ -137,7 +137,7 @@ class Partition:
 
 def compile_loops(model) -> LoopSet:
     """The cut joints of a Model (its spec, body and joint indices) as a LoopSet."""
-    from mbsfmu.engine.spec.loops import loop_joints, resolve_side
+    from ..spec.loops import loop_joints, resolve_side
     spec, t = model.spec, model.tree
     closures, m = [], 0
     scale = 1.0 + max([float(np.linalg.norm(p)) for p in t.p_tree[1:]] + [0.0])

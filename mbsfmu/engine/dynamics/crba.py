@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsfmu.engine.spec.tree import Tree, joint_transforms
-from mbsfmu.engine.spatial import Array
+from ..spec.tree import Tree, joint_transforms
+from ..spatial import Array
 
 
 def crba(tree: Tree, q: Array) -> Array:

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbsfmu.engine.spec.tree import Tree, joint_transforms
-from mbsfmu.engine.spatial import Array
+from ..spec.tree import Tree, joint_transforms
+from ..spatial import Array
 
 SINGULAR_RTOL = 1e-12    # a pivot eigenvalue of D_i below this x trace(M_ii) counts as zero
 SUPPORT_RTOL = 1e-6      # a joint is part of a null motion if its entry exceeds this x |null vector|

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsfmu.engine.joints import joint_pose
-from mbsfmu.engine.spec.tree import Tree
-from mbsfmu.engine.spatial import Array
+from ..joints import joint_pose
+from ..spec.tree import Tree
+from ..spatial import Array
 
 
 def path_matrix(L: np.ndarray) -> np.ndarray:

@@ -21,8 +21,8 @@ import weakref
 
 import numpy as np
 
-from mbsfmu.errors import InputError
-from mbsfmu.engine.native import build
+from ...errors import InputError
+from . import build
 from .tables import Tables
 
 MBS_OK, MBS_DISCARD, MBS_ERROR = 0, 1, 2

@@ -44,8 +44,8 @@ import hashlib
 
 import numpy as np
 
-from mbsfmu.engine import joints
-from mbsfmu.engine.forces import ForceElements
+from .. import joints
+from ..forces import ForceElements
 
 VERSION = 1                     # MBS_TABLES_VERSION of mbs_core.h
 N_HEAD_I, N_HEAD_F = 16, 8

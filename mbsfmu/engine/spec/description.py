@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbsfmu.engine.spatial import Array, rpy_to_R
+from ..spatial import Array, rpy_to_R
 
 WORLD = "world"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from mbsfmu.errors import InputError
+from ...errors import InputError
 from .description import ModelSpec, Spring
 
 _PATTERNS = (

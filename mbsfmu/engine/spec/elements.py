@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from mbsfmu.errors import Problem, brief
+from ...errors import Problem, brief
 from .description import WORLD, Anchor, BodyWrench, ModelSpec, SpringDamper, Thruster, Wheel
 
 WHEEL_KEYS = ("name", "axis", "inertia", "position")

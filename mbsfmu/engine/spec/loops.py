@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from mbsfmu.errors import Problem
+from ...errors import Problem
 from .description import WORLD, Loop, LoopSide, ModelSpec, Origin
 
 LOOP_TYPES = ("ball", "revolute", "prismatic", "planar")

@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from mbsfmu.errors import Problem, did_you_mean
+from ...errors import Problem, did_you_mean
 from .description import WORLD, Body
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from mbsfmu.engine import joints
-from mbsfmu.engine.spatial import Array, plucker, spatial_inertia
+from .. import joints
+from ..spatial import Array, plucker, spatial_inertia
 from .description import ModelSpec
 from .topology import Topology
 

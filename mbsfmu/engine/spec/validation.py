@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsfmu.engine import joints
-from mbsfmu.errors import Problem, brief, did_you_mean
+from .. import joints
+from ...errors import Problem, brief, did_you_mean
 from .description import WORLD, ModelSpec
 from .elements import check_elements
 from .loops import check_loops
