@@ -244,8 +244,9 @@ def test_controller_fmu_is_the_joint_pid(fmu_dir, rng):
     from fmpy import read_model_description
     from fmpy.fmi2 import FMU2Slave
     from fmpy.validation import validate_fmu
-    from mbsfmu.sim.pid import JointPID
+
     from mbsfmu.cosim.fmus import build_fmus, extracted
+    from mbsfmu.sim.pid import JointPID
     scn = load_scenario(SCENARIO)
     fmu = build_fmus(scn, fmu_dir)["ctrl"]
     assert validate_fmu(str(fmu)) == []
@@ -406,6 +407,7 @@ def test_controller_fmu_without_torque_limit_writes_xsd_infinity(tmp_path):
     """No torque limit = +inf: modelDescription.xml writes it as xs:double's INF (Python's "inf" is
     not a valid xs:double) and the FMU validates."""
     from fmpy.validation import validate_fmu
+
     from mbsfmu.cosim import build_fmus
     text = bundled_text(**{"limit: 120.0, ": "", "limit: 60.0, ": ""})
     fmu = build_fmus(load_scenario(scenario_file(tmp_path, text)), tmp_path / "fmus")["ctrl"]
