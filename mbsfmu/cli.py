@@ -128,7 +128,7 @@ def _duration_text(seconds: float) -> str:
 
 
 def _cosim(args) -> int:
-    from .cosim.master import run_cosim
+    from .cosim import run_cosim
     from .scenario.run import load_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)

@@ -1,4 +1,4 @@
-"""Co-simulation (mbsfmu/cosim/master.py, mbsfmu/fmu/pid.py, ``mbsfmu cosim``): the scenario's
+"""Co-simulation (mbsfmu/cosim/, mbsfmu/fmu/pid.py, ``mbsfmu cosim``): the scenario's
 model as its FMU, the scenario's PID as the bundled controller FMU, run by fmpy's FMU2Slave in a
 fixed-step loop or by libcosim.
 
@@ -122,7 +122,7 @@ def test_names_are_checked_against_the_fmus_variables_all_at_once(tmp_path):
     """Unknown variables (did-you-mean), type and causality mismatches, an input connected twice or
     also scheduled, parameters and the builtin pid's unconnected input: one error, every line."""
     pytest.importorskip("pythonfmu")
-    from mbsfmu.cosim.master import check_cosim
+    from mbsfmu.cosim import check_cosim
     path = scenario_file(tmp_path, BAD_NAMES)
     scn = load_scenario(path)
     with pytest.raises(ScenarioError) as e:
@@ -169,7 +169,7 @@ def test_the_model_fmu_is_built_from_the_scenarios_model_with_its_overrides(tmp_
     """The model file handed to build_fmu has the scenario's gravity and initial state written in
     (an inline model as a file named like the scenario): its Model starts where `mbsfmu run` does."""
     import mbsfmu
-    from mbsfmu.cosim.master import model_files
+    from mbsfmu.cosim import model_files
     text = bundled_text(**{"dt: 0.001\n": "dt: 0.001\ngravity: [0, -1.62, 0]\n",
                            "initial: {q: {q1: 0.0, q2: 0.0}}": "initial: {q: {q1: 0.1, q2: -0.2}, qd: {q2: 0.5}}"})
     if inline:
@@ -205,7 +205,7 @@ class Runs:
 
     def __getitem__(self, kind: str):
         if kind not in self.done:
-            from mbsfmu.cosim.master import run_cosim
+            from mbsfmu.cosim import run_cosim
             scn, out = load_scenario(SCENARIO), self.base / kind
             if kind == "inprocess":
                 # the engine backend the model FMU runs (the numpy reference): the FMUs' columns
@@ -244,8 +244,9 @@ def test_controller_fmu_is_the_joint_pid(fmu_dir, rng):
     from fmpy import read_model_description
     from fmpy.fmi2 import FMU2Slave
     from fmpy.validation import validate_fmu
+
+    from mbsfmu.cosim.fmus import build_fmus, extracted
     from mbsfmu.sim.pid import JointPID
-    from mbsfmu.cosim.master import _extracted, build_fmus
     scn = load_scenario(SCENARIO)
     fmu = build_fmus(scn, fmu_dir)["ctrl"]
     assert validate_fmu(str(fmu)) == []
@@ -253,7 +254,7 @@ def test_controller_fmu_is_the_joint_pid(fmu_dir, rng):
     vr = {v.name: v.valueReference for v in md.modelVariables}
     assert [v.name for v in md.modelVariables if v.causality == "output"] == ["q1.tau", "q2.tau"]
     assert all(not u.dependencies for u in md.outputs)
-    f = FMU2Slave(guid=md.guid, unzipDirectory=str(_extracted(fmu)), modelIdentifier=md.coSimulation.modelIdentifier,
+    f = FMU2Slave(guid=md.guid, unzipDirectory=str(extracted(fmu)), modelIdentifier=md.coSimulation.modelIdentifier,
                   instanceName="ctrl")
     f.instantiate()
     f.setupExperiment(startTime=0.0)
@@ -372,7 +373,7 @@ def test_libcosim_agrees_with_the_in_process_run_to_the_one_step_delay(runs):
 def test_an_fmu_file_runs_like_the_builtin_controller(runs, fmu_dir, tmp_path):
     """``{path: ctrl.fmu}``: the same controller FMU given as a file (parameters set by the
     master) runs exactly like the builtin, in the same process as the builtin's run."""
-    from mbsfmu.cosim.master import build_fmus, run_cosim
+    from mbsfmu.cosim import build_fmus, run_cosim
     _, gs = runs["gauss-seidel"]
     shutil.copy(build_fmus(load_scenario(SCENARIO), fmu_dir)["ctrl"], tmp_path / "ctrl.fmu")
     text = bundled_text(**{"ctrl: {builtin: pid}": "ctrl: {path: ctrl.fmu, parameters: {q2.kd: 60.0}}"})
@@ -406,7 +407,8 @@ def test_controller_fmu_without_torque_limit_writes_xsd_infinity(tmp_path):
     """No torque limit = +inf: modelDescription.xml writes it as xs:double's INF (Python's "inf" is
     not a valid xs:double) and the FMU validates."""
     from fmpy.validation import validate_fmu
-    from mbsfmu.cosim.master import build_fmus
+
+    from mbsfmu.cosim import build_fmus
     text = bundled_text(**{"limit: 120.0, ": "", "limit: 60.0, ": ""})
     fmu = build_fmus(load_scenario(scenario_file(tmp_path, text)), tmp_path / "fmus")["ctrl"]
     assert validate_fmu(str(fmu)) == []
@@ -420,7 +422,7 @@ def test_a_discarded_step_stops_the_run_with_the_fmus_reason(runs, fmu_dir, tmp_
     """kp = 1e10 (no saturation) makes the sampled loop diverge: within a few dozen steps the model
     FMU discards a step (fmi2Discard, its log names the non-finite state); the run stops there,
     keeps its rows and fails."""
-    from mbsfmu.cosim.master import run_cosim
+    from mbsfmu.cosim import run_cosim
     runs["gauss-seidel"]
     text = bundled_text(**{"ctrl: {builtin: pid}": "ctrl: {builtin: pid, parameters: {q1.kp: 1.0e10, "
                                                    "q1.limit: 1.0e300}}"})
@@ -439,7 +441,7 @@ def test_the_delay_error_is_first_order_in_the_step(runs, fmu_dir, tmp_path):
     """Halving dt (and the PID's sample period and h_max with it) halves the largest difference
     between the Jacobi co-simulation and the in-process run (measured over 3 s: 6.2e-3 rad at 1 ms,
     3.1e-3 rad at 0.5 ms)."""
-    from mbsfmu.cosim.master import run_cosim
+    from mbsfmu.cosim import run_cosim
     runs["gauss-seidel"]
     worst = {}
     for dt in (0.001, 0.0005):

@@ -27,7 +27,7 @@ from ..sim.schedules import Schedule, parse_schedule
 from ..sim.simulator import INTEGRATORS, SimulationError, Simulator
 
 if TYPE_CHECKING:
-    from ..cosim.master import CosimSpec
+    from .cosim_section import CosimSpec
 
 SCENARIO_VERSION = 1
 TOP_KEYS = ("version", "name", "description", "model", "gravity", "duration", "quick_duration", "dt", "integrator",
@@ -237,7 +237,7 @@ def load_scenario(path: str | Path) -> Scenario:
     loops = _loop_options(r, doc["loops"]) if "loops" in doc else {}
     cosim = None
     if "cosim" in doc:
-        from ..cosim.master import parse_cosim
+        from .cosim_section import parse_cosim
         cosim = parse_cosim(r, doc["cosim"], path.parent, has_controller="controller" in doc)
     name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
     description = doc.get("description", "")
