@@ -64,8 +64,9 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     (the command line's signal state: a run that caught the interrupt itself and returned is
     dropped, not journaled, so a resume reruns it)."""
     from mbsfmu.errors import InputError
-    from mbsfmu.scenario.run import load_scenario
+    from mbsfmu.scenario.spec import load_scenario
     from mbsfmu.trajectory import save_trajectory
+
     from .execution import Dask
     from .points import apply_point, check_paths
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):

@@ -211,7 +211,7 @@ def interfaces(scn, sim) -> dict[str, dict[str, Var]]:
     reading an FMU file become ScenarioError entries at its ``path`` line."""
     from mbsfmu.fmu.variables import variable_table
     from mbsfmu.io.reader import Reader
-    from mbsfmu.scenario.run import ScenarioError
+    from mbsfmu.scenario.spec import ScenarioError
     spec = scn.cosim
     integ = scn.integrator
     out = {MBS: {v.name: Var(v.name, k, v.type, v.causality, v.variability)
@@ -253,7 +253,7 @@ def check_cosim(scn, sim) -> dict[str, dict[str, Var]]:
     builtin controller's unconnected inputs, parameters), raised at once as a ScenarioError with
     the scenario file's lines. Returns the interfaces."""
     from mbsfmu.io.reader import Reader
-    from mbsfmu.scenario.run import ScenarioError
+    from mbsfmu.scenario.spec import ScenarioError
     spec = scn.cosim
     ifs = interfaces(scn, sim)
     r = Reader(spec.lines)
@@ -401,7 +401,7 @@ def model_files(scn) -> dict[str, bytes]:
             doc, _ = parse_file(path)
         return {**files, **_urdf_of(doc, path.parent)}
     if scn.model_inline is not None:
-        doc, name = _plain(scn.model_inline[0]), f"{scn.path.stem}.json"
+        doc, name = _plain(scn.model_inline.doc), f"{scn.path.stem}.json"
     elif path.suffix.lower() in (".yaml", ".yml", ".json"):
         doc, name = _plain(parse_file(path)[0]), f"{path.stem}.json"
     else:                        # a URDF: an overlay carries the overrides
@@ -524,7 +524,10 @@ def run_cosim(scn, out_dir: str | Path, duration: float | None = None, master: s
     ("fmpy" or "libcosim") with ``scheme`` (default: the scenario's), write ``trajectory.csv`` row
     by row and ``report.json`` (also after a failure, with what was computed). Returns the report;
     its "passed" says if every check that ran held; "cosim" says how the run was made."""
-    from mbsfmu.scenario.run import Progress, build_simulator, check_run_length, finish_run, make_out_dir
+    from mbsfmu.scenario.grid import check_run_length
+    from mbsfmu.scenario.progress import Progress
+    from mbsfmu.scenario.report import finish_run, make_out_dir
+    from mbsfmu.scenario.run import build_simulator
     from mbsfmu.trajectory import TrajectoryWriter
     if scn.cosim is None:
         raise CosimError(f"scenario {scn.path} has no cosim: section (docs/guides/cosimulation.md)")

@@ -1,0 +1,167 @@
+"""The runner of a scenario (spec.py): build its Simulator, step it over the output grid
+(grid.py) with the inputs and the sampled controller, write trajectory.csv and records.csv row by
+row (and an MCAP recording), then the report (report.py); and the wall-time estimate of a run."""
+from __future__ import annotations
+
+import time as wallclock
+from dataclasses import replace
+from pathlib import Path
+
+from mbsfmu.engine.model import Model
+from mbsfmu.errors import MbsError
+from mbsfmu.sim.pid import JointPID
+from mbsfmu.sim.rows import records_row, trajectory_row
+from mbsfmu.sim.simulator import SimulationError, Simulator
+
+from .grid import check_run_length, sample_times
+from .progress import Progress
+from .report import finish_run, make_out_dir
+from .spec import Scenario, scenario_model
+
+
+def build_simulator(scn: Scenario) -> Simulator:
+    """Load the model, apply the initial-state overrides and check input names."""
+    model = scenario_model(scn.path, scn.model_inline, scn.model_path)
+    if scn.gravity is not None or scn.edits:
+        from mbsfmu.engine.spec.edits import edit_spec
+        spec = model.spec if scn.gravity is None else replace(model.spec, gravity=scn.gravity)
+        for path, value in scn.edits:
+            spec = edit_spec(spec, path, value)
+        model = Model(spec, source=model.source)
+    sim = Simulator(model, integrator=scn.integrator["method"], h_max=scn.integrator["h_max"],
+                    rtol=scn.integrator["rtol"], atol=scn.integrator["atol"], **scn.loops.simulator_options())
+    q, qd = model.initial_state()
+    problems = []
+    for key, vals, vec, slicer in (("q", scn.initial_q, q, model.q_slice), ("qd", scn.initial_qd, qd, model.v_slice)):
+        for jname, v in vals.items():
+            if jname not in model.joint_index:
+                problems.append(f"initial.{key}.{jname}: unknown joint; joints: {', '.join(model.joint_names)}")
+                continue
+            sl = slicer(jname)
+            if len(v) != sl.stop - sl.start:
+                problems.append(f"initial.{key}.{jname}: takes {sl.stop - sl.start} value(s), got {len(v)}")
+                continue
+            vec[sl] = v
+    for name in scn.inputs:
+        if name not in sim.input_names:
+            problems.append(f"inputs.{name}: unknown input; model {model.source} has: "
+                            f"{', '.join(sim.input_names) or 'none'}")
+    for joint in scn.controller:
+        if f"{joint}.tau" not in sim.input_names:
+            problems.append(f"controller.joints.{joint}: not an actuated 1-DoF joint; actuated inputs: "
+                            f"{', '.join(n for n in sim.input_names if n.endswith('.tau')) or 'none'}")
+    if problems:
+        raise MbsError(f"scenario {scn.path}:\n  " + "\n  ".join(problems))
+    sim.set_configuration(q, qd)
+    return sim
+
+
+def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = None, progress: bool = True,
+                 record: str | Path | None = None) -> dict:
+    """Run, writing ``trajectory.csv`` row by row and ``report.json`` at the end (also after a
+    failure or Ctrl-C, with what was computed). Rows at t_k = k dt and at the duration T (the last
+    interval shortened when dt does not divide T). Returns the report; its "passed" says if every
+    check held; "interrupted" is set when Ctrl-C stopped the run."""
+    from mbsfmu.sim.rows import RECORDS_FILE, TRAJECTORY_FILE
+    from mbsfmu.trajectory import TrajectoryError, TrajectoryWriter
+    if scn.cosim is not None:
+        external = [(c.src[0], c.dst[1]) for c in scn.cosim.connections
+                    if c.dst[0] == "mbs" and c.src[0] != "mbs" and scn.cosim.fmus[c.src[0]].builtin is None]
+        if external:
+            raise MbsError(f"scenario {scn.path}: FMU {external[0][0]!r} drives mbs.{external[0][1]} (cosim.fmus): "
+                           "`mbsfmu run` cannot run it in-process; use `mbsfmu cosim`")
+    T = scn.duration if duration is None else duration
+    check_run_length(T, scn.dt, scn.integrator, controller=bool(scn.controller))
+    times = sample_times(T, scn.dt)
+    out = make_out_dir(out_dir)
+    sim = build_simulator(scn)
+    n_steps = len(times) - 1
+    error = interrupted = None
+    start = wallclock.perf_counter()
+    bar = Progress(n_steps, progress)
+    recorder = None
+    if record is not None:
+        from .mcap import McapRecorder
+        try:
+            recorder = McapRecorder(record, sim.model)
+        except OSError as e:
+            raise MbsError(f"--record {record}: cannot write the recording: {e.strerror or e}") from None
+    pid = JointPID(scn.controller, scn.dt) if scn.controller else None
+    joints = list(scn.controller)
+    (out / RECORDS_FILE).unlink(missing_ok=True)   # a previous run's records must not be checked with this run
+    records = TrajectoryWriter(out / RECORDS_FILE) if scn.records else None
+    with TrajectoryWriter(out / TRAJECTORY_FILE) as writer:
+        try:
+            for k, t in enumerate(times):
+                for name, sched in scn.inputs.items():
+                    sim.set_input(name, sched(t))
+                if pid is not None:
+                    q, qd = sim.q, sim.qd
+                    u = pid(t, {j: q[sim.model.q_slice(j)][0] for j in joints},
+                            {j: qd[sim.model.v_slice(j)][0] for j in joints})
+                    for j, value in u.items():
+                        sim.set_input(f"{j}.tau", value)
+                row = trajectory_row(sim)
+                writer.write(row)
+                if records is not None:
+                    records.write(records_row(sim))
+                if recorder is not None:
+                    recorder.write(sim)
+                if k < n_steps:
+                    sim.advance_to(times[k + 1])
+                bar.update(k, wallclock.perf_counter() - start)
+        except (SimulationError, TrajectoryError) as e:
+            error = str(e)
+        except KeyboardInterrupt:
+            last = writer.last_time if writer.n_rows else None
+            interrupted = (f"interrupted at t = {sim.t:.9g} s" + ("" if last is None else
+                           f" (last row written: t = {last:.9g} s)"))
+        finally:
+            if recorder is not None:
+                recorder.close()
+            if records is not None:
+                records.close()
+    bar.close()
+    from .plots import joint_kinds
+    extra = {"interrupted": interrupted} if interrupted else None
+    return finish_run(scn, out, T, wallclock.perf_counter() - start, error or interrupted,
+                      {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs},
+                      skip_checks="the run was interrupted (Ctrl-C)" if interrupted else None, extra=extra,
+                      kinds=joint_kinds(sim.model))
+
+
+def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 0.3) -> tuple[float, str]:
+    """(estimated wall time [s], how) of ``run_scenario`` over ``duration`` (default: the
+    scenario's): the run's own loop (inputs, step, one trajectory row per output time) is timed
+    on this machine over its first output intervals for about ``budget`` s of wall time, after one
+    untimed interval (imports, compilation, the integrator's first step size), and the wall time
+    per simulated second is extrapolated to the duration. The dynamics may get faster or slower
+    later (an adaptive step follows them), so this is an estimate, not a promise."""
+    T = scn.duration if duration is None else duration
+    times = sample_times(T, scn.dt)
+    sim = build_simulator(scn)
+
+    def interval(k: int) -> None:
+        for name, sched in scn.inputs.items():
+            sim.set_input(name, sched(times[k]))
+        trajectory_row(sim)
+        if scn.records:
+            records_row(sim)
+        sim.advance_to(times[k + 1])
+
+    n = len(times) - 1
+    try:
+        interval(0)
+        start = k = wallclock.perf_counter()
+        k = 1
+        while k < n and wallclock.perf_counter() - start < budget:
+            interval(k)
+            k += 1
+    except SimulationError as e:
+        raise MbsError(f"the probe run failed: {e}") from None
+    wall = wallclock.perf_counter() - start
+    if k == n or times[k] <= times[1]:
+        return wall, "measured: the probe ran the whole duration"
+    per_s = wall / (times[k] - times[1])
+    return per_s * T, (f"extrapolated from {times[k]:.3g} s simulated in {wall:.2g} s of wall time on this "
+                       f"machine, first interval not counted")
