@@ -205,7 +205,7 @@ def bench_sim(name: str, model: Model, repeats: int, seconds: float = 10.0, h: f
     return row
 
 
-STARTUP_SNIPPET = ("import mbsfmu.scenario.run as s; scn = s.load_scenario({path!r}); sim = s.build_simulator(scn); "
+STARTUP_SNIPPET = ("import mbsfmu.scenario as s; scn = s.load_scenario({path!r}); sim = s.build_simulator(scn); "
                    "sim.step(scn.dt); assert sim.backend == 'native'")
 
 

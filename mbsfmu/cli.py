@@ -12,7 +12,8 @@ PURPOSE = ("mbsfmu: rigid multibody dynamics with independent momentum and energ
            "files, check any simulator's trajectory, build FMI 2.0 Co-Simulation FMUs, co-simulate, sweep "
            "parameters, or serve a model as a ROS 2 node.")
 EXAMPLES = ("examples:\n  mbsfmu list\n  mbsfmu run scenarios/spacecraft_free.yaml -o out/spacecraft_free\n"
-            "  mbsfmu info scenarios/models/scara.yaml\n  mbsfmu check out/spacecraft_free/trajectory.csv --procedure 1\n"
+            "  mbsfmu info scenarios/models/scara.yaml\n"
+            "  mbsfmu check out/spacecraft_free/trajectory.csv --procedure 1\n"
             "\n`mbsfmu COMMAND --help` describes each command.")
 
 
@@ -94,7 +95,8 @@ def _info(args) -> int:
     for i, b in enumerate(m.bodies, start=1):
         p = "world" if m.L[i] == 0 else m.body_names[m.L[i] - 1]
         kind = "wheel" if b.name in m.wheels else b.joint.type
-        print(f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} {t.mass[i]:>10.4g}")
+        print(f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} "
+              f"{t.mass[i]:>10.4g}")
     from .engine.forces import ForceElements
     sim_inputs = ForceElements(m).layout.names
     print(f"inputs: {', '.join(sim_inputs) or 'none'}")
@@ -102,7 +104,10 @@ def _info(args) -> int:
 
 
 def _run(args) -> int:
-    from .scenario.run import check_run_length, estimate_wall, load_scenario, make_out_dir, run_scenario
+    from .scenario.grid import check_run_length
+    from .scenario.report import make_out_dir
+    from .scenario.run import estimate_wall, run_scenario
+    from .scenario.spec import load_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
     make_out_dir(args.out)
@@ -129,7 +134,7 @@ def _duration_text(seconds: float) -> str:
 
 def _cosim(args) -> int:
     from .cosim import run_cosim
-    from .scenario.run import load_scenario
+    from .scenario.spec import load_scenario
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
     report = run_cosim(scn, args.out, duration=duration, master=args.master, scheme=args.scheme,
@@ -198,7 +203,8 @@ def _print_report(scn, report: dict, out, how: str) -> int:
 def _list(args) -> int:
     from pathlib import Path
 
-    from .scenario.run import estimate_wall, load_scenario
+    from .scenario.run import estimate_wall
+    from .scenario.spec import load_scenario
     here = Path(args.dir) if args.dir else next(
         (d for d in (Path("scenarios"), Path(__file__).resolve().parents[1] / "scenarios") if d.is_dir()), None)
     if here is None or not here.is_dir():
@@ -284,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "fixed-step algorithm (libcosimpy)")
     p.add_argument("--scheme", choices=("jacobi", "gauss-seidel"),
                    help="fmpy loop: Jacobi or Gauss-Seidel in cosim.order (default: the scenario's cosim.scheme)")
-    p.add_argument("--fmu-dir", help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)")
+    p.add_argument("--fmu-dir",
+                   help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cosim)
     from .campaign.sweep import add_parser as add_sweep_parser

@@ -43,7 +43,7 @@ def bombed(doc, path) -> str:
 
 def main() -> int:
     from mbsfmu import MbsError, load_model
-    from mbsfmu.scenario.run import build_simulator, load_scenario
+    from mbsfmu.scenario import build_simulator, load_scenario
     kind, src = sys.argv[1], Path(sys.argv[2])
     doc = yaml.safe_load(src.read_text())
     work = Path(tempfile.mkdtemp())

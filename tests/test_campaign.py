@@ -31,7 +31,7 @@ from mbsfmu.campaign.points import apply_point
 from mbsfmu.campaign.seeding import run_rng
 from mbsfmu.campaign.statistics import statistics
 from mbsfmu.errors import InputError, ModelError
-from mbsfmu.scenario.run import load_scenario
+from mbsfmu.scenario.spec import load_scenario
 from mbsfmu.campaign.sweep import grid
 
 SPRING = ROOT / "tests" / "data" / "campaign_spring.yaml"

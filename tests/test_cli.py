@@ -15,7 +15,7 @@ from conftest import MODELS, ROOT
 
 from mbsfmu import cli
 from mbsfmu.errors import InputError
-from mbsfmu.scenario.run import ScenarioError, load_scenario
+from mbsfmu.scenario.spec import ScenarioError, load_scenario
 
 PENDULUM = MODELS / "compound_pendulum.yaml"
 SCARA = MODELS / "scara.yaml"
@@ -311,7 +311,7 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
 
 
 def test_report_json_is_replaced_atomically(tmp_path, monkeypatch):
-    from mbsfmu.scenario import run as scenario_module
+    from mbsfmu.scenario import report as scenario_module
     target = tmp_path / "report.json"
     target.write_text('{"old": true}')
 
@@ -390,7 +390,7 @@ def test_a_mistyped_option_suggests_the_close_one(tmp_path, capsys):
 
 
 def test_progress_shows_no_time_left_before_it_means_something(capsys, monkeypatch):
-    from mbsfmu.scenario.run import Progress
+    from mbsfmu.scenario.progress import Progress
     bar = Progress(1000, True)
     bar.update(0, 30.0)         # 0 %: 30 s of imports and compilation say nothing about the rest
     bar.update(100, 40.0)       # 10 %

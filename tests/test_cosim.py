@@ -26,7 +26,7 @@ import pytest
 
 from conftest import ROOT
 from mbsfmu.errors import MbsError
-from mbsfmu.scenario.run import ScenarioError, build_simulator, load_scenario, run_scenario
+from mbsfmu.scenario import ScenarioError, build_simulator, load_scenario, run_scenario
 from mbsfmu.trajectory import read_trajectory
 
 SCENARIO = ROOT / "scenarios" / "scara_tracking_cosim.yaml"

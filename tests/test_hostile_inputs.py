@@ -70,7 +70,7 @@ def test_alias_bombs_give_errors_in_milliseconds(tmp_path):
     code = f"""
         import json, time
         from mbsfmu import MbsError, load_model
-        from mbsfmu.scenario.run import build_simulator, load_scenario
+        from mbsfmu.scenario import build_simulator, load_scenario
         for case, path in {json.dumps({k: str(v) for k, v in files.items()})}.items():
             t0 = time.perf_counter()
             try:
@@ -107,7 +107,7 @@ def test_devices_fifos_and_directories_are_refused(tmp_path):
     code = f"""
         import json
         from mbsfmu import MbsError, load_model
-        from mbsfmu.scenario.run import load_scenario
+        from mbsfmu.scenario.spec import load_scenario
         from mbsfmu.trajectory import read_trajectory
         cases = [("model", load_model, "/dev/zero"), ("fifo", load_model, {str(fifo)!r}),
                  ("dir", load_model, {str(tmp_path)!r}), ("urdf", load_model, {str(tmp_path / "d.urdf")!r}),

@@ -21,7 +21,7 @@ from mbsfmu.engine.dynamics import closed_loops as loop_dyn
 from mbsfmu.errors import InputError, ModelError
 from mbsfmu.engine.spec.description import Loop, LoopSide
 from mbsfmu.io.model_file import spec_from_dict
-from mbsfmu.scenario.run import load_scenario, run_scenario
+from mbsfmu.scenario import load_scenario, run_scenario
 from mbsfmu.sim.simulator import Simulator
 from mbsfmu.engine.spatial import rpy_to_R
 from mbsfmu.trajectory import read_trajectory
@@ -524,7 +524,7 @@ def test_scenario_loop_options_are_checked(tmp_path):
     scn = tmp_path / "s.yaml"
     scn.write_text(f"version: 1\nmodel: {FOURBAR}\nduration: 0.1\ndt: 0.01\n"
                    "loops: {method: lagrange, stabilisation: both, baumgarte: [1, -2], assemble: 3}\n")
-    from mbsfmu.scenario.run import ScenarioError
+    from mbsfmu.scenario.spec import ScenarioError
     with pytest.raises(ScenarioError) as e:
         load_scenario(scn)
     msg = str(e.value)

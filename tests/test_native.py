@@ -521,7 +521,7 @@ def test_c_sources_strict_and_sanitized(name, tmp_path):
 def test_scenario_start_runs_native_without_scipy_integrate():
     """A fresh process running the first step of a scenario: the native backend, and neither
     scipy.integrate (the Python DOP853 path, ~0.2 s of start-up) nor a JIT compiler imported."""
-    code = ("import sys, mbsfmu.scenario.run as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
+    code = ("import sys, mbsfmu.scenario as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
             "sim.step(scn.dt); assert sim.backend == 'native', sim.backend; print(' '.join(sys.modules))")
     res = subprocess.run([sys.executable, "-c", code, str(ROOT / "scenarios" / "scara_tracking.yaml")], cwd=ROOT,
                          capture_output=True, text=True, timeout=300, check=False)

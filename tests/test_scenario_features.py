@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from mbsfmu.sim.pid import JointPID, PIDGains
 from mbsfmu.scenario.expressions import ExpressionError, compile_expression, evaluate
-from mbsfmu.scenario.run import ScenarioError, build_simulator, load_scenario, run_scenario
+from mbsfmu.scenario import ScenarioError, build_simulator, load_scenario, run_scenario
 from mbsfmu.sim.schedules import Schedule
 from mbsfmu.trajectory import read_trajectory
 

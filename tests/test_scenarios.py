@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from mbsfmu.scenario.run import ScenarioError, load_scenario
+from mbsfmu.scenario.spec import ScenarioError, load_scenario
 from mbsfmu.trajectory import read_trajectory
 
 SCENARIOS = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml"))

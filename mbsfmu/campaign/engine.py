@@ -64,8 +64,9 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     (the command line's signal state: a run that caught the interrupt itself and returned is
     dropped, not journaled, so a resume reruns it)."""
     from ..errors import InputError
-    from ..scenario.run import load_scenario
+    from ..scenario.spec import load_scenario
     from ..trajectory import save_trajectory
+
     from .execution import Dask
     from .points import apply_point, check_paths
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):

@@ -39,7 +39,7 @@ class RunSpec:
 
 @functools.lru_cache(maxsize=8)
 def _scenario(path: str, mtime_ns: int):
-    from ..scenario.run import load_scenario
+    from ..scenario.spec import load_scenario
     return load_scenario(path)
 
 
@@ -58,6 +58,7 @@ def run_one(spec: RunSpec) -> dict:
     """Run one point; never raises for a problem of the run itself (that is its row's error)."""
     from ..scenario.run import run_scenario
     from ..trajectory import TrajectoryError, read_trajectory
+
     from .points import apply_point
     start = wallclock.perf_counter()
     try:

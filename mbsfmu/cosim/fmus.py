@@ -78,7 +78,7 @@ def model_files(scn) -> dict[str, bytes]:
             doc, _ = parse_file(path)
         return {**files, **_urdf_of(doc, path.parent)}
     if scn.model_inline is not None:
-        doc, name = _plain(scn.model_inline[0]), f"{scn.path.stem}.json"
+        doc, name = _plain(scn.model_inline.doc), f"{scn.path.stem}.json"
     elif path.suffix.lower() in (".yaml", ".yml", ".json"):
         doc, name = _plain(parse_file(path)[0]), f"{path.stem}.json"
     else:                        # a URDF: an overlay carries the overrides

@@ -12,7 +12,7 @@ from ..errors import brief
 from ..fmu.variables import variable_table
 from ..io.reader import Reader
 from ..scenario.cosim_section import MBS, choices_hint
-from ..scenario.run import ScenarioError
+from ..scenario.spec import ScenarioError
 
 from .errors import CosimError
 

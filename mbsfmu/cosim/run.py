@@ -19,7 +19,10 @@ import time as wallclock
 from pathlib import Path
 
 from ..scenario.cosim_section import MBS, SCHEMES
-from ..scenario.run import Progress, build_simulator, check_run_length, finish_run, make_out_dir
+from ..scenario.grid import check_run_length
+from ..scenario.progress import Progress
+from ..scenario.report import finish_run, make_out_dir
+from ..scenario.run import build_simulator
 from ..trajectory import TrajectoryWriter
 
 from .errors import CosimError
