@@ -12,7 +12,8 @@ PURPOSE = ("mbsfmu: rigid multibody dynamics with independent momentum and energ
            "files, check any simulator's trajectory, build FMI 2.0 Co-Simulation FMUs, co-simulate, sweep "
            "parameters, or serve a model as a ROS 2 node.")
 EXAMPLES = ("examples:\n  mbsfmu list\n  mbsfmu run scenarios/spacecraft_free.yaml -o out/spacecraft_free\n"
-            "  mbsfmu info scenarios/models/scara.yaml\n  mbsfmu check out/spacecraft_free/trajectory.csv --procedure 1\n"
+            "  mbsfmu info scenarios/models/scara.yaml\n"
+            "  mbsfmu check out/spacecraft_free/trajectory.csv --procedure 1\n"
             "\n`mbsfmu COMMAND --help` describes each command.")
 
 
@@ -94,7 +95,8 @@ def _info(args) -> int:
     for i, b in enumerate(m.bodies, start=1):
         p = "world" if m.L[i] == 0 else m.body_names[m.L[i] - 1]
         kind = "wheel" if b.name in m.wheels else b.joint.type
-        print(f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} {t.mass[i]:>10.4g}")
+        print(f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} "
+              f"{t.mass[i]:>10.4g}")
     sim_inputs = __import__("mbsfmu.engine.forces", fromlist=["ForceElements"]).ForceElements(m).layout.names
     print(f"inputs: {', '.join(sim_inputs) or 'none'}")
     return 0
@@ -283,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "fixed-step algorithm (libcosimpy)")
     p.add_argument("--scheme", choices=("jacobi", "gauss-seidel"),
                    help="fmpy loop: Jacobi or Gauss-Seidel in cosim.order (default: the scenario's cosim.scheme)")
-    p.add_argument("--fmu-dir", help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)")
+    p.add_argument("--fmu-dir",
+                   help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cosim)
     from mbsfmu.campaign.sweep import add_parser as add_sweep_parser
@@ -303,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ros_args", nargs=argparse.REMAINDER, metavar="--ros-args ...",
                    help="ROS arguments, e.g. --ros-args -p real_time_factor:=0.0 -p lock_step:=true")
     p.set_defaults(func=_ros)
-    from mbsfmu.fmu.build import add_parser as add_fmu_parser
+    from mbsfmu.fmu.command import add_parser as add_fmu_parser
     add_fmu_parser(sub)
     return parser
 
