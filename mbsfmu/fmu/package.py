@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import shutil
 import site
 import sys
@@ -74,15 +75,30 @@ def engine_info() -> dict:
 # ---- staging ----------------------------------------------------------------------------------
 
 def copy_engine(dest: Path) -> None:
-    """The engine's sources and the C core's library for this host (built first if needed), so
-    the FMU's engine copy runs the native backend as the building process does."""
+    """The engine's sources as the package ``dest.name`` (``engine_copy_source``) and the C core's
+    library for this host (built first if needed), so the FMU's engine copy runs the native
+    backend as the building process does."""
     from mbsfmu.engine.native import build as native_build
     for f in engine_sources():
         target = dest / f.relative_to(PACKAGE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
+        if f.suffix == ".py":
+            target.write_text(engine_copy_source(f.read_text(encoding="utf-8"), dest.name), encoding="utf-8")
+        else:
+            shutil.copyfile(f, target)
     lib = native_build.library()
     shutil.copyfile(lib, dest / "engine" / "native" / lib.name)
+
+
+ENGINE_NAME = re.compile(r"(?<![\w./-])mbsfmu(?=\.\w|\s+import\b)")
+
+
+def engine_copy_source(text: str, package: str) -> str:
+    """A module of mbsfmu as a module of the engine copy ``package``: every absolute reference to
+    the package (``from mbsfmu.sim.simulator import``, ``from mbsfmu import``, module names such as
+    ``"mbsfmu.engine.model"``) names ``package``, so the FMU never runs another mbsfmu that the
+    host process imports or has installed."""
+    return ENGINE_NAME.sub(package, text)
 
 
 def python_info() -> dict:
@@ -280,7 +296,7 @@ def finish(raw: Path, output: Path, table: list[FmuVariable], info: dict, binary
         zout.writestr(zip_entry("documentation/externalDependencies.txt", date), deps.encode("utf-8"))
 
 
-__all__ = ["ENGINE_PREFIX", "EXTERNAL_DEPENDENCIES", "PACKAGE_DIR", "PLATFORM", "copy_engine", "engine_hash",
+__all__ = ["ENGINE_PREFIX", "EXTERNAL_DEPENDENCIES", "PACKAGE_DIR", "PLATFORM", "copy_engine", "engine_copy_source", "engine_hash",
            "engine_info", "engine_sources", "finish", "fmu_zip", "forget_staged_modules", "package",
            "package_python_fmu", "python_info", "require_pythonfmu", "shipped_build_info", "slave_module",
            "zip_entry"]
