@@ -296,7 +296,7 @@ def finish(raw: Path, output: Path, table: list[FmuVariable], info: dict, binary
         zout.writestr(zip_entry("documentation/externalDependencies.txt", date), deps.encode("utf-8"))
 
 
-__all__ = ["ENGINE_PREFIX", "EXTERNAL_DEPENDENCIES", "PACKAGE_DIR", "PLATFORM", "copy_engine", "engine_copy_source", "engine_hash",
-           "engine_info", "engine_sources", "finish", "fmu_zip", "forget_staged_modules", "package",
+__all__ = ["ENGINE_PREFIX", "EXTERNAL_DEPENDENCIES", "PACKAGE_DIR", "PLATFORM", "copy_engine", "engine_copy_source",
+           "engine_hash", "engine_info", "engine_sources", "finish", "fmu_zip", "forget_staged_modules", "package",
            "package_python_fmu", "python_info", "require_pythonfmu", "shipped_build_info", "slave_module",
            "zip_entry"]
