@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ros_args", nargs=argparse.REMAINDER, metavar="--ros-args ...",
                    help="ROS arguments, e.g. --ros-args -p real_time_factor:=0.0 -p lock_step:=true")
     p.set_defaults(func=_ros)
-    from .fmu.build import add_parser as add_fmu_parser
+    from .fmu.command import add_parser as add_fmu_parser
     add_fmu_parser(sub)
     return parser
 

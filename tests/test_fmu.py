@@ -352,9 +352,9 @@ def test_fmu_runs_its_bundled_engine(fmus):
     f = instance(fmus, fmu)
     with zipfile.ZipFile(fmu) as z:
         engine_pkg = next(n.split("/")[1] for n in z.namelist() if n.startswith("resources/mbsfmu_engine_"))
-    mod = sys.modules[engine_pkg + ".sim.simulator"]       # shared by every FMU built from this engine
+    mod = sys.modules[engine_pkg + ".sim.simulator"]   # shared by every FMU built from this engine
     path = Path(mod.__file__).resolve()                 # (maybe another test's FMU unpacked it first)
-    assert path.parts[-3:] == ("resources", engine_pkg, "simulator.py")
+    assert path.parts[-4:] == ("resources", engine_pkg, "sim", "simulator.py")
     assert not path.is_relative_to(Path(mbsfmu.__file__).resolve().parent)
     assert f.getReal([f.vr["q1.q"]]) == [0.3]
     close(f)

@@ -72,12 +72,12 @@ def host_args(fmus, fmu, steps: int, dt: float, outputs, settings: dict, extra=(
     vr = value_refs(fmu)
     with zipfile.ZipFile(fmu) as z:
         root = ET.fromstring(z.read("modelDescription.xml"))
-    args = [str(fmus.c_host()), str(fmus.extracted(fmu)), root.find("CoSimulation").get("modelIdentifier"),
-            root.get("guid"), str(steps), repr(dt)]
-    for n in outputs:
-        args += ["--out", str(vr[n])]
+    x = fmus.extracted(fmu)
+    lib = x / "binaries" / "linux64" / f"{root.find('CoSimulation').get('modelIdentifier')}.so"
+    args = [str(fmus.c_host()), str(lib), root.get("guid"), f"file://{x}/resources", str(steps), repr(dt), "--tag",
+            "--real", ",".join(str(vr[n]) for n in outputs)]
     for n, v in settings.items():
-        args += ["--in", f"{vr[n]}={v!r}"]
+        args += ["--set", f"{vr[n]}={v!r}"]
     return args + list(extra)
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import MODELS, ROOT
 
-C_HOST = ROOT / "tests" / "c_host" / "fmu_host.c"
+C_HOST = ROOT / "tests" / "c_host" / "fmu_run.c"
+FMI_HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
 
 
 class FmuFiles:
@@ -42,15 +43,12 @@ class FmuFiles:
         return d
 
     def c_host(self) -> Path:
-        exe = self.base / "fmu_host"
+        exe = self.base / "fmu_run"
         if not exe.exists():
             gcc = shutil.which("gcc")
             if gcc is None:
                 pytest.skip("no gcc for the C host")
-            import fmpy
-            headers = Path(fmpy.__file__).parent / "c-code"
-            assert (headers / "fmi2Functions.h").is_file(), f"fmpy ships no FMI 2.0 headers in {headers}"
-            run = subprocess.run([gcc, "-Wall", "-O1", f"-I{headers}", str(C_HOST), "-o", str(exe), "-ldl"],
+            run = subprocess.run([gcc, "-Wall", "-O1", f"-I{FMI_HEADERS}", str(C_HOST), "-o", str(exe), "-ldl"],
                                  capture_output=True, text=True)
             assert run.returncode == 0, run.stderr
         return exe

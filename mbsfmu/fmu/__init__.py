@@ -1,9 +1,14 @@
-"""The FMI 2.0 Co-Simulation face: ``build_fmu()`` and the ``mbsfmu build-fmu`` command
-(``build.py``), the variable map (``variables.py``), the pythonfmu slave (``slave.py``) and the
-Linux loader binary's source (``loader.c``). Importing this package does not import pythonfmu."""
+"""The FMI 2.0 Co-Simulation face. Python runtime: ``build_fmu()`` (``build.py``), packaged by
+``package.py`` (staging, pythonfmu, the loader binary of ``loader.py``), run by the slaves on
+``slave_base.py`` (``slave.py`` for a model, ``pid_slave.py`` for the PID of ``pid.py``). Native
+runtime: ``native.build_native_fmu``. Both: the variable map (``variables.py``), the
+modelDescription and build information (``description.py``), the command ``mbsfmu build-fmu``
+(``command.py``). Importing this package does not import pythonfmu."""
 from __future__ import annotations
 
-from .build import FmuBuildError, add_parser, build_fmu, model_identifier
+from .build import build_fmu
+from .command import add_parser
+from .description import FmuBuildError, model_identifier
 from .variables import FmuVariable, variable_table
 
 __all__ = ["FmuBuildError", "FmuVariable", "add_parser", "build_fmu", "model_identifier", "variable_table"]

@@ -14,19 +14,19 @@ folder on relative file names, without debug information.
 from __future__ import annotations
 
 import concurrent.futures
-import datetime
-import math
 import os
 import shutil
 import sys
 import tempfile
 import uuid
-import xml.etree.ElementTree as ET
-import zipfile
 from pathlib import Path
 
 from .. import __version__, load_model
 from ..errors import InputError, MbsError
+
+from .c_text import c_double, c_string
+from .description import build_info, model_identifier, native_description, skeleton
+from .package import fmu_zip, zip_entry
 from .variables import variable_table
 
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"     # the FMI wrapper and the FMI 2.0 headers
@@ -51,11 +51,7 @@ INV_FIELDS = ("p_sys", "H_sys", "R", "Rdot", "KE", "PE", "E")
 ENERGY_FIELDS = ("W_in", "W_diss")
 DRIFT_FIELDS = ("H_abs", "H_rel", "E_abs", "E_rel")
 STAT_FIELDS = ("n_steps", "n_rhs", "n_discards", "h_last")
-LOG_CATEGORIES = (("logStatusWarning", "Log messages with fmi2Warning status."),
-                  ("logStatusDiscard", "Log messages with fmi2Discard status."),
-                  ("logStatusError", "Log messages with fmi2Error status."),
-                  ("logStatusFatal", "Log messages with fmi2Fatal status."),
-                  ("logAll", "Log all messages."))
+ENTRY_DATE = (2026, 1, 1, 0, 0, 0)     # every zip entry's date: the FMU's bytes do not depend on the day
 
 
 class NativeBuildError(MbsError):
@@ -122,25 +118,6 @@ def variable_rows(model, table) -> list[tuple]:
         raise NativeBuildError(f"the native runtime has no value for {len(problems)} variable(s): "
                                + "; ".join(problems))
     return rows
-
-
-def c_string(s: str) -> str:
-    """A C string literal of s (UTF-8, every byte outside printable ASCII escaped in octal)."""
-    out = []
-    for b in s.encode("utf-8"):
-        c = chr(b)
-        out.append(f"\\{b:03o}" if b < 32 or b > 126 or c in '"\\?' else c)
-    return '"' + "".join(out) + '"'
-
-
-def c_double(x) -> str:
-    """x as an exact C99 double literal (NAN for None)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "NAN"
-    x = float(x)
-    if math.isinf(x):
-        return "INFINITY" if x > 0 else "(-INFINITY)"
-    return x.hex() if x != 0 else ("-0.0" if math.copysign(1.0, x) < 0 else "0.0")
 
 
 def model_c_source(model, table, guid: str, identifier: str) -> str:
@@ -214,49 +191,12 @@ def compile_target(platform: str, srcdir: Path, c_files: list[str], out: Path, p
 
 # ---- the FMU -----------------------------------------------------------------------------------
 
-def raw_model_description(model, table, identifier: str, h_max: float) -> bytes:
-    """The skeleton modelDescription.xml that ``mbsfmu.fmu.build.model_description`` completes
-    (the python runtime's is pythonfmu's): header, CoSimulation, LogCategories, DefaultExperiment,
-    the variables by name, an empty ModelStructure."""
-    root = ET.Element("fmiModelDescription", fmiVersion="2.0", modelName=model.name, guid="",
-                      generationTool="native C core",
-                      generationDateAndTime=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
-    ET.SubElement(root, "CoSimulation", modelIdentifier=identifier)
-    cats = ET.SubElement(root, "LogCategories")
-    for name, desc in LOG_CATEGORIES:
-        ET.SubElement(cats, "Category", name=name, description=desc)
-    ET.SubElement(root, "DefaultExperiment", startTime="0.0", stopTime="10.0", stepSize=repr(float(h_max or 1e-3)))
-    mv = ET.SubElement(root, "ModelVariables")
-    for v in table:
-        ET.SubElement(mv, "ScalarVariable", name=v.name)
-    ET.SubElement(root, "ModelStructure")
-    return ET.tostring(root, encoding="UTF-8", xml_declaration=True)
-
-
-def native_model_description(raw: bytes, table, info: dict, source_files: list[str]) -> bytes:
-    """The python runtime's modelDescription writer, then the native runtime's capability flags
-    (no execution tool, the host's memory functions used) and ``SourceFiles``."""
-    from .build import model_description
-    root = ET.fromstring(model_description(raw, table, info))
-    cs = root.find("CoSimulation")
-    cs.set("needsExecutionTool", "false")
-    cs.set("canNotUseMemoryManagementFunctions", "false")
-    for child in list(cs):
-        cs.remove(child)
-    files = ET.SubElement(cs, "SourceFiles")
-    for name in source_files:
-        ET.SubElement(files, "File", name=name)
-    ET.indent(root)
-    return ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
-
-
 def build_native_fmu(model: str | Path, output: str | Path | None = None, *, naming: str = "structured",
                      integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10, atol: float = 1e-12,
                      platforms=tuple(TARGETS), progress=print) -> Path:
     """Build ``output`` (default ``<modelIdentifier>.fmu``) from the model file ``model``, for the
     FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the one-time
     zig cache message (None: silent). Returns the FMU's path."""
-    from .build import model_identifier
     from ..sim.simulator import Simulator
     model_path = Path(model)
     m = load_model(model_path)
@@ -276,9 +216,9 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
     if output.is_dir():
         output = output / f"{identifier}.fmu"
     guid = str(uuid.uuid4())
-    info = {"guid": guid, "naming": naming, "engine_version": __version__,
-            "description": (f"mbsfmu rigid multibody model {m.name}: {m.N} bodies, nq = {m.nq}, nv = {m.nv} "
-                            f"(FMI 2.0 Co-Simulation, native C engine core of mbsfmu {__version__})")}
+    info = build_info(guid, identifier, m.name, naming,
+                      (f"mbsfmu rigid multibody model {m.name}: {m.N} bodies, nq = {m.nq}, nv = {m.nv} "
+                       f"(FMI 2.0 Co-Simulation, native C engine core of mbsfmu {__version__})"))
     model_c = model_c_source(m, table, guid, identifier)
     with tempfile.TemporaryDirectory(prefix="mbsfmu_native_") as tmp:
         tmp = Path(tmp)
@@ -298,27 +238,14 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
                 binaries[p] = out
             for job in jobs.values():
                 job.result()
-        md = native_model_description(raw_model_description(m, table, identifier, h_max), table, info, c_files)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        part = output.with_name(output.name + f".{uuid.uuid4().hex[:8]}.part")
-        try:
-            with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
-                _add(z, "modelDescription.xml", md)
-                for p, path in binaries.items():
-                    _add(z, f"binaries/{p}/{path.name}", path.read_bytes(), executable=True)
-                for f in sorted(src.iterdir()):
-                    _add(z, f"sources/{f.name}", f.read_bytes())
-            part.replace(output)
-        finally:
-            part.unlink(missing_ok=True)
+        md = native_description(skeleton(m.name, table, identifier, h_max), table, info, c_files)
+        with fmu_zip(output) as z:
+            z.writestr(zip_entry("modelDescription.xml", ENTRY_DATE), md)
+            for p, path in binaries.items():
+                z.writestr(zip_entry(f"binaries/{p}/{path.name}", ENTRY_DATE, executable=True), path.read_bytes())
+            for f in sorted(src.iterdir()):
+                z.writestr(zip_entry(f"sources/{f.name}", ENTRY_DATE), f.read_bytes())
     return output
-
-
-def _add(z: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
-    zi = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-    zi.compress_type = zipfile.ZIP_DEFLATED
-    zi.external_attr = (0o755 if executable else 0o644) << 16
-    z.writestr(zi, data)
 
 
 def core_refusal(model) -> str | None:

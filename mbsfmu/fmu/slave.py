@@ -1,6 +1,7 @@
 """The pythonfmu slave: one FMI 2.0 Co-Simulation instance running a Simulator.
 
-The FMU's generated slave module subclasses ``MbsfmuSlave`` (pythonfmu finds the class by the
+The FMU's generated slave module subclasses ``MbsfmuSlave`` (on ``slave_base.SlaveBase``, the
+lifecycle it shares with the PID FMU's slave) (pythonfmu finds the class by the
 text ``class <name>(Fmi2Slave):``, so the module imports this class under that name). Its
 resources hold ``mbsfmu_build.json`` (written by ``build_fmu``), the model file and this engine.
 
@@ -14,8 +15,9 @@ reason and discards the step (``False`` -> fmi2Discard), the state staying at th
 step so the host can retry with a smaller step or roll back. A step that needs more than
 MAX_SUBSTEPS internal steps (ceil(dt / h_max)) is discarded with the reason, never started.
 
-Failures: every entry point is ``protocol.guarded``: no exception reaches pythonfmu (which would
-answer fmi2Fatal); the reason is logged as an error, which the loader turns into fmi2Error.
+Failures: every entry point is ``protocol.guarded`` (``SlaveBase``): no exception reaches pythonfmu
+(which would answer fmi2Fatal); the reason is logged as an error, which the loader turns into
+fmi2Error.
 
 Rejected values: on Linux the FMU's loader binary rejects non-finite, out-of-range and
 wrongly-timed fmi2Set* calls itself (fmi2Error, the variable keeps its value). Where the pythonfmu
@@ -35,32 +37,24 @@ numba (whose JIT and LLVM runtime an FMU host does not expect: compile waits, ex
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
-from pythonfmu import Fmi2Slave
-from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
-from pythonfmu.variables import Integer, Real
+from pythonfmu.enums import Fmi2Status
 
 from .. import load_model
 from ..engine import joints
-from ..errors import MbsError
 from ..engine.model import Model
+from ..errors import MbsError
 from ..sim.outputs import angular_momentum_scale
 from ..sim.simulator import SimState, Simulator
-from .protocol import BadState, Failed, guarded, pack, unpack
-from .variables import (
-    INT_MAX,
-    METHODS,
-    apply_parameters,
-    relative_drift,
-    variable_table,
-)
 
-BUILD_INFO = "mbsfmu_build.json"
+from .description import BUILD_INFO
+from .slave_base import SlaveBase
+from .variables import INT_MAX, METHODS, apply_parameters, relative_drift, variable_table
+
 STATE_FORMAT = "mbsfmu-fmustate/2"
 TIME_RTOL = 1e-9   # a communication point further than this (relative) from the engine's time is reported
 MAX_SUBSTEPS = 10**7   # internal steps one communication step may take (beyond: fmi2Discard, never started)
@@ -72,25 +66,21 @@ class FmuRejection(MbsError):
     """A value, state or parameter set that the FMU refuses; the message says why."""
 
 
-class MbsfmuSlave(Fmi2Slave):
+class MbsfmuSlave(SlaveBase):
     """FMI 2.0 Co-Simulation slave of one mbsfmu model (see the module docstring)."""
+
+    STATE_FORMAT = STATE_FORMAT
+    KIND = "model"
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        res = Path(self.resources)
-        info = json.loads((res / BUILD_INFO).read_text(encoding="utf-8"))
-        self._info = info
-        self.status_by_log = bool(info.get("loader", False))    # see protocol.guarded
-        model = load_model(res / info["model_file"])
+        info = self._info
+        model = load_model(Path(self.resources) / info["model_file"])
         self._base_spec = model.spec
         self._source = info["model_source"]
         solver = info["solver"]
         self._table = variable_table(model, info["naming"], solver["method"], solver["h_max"], solver["rtol"],
                                      solver["atol"])
-        self.modelName = info["model_identifier"]
-        self.guid = info["guid"]
-        self.version = info["engine_version"]
-        self.description = info["description"]
         self.default_experiment = _default_experiment(solver)
         self._params = {v.source[1]: v.start for v in self._table if v.source[0] == "param"}
         self._param_names = {v.source[1]: v.name for v in self._table if v.source[0] == "param"}
@@ -98,11 +88,8 @@ class MbsfmuSlave(Fmi2Slave):
         self._sim = Simulator(model, integrator=solver["method"], h_max=solver["h_max"], rtol=solver["rtol"],
                               atol=solver["atol"], backend=BACKEND)
         self._dirty = False              # a parameter changed since the Simulator was built
-        self._initialized = False
-        self._terminated = False
         self._ref = None                 # drift references at fmi2ExitInitializationMode: see _reference
         self._n_discards = 0
-        self._rejected: dict[str, str] = {}
         self._rev = 0                    # state revision: outputs cached per revision
         self._urev = 0                   # input revision (qdd depends on the inputs)
         self._inv = (-1, None)
@@ -111,56 +98,25 @@ class MbsfmuSlave(Fmi2Slave):
         self._bad_params = None          # the message of a parameter set that does not build
         self._time_warned = False
         for vr, v in enumerate(self._table):
-            self._register(vr, v)
+            self.register(v, getter=lambda vr=vr: self._get(vr), setter=lambda x, vr=vr: self._set(vr, x))
 
-    def _register(self, vr: int, v) -> None:
-        kw = dict(causality=Fmi2Causality[v.causality], variability=Fmi2Variability[v.variability],
-                  description=v.description, getter=lambda: self._get(vr),
-                  setter=(lambda x: self._set(vr, x)) if v.settable else None)
-        if v.initial is not None:
-            kw["initial"] = Fmi2Initial[v.initial]
-        if v.type == "Real":
-            self.register_variable(Real(v.name, **kw), nested=False)
-        else:
-            self.register_variable(Integer(v.name, **kw), nested=False)
-
-    def _fail(self, msg: str, status=Fmi2Status.error):
-        """Log msg and raise Failed (see protocol.guarded)."""
-        self.log(msg, status)
-        raise Failed(msg)
-
-    # ---- FMI lifecycle ------------------------------------------------------------------
-    @guarded(None)
-    def setup_experiment(self, start_time: float = 0.0, stop_time=None, tolerance=None):
+    # ---- FMI lifecycle (SlaveBase's entry points call these) ----------------------------
+    def start(self, start_time: float) -> None:
         if not math.isfinite(start_time):       # logged as an error: fmi2Error with the loader
             self.log(f"fmi2SetupExperiment: startTime = {start_time}: must be finite; the time stays "
                      f"{self._sim.t!r} s", Fmi2Status.error)
             return
         self._sim.t = float(start_time)
 
-    @guarded(None)
-    def enter_initialization_mode(self, *args):
-        pass
-
-    @guarded(None)
-    def exit_initialization_mode(self):
-        if self._rejected:
-            self._fail(f"cannot initialise: rejected values were not replaced: {'; '.join(self._rejected.values())}")
+    def initialize(self) -> None:
         try:
             self._rebuild()
         except MbsError as e:
-            self._fail(f"cannot initialise with these parameters (fmi2Error; set valid values and call "
-                       f"fmi2ExitInitializationMode again): {e}")
+            self.fail(f"cannot initialise with these parameters (fmi2Error; set valid values and call "
+                      f"fmi2ExitInitializationMode again): {e}")
         self._ref = self._reference()
-        self._initialized = True
 
-    @guarded(False)
-    def do_step(self, current_time: float, step_size: float) -> bool:
-        # refusals are logged as errors (fmi2Error with the loader; fmi2Discard from pythonfmu alone)
-        if not self._initialized or self._terminated:
-            self.log(f"fmi2DoStep called {'after fmi2Terminate' if self._terminated else 'before fmi2ExitInitializationMode'}"
-                     ": step refused", Fmi2Status.error)
-            return False
+    def step(self, current_time: float, step_size: float) -> bool:
         if not (math.isfinite(current_time) and math.isfinite(step_size) and step_size > 0):
             self.log(f"fmi2DoStep(t = {current_time!r}, dt = {step_size!r}): t must be finite and dt finite and > 0",
                      Fmi2Status.error)
@@ -168,7 +124,7 @@ class MbsfmuSlave(Fmi2Slave):
         if self._rejected:
             self._n_discards += 1
             self.log(f"step from t = {current_time:.9g} s discarded: rejected values were not replaced: "
-                     f"{'; '.join(self._rejected.values())}", Fmi2Status.discard)
+                     f"{self.rejected_text()}", Fmi2Status.discard)
             return False
         sim = self._sim
         if sim.h_max > 0 and step_size / sim.h_max > MAX_SUBSTEPS:
@@ -193,35 +149,22 @@ class MbsfmuSlave(Fmi2Slave):
         self._rev += 1
         return True
 
-    @guarded(None)
-    def terminate(self):
-        self._terminated = True
-
     # ---- values -------------------------------------------------------------------------
-    @guarded(lambda self, vrs: [math.nan] * len(vrs))
-    def get_real(self, vrs):
-        return [float(self._get(vr, "Real")) for vr in vrs]
+    def read(self, vrs, api: str) -> list:
+        cast = float if api == "Real" else int
+        return [cast(self._get(vr, api)) for vr in vrs]
 
-    @guarded(lambda self, vrs: [0] * len(vrs))
-    def get_integer(self, vrs):
-        return [int(self._get(vr, "Integer")) for vr in vrs]
-
-    @guarded(None)
-    def set_real(self, vrs, values):
+    def write(self, vrs, values, api: str) -> None:
         for vr, x in zip(vrs, values):
-            self._set(vr, x, "Real")
-
-    @guarded(None)
-    def set_integer(self, vrs, values):
-        for vr, x in zip(vrs, values):
-            self._set(vr, x, "Integer")
+            self._set(vr, x, api)
 
     def _variable(self, vr: int, api: str | None):
         if not (isinstance(vr, int) and 0 <= vr < len(self._table)):
-            self._fail(f"value reference {vr} does not exist (the FMU has value references 0 to {len(self._table) - 1})")
+            self.fail(f"value reference {vr} does not exist (the FMU has value references 0 to "
+                      f"{len(self._table) - 1})")
         v = self._table[vr]
         if api is not None and (v.type == "Real") != (api == "Real"):
-            self._fail(f"{v.name} (value reference {vr}) is of type {v.type}, not {api}")
+            self.fail(f"{v.name} (value reference {vr}) is of type {v.type}, not {api}")
         return v
 
     def _get(self, vr: int, api: str | None = None):
@@ -259,17 +202,16 @@ class MbsfmuSlave(Fmi2Slave):
         problem = None
         if not v.settable:
             problem = f"{v.name} is an {v.causality} and cannot be set"
-        elif v.causality == "parameter" and self._initialized:
-            problem = f"parameter {v.name} is fixed: set it before fmi2ExitInitializationMode"
+        elif self.fixed_problem(v):
+            problem = self.fixed_problem(v)
         elif not math.isfinite(x):
             problem = f"{v.name} = {x} rejected: values must be finite"
         elif (v.min is not None and x < v.min) or (v.max is not None and x > v.max):
             problem = f"{v.name} = {x!r} rejected: {_range_text(v)}"
         if problem is not None:      # logged as an error (fmi2Error with the loader), not applied
-            self._rejected[v.name] = problem
-            self.log(f"{problem}; {v.name} keeps its previous value", Fmi2Status.error)
+            self.reject(v.name, problem)
             return
-        self._rejected.pop(v.name, None)
+        self.accept(v.name)
         kind, key = v.source[0], v.source[1]
         if kind == "input":
             self._sim.u[key] = float(x)
@@ -358,19 +300,16 @@ class MbsfmuSlave(Fmi2Slave):
                 self.log(f"these parameters do not make a valid model (outputs keep the previous values): {e}",
                          Fmi2Status.warning)
 
-    # ---- FMU state ----------------------------------------------------------------------
-    @guarded(None)
-    def _get_fmu_state(self):
+    # ---- FMU state (SlaveBase's fmi2GetFMUstate/fmi2SetFMUstate call these) ----------------
+    def state(self) -> dict:
         s = self._sim.get_state()
         ref = None if self._ref is None else [*map(float, self._ref[0]), *map(float, self._ref[1:])]
-        return {"format": STATE_FORMAT, "guid": str(self.guid),
-                "sim": {f.name: _plain(getattr(s, f.name)) for f in fields(s)},
+        return {"sim": {f.name: _plain(getattr(s, f.name)) for f in fields(s)},
                 "params": {self._param_names[k]: v for k, v in self._params.items()},
                 "initialized": self._initialized, "terminated": self._terminated, "ref": ref,
                 "n_discards": self._n_discards, "rejected": dict(self._rejected)}
 
-    @guarded(None)
-    def _set_fmu_state(self, state):
+    def restore(self, state: dict) -> None:
         params, sim, sim_state, rest = self._check_state(state)
         self._params, self._sim, self._dirty, self._bad_params = params, sim, False, None
         sim.set_state(sim_state)
@@ -380,11 +319,8 @@ class MbsfmuSlave(Fmi2Slave):
         self._urev += 1
 
     def _check_state(self, state):
-        """Everything fmi2SetFMUstate applies, checked: Failed listing every problem."""
-        if isinstance(state, dict) and state.get("format") == "invalid":
-            self._fail(f"fmi2SetFMUstate: {state.get('why')}")
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or state.get("guid") != str(self.guid):
-            self._fail("fmi2SetFMUstate: not a state of this FMU (different model, build or format)")
+        """Everything fmi2SetFMUstate applies (format and GUID checked by SlaveBase), checked: Failed
+        listing every problem."""
         problems = []
         params = {}
         given = state.get("params")
@@ -394,7 +330,8 @@ class MbsfmuSlave(Fmi2Slave):
         elif set(given) != set(self._param_vars):
             missing, extra = set(self._param_vars) - set(given), set(given) - set(self._param_vars)
             problems.append(f"params: {'missing ' + ', '.join(sorted(missing)) if missing else ''}"
-                            f"{'; ' if missing and extra else ''}{'unknown ' + ', '.join(sorted(extra)) if extra else ''}")
+                            f"{'; ' if missing and extra else ''}"
+                            f"{'unknown ' + ', '.join(sorted(extra)) if extra else ''}")
         for name, x in given.items():
             v = self._param_vars.get(name)
             if v is None:
@@ -420,7 +357,8 @@ class MbsfmuSlave(Fmi2Slave):
                 elif len(x) != cur.size:
                     problems.append(f"sim.{f.name}: {len(x)} numbers, the model has {cur.size}")
                 elif not all(math.isfinite(e) for e in x):
-                    problems.append(f"sim.{f.name}: non-finite entries at {[k for k, e in enumerate(x) if not math.isfinite(e)][:5]}")
+                    bad = [k for k, e in enumerate(x) if not math.isfinite(e)][:5]
+                    problems.append(f"sim.{f.name}: non-finite entries at {bad}")
                 else:
                     values[f.name] = np.array(x, dtype=float)
             elif f.name in ("n_steps", "n_rhs"):
@@ -460,26 +398,10 @@ class MbsfmuSlave(Fmi2Slave):
             except MbsError as e:
                 problems.append(f"params do not make a valid model: {e}")
         if problems:
-            self._fail(f"fmi2SetFMUstate: state refused ({len(problems)} problem(s)); the instance keeps its "
-                       f"state: " + "; ".join(problems))
+            self.fail(f"fmi2SetFMUstate: state refused ({len(problems)} problem(s)); the instance keeps its "
+                      f"state: " + "; ".join(problems))
         rest = (ref, flags[0], flags[1], int(n_disc), dict(rejected))
         return params, new_sim, SimState(**values), rest
-
-    @staticmethod
-    def _fmu_state_to_bytes(state) -> bytes:
-        return pack(state["guid"], json.dumps(state, allow_nan=True).encode("utf-8"))
-
-    @staticmethod
-    def _fmu_state_from_bytes(blob: bytes):
-        """The state of ``blob``; never raises (a class method: no instance to log with): a blob
-        that is not a state gives {"format": "invalid", "why": ...}, refused by fmi2SetFMUstate
-        (the loader refuses it earlier, in fmi2DeSerializeFMUstate)."""
-        try:
-            guid = blob[len(b"MBSFMU-FMUSTATE 2 "): len(b"MBSFMU-FMUSTATE 2 ") + 36].decode("ascii")
-            return json.loads(unpack(blob, guid).decode("utf-8"))
-        except (BadState, ValueError, UnicodeDecodeError) as e:
-            return {"format": "invalid", "why": f"not a state of this FMU: {e}"}
-
 
 def _plain(value):
     """A SimState field as JSON data (arrays as lists of Python floats: repr round-trips exactly)."""

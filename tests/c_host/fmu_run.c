@@ -1,21 +1,31 @@
 /*
- * A portable FMI 2.0 Co-Simulation host in plain C (Linux, macOS, Windows), for the native FMU's
- * tests and benchmarks/bench_fmu.py. It knows nothing about Python. Built with zig cc, e.g.
+ * A portable FMI 2.0 Co-Simulation host in plain C (Linux, macOS, Windows), for the FMU tests
+ * (both runtimes) and benchmarks/bench_fmu.py. It knows nothing about Python. Built with zig cc
+ * or gcc against the FMI 2.0 headers (mbsfmu/fmu/csrc/fmi2), e.g.
  *
  *   python -m ziglang cc -target x86_64-windows-gnu -I<fmi2 headers> fmu_run.c -o fmu_run.exe
+ *   gcc -I<fmi2 headers> fmu_run.c -o fmu_run -ldl
  *
  * Usage:
  *   fmu_run LIBRARY GUID RESOURCE_URI STEPS DT [options]
  *     --real VR,VR,...   Real outputs printed after every step (in this order)
  *     --int VR,VR,...    Integer outputs printed after every step
- *     --set VR=X         fmi2SetReal before initialisation (repeatable)
- *     --state            after STEPS/2 steps: fmi2GetFMUstate, serialise, deserialise; at the end
- *                        set the deserialised state and repeat the second half: every value must
- *                        be bit-identical ("state: identical" on stderr, exit 1 otherwise)
+ *     --set VR=X         fmi2SetReal before initialisation, in every instance (repeatable)
+ *     --param2 VR=X      fmi2SetReal before initialisation in the second instance only (repeatable)
+ *     --instances N      1 or 2 instances in the same process, stepped alternately
+ *     --loads N          load the library, run, free the instances and unload it N times (default 1)
+ *     --tag              prefix every row with "load,instance,"
+ *     --nan VR           after initialisation try fmi2SetReal(VR, NaN): must give fmi2Error
+ *                        (prints "nan-status,<status>")
+ *     --state            (one instance) after STEPS/2 steps: fmi2GetFMUstate, serialise,
+ *                        deserialise; at the end set the deserialised state and repeat the
+ *                        second half: every value must be bit-identical ("state: identical" on
+ *                        stderr, exit 1 otherwise)
  *     --bench            print nothing per step; time the loop (doStep + reading every listed
  *                        output) and print "bench,<steps>,<wall seconds>,<CPU seconds>"
- * Output: "t,reals...,ints..." per step with %.17g values; logger messages on stderr.
- * Exit code 0 on success, 1 on any unexpected FMI status.
+ * Output: "t,reals...,ints..." per step and instance with %.17g values; logger messages and a
+ * failed load's reason on stderr. Exit code 0 on success, 1 on any unexpected FMI status, 2 on
+ * bad arguments.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -29,7 +39,13 @@
 #define LIB HMODULE
 #define OPEN(p) LoadLibraryA(p)
 #define SYM(l, n) ((void *)GetProcAddress(l, n))
-#define CLOSE(l) FreeLibrary(l)
+#define CLOSED(l) (FreeLibrary(l) != 0)
+static const char *load_error(void)
+{
+    static char msg[64];
+    snprintf(msg, sizeof msg, "error %lu", (unsigned long)GetLastError());
+    return msg;
+}
 static double now(void)
 {
     LARGE_INTEGER f, c;
@@ -42,7 +58,12 @@ static double now(void)
 #define LIB void *
 #define OPEN(p) dlopen(p, RTLD_NOW | RTLD_LOCAL)
 #define SYM(l, n) dlsym(l, n)
-#define CLOSE(l) dlclose(l)
+#define CLOSED(l) (dlclose(l) == 0)
+static const char *load_error(void)
+{
+    const char *e = dlerror();
+    return e ? e : "unknown error";
+}
 static double now(void)
 {
     struct timespec ts;
@@ -83,6 +104,15 @@ static void logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status sta
         return 1;                                                                                     \
     }
 
+typedef struct {
+    const char *path, *guid, *uri;
+    int steps;
+    double dt;
+    fmi2ValueReference rvr[MAXV], ivr[MAXV], svr[MAXV], pvr[MAXV];
+    double sval[MAXV], pval[MAXV];
+    int nr, ni, ns, np, instances, loads, tag, nan_vr, state, bench;
+} Options;
+
 static int parse_list(const char *s, fmi2ValueReference *out)
 {
     int n = 0;
@@ -95,43 +125,22 @@ static int parse_list(const char *s, fmi2ValueReference *out)
     return n;
 }
 
-int main(int argc, char **argv)
+static void print_row(const Options *o, int load, int k, double t, const fmi2Real *rv, const fmi2Integer *iv)
 {
-    if (argc < 6) {
-        fprintf(stderr, "usage: %s LIBRARY GUID RESOURCE_URI STEPS DT [--real VRS] [--int VRS] [--set VR=X]... "
-                "[--state] [--bench]\n", argv[0]);
-        return 2;
-    }
-    const char *path = argv[1], *guid = argv[2], *uri = argv[3];
-    int steps = atoi(argv[4]);
-    double dt = atof(argv[5]);
-    fmi2ValueReference rvr[MAXV], ivr[MAXV], svr[MAXV];
-    double sval[MAXV];
-    int nr = 0, ni = 0, ns = 0, state = 0, bench = 0;
-    for (int a = 6; a < argc; a++) {
-        unsigned vr;
-        double x;
-        if (!strcmp(argv[a], "--real") && a + 1 < argc) {
-            nr = parse_list(argv[++a], rvr);
-        } else if (!strcmp(argv[a], "--int") && a + 1 < argc) {
-            ni = parse_list(argv[++a], ivr);
-        } else if (!strcmp(argv[a], "--set") && a + 1 < argc && ns < MAXV &&
-                   sscanf(argv[a + 1], "%u=%lf", &vr, &x) == 2) {
-            svr[ns] = vr;
-            sval[ns++] = x;
-            a++;
-        } else if (!strcmp(argv[a], "--state")) {
-            state = 1;
-        } else if (!strcmp(argv[a], "--bench")) {
-            bench = 1;
-        } else {
-            fprintf(stderr, "bad argument %s\n", argv[a]);
-            return 2;
-        }
-    }
-    LIB lib = OPEN(path);
+    if (o->tag) printf("%d,%d,", load, k);
+    printf("%.17g", t);
+    for (int j = 0; j < o->nr; j++) printf(",%.17g", rv[j]);
+    for (int j = 0; j < o->ni; j++) printf(",%d", (int)iv[j]);
+    printf("\n");
+}
+
+/* One load of the library: instantiate, initialise and step every instance, then (--state)
+   restore the serialised state of instance 0 and repeat the second half. */
+static int run_once(const Options *o, int load)
+{
+    LIB lib = OPEN(o->path);
     if (!lib) {
-        fprintf(stderr, "cannot load %s\n", path);
+        fprintf(stderr, "cannot load %s: %s\n", o->path, load_error());
         return 1;
     }
     LOAD(fmi2GetVersion); LOAD(fmi2Instantiate); LOAD(fmi2FreeInstance); LOAD(fmi2SetupExperiment);
@@ -144,69 +153,81 @@ int main(int argc, char **argv)
         return 1;
     }
     fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
-    fmi2Component c = fmi2Instantiate("host", fmi2CoSimulation, guid, uri, &cb, fmi2False, fmi2False);
-    if (!c) {
-        fprintf(stderr, "fmi2Instantiate failed\n");
-        return 1;
+    fmi2Component c[2] = {NULL, NULL};
+    const char *names[2] = {"host", "host_b"};
+    for (int k = 0; k < o->instances; k++) {
+        c[k] = fmi2Instantiate(names[k], fmi2CoSimulation, o->guid, o->uri, &cb, fmi2False, fmi2False);
+        if (!c[k]) {
+            fprintf(stderr, "fmi2Instantiate %s failed\n", names[k]);
+            return 1;
+        }
+        CHECK(fmi2SetupExperiment(c[k], fmi2False, 0.0, 0.0, fmi2False, 0.0));
+        if (o->ns) CHECK(fmi2SetReal(c[k], o->svr, o->ns, o->sval));
+        if (k == 1 && o->np) CHECK(fmi2SetReal(c[k], o->pvr, o->np, o->pval));
+        CHECK(fmi2EnterInitializationMode(c[k]));
+        CHECK(fmi2ExitInitializationMode(c[k]));
+        if (o->nan_vr >= 0) {
+            fmi2ValueReference vr = (fmi2ValueReference)o->nan_vr;
+            fmi2Real x = NAN;
+            fmi2Status s = fmi2SetReal(c[k], &vr, 1, &x);
+            printf("nan-status,%d\n", (int)s);
+            if (s != fmi2Error) return 1;
+        }
     }
-    CHECK(fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0));
-    if (ns) CHECK(fmi2SetReal(c, svr, ns, sval));
-    CHECK(fmi2EnterInitializationMode(c));
-    CHECK(fmi2ExitInitializationMode(c));
 
+    const int nr = o->nr, ni = o->ni, steps = o->steps;
+    const double dt = o->dt;
     fmi2Real rv[MAXV];
     fmi2Integer iv[MAXV];
     int half = steps / 2, n_tail = steps - half;
-    double *tail = state ? (double *)calloc((size_t)n_tail * (nr + ni + 1), sizeof(double)) : NULL;
+    double *tail = o->state ? (double *)calloc((size_t)n_tail * (nr + ni + 1), sizeof(double)) : NULL;
     fmi2Byte *blob = NULL;
     size_t blob_n = 0;
     double t = 0.0, t0 = now();
     clock_t c0 = clock();
-    for (int k = 0; k < steps; k++) {
-        if (state && k == half) {
+    for (int step = 0; step < steps; step++) {
+        if (o->state && step == half) {
             fmi2FMUstate s = NULL;
-            CHECK(fmi2GetFMUstate(c, &s));
-            CHECK(fmi2SerializedFMUstateSize(c, s, &blob_n));
+            CHECK(fmi2GetFMUstate(c[0], &s));
+            CHECK(fmi2SerializedFMUstateSize(c[0], s, &blob_n));
             blob = (fmi2Byte *)malloc(blob_n);
-            CHECK(fmi2SerializeFMUstate(c, s, blob, blob_n));
-            CHECK(fmi2FreeFMUstate(c, &s));
+            CHECK(fmi2SerializeFMUstate(c[0], s, blob, blob_n));
+            CHECK(fmi2FreeFMUstate(c[0], &s));
         }
-        CHECK(fmi2DoStep(c, t, dt, fmi2True));
-        t = (k + 1) * dt;
-        CHECK(fmi2GetReal(c, rvr, nr, rv));
-        if (ni) CHECK(fmi2GetInteger(c, ivr, ni, iv));
-        if (state && k >= half) {
-            double *row = tail + (size_t)(k - half) * (nr + ni + 1);
-            row[0] = t;
-            for (int j = 0; j < nr; j++) row[1 + j] = rv[j];
-            for (int j = 0; j < ni; j++) row[1 + nr + j] = iv[j];
+        double t_next = (step + 1) * dt;
+        for (int k = 0; k < o->instances; k++) {
+            CHECK(fmi2DoStep(c[k], t, dt, fmi2True));
+            CHECK(fmi2GetReal(c[k], o->rvr, nr, rv));
+            if (ni) CHECK(fmi2GetInteger(c[k], o->ivr, ni, iv));
+            if (o->state && step >= half) {
+                double *row = tail + (size_t)(step - half) * (nr + ni + 1);
+                row[0] = t_next;
+                for (int j = 0; j < nr; j++) row[1 + j] = rv[j];
+                for (int j = 0; j < ni; j++) row[1 + nr + j] = iv[j];
+            }
+            if (!o->bench) print_row(o, load, k, t_next, rv, iv);
         }
-        if (!bench) {
-            printf("%.17g", t);
-            for (int j = 0; j < nr; j++) printf(",%.17g", rv[j]);
-            for (int j = 0; j < ni; j++) printf(",%d", (int)iv[j]);
-            printf("\n");
-        }
+        t = t_next;
     }
     double wall = now() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
-    if (bench) printf("bench,%d,%.9g,%.9g\n", steps, wall, cpu);
-    if (state) {
+    if (o->bench) printf("bench,%d,%.9g,%.9g\n", steps, wall, cpu);
+    if (o->state) {
         fmi2FMUstate s = NULL;
-        CHECK(fmi2DeSerializeFMUstate(c, blob, blob_n, &s));
-        CHECK(fmi2SetFMUstate(c, s));
-        CHECK(fmi2FreeFMUstate(c, &s));
+        CHECK(fmi2DeSerializeFMUstate(c[0], blob, blob_n, &s));
+        CHECK(fmi2SetFMUstate(c[0], s));
+        CHECK(fmi2FreeFMUstate(c[0], &s));
         t = half * dt;
-        for (int k = half; k < steps; k++) {
-            CHECK(fmi2DoStep(c, t, dt, fmi2True));
-            t = (k + 1) * dt;
-            CHECK(fmi2GetReal(c, rvr, nr, rv));
-            if (ni) CHECK(fmi2GetInteger(c, ivr, ni, iv));
-            const double *row = tail + (size_t)(k - half) * (nr + ni + 1);
+        for (int step = half; step < steps; step++) {
+            CHECK(fmi2DoStep(c[0], t, dt, fmi2True));
+            t = (step + 1) * dt;
+            CHECK(fmi2GetReal(c[0], o->rvr, nr, rv));
+            if (ni) CHECK(fmi2GetInteger(c[0], o->ivr, ni, iv));
+            const double *row = tail + (size_t)(step - half) * (nr + ni + 1);
             int same = row[0] == t;
             for (int j = 0; j < nr; j++) same = same && (row[1 + j] == rv[j] || (isnan(row[1 + j]) && isnan(rv[j])));
             for (int j = 0; j < ni; j++) same = same && row[1 + nr + j] == (double)iv[j];
             if (!same) {
-                fprintf(stderr, "state: step %d differs after restoring the serialised state\n", k);
+                fprintf(stderr, "state: step %d differs after restoring the serialised state\n", step);
                 return 1;
             }
         }
@@ -215,8 +236,79 @@ int main(int argc, char **argv)
         free(blob);
         free(tail);
     }
-    CHECK(fmi2Terminate(c));
-    fmi2FreeInstance(c);
-    CLOSE(lib);
+    for (int k = 0; k < o->instances; k++) {
+        CHECK(fmi2Terminate(c[k]));
+        fmi2FreeInstance(c[k]);
+    }
+    if (!CLOSED(lib)) {
+        fprintf(stderr, "unloading %s failed: %s\n", o->path, load_error());
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_setting(const char *s, fmi2ValueReference *vrs, double *vals, int *n)
+{
+    unsigned vr;
+    double x;
+    if (*n >= MAXV || sscanf(s, "%u=%lf", &vr, &x) != 2) return 0;
+    vrs[*n] = vr;
+    vals[(*n)++] = x;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: %s LIBRARY GUID RESOURCE_URI STEPS DT [--real VRS] [--int VRS] [--set VR=X]... "
+                "[--param2 VR=X]... [--instances N] [--loads N] [--tag] [--nan VR] [--state] [--bench]\n", argv[0]);
+        return 2;
+    }
+    static Options o;
+    o.path = argv[1];
+    o.guid = argv[2];
+    o.uri = argv[3];
+    o.steps = atoi(argv[4]);
+    o.dt = atof(argv[5]);
+    o.instances = o.loads = 1;
+    o.nan_vr = -1;
+    for (int a = 6; a < argc; a++) {
+        const char *arg = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
+        if (!strcmp(arg, "--real") && val) {
+            o.nr = parse_list(val, o.rvr);
+            a++;
+        } else if (!strcmp(arg, "--int") && val) {
+            o.ni = parse_list(val, o.ivr);
+            a++;
+        } else if (!strcmp(arg, "--set") && val && parse_setting(val, o.svr, o.sval, &o.ns)) {
+            a++;
+        } else if (!strcmp(arg, "--param2") && val && parse_setting(val, o.pvr, o.pval, &o.np)) {
+            a++;
+        } else if (!strcmp(arg, "--instances") && val && (atoi(val) == 1 || atoi(val) == 2)) {
+            o.instances = atoi(val);
+            a++;
+        } else if (!strcmp(arg, "--loads") && val && atoi(val) >= 1) {
+            o.loads = atoi(val);
+            a++;
+        } else if (!strcmp(arg, "--nan") && val) {
+            o.nan_vr = atoi(val);
+            a++;
+        } else if (!strcmp(arg, "--tag")) {
+            o.tag = 1;
+        } else if (!strcmp(arg, "--state")) {
+            o.state = 1;
+        } else if (!strcmp(arg, "--bench")) {
+            o.bench = 1;
+        } else {
+            fprintf(stderr, "bad argument %s\n", arg);
+            return 2;
+        }
+    }
+    if (o.state && o.instances != 1) {
+        fprintf(stderr, "--state needs one instance\n");
+        return 2;
+    }
+    for (int load = 0; load < o.loads; load++)
+        if (run_once(&o, load) != 0) return 1;
     return 0;
 }
