@@ -1,13 +1,7 @@
-import sys
-from pathlib import Path
-
+"""Fixtures shared by every test folder (folder-specific ones live in that folder's conftest.py;
+helpers that are not fixtures in tests/support)."""
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # shared test helpers: trees.py, pin_twin.py
-
-ROOT = Path(__file__).resolve().parents[1]
-MODELS = ROOT / "scenarios" / "models"
 
 
 @pytest.fixture

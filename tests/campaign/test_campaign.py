@@ -13,7 +13,6 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from conftest import ROOT
 from scipy import stats as sps
 
 from mbsfmu.campaign import (
@@ -30,11 +29,12 @@ from mbsfmu.campaign.dispersions import Normal as NormalD
 from mbsfmu.campaign.points import apply_point
 from mbsfmu.campaign.seeding import run_rng
 from mbsfmu.campaign.statistics import statistics
+from mbsfmu.campaign.sweep import grid
 from mbsfmu.errors import InputError, ModelError
 from mbsfmu.scenario.run import load_scenario
-from mbsfmu.campaign.sweep import grid
+from tests.support.paths import DATA, ROOT
 
-SPRING = ROOT / "tests" / "data" / "campaign_spring.yaml"
+SPRING = DATA / "campaign_spring.yaml"
 
 
 def _cli(*args, **kw):

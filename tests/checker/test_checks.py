@@ -5,7 +5,6 @@ import ast
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +12,8 @@ import pytest
 from mbsfmu.checker import checks as inv
 from mbsfmu.errors import MbsError
 from mbsfmu.trajectory import Trajectory, read_trajectory, save_trajectory
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SYM = (("xx", 0, 0), ("yy", 1, 1), ("zz", 2, 2), ("xy", 0, 1), ("xz", 0, 2), ("yz", 1, 2))
 
 
@@ -348,8 +347,9 @@ def wheel_model(gravity=(0.0, 0.0, 0.0)):
 
 
 def engine_models(rng):
+    from tests.support.trees import random_tree
+
     import mbsfmu
-    from trees import random_tree
     return [mbsfmu.load_model(ROOT / "scenarios" / "models" / "branched_robot.yaml"), random_tree(rng, 9),
             random_tree(rng, 7, springs=True), wheel_model(gravity=(0.5, -9.81, 1.0))]
 

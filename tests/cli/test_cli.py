@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import MODELS, ROOT
 
 from mbsfmu import cli
 from mbsfmu.errors import InputError
 from mbsfmu.scenario.run import ScenarioError, load_scenario
+from tests.support.paths import MODELS, ROOT
 
 PENDULUM = MODELS / "compound_pendulum.yaml"
 SCARA = MODELS / "scara.yaml"

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
 from mbsfmu.errors import MbsError
 from mbsfmu.scenario.run import ScenarioError, build_simulator, load_scenario, run_scenario
 from mbsfmu.trajectory import read_trajectory
+from tests.support.paths import ROOT
 
 SCENARIO = ROOT / "scenarios" / "scara_tracking_cosim.yaml"
 T = 1.5          # s: past the references' t0 = 1 s, 1500 communication steps of 1 ms
@@ -244,8 +244,9 @@ def test_controller_fmu_is_the_joint_pid(fmu_dir, rng):
     from fmpy import read_model_description
     from fmpy.fmi2 import FMU2Slave
     from fmpy.validation import validate_fmu
-    from mbsfmu.sim.pid import JointPID
+
     from mbsfmu.cosim.master import _extracted, build_fmus
+    from mbsfmu.sim.pid import JointPID
     scn = load_scenario(SCENARIO)
     fmu = build_fmus(scn, fmu_dir)["ctrl"]
     assert validate_fmu(str(fmu)) == []
@@ -406,6 +407,7 @@ def test_controller_fmu_without_torque_limit_writes_xsd_infinity(tmp_path):
     """No torque limit = +inf: modelDescription.xml writes it as xs:double's INF (Python's "inf" is
     not a valid xs:double) and the FMU validates."""
     from fmpy.validation import validate_fmu
+
     from mbsfmu.cosim.master import build_fmus
     text = bundled_text(**{"limit: 120.0, ": "", "limit: 60.0, ": ""})
     fmu = build_fmus(load_scenario(scenario_file(tmp_path, text)), tmp_path / "fmus")["ctrl"]

@@ -16,17 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mbsfmu
-from conftest import MODELS, ROOT
 from mbsfmu.engine.dynamics import closed_loops as loop_dyn
-from mbsfmu.errors import InputError, ModelError
+from mbsfmu.engine.spatial import rpy_to_R
 from mbsfmu.engine.spec.description import Loop, LoopSide
+from mbsfmu.errors import InputError, ModelError
 from mbsfmu.io.model_file import spec_from_dict
 from mbsfmu.scenario.run import load_scenario, run_scenario
 from mbsfmu.sim.simulator import Simulator
-from mbsfmu.engine.spatial import rpy_to_R
 from mbsfmu.trajectory import read_trajectory
-from pin_twin import q_to_pin, to_pinocchio
-from trees import random_tree
+from tests.support.paths import MODELS, ROOT
+from tests.support.pin_twin import q_to_pin, to_pinocchio
+from tests.support.trees import random_tree
 
 FOURBAR = MODELS / "fourbar.yaml"
 A_CRANK, B_COUPLER, C_ROCKER, D_GROUND = 0.2, 0.6, 0.5, 0.7     # fourbar.yaml link lengths [m]

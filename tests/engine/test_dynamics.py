@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from conftest import MODELS
-from trees import random_tree
+from tests.support.paths import MODELS
+from tests.support.trees import random_tree
 
 RTOL, ATOL = 1e-10, 1e-10
 

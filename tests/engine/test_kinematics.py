@@ -2,8 +2,8 @@
 import numpy as np
 
 import mbsfmu
-from conftest import MODELS
-from trees import random_tree
+from tests.support.paths import MODELS
+from tests.support.trees import random_tree
 
 
 def flow(model, q, qd, qdd, h):

@@ -18,16 +18,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import MODELS, ROOT
-from trees import random_tree
 
 import mbsfmu
 from mbsfmu.engine.dynamics.aba import aba
 from mbsfmu.engine.dynamics.crba import crba
 from mbsfmu.engine.dynamics.rnea import rnea
 from mbsfmu.engine.kinematics import forward_kinematics
-from mbsfmu.sim.outputs import angular_momentum_scale
-from mbsfmu.engine.spec.description import Anchor, BodyWrench, SpringDamper, Thruster, Wheel
 from mbsfmu.engine.native import build
 from mbsfmu.engine.native.core import (
     P_COM,
@@ -41,7 +37,11 @@ from mbsfmu.engine.native.core import (
     model_core,
 )
 from mbsfmu.engine.native.tables import Tables, c_source
+from mbsfmu.engine.spec.description import Anchor, BodyWrench, SpringDamper, Thruster, Wheel
+from mbsfmu.sim.outputs import angular_momentum_scale
 from mbsfmu.sim.simulator import SimulationError, Simulator
+from tests.support.paths import MODELS, ROOT
+from tests.support.trees import random_tree
 
 RTOL = 1e-12
 BUNDLED = sorted(p.name for p in MODELS.glob("*.yaml") if "overlay" not in p.name) + \

@@ -5,9 +5,9 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 import mbsfmu  # noqa: E402
-from conftest import MODELS  # noqa: E402
-from pin_twin import q_to_pin, to_pinocchio  # noqa: E402
-from trees import random_tree  # noqa: E402
+from tests.support.paths import MODELS  # noqa: E402
+from tests.support.pin_twin import q_to_pin, to_pinocchio  # noqa: E402
+from tests.support.trees import random_tree  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-10
 

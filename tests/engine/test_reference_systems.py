@@ -21,19 +21,18 @@ States come from the seeded ``rng`` fixture of conftest.py.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
+from functools import cache
 from types import SimpleNamespace
-from typing import Callable
 
 import numpy as np
 import pytest
 
 import mbsfmu
 from mbsfmu.engine import joints
+from tests.support.paths import MODELS
 
-MODELS = Path(__file__).resolve().parents[1] / "scenarios" / "models"
 RTOL = 1e-10
 ATOL = 1e-12
 N_STATES = 40
@@ -66,7 +65,7 @@ def clearly_differ(a, b) -> bool:
 
 
 # ---- reading the files ----------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> mbsfmu.Model:
     return mbsfmu.load_model(MODELS / f"{name}.yaml")
 
@@ -369,7 +368,7 @@ def lagrange_M(model, system: System, p, q) -> np.ndarray:
     """M(q) = sum_i m_i Jc_i^T Jc_i + I_i,zz Jtheta_i Jtheta_i^T, Jc_i the Jacobian of body i's CoM
     c_i = o_i + Rz(theta_i) com_i (mass properties from the file). Complex-safe."""
     M = np.zeros((model.nv, model.nv), dtype=complex)
-    for name, theta, Jtheta, o, Jo in system.bodies(p, q):
+    for name, theta, Jtheta, _o, Jo in system.bodies(p, q):
         i = model.body_index[name]
         r = model.tree.com[i][:2]
         dR = np.array([[-np.sin(theta), -np.cos(theta)], [np.cos(theta), -np.sin(theta)]])
@@ -422,7 +421,7 @@ def test_direct_kinematics(system, rng):
         for frame, (xy, Jxy, Jtheta) in system.frames(p, q).items():
             J = jacobian6(Jxy, Jtheta)
             # d/dt J = directional derivative of J(q) along qd
-            Jdot = complex_step(lambda x: jacobian6(*system.frames(p, x)[frame][1:]), q, qd)
+            Jdot = complex_step(lambda x, frame=frame: jacobian6(*system.frames(p, x)[frame][1:]), q, qd)
             R, pos = model.frame_pose(q, frame)
             check(pos, np.r_[xy, 0.0], system.name, f"{frame} position")
             check(R, Rz(Jtheta @ q), system.name, f"{frame} orientation")

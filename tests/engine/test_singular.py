@@ -10,7 +10,7 @@ from mbsfmu.engine.dynamics.crba import crba
 from mbsfmu.engine.dynamics.singular import SINGULAR_RTOL, SUPPORT_RTOL, singular_joints
 from mbsfmu.engine.spec.topology import build_topology
 from mbsfmu.engine.spec.tree import compile_tree
-from trees import random_inertia
+from tests.support.trees import random_inertia
 
 
 def dense_singular(tree, q) -> tuple[set, set]:

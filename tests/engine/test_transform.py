@@ -7,11 +7,17 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from conftest import MODELS
 from mbsfmu.engine.dynamics import transform
-from mbsfmu.engine.dynamics.transform import (body_poses, path_matrix, transform_forward_dynamics, transform_mass_matrix,
-                                       velocity_product, velocity_transformation)
-from trees import random_tree
+from mbsfmu.engine.dynamics.transform import (
+    body_poses,
+    path_matrix,
+    transform_forward_dynamics,
+    transform_mass_matrix,
+    velocity_product,
+    velocity_transformation,
+)
+from tests.support.paths import MODELS
+from tests.support.trees import random_tree
 
 RTOL, ATOL = 1e-10, 1e-10
 STATES = 3  # random states per model

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import zipfile
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import mbsfmu
-
-from conftest import MODELS
-from test_fmu_support import Logged, close, engine, fmus, instance, pd_torques  # noqa: F401 (fixture)
+from tests.support.paths import MODELS
+from tests.support.python_fmu import Logged, close, engine, instance, pd_torques
 
 pytestmark = pytest.mark.integration
 BUNDLED = sorted(p.stem for p in MODELS.glob("*.yaml"))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_fmu_support import close, fmus, instance, value_refs  # noqa: F401 (fixture)
+from tests.support.python_fmu import close, instance, value_refs
 
 pytestmark = pytest.mark.integration
 

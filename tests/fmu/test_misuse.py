@@ -1,5 +1,5 @@
 """Misuse of the python-runtime FMU (issue 13 items 5, 16, 17; issue 14's honesty): each case runs
-in its own host process (tests/fmu_probe.py: fmpy's low-level API and ctypes), and the test asserts
+in its own host process (tests/support/fmu_probe.py: fmpy's low-level API and ctypes), and the test asserts
 that the host survives (exit code 0 and the probe's last line), the returned fmi2 statuses and the
 logged message. Integration tier: every case starts a Python host that loads the FMU."""
 from __future__ import annotations
@@ -12,10 +12,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_fmu_support import fmus  # noqa: F401 (fixture)
+
+from tests.support.paths import SUPPORT
 
 pytestmark = pytest.mark.integration
-PROBE = Path(__file__).with_name("fmu_probe.py")
+PROBE = SUPPORT / "fmu_probe.py"
 OK, WARNING, DISCARD, ERROR, FATAL = range(5)
 
 
@@ -154,8 +155,8 @@ def test_python_runtime_declares_its_execution_tool(fmus):
 def test_fmu_never_imports_numba(fmus, tmp_path):
     """The python-runtime FMU runs the numpy reference engine: stepping it imports no numba."""
     d = fmus.extracted(fmus.fmu("scara"))
-    code = (f"import sys; sys.path.insert(0, {str(PROBE.parent)!r}); import fmu_probe as p\n"
-            f"x = p.Probe({str(d)!r}); x.init(); x.do_step(0.0, 0.01); x.get_real(['drift.H_sys'])\n"
+    code = (f"import runpy, sys; Probe = runpy.run_path({str(PROBE)!r})['Probe']\n"
+            f"x = Probe({str(d)!r}); x.init(); x.do_step(0.0, 0.01); x.get_real(['drift.H_sys'])\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr

@@ -24,18 +24,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MODELS, ROOT
-from native_support import (  # noqa: F401
+
+from tests.support.native_fmu import (
     copy_fmu,
     description,
     fmpy_run,
     host_command,
     library,
     model_file,
-    native,
     parse_rows,
     variables,
 )
+from tests.support.paths import MODELS, ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -215,11 +215,10 @@ def state_output_names(fmu: Path, model) -> list[str]:
 PY_RUNNER = textwrap.dedent("""
     import json, sys
     import numpy as np
-    sys.path.insert(0, sys.argv[1])
-    from native_support import fmpy_run
+    from tests.support.native_fmu import fmpy_run
     from fmpy import extract
     from pathlib import Path
-    args = json.loads(sys.argv[2])
+    args = json.loads(sys.argv[1])
     fmu = Path(args["fmu"])
     rows = fmpy_run(fmu, Path(extract(str(fmu))), args["dt"], args["steps"], args["reals"], args["settings"],
                     args["ints"])
@@ -237,7 +236,7 @@ def run_python_fmu(base: Path, model: str, dt: float, steps: int, reals, setting
     out = base / f"{Path(model).stem}-python-run.npy"
     args = {"fmu": str(path), "dt": dt, "steps": steps, "reals": reals, "settings": settings, "ints": ints,
             "out": str(out)}
-    run = subprocess.run([sys.executable, "-c", PY_RUNNER, str(ROOT / "tests"), json.dumps(args)],
+    run = subprocess.run([sys.executable, "-c", PY_RUNNER, json.dumps(args)], cwd=ROOT,  # cwd: tests.support
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     return np.load(out)

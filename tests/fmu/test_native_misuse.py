@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
-from native_support import native  # noqa: F401 (fixture)
+
+from tests.support.paths import SUPPORT
 
 pytestmark = pytest.mark.integration
 OK, DISCARD, ERROR = 0, 2, 3
-RUNNER = ROOT / "tests" / "fmu_misuse_runner.py"
+RUNNER = SUPPORT / "fmu_misuse_runner.py"
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from conftest import MODELS
 from mbsfmu.fmu.variables import UNITS, apply_parameters, flat_name, variable_table
 from mbsfmu.sim.simulator import Simulator
+from tests.support.paths import MODELS
 
 BUNDLED = sorted(p.stem for p in MODELS.glob("*.yaml"))
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hostile_yaml import ANCHORS
+from tests.support.hostile_yaml import ANCHORS
+from tests.support.paths import ROOT, SUPPORT
 
-ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 30          # a healthy child needs ~1 s (interpreter start); a regression never ends
 MEMORY_BYTES = 2 << 30  # RLIMIT_AS of the child: a bomb expanding in memory hits MemoryError
 
@@ -138,9 +138,9 @@ def test_devices_fifos_and_directories_are_refused(tmp_path):
                          ids=str)
 def test_alias_bomb_at_every_field_of_bundled_files(kind, rel):
     """The bomb at every value of every bundled model and scenario: loads or errors, in bounded
-    time and memory (tests/hostile_yaml.py prints one line per variant)."""
+    time and memory (tests/support/hostile_yaml.py prints one line per variant)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, str(ROOT / "tests" / "hostile_yaml.py"), kind, str(ROOT / rel)],
+    res = subprocess.run([sys.executable, str(SUPPORT / "hostile_yaml.py"), kind, str(ROOT / rel)],
                          capture_output=True, text=True, timeout=600, preexec_fn=_limit, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     results = [json.loads(line) for line in res.stdout.splitlines()]

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from conftest import MODELS, ROOT
 from mbsfmu import ModelError
 from mbsfmu.engine import joints
 from mbsfmu.io.urdf import Limit, load_urdf, read_urdf
 from mbsfmu.sim.simulator import Simulator
+from tests.support.paths import MODELS, ROOT
 
 pin = pytest.importorskip("pinocchio")
 mujoco = pytest.importorskip("mujoco")
@@ -142,7 +142,7 @@ def test_cli_info_reads_urdf(capsys):
 
 # ---- MuJoCo as oracle ---------------------------------------------------------------------------
 
-def mujoco_model(path) -> "mujoco.MjModel":
+def mujoco_model(path) -> mujoco.MjModel:
     """MuJoCo's own URDF import of ``path`` without geometry (meshes are not shipped), fixed-joint
     links kept as bodies, inertias as given; RK4, 1 ms, no constraints (limits, contacts,
     frictionloss from URDF friction) so that it integrates the same ODE as ours."""

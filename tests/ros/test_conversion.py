@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from conftest import MODELS
 from mbsfmu.engine.model import Model
-from mbsfmu.sim.simulator import Simulator
 from mbsfmu.engine.spatial import quat_to_R
+from mbsfmu.sim.simulator import Simulator
 from mbsfmu_ros import conversion as cv
 from mbsfmu_ros import diagnostics as dg
 from mbsfmu_ros.pacing import PacingStats
+from tests.support.paths import MODELS
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import pytest
 
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
-import mbsfmu  # noqa: E402
-from conftest import MODELS  # noqa: E402
-from mbsfmu.sim.simulator import Simulator  # noqa: E402
-from mbsfmu_ros import conversion as cv  # noqa: E402
-from mbsfmu_ros import testing as rt  # noqa: E402
+import mbsfmu
+from mbsfmu.sim.simulator import Simulator
+from mbsfmu_ros import conversion as cv
+from mbsfmu_ros import testing as rt
+from tests.support.paths import MODELS
 
 pytestmark = pytest.mark.integration
 

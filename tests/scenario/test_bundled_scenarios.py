@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
 from mbsfmu.scenario.run import ScenarioError, load_scenario
 from mbsfmu.trajectory import read_trajectory
+from tests.support.paths import ROOT
 
 SCENARIOS = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml"))
 

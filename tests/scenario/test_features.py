@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
-from mbsfmu.sim.pid import JointPID, PIDGains
 from mbsfmu.scenario.expressions import ExpressionError, compile_expression, evaluate
 from mbsfmu.scenario.run import ScenarioError, build_simulator, load_scenario, run_scenario
+from mbsfmu.sim.pid import JointPID, PIDGains
 from mbsfmu.sim.schedules import Schedule
 from mbsfmu.trajectory import read_trajectory
+from tests.support.paths import ROOT
 
 SCARA = ROOT / "scenarios" / "models" / "scara.yaml"
 

@@ -7,9 +7,9 @@ import matplotlib
 import numpy as np
 import pytest
 
-from mbsfmu.scenario.plots import PANELS_PER_PAGE, PER_PANEL, panel_groups, joint_kinds, plot_run
+from mbsfmu.scenario.plots import PANELS_PER_PAGE, PER_PANEL, joint_kinds, panel_groups, plot_run
 from mbsfmu.trajectory import Trajectory
-from trees import random_tree
+from tests.support.trees import random_tree
 
 matplotlib.use("Agg")
 
@@ -57,7 +57,7 @@ def test_every_joint_is_plotted_and_wheel_angles_are_not(tmp_path, saved):
     assert sorted(labels) == sorted(expect)                 # rw4 included; wheel angles left out
     titles = [a[0] for a in axes]
     assert any("wheel" in t for t in titles) and any("quaternion" in t for t in titles)
-    for _title, _y, labs, (lo, hi) in axes:                  # no panel mixes wheel rates with hinge rates
+    for _title, _y, labs, _ylim in axes:                  # no panel mixes wheel rates with hinge rates
         assert len(labs) <= PER_PANEL and not ({"hinge_l", "rw1"} <= set(labs))
     # without the model, the spinning joints are found from their data (range > 4 pi)
     assert any("rw1" in cols[0] and "wheel" in title for title, _l, cols in

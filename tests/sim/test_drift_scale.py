@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from conftest import MODELS
 
 import mbsfmu
 from mbsfmu.fmu.variables import relative_drift
 from mbsfmu.sim.outputs import angular_momentum_scale, body_records
 from mbsfmu.sim.simulator import Simulator
+from tests.support.paths import MODELS
 
 
 def records_scale(model, kin) -> float:

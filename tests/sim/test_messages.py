@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from conftest import MODELS
 
 import mbsfmu
 from mbsfmu.sim import messages as ms
 from mbsfmu.sim.simulator import Simulator
+from tests.support.paths import MODELS
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from conftest import MODELS
-from mbsfmu.engine.spec.description import Anchor, Body, Joint, ModelSpec, Origin, SpringDamper, Wheel
+from mbsfmu.engine.spec.description import Anchor, Body, Joint, ModelSpec, SpringDamper, Wheel
 from mbsfmu.sim.simulator import SimulationError, Simulator
-from trees import random_inertia, random_tree
+from tests.support.paths import MODELS
+from tests.support.trees import random_inertia, random_tree
 
 
 def energy_error(sim, T, dt):
@@ -58,7 +58,7 @@ def test_dop853_100s_spacecraft_meets_the_targets():
         inv = sim.invariants()
         worst = np.maximum(worst, [np.linalg.norm(inv.p_sys), np.linalg.norm(inv.H_sys - i0.H_sys) / np.linalg.norm(i0.H_sys),
                                    abs(inv.E - i0.E) / abs(i0.E)])
-    print("100 s spacecraft, DOP853 rtol 1e-12: |p_sys| %.3g N s, rel H %.3g, rel E %.3g" % tuple(worst))
+    print(f"100 s spacecraft, DOP853 rtol 1e-12: |p_sys| {worst[0]:.3g} N s, rel H {worst[1]:.3g}, rel E {worst[2]:.3g}")
     assert worst[0] <= 1e-12 and worst[1] <= 1e-11 and worst[2] <= 1e-11
 
 

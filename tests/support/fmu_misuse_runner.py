@@ -1,5 +1,5 @@
 """Runs one misuse case against an extracted native FMU in this process (for
-tests/test_fmu_native_misuse.py, which runs each case in its own subprocess and checks that the
+tests/fmu/test_native_misuse.py, which runs each case in its own subprocess and checks that the
 process survives). Prints one JSON line: {"status": [...], "log": [[status, message], ...]}.
 
     python fmu_misuse_runner.py EXTRACTED_DIR CASE

@@ -269,7 +269,6 @@ def case(name: str, p: Probe):
 
 def main():
     unzip, name = sys.argv[1], sys.argv[2]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     p = Probe(unzip)
     result = case(name, p)
     print(json.dumps({"case": name, "statuses": STATUSES, "log": LOG, "result": result},

@@ -1,4 +1,4 @@
-"""Run in a subprocess by tests/test_hostile_inputs.py: put a YAML alias bomb (1 KB of text that
+"""Run in a subprocess by tests/io/test_hostile_inputs.py: put a YAML alias bomb (1 KB of text that
 expands to 9^8 = 43 million list items) at every leaf of the given model and scenario files, load
 each variant and print one JSON line per variant: its label, seconds taken and the outcome.
 A loader that renders a value eagerly (repr, str, difflib) hangs here with memory growing; the

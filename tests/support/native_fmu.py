@@ -1,6 +1,7 @@
-"""Shared helpers of the native FMU's tests (no tests here): native FMUs built once per session,
-the portable C host (tests/c_host/fmu_run.c) compiled by zig for Linux and Windows, and runs
-through fmpy's FMU2Slave."""
+"""Helpers of the native FMU's tests (no tests, no fixtures: the ``native`` fixture of
+tests/fmu/conftest.py hands out a NativeFmus): native FMUs built once per session, the portable C
+host (tests/support/c_host/fmu_run.c) compiled by zig for Linux and Windows, and runs through
+fmpy's FMU2Slave."""
 from __future__ import annotations
 
 import shutil
@@ -11,10 +12,10 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pytest
-from conftest import MODELS, ROOT
 
-HOST_SOURCE = ROOT / "tests" / "c_host" / "fmu_run.c"
+from tests.support.paths import MODELS, ROOT, SUPPORT
+
+HOST_SOURCE = SUPPORT / "c_host" / "fmu_run.c"
 HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
 HOST_TARGETS = {"linux64": ("x86_64-linux-gnu.2.17", "fmu_run", ["-ldl"]),
                 "win64": ("x86_64-windows-gnu", "fmu_run.exe", [])}
@@ -57,14 +58,6 @@ class NativeFmus:
                                   str(HOST_SOURCE), "-o", str(exe), *libs], capture_output=True, text=True)
             assert run.returncode == 0, run.stderr
         return exe
-
-
-@pytest.fixture(scope="session")
-def native(tmp_path_factory) -> NativeFmus:
-    pytest.importorskip("ziglang")
-    base = tmp_path_factory.getbasetemp() / "mbsfmu_native_fmus"
-    base.mkdir(exist_ok=True)
-    return NativeFmus(base)
 
 
 def description(fmu: Path) -> ET.Element:

@@ -24,8 +24,8 @@ def to_pinocchio(model: Model) -> pin.Model:
             pm.appendBodyToJoint(pj, inertia, place)
             host[i] = (pj, place)
             continue
-        jm = {joints.REVOLUTE: lambda: pin.JointModelRevoluteUnaligned(t.axis[i]),
-              joints.PRISMATIC: lambda: pin.JointModelPrismaticUnaligned(t.axis[i]),
+        jm = {joints.REVOLUTE: lambda i=i: pin.JointModelRevoluteUnaligned(t.axis[i]),
+              joints.PRISMATIC: lambda i=i: pin.JointModelPrismaticUnaligned(t.axis[i]),
               joints.SPHERICAL: pin.JointModelSpherical, joints.FREE: pin.JointModelFreeFlyer}[jt]()
         jid = pm.addJoint(pj, jm, place, model.joint_names[i - 1])
         pm.appendBodyToJoint(jid, inertia, pin.SE3.Identity())

@@ -1,5 +1,6 @@
-"""Shared helpers of the FMU tests (no tests here): FMUs built once per session, fmpy instances,
-the engine run directly for comparison, and the C host. Import the ``fmus`` fixture from here."""
+"""Helpers of the python-runtime FMU's tests (no tests, no fixtures: the ``fmus`` fixture of
+tests/fmu/conftest.py hands out an FmuFiles): FMUs built once per session, fmpy instances, the
+engine run directly for comparison, and the C host (tests/support/c_host/fmu_host.c)."""
 from __future__ import annotations
 
 import ctypes
@@ -11,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import MODELS, ROOT
+from tests.support.paths import MODELS, SUPPORT
 
-C_HOST = ROOT / "tests" / "c_host" / "fmu_host.c"
+C_HOST = SUPPORT / "c_host" / "fmu_host.c"
 
 
 class FmuFiles:
@@ -56,15 +57,6 @@ class FmuFiles:
         return exe
 
 
-@pytest.fixture(scope="session")
-def fmus(tmp_path_factory) -> FmuFiles:
-    pytest.importorskip("pythonfmu")
-    pytest.importorskip("fmpy")
-    base = tmp_path_factory.getbasetemp() / "mbsfmu_fmus"
-    base.mkdir(exist_ok=True)
-    return FmuFiles(base)
-
-
 def value_refs(fmu: Path) -> dict[str, int]:
     from fmpy import read_model_description
     return {v.name: v.valueReference for v in read_model_description(str(fmu)).modelVariables}
@@ -74,8 +66,12 @@ class Logged:
     """fmpy callbacks that keep every logger message as (status, category, message)."""
 
     def __init__(self):
-        from fmpy.fmi2 import (fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
-                               fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+        from fmpy.fmi2 import (
+            fmi2CallbackAllocateMemoryTYPE,
+            fmi2CallbackFreeMemoryTYPE,
+            fmi2CallbackFunctions,
+            fmi2CallbackLoggerTYPE,
+        )
         self.messages: list[tuple[int, str, str]] = []
 
         def log(_env, _name, status, category, message):
@@ -126,8 +122,8 @@ def engine(model: str, params: dict | None = None, **solver):
     import mbsfmu
     from mbsfmu.fmu.slave import BACKEND
     solver.setdefault("backend", BACKEND)
-    from mbsfmu.fmu.variables import apply_parameters, variable_table
     from mbsfmu.engine.model import Model
+    from mbsfmu.fmu.variables import apply_parameters, variable_table
     from mbsfmu.sim.simulator import Simulator
     m = mbsfmu.load_model(MODELS / f"{model}.yaml")
     if params:

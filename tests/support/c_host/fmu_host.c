@@ -1,6 +1,6 @@
 /*
  * A minimal FMI 2.0 Co-Simulation host in plain C, for the FMU integration tests: it knows
- * nothing about Python. Compiled by tests/test_fmu_c_host.py against the FMI headers fmpy ships:
+ * nothing about Python. Compiled by tests/fmu/test_importers.py against the FMI headers fmpy ships:
  *
  *   gcc -I<fmpy>/c-code fmu_host.c -o fmu_host -ldl
  *
