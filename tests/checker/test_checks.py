@@ -347,9 +347,8 @@ def wheel_model(gravity=(0.0, 0.0, 0.0)):
 
 
 def engine_models(rng):
-    from tests.support.trees import random_tree
-
     import mbsfmu
+    from tests.support.trees import random_tree
     return [mbsfmu.load_model(ROOT / "scenarios" / "models" / "branched_robot.yaml"), random_tree(rng, 9),
             random_tree(rng, 7, springs=True), wheel_model(gravity=(0.5, -9.81, 1.0))]
 
