@@ -27,6 +27,7 @@ from pathlib import Path
 
 from mbsfmu import __version__, load_model
 from mbsfmu.errors import InputError, MbsError
+
 from .variables import variable_table
 
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"     # the FMI wrapper and the FMI 2.0 headers
@@ -256,8 +257,9 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
     """Build ``output`` (default ``<modelIdentifier>.fmu``) from the model file ``model``, for the
     FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the one-time
     zig cache message (None: silent). Returns the FMU's path."""
-    from .build import model_identifier
     from mbsfmu.sim.simulator import Simulator
+
+    from .build import model_identifier
     model_path = Path(model)
     m = load_model(model_path)
     refusal = core_refusal(m)
@@ -275,6 +277,7 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
     output = Path(output) if output is not None else Path(f"{identifier}.fmu")
     if output.is_dir():
         output = output / f"{identifier}.fmu"
+    output.parent.mkdir(parents=True, exist_ok=True)    # before the compile: a bad --out fails in ms, not after it
     guid = str(uuid.uuid4())
     info = {"guid": guid, "naming": naming, "engine_version": __version__,
             "description": (f"mbsfmu rigid multibody model {m.name}: {m.N} bodies, nq = {m.nq}, nv = {m.nv} "
@@ -299,7 +302,6 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
             for job in jobs.values():
                 job.result()
         md = native_model_description(raw_model_description(m, table, identifier, h_max), table, info, c_files)
-        output.parent.mkdir(parents=True, exist_ok=True)
         part = output.with_name(output.name + f".{uuid.uuid4().hex[:8]}.part")
         try:
             with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:

@@ -59,13 +59,13 @@ def line_of(path: Path, fragment: str) -> int:
 
 # ---- the schema (fast: nothing is built) ---------------------------------------------------------------
 
-def test_bundled_cosim_section_is_parsed_and_listed():
+def test_bundled_cosim_section_is_parsed_and_listed(run_cli):
     scn = load_scenario(SCENARIO)
     c = scn.cosim
     assert list(c.fmus) == ["ctrl"] and c.fmus["ctrl"].builtin == "pid" and c.fmus["ctrl"].path is None
     assert [(x.src, x.dst) for x in c.connections][0] == (("mbs", "q1.q"), ("ctrl", "q1.q"))
     assert len(c.connections) == 6 and c.scheme == "gauss-seidel" and c.order == ("ctrl", "mbs")
-    res = mbsfmu("list")
+    res = run_cli("list", "--no-estimate", ROOT / "scenarios")   # the estimates: test_cli, test_features
     assert res.returncode == 0 and "scara_tracking_cosim.yaml" in res.stdout and "co-simulated" in res.stdout
 
 

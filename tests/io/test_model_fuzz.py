@@ -1,11 +1,13 @@
-"""Fuzz the model loader: mutated model files raise nothing but the project's own ModelError."""
+"""Fuzz the model loader: mutated model files raise nothing but the project's own ModelError.
+Examples per property: the hypothesis profile of tests/conftest.py (30 in the fast tier, 300 in a
+run with the slow tier)."""
 from __future__ import annotations
 
 import copy
 import json
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import mbsfmu
@@ -118,7 +120,6 @@ def _text(doc, fmt: str) -> str:
     return json.dumps(doc) if fmt == "json" else yaml.safe_dump(doc, sort_keys=False)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), fmt=st.sampled_from(["yaml", "yaml", "json"]))
 def test_mutated_file_raises_only_model_error(tmp_path_factory, data, fmt):
     path = tmp_path_factory.mktemp("fuzz") / f"model.{fmt}"
@@ -132,7 +133,6 @@ def test_mutated_file_raises_only_model_error(tmp_path_factory, data, fmt):
         assert isinstance(model, mbsfmu.Model)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_dict_raises_only_model_error(data):
     try:
@@ -141,7 +141,6 @@ def test_mutated_dict_raises_only_model_error(data):
         assert e.problems and all(p.message for p in e.problems)
 
 
-@settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_mutated_text_raises_only_model_error(tmp_path_factory, data):
     lines = yaml.safe_dump(data.draw(st.sampled_from([SCARA, BRANCHED])), sort_keys=False).splitlines()

@@ -1,5 +1,6 @@
 """Bundled scenarios run end to end through the CLI and pass their own checks; failing runs
-keep their outputs; bad scenario files name the file, line and field."""
+keep their outputs; bad scenario files name the file, line and field. The command runs in this
+process (the ``run_cli`` fixture) except in the end-to-end runs of the bundled scenarios."""
 import json
 import subprocess
 import sys
@@ -31,21 +32,25 @@ def test_bundled_scenario_passes_its_checks(name, tmp_path):
     assert traj.time[-1] == pytest.approx(load_scenario(ROOT / "scenarios" / name).quick_duration)
 
 
-def test_thruster_run_is_flagged_by_a_momentum_check(tmp_path):
+def test_thruster_run_is_flagged_by_a_momentum_check(tmp_path, run_cli):
     """MBS Momentum/Energy Testing test 4: the thruster changes M Rdot by the impulse; `mbsfmu check` with a
-    momentum-conservation check fails (exit 1) and says which check."""
-    res = mbsfmu("run", "scenarios/spacecraft_thruster.yaml", "--out", str(tmp_path), "--duration", "4", "--no-progress")
+    momentum-conservation check fails (exit 1) and says which check. Plots off (10 s of matplotlib
+    on a loaded machine): they are tested in test_plots.py, the bundled file as is in the slow tier."""
+    text = (ROOT / "scenarios" / "spacecraft_thruster.yaml").read_text()
+    scn = tmp_path / "spacecraft_thruster.yaml"
+    scn.write_text(text.replace("model: models/", f"model: {ROOT / 'scenarios' / 'models'}/") + "outputs: {plots: false}\n")
+    res = run_cli("run", scn, "--out", tmp_path, "--duration", "4", "--no-progress")
     assert res.returncode == 0, res.stderr
     traj = read_trajectory(tmp_path / "records.csv")   # the body records: the checker's file
     M = sum(traj[c][0] for c in traj if c.endswith(".m"))
     dP = M * np.array([traj[f"Rdot[{k}]"][-1] - traj[f"Rdot[{k}]"][0] for k in (1, 2, 3)])
     assert np.linalg.norm(dP) == pytest.approx(40.0, rel=5e-3)   # 20 N for 2 s along a turning hub axis (exact: test_simulator)
-    res = mbsfmu("check", str(tmp_path / "records.csv"), "--procedure", "2", "--expect", "P_sys_constant=1e-6")
+    res = run_cli("check", tmp_path / "records.csv", "--procedure", "2", "--expect", "P_sys_constant=1e-6")
     assert res.returncode == 1
     assert "P_sys_constant" in res.stdout and "FAIL" in res.stdout
 
 
-def test_failed_run_keeps_its_outputs_and_exits_nonzero(tmp_path):
+def test_failed_run_keeps_its_outputs_and_exits_nonzero(tmp_path, run_cli):
     """A run whose state blows up stops with an error naming the time and component, after
     writing the rows it computed and a report that records the error."""
     scn = tmp_path / "blowup.yaml"
@@ -56,7 +61,7 @@ dt: 0.01
 inputs: {{q2.tau: {{type: step, t0: 0.5, value: 1.0e300}}}}
 checks: {{energy_balance: rel:1.0e-6}}
 """)
-    res = mbsfmu("run", str(scn), "--out", str(tmp_path / "out"), "--no-progress")
+    res = run_cli("run", scn, "--out", tmp_path / "out", "--no-progress")
     assert res.returncode == 1
     assert "non-finite state at t =" in res.stderr
     traj = read_trajectory(tmp_path / "out" / "trajectory.csv")
@@ -65,7 +70,7 @@ checks: {{energy_balance: rel:1.0e-6}}
     assert report["passed"] is False and "non-finite" in report["error"]
 
 
-def test_bad_scenario_file_names_file_line_and_field(tmp_path):
+def test_bad_scenario_file_names_file_line_and_field(tmp_path, run_cli):
     scn = tmp_path / "bad.yaml"
     scn.write_text("""version: 1
 model: models/nowhere.yaml
@@ -82,13 +87,13 @@ checks: {energy_constnt: 1e-9}
                      "bad.yaml:5: integrator.method: unknown integrator 'euler'", "bad.yaml:6: inputs.q1.tau.t1",
                      "bad.yaml:7: checks.energy_constnt: unknown check 'energy_constnt' (did you mean 'energy_constant'?)"):
         assert fragment in msg, msg
-    res = mbsfmu("run", str(scn), "--out", str(tmp_path / "o"))
+    res = run_cli("run", scn, "--out", tmp_path / "o")
     assert res.returncode == 2 and "Traceback" not in res.stderr and "bad.yaml:3" in res.stderr
 
 
-def test_unknown_input_in_scenario_is_named(tmp_path):
+def test_unknown_input_in_scenario_is_named(tmp_path, run_cli):
     scn = tmp_path / "s.yaml"
     scn.write_text(f"version: 1\nmodel: {ROOT / 'scenarios/models/scara.yaml'}\nduration: 0.1\ndt: 0.01\n"
                    "inputs: {q9.tau: 1.0}\n")
-    res = mbsfmu("run", str(scn), "--out", str(tmp_path / "o"))
+    res = run_cli("run", scn, "--out", tmp_path / "o")
     assert res.returncode == 2 and "inputs.q9.tau: unknown input" in res.stderr and "q1.tau, q2.tau" in res.stderr

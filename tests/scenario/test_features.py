@@ -49,7 +49,7 @@ def test_expressions_are_safe_and_vectorised():
             compile_expression(bad, {"a"})
 
 
-def test_references_final_and_inline_model(tmp_path):
+def test_references_final_and_inline_model(tmp_path, run_cli):
     """A pendulum defined inline: its small-angle reference passes; a wrong final state fails the
     run (exit 1) while trajectory and report are written."""
     scn = write(tmp_path / "p.yaml", """version: 1
@@ -70,8 +70,7 @@ final:
   q.q1: {value: 1.0, tol: 1.0e-3}
 outputs: {plots: true}
 """)
-    res = subprocess.run([sys.executable, "-m", "mbsfmu", "run", str(scn), "--out", str(tmp_path / "o"), "--no-progress"],
-                         capture_output=True, text=True)
+    res = run_cli("run", scn, "--out", tmp_path / "o", "--no-progress")
     assert res.returncode == 1, res.stderr
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     (ref,) = report["references"].values()
@@ -165,10 +164,17 @@ def test_mcap_recording_reads_back_with_rosbags(tmp_path):
     assert mom.wrench.torque.z == traj["engine.H_sys[3]"][k]
 
 
-def test_list_shows_bundled_scenarios():
-    res = subprocess.run([sys.executable, "-m", "mbsfmu", "list"], cwd=ROOT, capture_output=True, text=True)
+@pytest.mark.parametrize("estimate", [pytest.param(True, marks=pytest.mark.slow), False])
+def test_list_shows_bundled_scenarios(run_cli, estimate, monkeypatch):
+    """`mbsfmu list` from the repository root; with its wall-time estimates (each scenario's first
+    output intervals run for ~0.3 s: 10 s in all on a loaded machine, slow tier) and without."""
+    monkeypatch.chdir(ROOT)
+    res = run_cli("list", *([] if estimate else ["--no-estimate"]))
     assert res.returncode == 0
     assert "spacecraft_free.yaml" in res.stdout and "momentum and energy conserved" in res.stdout
+    listed = [line for line in res.stdout.splitlines() if line.startswith("scenarios/")]
+    assert len(listed) >= len(list((ROOT / "scenarios").glob("*.yaml")))
+    assert all(("est. wall" in line) == estimate for line in listed), res.stdout
 
 
 @pytest.mark.integration
@@ -181,6 +187,25 @@ def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
     lines = (tmp_path / "summary.csv").read_text().splitlines()
     assert len(lines) == 5 and lines[0].startswith("run,body.link1.mass,gravity[2],passed")
     assert (tmp_path / "run_0003" / "trajectory.csv").exists()
+    # the swept values reached the runs: the summary rows hold the grid (itertools order), and each
+    # run's trajectory equals, bit for bit, a plain run with its values written into the model file
+    # (and the four differ, as they must when the mass and gravity change)
+    grid = [(m, g) for m in (1.5, 2.5) for g in (-9.81, -1.62)]
+    rows = [line.split(",") for line in lines[1:]]
+    assert [(int(r[0]), float(r[1]), float(r[2])) for r in rows] == [(k, *p) for k, p in enumerate(grid)]
+    model_text, scenario_text = SCARA.read_text(), (ROOT / "scenarios" / "scara_free.yaml").read_text()
+    assert model_text.count("gravity: [0, -9.81, 0]") == 1 and model_text.count("    mass: 2.0\n") == 1  # link1's
+    runs = []
+    for k, (mass, g_y) in enumerate(grid):
+        edited = model_text.replace("gravity: [0, -9.81, 0]", f"gravity: [0, {g_y!r}, 0]")
+        model = write(tmp_path / f"plain_{k}.model.yaml", edited.replace("    mass: 2.0\n", f"    mass: {mass!r}\n"))
+        scn = write(tmp_path / f"plain_{k}.yaml", scenario_text.replace("model: models/scara.yaml", f"model: {model}"))
+        run_scenario(load_scenario(scn), tmp_path / f"plain_{k}", duration=0.2, progress=False)
+        plain = read_trajectory(tmp_path / f"plain_{k}" / "trajectory.csv")
+        swept = read_trajectory(tmp_path / f"run_{k:04d}" / "trajectory.csv")
+        assert plain.names == swept.names and all(np.array_equal(plain[c], swept[c]) for c in plain.names), k
+        runs.append(swept)
+    assert all(not np.array_equal(a["q.q1"], b["q.q1"]) for i, a in enumerate(runs) for b in runs[i + 1:])
     bad = subprocess.run([sys.executable, "-m", "mbsfmu", "sweep", "scenarios/scara_free.yaml", "--param",
                           "body.link9.mass=1:2:2", "--out", str(tmp_path / "b")], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "no body 'link9'" in bad.stderr
