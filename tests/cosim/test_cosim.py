@@ -146,10 +146,10 @@ def test_names_are_checked_against_the_fmus_variables_all_at_once(tmp_path):
     assert text.startswith(f"{len(expected)} problem(s) in scenario {path}")
 
 
-def test_cli_rejects_a_bad_cosim_section_with_exit_code_2(tmp_path):
+def test_cli_rejects_a_bad_cosim_section_with_exit_code_2(tmp_path, run_cli):
     pytest.importorskip("pythonfmu")
     path = scenario_file(tmp_path, BAD_NAMES)
-    res = mbsfmu("cosim", str(path), "--out", str(tmp_path / "out"), "--fmu-dir", str(tmp_path / "fmus"))
+    res = run_cli("cosim", path, "--out", tmp_path / "out", "--fmu-dir", tmp_path / "fmus")
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"{path}:{line_of(path, '[mbs.q1.qq')}: cosim.connections[0][0]: FMU 'mbs' has no variable" in res.stderr
     assert not (tmp_path / "fmus").exists()          # checked before anything is built

@@ -199,7 +199,8 @@ def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
     for k, (mass, g_y) in enumerate(grid):
         edited = model_text.replace("gravity: [0, -9.81, 0]", f"gravity: [0, {g_y!r}, 0]")
         model = write(tmp_path / f"plain_{k}.model.yaml", edited.replace("    mass: 2.0\n", f"    mass: {mass!r}\n"))
-        scn = write(tmp_path / f"plain_{k}.yaml", scenario_text.replace("model: models/scara.yaml", f"model: {model}"))
+        scn = write(tmp_path / f"plain_{k}.yaml", scenario_text.replace("model: models/scara.yaml", f"model: {model}")
+                    + "outputs: {plots: false}\n")
         run_scenario(load_scenario(scn), tmp_path / f"plain_{k}", duration=0.2, progress=False)
         plain = read_trajectory(tmp_path / f"plain_{k}" / "trajectory.csv")
         swept = read_trajectory(tmp_path / f"run_{k:04d}" / "trajectory.csv")
