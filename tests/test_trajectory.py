@@ -4,14 +4,8 @@ import numpy as np
 import pytest
 
 from mbsfmu.errors import MbsError
-from mbsfmu.trajectory import (
-    Trajectory,
-    TrajectoryError,
-    TrajectoryWriter,
-    read_trajectory,
-    save_trajectory,
-    write_trajectory,
-)
+from mbsfmu.trajectory import (Trajectory, TrajectoryError, TrajectoryWriter, read_trajectory, save_trajectory,
+                               write_trajectory)
 
 
 def write_text(path, text):

@@ -1,4 +1,5 @@
-"""The independent checker (mbsfmu/checker/checks.py): MBS Momentum Testing Eqs. 9, 10 and MBS Energy Testing Eqs. 1, 2 by
+"""The independent checker (mbsfmu/checker/checks.py): MBS Momentum Testing Eqs. 9, 10 and MBS
+Energy Testing Eqs. 1, 2 by
 Procedures 1-4 on a synthetic system with known motion (no engine), the conservation report, the
 errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
 import ast

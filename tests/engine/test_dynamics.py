@@ -61,7 +61,8 @@ def test_kinetic_energy_body_by_body(rng):
     """1/2 qd^T M qd == sum over bodies of 1/2 (w^T I_c w + m |v_c|^2) (MBS Energy Testing Eq. 1)."""
     for model in cases(rng):
         q, qd = model.random_state(rng)
-        np.testing.assert_allclose(0.5 * qd @ model.mass_matrix(q) @ qd, model.kinetic_energy(q, qd), rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(0.5 * qd @ model.mass_matrix(q) @ qd, model.kinetic_energy(q, qd),
+                                   rtol=RTOL, atol=ATOL)
 
 
 def test_passive_forces_enter_as_joint_forces(rng):

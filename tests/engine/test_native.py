@@ -92,7 +92,8 @@ def check_dynamics(model, rng, n_states=3):
         close(core.rnea(q, qd, qdd), rnea(t, q, qd, qdd))
         close(core.rnea(q, qd, qdd, f_ext), rnea(t, q, qd, qdd, f_ext))
         close(core.crba(q), crba(t, q))
-        close(core.forward_dynamics(q, qd, tau, f_ext[1:]), model.forward_dynamics(q, qd, tau, f_ext[1:], backend="python"))
+        close(core.forward_dynamics(q, qd, tau, f_ext[1:]),
+              model.forward_dynamics(q, qd, tau, f_ext[1:], backend="python"))
         close(core.inverse_dynamics(q, qd, qdd), model.inverse_dynamics(q, qd, qdd, backend="python"))
         R, p, v, a = core.kinematics(q, qd, qdd)
         ref = forward_kinematics(t, q, qd, qdd)
@@ -154,8 +155,10 @@ def test_model_methods_run_the_core_by_default(rng):
     tau = rng.normal(size=model.nv)
     fx = {model.body_names[1]: rng.normal(size=6)}
     for be in ("auto", "native"):
-        close(model.forward_dynamics(q, qd, tau, fx, backend=be), model.forward_dynamics(q, qd, tau, fx, backend="python"))
-        close(model.inverse_dynamics(q, qd, tau, fx, backend=be), model.inverse_dynamics(q, qd, tau, fx, backend="python"))
+        close(model.forward_dynamics(q, qd, tau, fx, backend=be),
+              model.forward_dynamics(q, qd, tau, fx, backend="python"))
+        close(model.inverse_dynamics(q, qd, tau, fx, backend=be),
+              model.inverse_dynamics(q, qd, tau, fx, backend="python"))
         close(model.mass_matrix(q, backend=be), model.mass_matrix(q, backend="python"))
     assert model_core(model) is model_core(model)
     with pytest.raises(mbsfmu.InputError, match="backend 'numba'"):
@@ -490,8 +493,8 @@ int main(void) {
 def test_c_sources_strict_and_sanitized(name, tmp_path):
     """The core and a small C host on generated tables, compiled with -std=c99 -pedantic -Wall
     -Wextra -Werror and run under the address and undefined-behaviour sanitizers (gcc, when the
-    machine has it), on a tree and a closed-loop model: no diagnostics; the state after 21 RK4 steps equals the Python binding's to
-    1e-12 (another compiler, same operations: -ffp-contract=off in both)."""
+    machine has it), on a tree and a closed-loop model: no diagnostics; the state after 21 RK4
+    steps equals the Python binding's to 1e-12 (another compiler, same operations: -ffp-contract=off in both)."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         pytest.skip("no system C compiler for the sanitizer build (the core itself builds with zig)")
@@ -576,8 +579,8 @@ def test_a_heavy_link_does_not_make_a_light_joint_massless():
     joint's own M_jj now: loading and the core's parameter check both accept the model."""
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     b = model.spec.bodies
-    heavy = replace(model.spec, bodies=(replace(b[0], inertia=((1e300, 0.0, 0.0), (0.0, 1e300, 0.0), (0.0, 0.0, 1e300))),
-                                        b[1]))
+    huge = ((1e300, 0.0, 0.0), (0.0, 1e300, 0.0), (0.0, 0.0, 1e300))
+    heavy = replace(model.spec, bodies=(replace(b[0], inertia=huge), b[1]))
     mbsfmu.Model(heavy)                                             # no "moves no mass" problem
     core = Core(model)
     i1 = model.body_index[b[0].name]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.hostile_yaml import ANCHORS
-from tests.support.paths import ROOT, SUPPORT
+from tests.support.paths import MODELS, ROOT, SUPPORT
 
 TIMEOUT_S = 30          # a healthy child needs ~1 s (interpreter start); a regression never ends
 MEMORY_BYTES = 2 << 30  # RLIMIT_AS of the child: a bomb expanding in memory hits MemoryError
@@ -57,7 +57,8 @@ def _files(tmp: Path) -> dict[str, Path]:
                         ("scenario version", "version: *a8\nmodel: good.yaml\nduration: 1\ndt: 0.1")):
         path = tmp / "scn" / f"{case.replace(' ', '_')}.yaml"
         path.parent.mkdir(exist_ok=True)
-        text = extra if case == "scenario version" else scenario.replace("model: good.yaml", "model: ../good.yaml") + extra
+        moved = scenario.replace("model: good.yaml", "model: ../good.yaml")
+        text = extra if case == "scenario version" else moved + extra
         path.write_text(ANCHORS + "\n" + text + "\n")
         out[case] = path
     return out
@@ -133,7 +134,7 @@ def test_devices_fifos_and_directories_are_refused(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, rel", [("model", p.relative_to(ROOT)) for p in sorted((ROOT / "scenarios" / "models").glob("*.yaml"))]
+@pytest.mark.parametrize("kind, rel", [("model", p.relative_to(ROOT)) for p in sorted(MODELS.glob("*.yaml"))]
                          + [("scenario", p.relative_to(ROOT)) for p in sorted((ROOT / "scenarios").glob("*.yaml"))],
                          ids=str)
 def test_alias_bomb_at_every_field_of_bundled_files(kind, rel):

@@ -319,7 +319,8 @@ def test_unreadable_file(tmp_path, make, fragment):
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("", "(top level): expected a mapping with keys version, name, gravity, bodies, forces, loops, initial, got nothing"),
+    ("", "(top level): expected a mapping with keys version, name, gravity, bodies, forces, loops, initial, "
+         "got nothing"),
     ("- version: 1\n", "(top level): expected a mapping"),
     ("version: 1\nbodies: []\n", "bodies: expected a non-empty list of bodies, got a list"),
     ("version: 1\nbodies: &b [*b]\n", "bodies[0]: expected a mapping"),

@@ -37,7 +37,8 @@ def ros(tmp_path_factory):
     proc = rt.start_node(MODEL, PARAMS, sandbox, log)
     client = rt.Client(sandbox, proc)
     for topic, typ in (("/clock", Clock), ("/joint_states", JointState), ("/mbs/centroidal_momentum", WrenchStamped),
-                       ("/mbs/com", PointStamped), ("/mbs/com_velocity", Vector3Stamped), ("/mbs/energy", Float64MultiArray),
+                       ("/mbs/com", PointStamped), ("/mbs/com_velocity", Vector3Stamped),
+                       ("/mbs/energy", Float64MultiArray),
                        ("/diagnostics", DiagnosticArray), ("/mbs/real_time_factor", Float64), ("/rosout", Log)):
         client.subscribe(topic, typ, depth=5000)
     ok = client.spin_until(lambda: len(client.msgs["/diagnostics"]) >= 2 and len(client.msgs["/joint_states"]) >= 20)
@@ -94,8 +95,8 @@ def test_topics_types_names_and_frame(ros):
     en = ros.msgs["/mbs/energy"][-1]
     assert en.layout.dim[0].label == "KE,PE,E,W_in,W_diss" and en.layout.dim[0].size == 5 and len(en.data) == 5
     names = {s.name for s in ros.msgs["/diagnostics"][-1].status}
-    assert names == {f"{ros.sandbox.node_name}: {n}" for n in ("p_sys_zero", "energy_balance", "engine_agreement", "real_time",
-                                               "commands", "simulation")}
+    assert names == {f"{ros.sandbox.node_name}: {n}" for n in ("p_sys_zero", "energy_balance", "engine_agreement",
+                                                               "real_time", "commands", "simulation")}
     assert all(s.hardware_id == "scara" for s in ros.msgs["/diagnostics"][-1].status)
     rtf = [m.data for m in ros.msgs["/mbs/real_time_factor"]]
     assert rtf and all(r > 0 for r in rtf)

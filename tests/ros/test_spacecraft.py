@@ -71,7 +71,8 @@ def test_published_H_sys_is_the_engines_for_the_published_state(ros):
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
     sim = Simulator(model)
-    mom = {cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m.wrench for m in ros.msgs["/mbs/centroidal_momentum"]}
+    mom = {cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m.wrench
+           for m in ros.msgs["/mbs/centroidal_momentum"]}
     multi = {cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m
              for m in ros.msgs["/mbs/multi_dof_joint_states"]}
     n = 0

@@ -10,7 +10,7 @@ import pytest
 
 from mbsfmu.scenario.run import ScenarioError, load_scenario
 from mbsfmu.trajectory import read_trajectory
-from tests.support.paths import ROOT
+from tests.support.paths import MODELS, ROOT
 
 SCENARIOS = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml"))
 
@@ -38,13 +38,14 @@ def test_thruster_run_is_flagged_by_a_momentum_check(tmp_path, run_cli):
     on a loaded machine): they are tested in test_plots.py, the bundled file as is in the slow tier."""
     text = (ROOT / "scenarios" / "spacecraft_thruster.yaml").read_text()
     scn = tmp_path / "spacecraft_thruster.yaml"
-    scn.write_text(text.replace("model: models/", f"model: {ROOT / 'scenarios' / 'models'}/") + "outputs: {plots: false}\n")
+    scn.write_text(text.replace("model: models/", f"model: {MODELS}/") + "outputs: {plots: false}\n")
     res = run_cli("run", scn, "--out", tmp_path, "--duration", "4", "--no-progress")
     assert res.returncode == 0, res.stderr
     traj = read_trajectory(tmp_path / "records.csv")   # the body records: the checker's file
     M = sum(traj[c][0] for c in traj if c.endswith(".m"))
     dP = M * np.array([traj[f"Rdot[{k}]"][-1] - traj[f"Rdot[{k}]"][0] for k in (1, 2, 3)])
-    assert np.linalg.norm(dP) == pytest.approx(40.0, rel=5e-3)   # 20 N for 2 s along a turning hub axis (exact: test_simulator)
+    # 20 N for 2 s along a turning hub axis (exact: test_simulator)
+    assert np.linalg.norm(dP) == pytest.approx(40.0, rel=5e-3)
     res = run_cli("check", tmp_path / "records.csv", "--procedure", "2", "--expect", "P_sys_constant=1e-6")
     assert res.returncode == 1
     assert "P_sys_constant" in res.stdout and "FAIL" in res.stdout
@@ -85,7 +86,8 @@ checks: {energy_constnt: 1e-9}
     msg = str(e.value)
     for fragment in ("bad.yaml:2: model: model file", "bad.yaml:3: duration: duration must be a positive",
                      "bad.yaml:5: integrator.method: unknown integrator 'euler'", "bad.yaml:6: inputs.q1.tau.t1",
-                     "bad.yaml:7: checks.energy_constnt: unknown check 'energy_constnt' (did you mean 'energy_constant'?)"):
+                     "bad.yaml:7: checks.energy_constnt: unknown check 'energy_constnt' "
+                     "(did you mean 'energy_constant'?)"):
         assert fragment in msg, msg
     res = run_cli("run", scn, "--out", tmp_path / "o")
     assert res.returncode == 2 and "Traceback" not in res.stderr and "bad.yaml:3" in res.stderr

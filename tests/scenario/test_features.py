@@ -33,8 +33,8 @@ def test_pid_law_saturation_and_anti_windup():
     assert pid.integral["j"] == pytest.approx(0.01)
     u = pid(0.1, {"j": 0.0}, {"j": 0.0})            # 10 + 0.05 -> saturated at 3, integral frozen
     assert u["j"] == 3.0 and pid.integral["j"] == pytest.approx(0.01)
-    err = PIDGains(kp=0.0, ki=0.0, kd=1.0, limit=math.inf, setpoint=Schedule("ramp", {"t0": 0.0, "t1": 1.0, "end": 1.0}),
-                   derivative="error")
+    ramp = Schedule("ramp", {"t0": 0.0, "t1": 1.0, "end": 1.0})
+    err = PIDGains(kp=0.0, ki=0.0, kd=1.0, limit=math.inf, setpoint=ramp, derivative="error")
     pid = JointPID({"j": err}, dt=0.1)
     assert pid(0.0, {"j": 0.0}, {"j": 0.0})["j"] == 0.0          # no previous setpoint: no rate yet
     assert pid(0.1, {"j": 0.0}, {"j": 0.25})["j"] == pytest.approx(1.0 - 0.25)   # setpoint rate 1 rad/s
@@ -148,8 +148,8 @@ def test_mcap_recording_reads_back_with_rosbags(tmp_path):
     with rosbags.AnyReader([tmp_path / "run.mcap"], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
         for conn, ts, raw in reader.messages():
             seen.setdefault(conn.topic, []).append((ts, reader.deserialize(raw, conn.msgtype)))
-    assert set(seen) == {"/clock", "/joint_states", "/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity", "/mbs/energy",
-                         "/tf"}
+    assert set(seen) == {"/clock", "/joint_states", "/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity",
+                         "/mbs/energy", "/tf"}
     js = seen["/joint_states"]
     assert len(js) == len(traj.time)
     k = 7
@@ -208,7 +208,8 @@ def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
         runs.append(swept)
     assert all(not np.array_equal(a["q.q1"], b["q.q1"]) for i, a in enumerate(runs) for b in runs[i + 1:])
     bad = subprocess.run([sys.executable, "-m", "mbsfmu", "sweep", "scenarios/scara_free.yaml", "--param",
-                          "body.link9.mass=1:2:2", "--out", str(tmp_path / "b")], cwd=ROOT, capture_output=True, text=True)
+                          "body.link9.mass=1:2:2", "--out", str(tmp_path / "b")], cwd=ROOT, capture_output=True,
+                         text=True)
     assert bad.returncode == 2 and "no body 'link9'" in bad.stderr
 
 

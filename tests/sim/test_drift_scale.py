@@ -25,7 +25,8 @@ def records_scale(model, kin) -> float:
         for (a, b), lab in zip(((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)), ("xx", "yy", "zz", "xy", "xz", "yz")):
             I[a, b] = I[b, a] = r[f"{name}.I[{lab}]"]
         vec = {k: np.array([r[f"{name}.{k}[{c}]"] for c in (1, 2, 3)]) for k in ("omega", "r_cm", "rdot_cm")}
-        total += np.linalg.norm(I @ vec["omega"]) + r[f"{name}.m"] * np.linalg.norm(np.cross(vec["r_cm"], vec["rdot_cm"]))
+        total += (np.linalg.norm(I @ vec["omega"])
+                  + r[f"{name}.m"] * np.linalg.norm(np.cross(vec["r_cm"], vec["rdot_cm"])))
     return float(total)
 
 

@@ -56,9 +56,11 @@ def test_dop853_100s_spacecraft_meets_the_targets():
     for _ in range(200):
         sim.step(0.5)
         inv = sim.invariants()
-        worst = np.maximum(worst, [np.linalg.norm(inv.p_sys), np.linalg.norm(inv.H_sys - i0.H_sys) / np.linalg.norm(i0.H_sys),
+        worst = np.maximum(worst, [np.linalg.norm(inv.p_sys),
+                                   np.linalg.norm(inv.H_sys - i0.H_sys) / np.linalg.norm(i0.H_sys),
                                    abs(inv.E - i0.E) / abs(i0.E)])
-    print(f"100 s spacecraft, DOP853 rtol 1e-12: |p_sys| {worst[0]:.3g} N s, rel H {worst[1]:.3g}, rel E {worst[2]:.3g}")
+    print(f"100 s spacecraft, DOP853 rtol 1e-12: |p_sys| {worst[0]:.3g} N s, rel H {worst[1]:.3g}, "
+          f"rel E {worst[2]:.3g}")
     assert worst[0] <= 1e-12 and worst[1] <= 1e-11 and worst[2] <= 1e-11
 
 
@@ -105,7 +107,8 @@ def test_point_spring_dampers_store_and_dissipate_energy(rng):
     W_diss < 0 (the integrated damper power -d ldot^2)."""
     base = random_tree(rng, 4, free_base=False, types=("revolute",))
     names = base.body_names
-    forces = (SpringDamper("s1", Anchor(names[1], (0.2, 0, 0)), Anchor("world", (0.5, 0.5, 0.5)), k=30.0, d=0.5, l0=0.3),
+    forces = (SpringDamper("s1", Anchor(names[1], (0.2, 0, 0)), Anchor("world", (0.5, 0.5, 0.5)),
+                           k=30.0, d=0.5, l0=0.3),
               SpringDamper("s2", Anchor(names[0], (0, 0.1, 0)), Anchor(names[3], (0.1, 0, 0)), k=20.0, d=0.2, l0=0.0))
     from dataclasses import replace
     model = mbsfmu.Model(replace(base.spec, forces=forces))
@@ -140,7 +143,8 @@ def test_thruster_impulse_changes_linear_momentum(rng):
         impulse += 0.5 * (R0 + R1) @ np.array([1.0, 0, 0]) * thrust * dt
     dP = sim.invariants().P_sys - P0
     assert np.linalg.norm(dP) > 9.9
-    np.testing.assert_allclose(dP, impulse, rtol=0, atol=1e-6)   # trapezoid rule on the turning direction: O(dt^2) ~ 3e-7
+    # trapezoid rule on the turning direction: O(dt^2) ~ 3e-7
+    np.testing.assert_allclose(dP, impulse, rtol=0, atol=1e-6)
 
 
 def test_get_and_set_state_roll_back_bit_for_bit(rng):
@@ -169,7 +173,8 @@ def test_non_finite_state_names_time_and_component(rng):
 def test_bad_input_is_rejected_with_names():
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     sim = Simulator(model)
-    with pytest.raises(mbsfmu.InputError, match=r"unknown input 'q3.tau' \(did you mean 'q2.tau'\?\).*has inputs: q1.tau, q2.tau"):
+    with pytest.raises(mbsfmu.InputError,
+                       match=r"unknown input 'q3.tau' \(did you mean 'q2.tau'\?\).*has inputs: q1.tau, q2.tau"):
         sim.set_input("q3.tau", 1.0)
     with pytest.raises(mbsfmu.InputError, match="input 'q1.tau' is nan"):
         sim.set_input("q1.tau", float("nan"))
