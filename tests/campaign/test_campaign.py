@@ -1,4 +1,4 @@
-"""Campaigns (issue 16) and the sweep on the campaign engine (issue 13 item 20): dispersions,
+"""Monte Carlo campaigns and the sweep on the campaign engine: dispersions,
 seeding, lazy grids, execution on dask.distributed vs serial, failed runs as rows, Ctrl-C and
 --resume, statistics against numpy, SIGTERM without orphaned workers."""
 import itertools
@@ -94,7 +94,7 @@ def test_grid_is_the_cartesian_product_in_itertools_order():
 
 
 def test_huge_grid_is_enumerated_lazily_in_bounded_memory():
-    """Issue 13 item 20: a 20000 x 20000 sweep built all 4e8 points first (2.5 GB and growing).
+    """Regression: a 20000 x 20000 sweep once built all 4e8 points first (2.5 GB and growing).
     The design holds the two value lists; enumerating points costs nothing beyond them."""
     values = np.linspace(0.5, 1.5, 20000).tolist()
     tracemalloc.start()
@@ -267,7 +267,7 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(serial_campaign, tm
     assert _table(out / "campaign.parquet").equals(_table(serial_out / "campaign.parquet"))
 
 
-# --- sweep on the campaign engine (issue 13 item 20) ----------------------------------------
+# --- sweep on the campaign engine: Ctrl-C and SIGTERM on a huge grid ----------------------------------------
 
 def _sweep_huge(out):
     return _cli("sweep", SPRING, "--param", "body.mass.mass=0.5:1.5:20000", "--param",

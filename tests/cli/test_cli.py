@@ -1,5 +1,5 @@
-"""The command line and the scenario runner against what a new user and a hostile input do
-(issue 13): exact run lengths, one-round scenario errors, Ctrl-C and closed pipes, option hints,
+"""The command line and the scenario runner against what a new user and a hostile input do:
+exact run lengths, one-round scenario errors, Ctrl-C and closed pipes, option hints,
 wall-time estimates, clear messages instead of tracebacks, nothing lost when a write or a plot
 fails. In-process (``mbsfmu.cli.main``) wherever no real signal or pipe is needed."""
 import json
@@ -42,7 +42,7 @@ def line_of(path, fragment: str) -> int:
     return next(k for k, line in enumerate(path.read_text().splitlines(), start=1) if fragment in line)
 
 
-# ---- item 2 and 21: the run length ----------------------------------------------------------
+# ---- the run length ----------------------------------------------------------
 @pytest.mark.parametrize("duration, dt, times", [(0.5, 1.0, [0.0, 0.5]), (1.0, 0.3, [0.0, 0.3, 0.6, 0.9, 1.0])])
 def test_run_ends_exactly_at_the_duration_with_a_shortened_last_step(tmp_path, capsys, duration, dt, times):
     path = scenario(tmp_path, f"version: 1\nmodel: {{pendulum}}\nduration: {duration}\ndt: {dt}\n" + FAST
@@ -104,7 +104,7 @@ def test_check_names_a_body_column_missing_its_mass(tmp_path, capsys):
     assert code == 2 and "b.m missing" in err
 
 
-# ---- item 1: the checks' scales --------------------------------------------------------------
+# ---- the checks' scales --------------------------------------------------------------
 def test_p_sys_and_H_sys_scales_cover_the_round_off_of_absolute_records():
     """Falling bodies (|rbardot| ~ 1e3 m/s, |rbar| ~ 5e4 m) with a small relative motion: p_sys =
     sum m (rbardot - Rdot) is zero up to ~N eps sum m |rbardot|, so relative to the momenta summed
@@ -147,7 +147,7 @@ def test_bundled_scenario_passes_at_full_duration(name, tmp_path):
     assert report["t_end"] == scn.duration
 
 
-# ---- item 4: scenario errors in one round ----------------------------------------------------
+# ---- scenario errors in one round ----------------------------------------------------
 def test_scenario_names_are_checked_against_the_model_in_the_same_round(tmp_path):
     path = scenario(tmp_path, """version: 1
 model: {scara}
@@ -184,7 +184,7 @@ def test_a_bad_model_file_is_reported_with_the_scenario_problems(tmp_path):
     assert f"s.yaml:2: model: model file {tmp_path / 'm.yaml'}:" in text and "negative mass" in text
 
 
-# ---- items 24 and 23: integrator fields, run lengths, hostile fields ---------------------------
+# ---- integrator fields, run lengths, hostile fields ---------------------------
 def test_integrator_fields_are_checked_with_line_and_field(tmp_path):
     path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 1.0\ndt: 0.1\n"
                               "integrator: {method: rk4, h_max: 0, rtol: -1, atol: 0}\n")
@@ -271,7 +271,7 @@ def test_total_mass_message_shows_a_number_not_a_repr():
     assert "total mass is nan," in str(e.value) and "np.float64" not in str(e.value)
 
 
-# ---- item 22: nothing lost when a write or a plot fails ----------------------------------------
+# ---- nothing lost when a write or a plot fails ----------------------------------------
 def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
     """The disk fills up in the middle of row 4 (half of it reaches the file): the file is cut
     back to 3 whole rows, the run stops with the reason, report.json is written."""
@@ -342,7 +342,7 @@ def test_a_failing_plot_costs_the_plots_only(tmp_path, capsys, monkeypatch):
     assert report["passed"] and "Axis limits" in report["plot_error"]
 
 
-# ---- items 8, 12, 13, 14: listing, vocabulary, options, estimates --------------------------------
+# ---- listing, vocabulary, options, estimates --------------------------------
 def test_list_of_a_model_folder_lists_models(capsys):
     code, out, _err = run(capsys, "list", MODELS, "--no-estimate")
     assert code == 0 and "does not load" not in out
@@ -416,7 +416,7 @@ def test_wall_time_is_estimated_before_the_run_and_in_the_list(tmp_path, capsys)
     assert code == 0 and "estimated wall time" in err
 
 
-# ---- item 15: the README's quick start ---------------------------------------------------------
+# ---- the README's quick start ---------------------------------------------------------
 def test_readme_quick_start_installs_only_the_main_job_first():
     text = (ROOT / "README.md").read_text()
     block = text.split("```", 2)[1].strip().splitlines()
@@ -427,7 +427,7 @@ def test_readme_quick_start_installs_only_the_main_job_first():
     assert "pip install" in install and ("test" in install or "all" in install) and "pytest" in second
 
 
-# ---- items 6 and 7: Ctrl-C and closed pipes (real signals, so subprocesses) -------------------------
+# ---- Ctrl-C and closed pipes (real signals, so subprocesses) -------------------------
 def _default_sigint() -> None:
     """In the child before exec: SIGINT back to its default. A test run started in the background
     of a non-interactive shell (as CI may be) inherits SIGINT ignored, and Python then installs no

@@ -1,4 +1,4 @@
-"""Closed kinematic loops (issue 4): cut-joint constraints, multipliers (No's method, Eq. 24) and
+"""Closed kinematic loops: cut-joint constraints, multipliers (No's method, Eq. 24) and
 coordinate partitioning (PyMbs Background), against finite differences, the Freudenstein closed form,
 Pinocchio's constrained dynamics, each other, and energy conservation; bad loop input."""
 from __future__ import annotations
@@ -355,7 +355,7 @@ def test_fourbar_energy_and_agreement_quick():
 
 @pytest.mark.slow
 def test_fourbar_energy_and_agreement_10s():
-    """Issue 4 targets over 10 s (DOP853, rtol = atol = 1e-12): relative energy error and
+    """The closed loops' accuracy targets over 10 s (DOP853, rtol = atol = 1e-12): relative energy error and
     constraint violation <= 1e-9 with multipliers (Baumgarte + projection) and with
     partitioning; the two trajectories agree to 1e-8."""
     out, diff = fourbar_runs(10.0)

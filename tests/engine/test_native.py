@@ -574,7 +574,7 @@ def test_missing_library_is_built_into_the_cache(tmp_path, monkeypatch):
 
 
 def test_a_heavy_link_does_not_make_a_light_joint_massless():
-    """Issue 13 item 24: link1's inertia 1e300 kg m^2 beside link2's 1.5 kg once reported "joint q2
+    """Regression: link1's inertia 1e300 kg m^2 beside link2's 1.5 kg once reported "joint q2
     moves no mass" (a tolerance relative to trace(M) ~ 1e300). The tolerance is relative to each
     joint's own M_jj now: loading and the core's parameter check both accept the model."""
     model = mbsfmu.load_model(MODELS / "scara.yaml")

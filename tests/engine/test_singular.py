@@ -107,7 +107,7 @@ def test_large_chain_matches_dense(rng, n):
 
 def test_model_build_forms_no_dense_mass_matrix_nor_path_matrix(monkeypatch):
     """Building a model (500-body chain) must not call the dense CRBA nor build the (N, N) path
-    matrix: the validation is O(N) (issue 13 item 19: a 10,000-body model did not load)."""
+    matrix: the validation is O(N) (a 10,000-body model once did not load)."""
     import mbsfmu.engine.model as multibody
     from mbsfmu import Model
 

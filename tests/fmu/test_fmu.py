@@ -168,7 +168,7 @@ def test_drift_indicators_free_spacecraft(fmus):
 
 
 def test_drift_outputs_follow_their_definitions(fmus):
-    """Issue 13 item 10: drift.H_sys and drift.E_balance are relative to the system's own scales
+    """drift.H_sys and drift.E_balance are relative to the system's own scales
     (the magnitudes of H_sys's terms; KE and the energies the balance exchanges), not to
     max(|x(t0)|, 1e-9); checked against the engine run in-process with the same input. The
     SCARA starts at rest: H_sys(t0) = 0 and KE(t0) = 0, where the old floor made a round-off
@@ -351,9 +351,9 @@ def test_fmu_runs_its_bundled_engine(fmus):
     f = instance(fmus, fmu)
     with zipfile.ZipFile(fmu) as z:
         engine_pkg = next(n.split("/")[1] for n in z.namelist() if n.startswith("resources/mbsfmu_engine_"))
-    mod = sys.modules[engine_pkg + ".simulator"]       # shared by every FMU built from this engine
+    mod = sys.modules[engine_pkg + ".sim.simulator"]   # shared by every FMU built from this engine
     path = Path(mod.__file__).resolve()                 # (maybe another test's FMU unpacked it first)
-    assert path.parts[-3:] == ("resources", engine_pkg, "simulator.py")
+    assert path.parts[-4:] == ("resources", engine_pkg, "sim", "simulator.py")
     assert not path.is_relative_to(Path(mbsfmu.__file__).resolve().parent)
     assert f.getReal([f.vr["q1.q"]]) == [0.3]
     close(f)

@@ -1,6 +1,6 @@
-"""Misuse of the python-runtime FMU (issue 13 items 5, 16, 17; issue 14's honesty): each case runs
-in its own host process (tests/support/fmu_probe.py: fmpy's low-level API and ctypes), and the test asserts
-that the host survives (exit code 0 and the probe's last line), the returned fmi2 statuses and the
+"""Misuse of the python-runtime FMU (host crashes, refused calls, bad start values, what the
+runtime needs): each case runs in its own host process (tests/support/fmu_probe.py: fmpy's
+low-level API and ctypes), and the test asserts that the host survives (exit code 0 and the probe's last line), the returned fmi2 statuses and the
 logged message. Integration tier: every case starts a Python host that loads the FMU."""
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def messages(report: dict, status: int | None = None) -> str:
     return "\n".join(m for s, m in report["log"] if status is None or s == status)
 
 
-# ---- item 16: host crashes ----------------------------------------------------------------------
+# ---- host crashes ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("case, why", [
     ("resources_missing", "/nonexistent/mbsfmu/resources has no slavemodule.txt"),
@@ -69,13 +69,13 @@ def test_null_arrays_refused(fmus, case, text):
 
 def test_exit_without_free_instance(fmus):
     """The host leaves through the interpreter's normal exit with a live instance and a Python
-    logger (issue 13 item 16: aborted in 6 of 30 runs): 5 runs, every one exits 0."""
+    logger (it once aborted in 6 of 30 runs): 5 runs, every one exits 0."""
     for _ in range(5):
         r, run = probe(fmus, "exit_without_free")
         assert r["statuses"] == [OK] * 4 and "corrupted" not in run.stderr
 
 
-# ---- item 17: refuse what must be refused, Error where Error is right ----------------------------
+# ---- refuse what must be refused, Error where Error is right ----------------------------
 
 @pytest.mark.parametrize("case, status, text", [
     ("get_real_unknown_vr", ERROR, "value reference 1000000 does not exist"),
@@ -115,7 +115,7 @@ def test_bad_states_refused_and_instance_keeps_running(fmus, case, text):
     assert text in messages(r, ERROR)
 
 
-# ---- item 5: bad start values -------------------------------------------------------------------
+# ---- bad start values -------------------------------------------------------------------
 
 def test_bad_parameters_are_errors_with_numbers(fmus):
     r, _ = probe(fmus, "negative_mass")
@@ -129,7 +129,7 @@ def test_bad_parameters_are_errors_with_numbers(fmus):
     assert "triangle inequality I1 + I2 >= I3 (1 + 1 < 5)" in msg and "unknown error" not in msg
 
 
-# ---- issue 14: the python runtime is honest about what it needs ------------------------------------
+# ---- the python runtime is honest about what it needs ------------------------------------
 
 def test_python_runtime_declares_its_execution_tool(fmus):
     import xml.etree.ElementTree as ET

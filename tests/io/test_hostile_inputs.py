@@ -1,4 +1,4 @@
-"""Hostile inputs (issue 13 item 18): YAML alias bombs in typed fields, devices, FIFOs and
+"""Hostile inputs: YAML alias bombs in typed fields, devices, FIFOs and
 directories given as files. Every case runs in a child process with a wall-clock timeout and an
 address-space limit, so a regression (an eager repr of a 43-million-item list, a read of
 /dev/zero) fails the test instead of hanging the suite or eating the machine's memory."""

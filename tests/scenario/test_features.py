@@ -1,4 +1,4 @@
-"""Scenario features of issue 7: controller, analytic references, final state, CSV inputs,
+"""Scenario features: controller, analytic references, final state, CSV inputs,
 inline models, plots, MCAP recording, list and sweep."""
 import json
 import math
@@ -213,7 +213,7 @@ def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
     assert bad.returncode == 2 and "no body 'link9'" in bad.stderr
 
 
-# ---- trajectory.csv keeps joint/system columns; records.csv the body records (issue 13 item 11) ----
+# ---- trajectory.csv keeps joint/system columns; records.csv the body records ----
 def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
     """trajectory.csv holds time, q, qd, u and engine.* (no '<body>.m' record columns);
     records.csv (time, records, engine.*) is written when the scenario has checks and is what

@@ -1,4 +1,4 @@
-"""plots.py (issue 13 item 9): every joint plotted, grouped, wheel angles left out for their
+"""plots.py: every joint plotted, grouped, wheel angles left out for their
 rates, legends outside the data, pages for large models; conservation.png plots what each check
 bounds with its bound and marks a failure; nothing dies on huge, infinite or NaN values."""
 from __future__ import annotations

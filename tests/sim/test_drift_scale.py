@@ -1,4 +1,4 @@
-"""The scale of the FMU's drift.H_sys (``records.angular_momentum_scale``, issue 13 item 10)
+"""The scale of the FMU's drift.H_sys (``angular_momentum_scale``)
 checked against a second formulation: the body records' world inertia, angular velocity and
 CM-relative position and velocity (for rigid bodies without wheels the two sums have the same
 terms: |I_c,i omega_i| + m_i |rhat_i x rhatdot_i|), and ``relative_drift``'s cases."""

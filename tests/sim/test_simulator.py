@@ -48,7 +48,7 @@ def test_dop853_conserves_momentum_and_energy_on_spacecraft_quick():
 
 @pytest.mark.slow
 def test_dop853_100s_spacecraft_meets_the_targets():
-    """Issue target: relative energy and momentum error <= 1e-11 over 100 s, p_sys <= 1e-12 N s."""
+    """The long-run target: relative energy and momentum error <= 1e-11 over 100 s, p_sys <= 1e-12 N s."""
     model = mbsfmu.load_model(MODELS / "spacecraft.yaml")
     sim = Simulator(model, "dop853", rtol=1e-12, atol=1e-12, h_max=0)
     i0 = sim.invariants()
