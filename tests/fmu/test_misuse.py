@@ -1,7 +1,8 @@
 """Misuse of the python-runtime FMU (host crashes, refused calls, bad start values, what the
 runtime needs): each case runs in its own host process (tests/support/fmu_probe.py: fmpy's
-low-level API and ctypes), and the test asserts that the host survives (exit code 0 and the probe's last line), the returned fmi2 statuses and the
-logged message. Integration tier: every case starts a Python host that loads the FMU."""
+low-level API and ctypes), and the test asserts that the host survives (exit code 0 and the
+probe's last line), the returned fmi2 statuses and the logged message. Integration tier: every
+case starts a Python host that loads the FMU."""
 from __future__ import annotations
 
 import json
