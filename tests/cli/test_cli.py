@@ -240,11 +240,16 @@ def test_out_and_record_paths_that_cannot_be_written_are_errors(tmp_path, capsys
         assert code == 2 and f"--record {rec}: cannot write the recording" in err, err
 
 
-def test_build_fmu_into_a_path_under_a_file_is_an_error(tmp_path, capsys):
+def test_build_fmu_into_a_path_under_a_file_is_an_error(tmp_path, capsys, monkeypatch):
+    """... and before the compile (which takes seconds): no C file is compiled for a bad --out."""
+    import mbsfmu.fmu.native
     pytest.importorskip("pythonfmu")
+    compiled = []
+    monkeypatch.setattr(mbsfmu.fmu.native, "compile_target", lambda platform, *_a, **_k: compiled.append(platform))
     (tmp_path / "afile").write_text("x")
     code, _o, err = run(capsys, "build-fmu", PENDULUM, "--out", tmp_path / "afile" / "x.fmu")
     assert code == 2 and "mbsfmu: error:" in err and "Traceback" not in err, err
+    assert compiled == []
 
 
 def test_simulator_arguments_are_numbers_of_any_kind_with_clear_errors():
