@@ -5,7 +5,7 @@
 Models: "arm7", a 7-DoF serial arm of revolute joints with random axes, placements and
 inertias (seeded), the bundled Panda URDF (scenarios/models/urdf_arm7.urdf: 7 arm joints, two
 prismatic fingers, fixed joints), and random revolute chains of N = 10, 50, 200 bodies. Each
-Pinocchio model is the same tree (tests/pin_twin.py), each MuJoCo model an MJCF chain generated
+Pinocchio model is the same tree (tests/support/pin_twin.py), each MuJoCo model an MJCF chain generated
 here with the same bodies, inertias, joint axes and gravity, contacts off, no geoms.
 
 Reported (medians of --repeats runs; the machine is shared, so medians, not minima):
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))           # pin_twin, trees
+sys.path.insert(0, str(ROOT))                     # tests.support: pin_twin, trees
 
 import mbsfmu  # noqa: E402
 from mbsfmu import Body, Joint, Model, ModelSpec, Origin
@@ -53,7 +53,7 @@ GRAVITY = (0.0, 0.0, -9.81)
 def random_chain(n: int, seed: int, name: str) -> Model:
     """A serial chain of n revolute joints: random unit axes, joint placements (|xyz| <= 0.3 m,
     any rpy), masses 0.5-3 kg, CoM offsets and valid inertias."""
-    from trees import random_inertia
+    from tests.support.trees import random_inertia
     rng = np.random.default_rng(seed)
     bodies = []
     for k in range(n):
@@ -111,7 +111,8 @@ def once(fn, repeats: int) -> float:
 
 def bench_calls(name: str, model: Model, repeats: int, reference: bool) -> dict:
     import pinocchio as pin
-    from pin_twin import q_to_pin, to_pinocchio
+
+    from tests.support.pin_twin import q_to_pin, to_pinocchio
     cm = Core(model)
     pm = to_pinocchio(model)
     pd = pm.createData()
@@ -145,7 +146,8 @@ def bench_sim(name: str, model: Model, repeats: int, seconds: float = 10.0, h: f
     """seconds of RK4 at step h from a random state, zero joint torques, gravity."""
     import mujoco
     import pinocchio as pin
-    from pin_twin import to_pinocchio
+
+    from tests.support.pin_twin import to_pinocchio
     n = round(seconds / h)
     cm = Core(model)
     cm.set_solver("rk4", h_max=h)

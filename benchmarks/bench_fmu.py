@@ -2,7 +2,7 @@
 Real and Integer outputs, as Simulink reads every connected output each step), at 1 ms steps
 (rk4, h_max = 1 ms: one internal step per communication step), for the SCARA and the spacecraft:
 
-- native FMU through the plain C host (tests/c_host/fmu_run.c compiled by zig, timed in C);
+- native FMU through the plain C host (tests/support/c_host/fmu_run.c compiled by zig, timed in C);
 - native FMU through fmpy's FMU2Slave (ctypes calls from Python);
 - python-runtime FMU through fmpy (and through the C host when its loader runs here);
 - in-process: Simulator.step plus the same outputs (state, invariants, qdd).
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "scenarios" / "models"
-HOST = ROOT / "tests" / "c_host" / "fmu_run.c"
+HOST = ROOT / "tests" / "support" / "c_host" / "fmu_run.c"
 HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
 DT = 1e-3
 

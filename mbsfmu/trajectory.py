@@ -58,7 +58,7 @@ the checker names any that are missing. The smallest export is the inertial abso
 ``time``, ``g``, and per body ``m``, ``I``, ``omega``, ``r_abs``, ``rdot_abs`` (plus wheels' ``h``,
 ``Iw`` and springs' ``k``, ``x``), checked with ``--procedure 2 --energy-procedure 1``.
 
-Exporting from MuJoCo (checked in tests/test_invariants.py): for body b, ``m = model.body_mass[b]``,
+Exporting from MuJoCo (checked in tests/checker/test_checks.py): for body b, ``m = model.body_mass[b]``,
 ``r_abs = data.xipos[b]``, ``I = X diag(model.body_inertia[b]) X^T`` with
 ``X = data.ximat[b].reshape(3, 3)``, and ``[omega, rdot_abs]`` = the 6-vector from
 ``mujoco.mj_objectVelocity(model, data, mjOBJ_BODY, b, res, 0)`` (world axes, at the CoM).

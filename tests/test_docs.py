@@ -68,3 +68,19 @@ def test_docs_pages_cited_in_the_code_exist():
     assert cited, "no docs page cited"
     missing = {ref: str(where) for ref, where in cited.items() if not (ROOT / ref).is_file()}
     assert not missing, missing
+
+
+def test_test_files_cited_anywhere_exist():
+    """Every test file or folder (tests/<path>) that the docs, README, changelog, comments and
+    docstrings cite exists: the tests mirror the packages, and a moved test takes its citations along."""
+    cited = {}
+    texts = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "pyproject.toml", *(ROOT / "docs").rglob("*.md")]
+    for folder in ("mbsfmu", "mbsfmu_ros", "tests", "scenarios", "benchmarks"):
+        texts += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".yaml", ".yml", ".c", ".h", ".xml")]
+    for path in texts:
+        if path.is_file():
+            for ref in re.findall(r"\btests/[\w./-]*[\w/]", path.read_text(encoding="utf-8", errors="replace")):
+                cited.setdefault(ref.rstrip("/"), path.relative_to(ROOT))
+    assert cited, "no test file cited"
+    missing = {ref: str(where) for ref, where in cited.items() if not (ROOT / ref).exists()}
+    assert not missing, missing

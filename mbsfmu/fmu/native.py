@@ -215,6 +215,7 @@ def build_native_fmu(model: str | Path, output: str | Path | None = None, *, nam
     output = Path(output) if output is not None else Path(f"{identifier}.fmu")
     if output.is_dir():
         output = output / f"{identifier}.fmu"
+    output.parent.mkdir(parents=True, exist_ok=True)    # before the compile: a bad --out fails in ms, not after it
     guid = str(uuid.uuid4())
     info = build_info(guid, identifier, m.name, naming,
                       (f"mbsfmu rigid multibody model {m.name}: {m.N} bodies, nq = {m.nq}, nv = {m.nv} "
