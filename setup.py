@@ -1,6 +1,7 @@
 """Install-time build of the C engine core (mbsfmu/engine/native) with zig's C compiler (PyPI ziglang,
 a build requirement): ``pip install .`` and ``pip install -e .`` need no system compiler, and the
 first simulation step has no compile wait. Everything else is in pyproject.toml."""
+
 import importlib.util
 from pathlib import Path
 
@@ -12,7 +13,9 @@ HERE = Path(__file__).resolve().parent
 
 def _native_build():
     """mbsfmu/engine/native/build.py loaded by path (it imports only the standard library)."""
-    spec = importlib.util.spec_from_file_location("mbsfmu_native_build", HERE / "mbsfmu" / "engine" / "native" / "build.py")
+    spec = importlib.util.spec_from_file_location(
+        "mbsfmu_native_build", HERE / "mbsfmu" / "engine" / "native" / "build.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -25,7 +28,9 @@ class BuildPyWithCore(build_py):
     def run(self):
         super().run()
         nb = _native_build()
-        dest = (HERE if getattr(self, "editable_mode", False) else Path(self.build_lib)) / "mbsfmu" / "engine" / "native"
+        dest = (
+            (HERE if getattr(self, "editable_mode", False) else Path(self.build_lib)) / "mbsfmu" / "engine" / "native"
+        )
         nb.remove_stale(dest)
         nb.build_library(dest, progress=lambda m: print(m, flush=True))
 

@@ -8,11 +8,13 @@ Real and Integer outputs, as Simulink reads every connected output each step), a
 - in-process: Simulator.step plus the same outputs (state, invariants, qdd).
 
 Prints medians of --repeat runs, wall and CPU time (the CPU time is the steadier number on a
-loaded machine): us per step, real-time factor (dt / time per step) and the native/python ratios; with --build, the ``mbsfmu build-fmu`` wall time cold (an empty temporary
+loaded machine): us per step, real-time factor (dt / time per step) and the native/python ratios;
+with --build, the ``mbsfmu build-fmu`` wall time cold (an empty temporary
 ZIG_GLOBAL_CACHE_DIR: zig builds its C library caches for the three targets) and warm.
 
     python benchmarks/bench_fmu.py [--steps 2000] [--py-steps 300] [--repeat 5] [--build]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,10 +38,16 @@ DT = 1e-3
 def outputs(fmu: Path) -> tuple[list[int], list[int], str, str]:
     with zipfile.ZipFile(fmu) as z:
         root = ET.fromstring(z.read("modelDescription.xml"))
-    reals = [int(sv.get("valueReference")) for sv in root.find("ModelVariables")
-             if sv.get("causality") == "output" and sv.find("Real") is not None]
-    ints = [int(sv.get("valueReference")) for sv in root.find("ModelVariables")
-            if sv.get("causality") == "output" and sv.find("Integer") is not None]
+    reals = [
+        int(sv.get("valueReference"))
+        for sv in root.find("ModelVariables")
+        if sv.get("causality") == "output" and sv.find("Real") is not None
+    ]
+    ints = [
+        int(sv.get("valueReference"))
+        for sv in root.find("ModelVariables")
+        if sv.get("causality") == "output" and sv.find("Integer") is not None
+    ]
     return reals, ints, root.get("guid"), root.find("CoSimulation").get("modelIdentifier")
 
 
@@ -53,8 +61,23 @@ def extract(fmu: Path, dest: Path) -> Path:
 
 def c_host(work: Path) -> Path:
     exe = work / "fmu_run"
-    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-gnu.2.17", "-O2", f"-I{HEADERS}",
-                    str(HOST), "-o", str(exe), "-ldl"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ziglang",
+            "cc",
+            "-target",
+            "x86_64-linux-gnu.2.17",
+            "-O2",
+            f"-I{HEADERS}",
+            str(HOST),
+            "-o",
+            str(exe),
+            "-ldl",
+        ],
+        check=True,
+    )
     return exe
 
 
@@ -62,8 +85,17 @@ def via_c_host(exe: Path, x: Path, fmu: Path, steps: int) -> tuple[float, float]
     """(wall, CPU) seconds per step (doStep + every output), timed inside the C host."""
     reals, ints, guid, ident = outputs(fmu)
     lib = x / "binaries" / "linux64" / f"{ident}.so"
-    cmd = [str(exe), str(lib), guid, (x / "resources").as_uri(), str(steps), repr(DT), "--real",
-           ",".join(map(str, reals)), "--bench"]
+    cmd = [
+        str(exe),
+        str(lib),
+        guid,
+        (x / "resources").as_uri(),
+        str(steps),
+        repr(DT),
+        "--real",
+        ",".join(map(str, reals)),
+        "--bench",
+    ]
     if ints:
         cmd += ["--int", ",".join(map(str, ints))]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -75,6 +107,7 @@ def via_c_host(exe: Path, x: Path, fmu: Path, steps: int) -> tuple[float, float]
 
 def via_fmpy(x: Path, fmu: Path, steps: int) -> tuple[float, float]:
     from fmpy.fmi2 import FMU2Slave
+
     reals, ints, guid, ident = outputs(fmu)
     f = FMU2Slave(guid=guid, unzipDirectory=str(x), modelIdentifier=ident, instanceName="bench")
     f.instantiate()
@@ -99,6 +132,7 @@ def in_process(model: Path, steps: int) -> tuple[float, float]:
     """Simulator.step plus the outputs the FMU offers: state, invariants, qdd."""
     import mbsfmu
     from mbsfmu.sim.simulator import Simulator
+
     sim = Simulator(mbsfmu.load_model(model), integrator="rk4", h_max=DT)
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
@@ -115,8 +149,12 @@ def build_times(model: Path, work: Path) -> tuple[float, float]:
     times = []
     for k in range(2):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mbsfmu", "build-fmu", str(model), "-o", str(work / f"b{k}.fmu")],
-                       check=True, env=env, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "mbsfmu", "build-fmu", str(model), "-o", str(work / f"b{k}.fmu")],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
         times.append(time.perf_counter() - t0)
     return times[0], times[1]
 
@@ -131,11 +169,14 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from mbsfmu.fmu import build_fmu
     from mbsfmu.fmu.native import build_native_fmu
+
     with tempfile.TemporaryDirectory(prefix="mbsfmu_bench_") as tmp:
         work = Path(tmp)
         exe = c_host(work)
-        print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; per step: doStep + every output; dt = 1 ms; "
-              f"medians of {args.repeat} runs")
+        print(
+            f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; per step: doStep + every output; dt = 1 ms; "
+            f"medians of {args.repeat} runs"
+        )
         for name in args.models:
             model = MODELS / f"{name}.yaml"
             nat = build_native_fmu(model, work / f"{name}-native.fmu", platforms=("linux64",), progress=None)
@@ -143,25 +184,32 @@ def main(argv=None) -> int:
             xn, xp = extract(nat, work / f"x-{name}-n"), extract(py, work / f"x-{name}-p")
             n_out = sum(map(len, outputs(nat)[:2]))
             res = {}
-            kinds = (("native, C host", via_c_host, (exe, xn, nat, args.steps)),
-                     ("native, fmpy", via_fmpy, (xn, nat, args.steps)),
-                     ("python runtime, fmpy", via_fmpy, (xp, py, args.py_steps)),
-                     ("python runtime, C host", via_c_host, (exe, xp, py, args.py_steps)),
-                     ("in-process Simulator", in_process, (model, args.steps)))
+            kinds = (
+                ("native, C host", via_c_host, (exe, xn, nat, args.steps)),
+                ("native, fmpy", via_fmpy, (xn, nat, args.steps)),
+                ("python runtime, fmpy", via_fmpy, (xp, py, args.py_steps)),
+                ("python runtime, C host", via_c_host, (exe, xp, py, args.py_steps)),
+                ("in-process Simulator", in_process, (model, args.steps)),
+            )
             for label, fn, fargs in kinds:
                 try:
                     runs = [fn(*fargs) for _ in range(args.repeat)]
                     res[label] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-                except Exception as e:      # noqa: BLE001 (a benchmark reports what it could not run)
+                except Exception as e:  # noqa: BLE001 (a benchmark reports what it could not run)
                     res[label] = None
                     print(f"  {label}: not run ({type(e).__name__}: {str(e)[-300:]})")
             print(f"\n{name}: {n_out} outputs read per step")
             for label, r in res.items():
                 if r is not None:
-                    print(f"  {label:<24} wall {r[0] * 1e6:9.2f} us/step (real-time factor {DT / r[0]:7.1f})   "
-                          f"CPU {r[1] * 1e6:9.2f} us/step (real-time factor {DT / r[1]:7.1f})")
-            for a, b in (("native, fmpy", "python runtime, fmpy"), ("native, C host", "python runtime, C host"),
-                         ("native, C host", "python runtime, fmpy")):
+                    print(
+                        f"  {label:<24} wall {r[0] * 1e6:9.2f} us/step (real-time factor {DT / r[0]:7.1f})   "
+                        f"CPU {r[1] * 1e6:9.2f} us/step (real-time factor {DT / r[1]:7.1f})"
+                    )
+            for a, b in (
+                ("native, fmpy", "python runtime, fmpy"),
+                ("native, C host", "python runtime, C host"),
+                ("native, C host", "python runtime, fmpy"),
+            ):
                 if res.get(a) and res.get(b):
                     print(f"  {b} / {a}: wall {res[b][0] / res[a][0]:.1f}x, CPU {res[b][1] / res[a][1]:.1f}x")
         if args.build:

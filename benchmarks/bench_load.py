@@ -9,6 +9,7 @@ wall time [s] of --repeats loads, split into YAML parsing and the rest (Model co
 and the exponent of the time between the two sizes (1.0 = linear; the dense check this replaced
 was O(N^3), a 1,000-link chain took 36 s and 10,000 bodies did not finish in 900 s).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,10 +25,17 @@ import yaml
 
 def model_doc(n: int, shape: str) -> dict:
     """A chain (each body on the previous one) or a star (every body on b0) of n bodies."""
-    bodies = [{"name": f"b{k}", "parent": "world" if k == 0 else (f"b{k - 1}" if shape == "chain" else "b0"),
-               "joint": {"type": "revolute", "axis": [0, k % 2, 1 - k % 2], "origin": {"xyz": [0.1, 0, 0]}},
-               "mass": 1.0, "com": [0.05, 0, 0], "inertia": {"Ixx": 0.01, "Iyy": 0.01, "Izz": 0.01}}
-              for k in range(n)]
+    bodies = [
+        {
+            "name": f"b{k}",
+            "parent": "world" if k == 0 else (f"b{k - 1}" if shape == "chain" else "b0"),
+            "joint": {"type": "revolute", "axis": [0, k % 2, 1 - k % 2], "origin": {"xyz": [0.1, 0, 0]}},
+            "mass": 1.0,
+            "com": [0.05, 0, 0],
+            "inertia": {"Ixx": 0.01, "Iyy": 0.01, "Izz": 0.01},
+        }
+        for k in range(n)
+    ]
     return {"version": 1, "name": f"{shape}{n}", "bodies": bodies}
 
 
@@ -39,6 +47,7 @@ def main() -> None:
     args = ap.parse_args()
     from mbsfmu import load_model
     from mbsfmu.io.model_file import parse_file
+
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for shape in ("chain", "star"):
@@ -56,8 +65,11 @@ def main() -> None:
                     total.append(t2 - t1)
                     assert model.N == n
                 out[f"{shape}{n}"] = {"load_s": statistics.median(total), "yaml_parse_s": statistics.median(parse)}
-                print(f"{shape:5s} N = {n:6d}: load {out[f'{shape}{n}']['load_s']:7.2f} s "
-                      f"(YAML parse {out[f'{shape}{n}']['yaml_parse_s']:6.2f} s)", flush=True)
+                print(
+                    f"{shape:5s} N = {n:6d}: load {out[f'{shape}{n}']['load_s']:7.2f} s "
+                    f"(YAML parse {out[f'{shape}{n}']['yaml_parse_s']:6.2f} s)",
+                    flush=True,
+                )
     if len(args.sizes) >= 2:
         a, b = args.sizes[0], args.sizes[-1]
         for shape in ("chain", "star"):

@@ -12,6 +12,7 @@ Client-side numbers come from the arrival times of /joint_states in this process
 numbers (lateness, work per cycle, overruns) from its real_time diagnostic. Needs the ``ros``
 extra (or a sourced ROS 2).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,14 @@ def _real_time_values(client) -> dict[str, float]:
 def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
-    params = {"publish_rate": rate, "physics_step": 1.0 / rate, "real_time_factor": 1.0, "diagnostics_rate": 1.0,
-              **extra}
+
+    params = {
+        "publish_rate": rate,
+        "physics_step": 1.0 / rate,
+        "real_time_factor": 1.0,
+        "diagnostics_rate": 1.0,
+        **extra,
+    }
     sandbox = rt.Sandbox(label)
     proc = rt.start_node(MODEL, params, sandbox, log_dir / f"{label}.log")
     client = rt.Client(sandbox, proc, name="bench_client")
@@ -59,25 +66,35 @@ def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -
         client.subscribe("/diagnostics", DiagnosticArray)
         if not client.spin_until(lambda: len(client.msgs["/joint_states"]) > 50, 30):
             raise RuntimeError(f"{label}: no joint states; node log:\n{rt.read_log(log_dir / f'{label}.log')}")
-        client.spin_for(1.0)                               # warm-up
+        client.spin_for(1.0)  # warm-up
         n0 = len(client.msgs["/joint_states"])
         client.spin_for(seconds)
         arr = np.array(client.arrivals["/joint_states"][n0:])
-        stamps = np.array([cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec)
-                           for m in client.msgs["/joint_states"][n0:]]) * 1e-9
+        stamps = (
+            np.array(
+                [cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec) for m in client.msgs["/joint_states"][n0:]]
+            )
+            * 1e-9
+        )
         wall = arr[-1] - arr[0]
         dt = np.diff(arr)
         period = 1.0 / rate
         node = _real_time_values(client)
-        return {"variant": label, "target_hz": rate, "received": int(len(arr)),
-                "rate_hz": (len(arr) - 1) / wall, "real_time_factor": (stamps[-1] - stamps[0]) / wall,
-                "period_p50_ms": 1e3 * float(np.percentile(dt, 50)), "period_p99_ms": 1e3 * float(np.percentile(dt, 99)),
-                "jitter_p50_ms": 1e3 * float(np.percentile(np.abs(dt - period), 50)),
-                "jitter_p99_ms": 1e3 * float(np.percentile(np.abs(dt - period), 99)),
-                "missing_stamps": int(round((stamps[-1] - stamps[0]) / period)) + 1 - len(stamps),
-                "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
-                "node_lateness_p99_ms": 1e3 * node.get("lateness_p99", np.nan),
-                "node_overrun_fraction": node.get("overrun_fraction", np.nan)}
+        return {
+            "variant": label,
+            "target_hz": rate,
+            "received": int(len(arr)),
+            "rate_hz": (len(arr) - 1) / wall,
+            "real_time_factor": (stamps[-1] - stamps[0]) / wall,
+            "period_p50_ms": 1e3 * float(np.percentile(dt, 50)),
+            "period_p99_ms": 1e3 * float(np.percentile(dt, 99)),
+            "jitter_p50_ms": 1e3 * float(np.percentile(np.abs(dt - period), 50)),
+            "jitter_p99_ms": 1e3 * float(np.percentile(np.abs(dt - period), 99)),
+            "missing_stamps": int(round((stamps[-1] - stamps[0]) / period)) + 1 - len(stamps),
+            "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
+            "node_lateness_p99_ms": 1e3 * node.get("lateness_p99", np.nan),
+            "node_overrun_fraction": node.get("overrun_fraction", np.nan),
+        }
     finally:
         rt.stop_node(proc)
         client.close()
@@ -87,6 +104,7 @@ def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -
 def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
@@ -120,9 +138,15 @@ def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Pat
         client.spin_for(seconds)
         n, w = len(rtt) - n0, time.perf_counter() - w0
         r = np.array(rtt[n0:])
-        return {"variant": label, "cycle_s": 1.0 / rate, "round_trips": n, "round_trips_per_s": n / w,
-                "real_time_factor": n / rate / w, "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
-                "rtt_p99_ms": 1e3 * float(np.percentile(r, 99))}
+        return {
+            "variant": label,
+            "cycle_s": 1.0 / rate,
+            "round_trips": n,
+            "round_trips_per_s": n / w,
+            "real_time_factor": n / rate / w,
+            "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
+            "rtt_p99_ms": 1e3 * float(np.percentile(r, 99)),
+        }
     finally:
         rt.stop_node(proc)
         client.close()
@@ -139,27 +163,38 @@ def main(argv=None) -> int:
     logs = Path(args.logs)
     logs.mkdir(parents=True, exist_ok=True)
     results = []
-    for label, rate, extra in (("paced", args.rate, {}), ("paced_events", args.rate, {"executor": "events"}),
-                               ("paced_decim10", args.rate, {"invariants_decimation": 10}),
-                               ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
-                               ("paced_200Hz", 200.0, {}), ("paced_200Hz_events", 200.0, {"executor": "events"})):
+    for label, rate, extra in (
+        ("paced", args.rate, {}),
+        ("paced_events", args.rate, {"executor": "events"}),
+        ("paced_decim10", args.rate, {"invariants_decimation": 10}),
+        ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
+        ("paced_200Hz", 200.0, {}),
+        ("paced_200Hz_events", 200.0, {"executor": "events"}),
+    ):
         results.append(paced(rate, args.seconds, extra, label, logs))
         print(json.dumps(results[-1]), flush=True)
     for label, extra in (("lockstep", {}), ("lockstep_events", {"executor": "events"})):
         results.append(lock_step(args.rate, args.seconds, extra, label, logs))
         print(json.dumps(results[-1]), flush=True)
     print()
-    print(f"{'variant':<22} {'rate [Hz]':>10} {'RTF':>6} {'period p50/p99 [ms]':>20} {'jitter p50/p99 [ms]':>20} "
-          f"{'node work p50 [ms]':>18} {'overruns':>8}")
+    print(
+        f"{'variant':<22} {'rate [Hz]':>10} {'RTF':>6} {'period p50/p99 [ms]':>20} {'jitter p50/p99 [ms]':>20} "
+        f"{'node work p50 [ms]':>18} {'overruns':>8}"
+    )
     for r in results:
         if "rate_hz" in r:
-            print(f"{r['variant']:<22} {r['rate_hz']:>10.1f} {r['real_time_factor']:>6.3f} "
-                  f"{r['period_p50_ms']:>9.3f}/{r['period_p99_ms']:<10.3f} {r['jitter_p50_ms']:>9.3f}/{r['jitter_p99_ms']:<10.3f} "
-                  f"{r['node_work_p50_ms']:>18.3f} {r['node_overrun_fraction']:>8.3f}")
+            print(
+                f"{r['variant']:<22} {r['rate_hz']:>10.1f} {r['real_time_factor']:>6.3f} "
+                f"{r['period_p50_ms']:>9.3f}/{r['period_p99_ms']:<10.3f} "
+                f"{r['jitter_p50_ms']:>9.3f}/{r['jitter_p99_ms']:<10.3f} "
+                f"{r['node_work_p50_ms']:>18.3f} {r['node_overrun_fraction']:>8.3f}"
+            )
         else:
-            print(f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
-                  f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
-                  f"{1e3 * r['cycle_s']:g} ms)")
+            print(
+                f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
+                f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
+                f"{1e3 * r['cycle_s']:g} ms)"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -4,10 +4,10 @@ Docstrings cite their sources by title and equation ("MBS Momentum Testing Eq. 9
 Eq. 24", "RBDA Table 7.1"); the full references, and the errata found in them, are in the
 documentation: docs/explanation/methods.md and docs/explanation/errata.md.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from .errors import InputError, MbsError, ModelError, Problem
@@ -18,8 +18,14 @@ if TYPE_CHECKING:
 
 # the public names of the engine, imported on first use: ``import mbsfmu.checker`` (numpy only, the
 # independent check) or ``import mbsfmu.trajectory`` must not load the engine and scipy
-LAZY = {"Model": ".engine.model", "Body": ".engine.spec", "Joint": ".engine.spec", "ModelSpec": ".engine.spec",
-        "Origin": ".engine.spec", "Spring": ".engine.spec"}
+LAZY = {
+    "Model": ".engine.model",
+    "Body": ".engine.spec",
+    "Joint": ".engine.spec",
+    "ModelSpec": ".engine.spec",
+    "Origin": ".engine.spec",
+    "Spring": ".engine.spec",
+}
 
 
 def _version() -> str:
@@ -27,6 +33,7 @@ def _version() -> str:
     install) the pyproject.toml beside the package; else the installed distribution's metadata,
     which pip wrote from it; else (e.g. the engine copy inside an FMU) "0+unknown"."""
     import re
+
     try:
         text = (Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8")
     except OSError:
@@ -38,6 +45,7 @@ def _version() -> str:
             return found.group(1)
     if __name__ == "mbsfmu":
         from importlib import metadata
+
         try:
             return metadata.version("mbsfmu")
         except metadata.PackageNotFoundError:
@@ -54,6 +62,7 @@ def __getattr__(name: str):
         return __version__
     if name in LAZY:
         import importlib
+
         value = getattr(importlib.import_module(LAZY[name], __name__), name)
         globals()[name] = value
         return value
@@ -66,16 +75,31 @@ def load_model(path: str | Path) -> Model:
     initial state; see docs/guides/urdf.md). ModelError lists every problem."""
     from .engine.model import Model
     from .io.model_file import parse_file, spec_from_dict
+
     if Path(path).suffix.lower() == ".urdf":
         from .io.urdf import load_urdf
+
         return load_urdf(path)
     data, lines = parse_file(path)
     if isinstance(data, dict) and "urdf" in data:
         from .io.urdf import load_overlay
+
         return load_overlay(data, lines, path)
     spec = spec_from_dict(data, lines, str(path))
     return Model(spec, source=str(path), lines=lines)
 
 
-__all__ = ["Body", "InputError", "Joint", "MbsError", "Model", "ModelError", "ModelSpec", "Origin", "Problem",
-           "Spring", "load_model", "__version__"]
+__all__ = [
+    "Body",
+    "InputError",
+    "Joint",
+    "MbsError",
+    "Model",
+    "ModelError",
+    "ModelSpec",
+    "Origin",
+    "Problem",
+    "Spring",
+    "load_model",
+    "__version__",
+]

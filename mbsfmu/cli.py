@@ -1,4 +1,5 @@
 """The ``mbsfmu`` command: one subcommand per face, each adding its own subparser."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,17 +9,22 @@ import sys
 
 from .errors import MbsError
 
-PURPOSE = ("mbsfmu: rigid multibody dynamics with independent momentum and energy checks. Run scenario "
-           "files, check any simulator's trajectory, build FMI 2.0 Co-Simulation FMUs, co-simulate, sweep "
-           "parameters, or serve a model as a ROS 2 node.")
-EXAMPLES = ("examples:\n  mbsfmu list\n  mbsfmu run scenarios/spacecraft_free.yaml -o out/spacecraft_free\n"
-            "  mbsfmu info scenarios/models/scara.yaml\n"
-            "  mbsfmu check out/spacecraft_free/trajectory.csv --procedure 1\n"
-            "\n`mbsfmu COMMAND --help` describes each command.")
+PURPOSE = (
+    "mbsfmu: rigid multibody dynamics with independent momentum and energy checks. Run scenario "
+    "files, check any simulator's trajectory, build FMI 2.0 Co-Simulation FMUs, co-simulate, sweep "
+    "parameters, or serve a model as a ROS 2 node."
+)
+EXAMPLES = (
+    "examples:\n  mbsfmu list\n  mbsfmu run scenarios/spacecraft_free.yaml -o out/spacecraft_free\n"
+    "  mbsfmu info scenarios/models/scara.yaml\n"
+    "  mbsfmu check out/spacecraft_free/trajectory.csv --procedure 1\n"
+    "\n`mbsfmu COMMAND --help` describes each command."
+)
 
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("mbsfmu")
     except PackageNotFoundError:
@@ -50,7 +56,7 @@ class Parser(argparse.ArgumentParser):
             if not opt.startswith("-") or opt in known or _is_number(opt) or opt in ("-", "--"):
                 continue
             if opt.startswith("--") and any(k.startswith(opt) for k in known):
-                continue        # an abbreviation argparse accepts
+                continue  # an abbreviation argparse accepts
             close = difflib.get_close_matches(opt, known, n=1, cutoff=0.6)
             if close:
                 hints.append(f"unknown option {opt}: did you mean {close[0]}?")
@@ -86,18 +92,23 @@ def bodies_text(n_bodies: int, n_wheels: int) -> str:
 
 def _info(args) -> int:
     from . import load_model
+
     m = load_model(args.model)
     n_wheels = len(m.wheels)
-    print(f"model {m.name} ({args.model}): {bodies_text(m.N - n_wheels, n_wheels)}, nq = {m.nq}, nv = {m.nv}, "
-          f"gravity {m.gravity.tolist()} m/s^2")
+    print(
+        f"model {m.name} ({args.model}): {bodies_text(m.N - n_wheels, n_wheels)}, nq = {m.nq}, nv = {m.nv}, "
+        f"gravity {m.gravity.tolist()} m/s^2"
+    )
     print(f"{'#':>3}  {'body':<16} {'parent (L)':<16} {'joint':<12} {'type':<10} {'nq':>2} {'nv':>2} {'mass [kg]':>10}")
     t = m.tree
     for i, b in enumerate(m.bodies, start=1):
         p = "world" if m.L[i] == 0 else m.body_names[m.L[i] - 1]
         kind = "wheel" if b.name in m.wheels else b.joint.type
-        print(f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} "
-              f"{t.mass[i]:>10.4g}")
+        print(
+            f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} {t.mass[i]:>10.4g}"
+        )
     from .engine.forces import ForceElements
+
     sim_inputs = ForceElements(m).layout.names
     print(f"inputs: {', '.join(sim_inputs) or 'none'}")
     return 0
@@ -108,6 +119,7 @@ def _run(args) -> int:
     from .scenario.report import make_out_dir
     from .scenario.run import estimate_wall, run_scenario
     from .scenario.spec import load_scenario
+
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
     make_out_dir(args.out)
@@ -115,8 +127,11 @@ def _run(args) -> int:
         T = scn.duration if duration is None else duration
         check_run_length(T, scn.dt, scn.integrator, controller=bool(scn.controller))
         wall, how = estimate_wall(scn, T)
-        print(f"scenario {scn.name}: {T:g} s to simulate, estimated wall time {_duration_text(wall)} ({how})",
-              file=sys.stderr, flush=True)
+        print(
+            f"scenario {scn.name}: {T:g} s to simulate, estimated wall time {_duration_text(wall)} ({how})",
+            file=sys.stderr,
+            flush=True,
+        )
     report = run_scenario(scn, args.out, duration=duration, progress=not args.no_progress, record=args.record)
     return _print_report(scn, report, args.out, scn.integrator["method"])
 
@@ -135,10 +150,18 @@ def _duration_text(seconds: float) -> str:
 def _cosim(args) -> int:
     from .cosim import run_cosim
     from .scenario.spec import load_scenario
+
     scn = load_scenario(args.scenario)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
-    report = run_cosim(scn, args.out, duration=duration, master=args.master, scheme=args.scheme,
-                       fmu_dir=args.fmu_dir, progress=not args.no_progress)
+    report = run_cosim(
+        scn,
+        args.out,
+        duration=duration,
+        master=args.master,
+        scheme=args.scheme,
+        fmu_dir=args.fmu_dir,
+        progress=not args.no_progress,
+    )
     c = report["cosim"]
     fmus = ", ".join(f"{n} ({'builtin ' + f['builtin'] if f['builtin'] else f['path']})" for n, f in c["fmus"].items())
     order = f" ({' -> '.join(c['order'])})" if c["order"] else ""
@@ -154,25 +177,36 @@ def _cosim(args) -> int:
 def _print_report(scn, report: dict, out, how: str) -> int:
     """The summary of a run (``mbsfmu run`` and ``mbsfmu cosim``); the exit code (130 after Ctrl-C)."""
     from .checker.checks import summary_table
+
     if report.get("interrupted"):
-        print(f"mbsfmu: {report['interrupted']}; rows up to then in {out}/trajectory.csv, "
-              f"{'report in ' + str(out) + '/report.json' if not report.get('write_error') else report['write_error']}",
-              file=sys.stderr)
+        print(
+            f"mbsfmu: {report['interrupted']}; rows up to then in {out}/trajectory.csv, "
+            f"{'report in ' + str(out) + '/report.json' if not report.get('write_error') else report['write_error']}",
+            file=sys.stderr,
+        )
         return 130
     t_end = report.get("t_end")
-    simulated = (f"{t_end:g} s simulated" if t_end is not None and not report.get("error") else
-                 f"stopped at t = {t_end:g} s of {report['duration']:g} s" if t_end is not None else
-                 f"no row of {report['duration']:g} s simulated")
-    print(f"scenario {scn.name}: {simulated} in {report['wall_time_s']:.2f} s wall "
-          f"(real-time factor {report['real_time_factor']:.3g}), {how}; "
-          f"outputs in {out}/trajectory.csv, {out}/report.json")
+    simulated = (
+        f"{t_end:g} s simulated"
+        if t_end is not None and not report.get("error")
+        else f"stopped at t = {t_end:g} s of {report['duration']:g} s"
+        if t_end is not None
+        else f"no row of {report['duration']:g} s simulated"
+    )
+    print(
+        f"scenario {scn.name}: {simulated} in {report['wall_time_s']:.2f} s wall "
+        f"(real-time factor {report['real_time_factor']:.3g}), {how}; "
+        f"outputs in {out}/trajectory.csv, {out}/report.json"
+    )
     if report.get("error"):
         print(f"mbsfmu: error: run stopped: {report['error']} (trajectory up to then written)", file=sys.stderr)
     if report.get("write_error"):
         print(f"mbsfmu: error: {report['write_error']} (the summary below is all there is)", file=sys.stderr)
     if report.get("plot_error"):
-        print(f"mbsfmu: warning: plots not written: {report['plot_error']} (report and trajectory are complete)",
-              file=sys.stderr)
+        print(
+            f"mbsfmu: warning: plots not written: {report['plot_error']} (report and trajectory are complete)",
+            file=sys.stderr,
+        )
     if report.get("checks"):
         print(summary_table(report))
     for name, why in report.get("skipped_checks", {}).items():
@@ -189,12 +223,15 @@ def _print_report(scn, report: dict, out, how: str) -> int:
                 detail = "no rows in its time window"
             else:
                 detail = f"max |error| {e['max_abs']:.3g} (at t = {e['at_t']:.6g} s)"
-            print(f"{kind:<9} {name[:60]:<60} {detail}  tol {e.get('tol', float('nan')):.3g}  "
-                  f"{'PASS' if e['passed'] else 'FAIL'}")
+            print(
+                f"{kind:<9} {name[:60]:<60} {detail}  tol {e.get('tol', float('nan')):.3g}  "
+                f"{'PASS' if e['passed'] else 'FAIL'}"
+            )
     failed = not report["passed"] or report.get("write_error")
     if not failed and not report.get("checked", True):
-        print(f"scenario {scn.name}: COMPLETED, NOTHING CHECKED (the scenario has no checks, references or final "
-              f"values)")
+        print(
+            f"scenario {scn.name}: COMPLETED, NOTHING CHECKED (the scenario has no checks, references or final values)"
+        )
     else:
         print(f"scenario {scn.name}: {'FAIL' if failed else 'PASS'}")
     return 1 if failed else 0
@@ -205,15 +242,23 @@ def _list(args) -> int:
 
     from .scenario.run import estimate_wall
     from .scenario.spec import load_scenario
-    here = Path(args.dir) if args.dir else next(
-        (d for d in (Path("scenarios"), Path(__file__).resolve().parents[1] / "scenarios") if d.is_dir()), None)
+
+    here = (
+        Path(args.dir)
+        if args.dir
+        else next(
+            (d for d in (Path("scenarios"), Path(__file__).resolve().parents[1] / "scenarios") if d.is_dir()), None
+        )
+    )
     if here is None or not here.is_dir():
         print(f"mbsfmu: error: no scenario folder {str(here or 'scenarios')!r}", file=sys.stderr)
         return 2
     paths = sorted(p for p in here.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
     if args.estimate:
-        print("est. wall: the first output intervals simulated for ~0.3 s of wall time, extrapolated to the "
-              "duration (the dynamics may speed up or slow down later)")
+        print(
+            "est. wall: the first output intervals simulated for ~0.3 s of wall time, extrapolated to the "
+            "duration (the dynamics may speed up or slow down later)"
+        )
     models = []
     for path in paths:
         try:
@@ -245,6 +290,7 @@ def _list(args) -> int:
 def _as_model(path):
     """The model in ``path`` if the file is a model file, else None."""
     from . import load_model
+
     try:
         return load_model(path)
     except (MbsError, OSError, RecursionError, MemoryError, ValueError):
@@ -256,16 +302,21 @@ def _ros(args) -> int:
     try:
         from mbsfmu_ros.node import main as ros_main
     except ImportError as e:
-        print(f"mbsfmu: error: the ROS 2 node needs rclpy and the ROS 2 messages ({e}): pip install "
-              f"\"mbsfmu[ros]\" or source a ROS 2 installation (Jazzy or newer)", file=sys.stderr)
+        print(
+            f"mbsfmu: error: the ROS 2 node needs rclpy and the ROS 2 messages ({e}): pip install "
+            f"\"mbsfmu[ros]\" or source a ROS 2 installation (Jazzy or newer)",
+            file=sys.stderr,
+        )
         return 2
     return ros_main(["mbsfmu ros", args.model, *args.ros_args])
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .checker.checks import add_parser as add_check_parser
-    parser = Parser(prog="mbsfmu", description=PURPOSE, epilog=EXAMPLES,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    parser = Parser(
+        prog="mbsfmu", description=PURPOSE, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"mbsfmu {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     p = sub.add_parser("info", help="validate a model file and print its bodies, joints and topology")
@@ -279,39 +330,67 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no wall-time estimate and no progress bar")
     p.add_argument("--record", metavar="RUN.mcap", help="also write the run as ROS 2 messages in an MCAP file")
     p.set_defaults(func=_run)
-    p = sub.add_parser("cosim", help="co-simulate a scenario: its model as an FMU connected to the FMUs of its cosim: "
-                                     "section, run by fmpy or libcosim; the outputs of run")
+    p = sub.add_parser(
+        "cosim",
+        help="co-simulate a scenario: its model as an FMU connected to the FMUs of its cosim: "
+        "section, run by fmpy or libcosim; the outputs of run",
+    )
     p.add_argument("scenario", help="scenario file with a cosim: section")
     p.add_argument("-o", "--out", required=True, help="output directory (created)")
     p.add_argument("--duration", type=positive_time, help="simulated time [s] instead of the scenario's")
     p.add_argument("--quick", action="store_true", help="use the scenario's quick_duration (as CI does)")
-    p.add_argument("--master", choices=("fmpy", "libcosim"), default="fmpy",
-                   help="co-simulation master: fmpy's FMU2Slave in a fixed-step loop (default) or libcosim's "
-                        "fixed-step algorithm (libcosimpy)")
-    p.add_argument("--scheme", choices=("jacobi", "gauss-seidel"),
-                   help="fmpy loop: Jacobi or Gauss-Seidel in cosim.order (default: the scenario's cosim.scheme)")
-    p.add_argument("--fmu-dir",
-                   help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)")
+    p.add_argument(
+        "--master",
+        choices=("fmpy", "libcosim"),
+        default="fmpy",
+        help="co-simulation master: fmpy's FMU2Slave in a fixed-step loop (default) or libcosim's "
+        "fixed-step algorithm (libcosimpy)",
+    )
+    p.add_argument(
+        "--scheme",
+        choices=("jacobi", "gauss-seidel"),
+        help="fmpy loop: Jacobi or Gauss-Seidel in cosim.order (default: the scenario's cosim.scheme)",
+    )
+    p.add_argument(
+        "--fmu-dir", help="folder of built FMUs (default: a cache, $MBSFMU_FMU_CACHE or ~/.cache/mbsfmu/fmus)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cosim)
     from .campaign.sweep import add_parser as add_sweep_parser
+
     add_sweep_parser(sub)
     from .campaign.command import add_parser as add_montecarlo_parser
+
     add_montecarlo_parser(sub)
-    p = sub.add_parser("list", help="list the scenarios of a folder (default: the bundled ones) with one-line "
-                                    "descriptions and estimated wall times; model files are listed as models")
+    p = sub.add_parser(
+        "list",
+        help="list the scenarios of a folder (default: the bundled ones) with one-line "
+        "descriptions and estimated wall times; model files are listed as models",
+    )
     p.add_argument("dir", nargs="?", help="folder of scenario files (default: ./scenarios or the bundled folder)")
-    p.add_argument("--no-estimate", dest="estimate", action="store_false",
-                   help="skip the wall-time estimates (each simulates ~0.3 s of wall time)")
+    p.add_argument(
+        "--no-estimate",
+        dest="estimate",
+        action="store_false",
+        help="skip the wall-time estimates (each simulates ~0.3 s of wall time)",
+    )
     p.set_defaults(func=_list)
     add_check_parser(sub)
-    p = sub.add_parser("ros", help="run the model as a ROS 2 node (joint states, momentum, energy, diagnostics "
-                                   "out; actuator commands in); docs/guides/ros2.md")
+    p = sub.add_parser(
+        "ros",
+        help="run the model as a ROS 2 node (joint states, momentum, energy, diagnostics "
+        "out; actuator commands in); docs/guides/ros2.md",
+    )
     p.add_argument("model", help="model file (YAML/JSON/URDF)")
-    p.add_argument("ros_args", nargs=argparse.REMAINDER, metavar="--ros-args ...",
-                   help="ROS arguments, e.g. --ros-args -p real_time_factor:=0.0 -p lock_step:=true")
+    p.add_argument(
+        "ros_args",
+        nargs=argparse.REMAINDER,
+        metavar="--ros-args ...",
+        help="ROS arguments, e.g. --ros-args -p real_time_factor:=0.0 -p lock_step:=true",
+    )
     p.set_defaults(func=_ros)
     from .fmu.command import add_parser as add_fmu_parser
+
     add_fmu_parser(sub)
     return parser
 
@@ -345,6 +424,7 @@ def _default_sigpipe() -> None:
     """The Unix way for a command line tool: a closed pipe (``mbsfmu info M | head``) ends the
     process quietly by SIGPIPE instead of a BrokenPipeError traceback."""
     import signal
+
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 

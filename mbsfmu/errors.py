@@ -1,10 +1,11 @@
 """The project's own errors: every one names where the problem is and what is wrong."""
+
 from __future__ import annotations
 
 import reprlib
 from dataclasses import dataclass
 
-BRIEF_CHARS = 60   # longest rendering of a user's value in a message
+BRIEF_CHARS = 60  # longest rendering of a user's value in a message
 _BRIEF = reprlib.Repr()
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxlong, _BRIEF.maxother = 2, 40, 40, 40
 _BRIEF.maxlist = _BRIEF.maxtuple = _BRIEF.maxdict = _BRIEF.maxset = _BRIEF.maxfrozenset = 4
@@ -16,7 +17,7 @@ def brief(value: object, limit: int = BRIEF_CHARS) -> str:
     integer) costs microseconds and a line of text."""
     try:
         text = _BRIEF.repr(value)
-    except Exception:   # noqa: BLE001 - a value whose repr fails is named by its type
+    except Exception:  # noqa: BLE001 - a value whose repr fails is named by its type
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -25,6 +26,7 @@ def brief(value: object, limit: int = BRIEF_CHARS) -> str:
 class Problem:
     """One problem at ``path`` (keys and list indices into the model file), e.g.
     ("bodies", 2, "inertia", "Ixx"); ``line`` is the 1-based file line where known."""
+
     path: tuple
     message: str
     line: int | None = None
@@ -43,7 +45,7 @@ class MbsError(Exception):
 class ModelError(MbsError):
     """A model that cannot be built; lists every problem found, each with its location."""
 
-    noun = "model"      # what the file is, for the heading ("3 problem(s) in model m.yaml")
+    noun = "model"  # what the file is, for the heading ("3 problem(s) in model m.yaml")
 
     def __init__(self, problems: list[Problem], source: str = "<model>"):
         self.problems = list(problems)
@@ -62,5 +64,6 @@ class InputError(MbsError, ValueError):
 def did_you_mean(word: object, options) -> str:
     """' (did you mean 'x'?)' for the closest of options to word, else ''."""
     import difflib
+
     close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -1,6 +1,7 @@
 """Reading input files safely: only regular files, so a device (/dev/zero), a FIFO or a
 directory given as a model, scenario, URDF, CSV input or trajectory is refused with a clear
 error instead of being read without bound or blocking on open."""
+
 from __future__ import annotations
 
 import errno
@@ -8,8 +9,13 @@ import io
 import os
 import stat
 
-KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def open_regular(path: str | os.PathLike, mode: str = "r", **kwargs) -> io.IOBase:

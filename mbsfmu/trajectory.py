@@ -67,6 +67,7 @@ From Pinocchio: ``data.oMi[i]`` gives the joint frame (R, p), ``model.inertias[i
 ``I = R I_c R^T``; ``getVelocity(model, data, i, LOCAL_WORLD_ALIGNED)`` gives omega and the
 frame origin's velocity v, so ``rdot_abs = v + omega x (R c)``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -160,9 +161,9 @@ class TrajectoryWriter:
         self.path = str(path)
         self.columns: tuple[str, ...] | None = None
         self.n_rows = 0
-        self.last_time: float | None = None     # time [s] of the last row written
+        self.last_time: float | None = None  # time [s] of the last row written
         try:
-            self._f = open(self.path, "wb", buffering=0)   # one write per line: a row is on disk or not
+            self._f = open(self.path, "wb", buffering=0)  # one write per line: a row is on disk or not
         except OSError as e:
             raise TrajectoryError(f"cannot write trajectory file {self.path}: {e.strerror or e}") from None
         if columns is not None:
@@ -172,8 +173,10 @@ class TrajectoryWriter:
         cols = tuple(str(c) for c in columns)
         bad = [c for c in cols if not c or c != c.strip() or any(ch in c for ch in ',"\r\n')]
         if bad:
-            raise TrajectoryError(f"{self.path}: column names must be non-empty, without commas, quotes, "
-                                  f"newlines or surrounding blanks: {', '.join(map(repr, bad))}")
+            raise TrajectoryError(
+                f"{self.path}: column names must be non-empty, without commas, quotes, "
+                f"newlines or surrounding blanks: {', '.join(map(repr, bad))}"
+            )
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
             raise TrajectoryError(f"{self.path}: duplicate column names: {', '.join(dup)}")
@@ -198,20 +201,24 @@ class TrajectoryWriter:
                 raise TrajectoryError(
                     f"{self.path}: row {self.n_rows + 1} does not match the header"
                     + (f"; missing: {', '.join(missing)}" if missing else "")
-                    + (f"; not in the header: {', '.join(extra)}" if extra else ""))
+                    + (f"; not in the header: {', '.join(extra)}" if extra else "")
+                )
             values = [row[c] for c in self.columns]
         else:
             values = list(row)
             if len(values) != len(self.columns):
-                raise TrajectoryError(f"{self.path}: row {self.n_rows + 1} has {len(values)} values, "
-                                      f"the header has {len(self.columns)} columns")
+                raise TrajectoryError(
+                    f"{self.path}: row {self.n_rows + 1} has {len(values)} values, "
+                    f"the header has {len(self.columns)} columns"
+                )
         cells = []
         for c, v in zip(self.columns, values):
             try:
                 cells.append(repr(float(v)))
             except (TypeError, ValueError):
-                raise TrajectoryError(f"{self.path}: row {self.n_rows + 1}, column {c!r}: "
-                                      f"{v!r} is not a number") from None
+                raise TrajectoryError(
+                    f"{self.path}: row {self.n_rows + 1}, column {c!r}: {v!r} is not a number"
+                ) from None
         self._write(",".join(cells) + "\n", f"row {self.n_rows + 1}")
         self.n_rows += 1
         if self.columns is not None and "time" in self.columns:
@@ -237,14 +244,15 @@ class TrajectoryWriter:
                     self._f.seek(at)
             except OSError:
                 pass
-            raise TrajectoryError(f"cannot write {what} to {self.path}: {e.strerror or e} "
-                                  f"({self.n_rows} row(s) written before)") from None
+            raise TrajectoryError(
+                f"cannot write {what} to {self.path}: {e.strerror or e} ({self.n_rows} row(s) written before)"
+            ) from None
 
     def close(self) -> None:
         if not self._f.closed:
             try:
                 self._f.close()
-            except OSError:     # a flush that failed (disk full) was reported by write
+            except OSError:  # a flush that failed (disk full) was reported by write
                 pass
 
     def __enter__(self) -> TrajectoryWriter:
@@ -257,8 +265,8 @@ class TrajectoryWriter:
 def write_trajectory(path: str | os.PathLike, columns: Sequence[str] | None = None) -> TrajectoryWriter:
     """Open a streaming trajectory writer (see ``TrajectoryWriter``):
 
-        with write_trajectory("run.csv", names) as w:
-            for ...: w.write(row)
+    with write_trajectory("run.csv", names) as w:
+        for ...: w.write(row)
     """
     return TrajectoryWriter(path, columns)
 
@@ -291,21 +299,25 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
     names = [c.strip() for c in header]
     empty = [k + 1 for k, c in enumerate(names) if not c]
     if empty:
-        raise TrajectoryError(f"{path}: line {header_line}: header has empty column name(s) at position(s) "
-                              f"{', '.join(map(str, empty))}")
+        raise TrajectoryError(
+            f"{path}: line {header_line}: header has empty column name(s) at position(s) {', '.join(map(str, empty))}"
+        )
     dup = sorted({c for c in names if names.count(c) > 1})
     if dup:
         raise TrajectoryError(f"{path}: line {header_line}: duplicate column names: {', '.join(dup)}")
     if "time" not in names:
-        raise TrajectoryError(f"{path}: no 'time' column (the first row must be the column names, e.g. "
-                              f"time,...; found: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})")
+        raise TrajectoryError(
+            f"{path}: no 'time' column (the first row must be the column names, e.g. "
+            f"time,...; found: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
+        )
     data = lines[1:]
     if not data:
         raise TrajectoryError(f"{path}: no data rows after the header")
     for row_no, (line, r) in enumerate(data, start=1):
         if len(r) != len(names):
-            raise TrajectoryError(f"{path}: line {line} (row {row_no}) has {len(r)} cells, the header has "
-                                  f"{len(names)} columns")
+            raise TrajectoryError(
+                f"{path}: line {line} (row {row_no}) has {len(r)} cells, the header has {len(names)} columns"
+            )
     try:
         values = np.array([r for _, r in data], dtype=float)
     except ValueError:
@@ -316,8 +328,9 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
                 try:
                     float(cell)
                 except ValueError:
-                    raise TrajectoryError(f"{path}: line {line} (row {row_no}), column {name!r}: "
-                                          f"{cell.strip()!r} is not a number") from None
+                    raise TrajectoryError(
+                        f"{path}: line {line} (row {row_no}), column {name!r}: {cell.strip()!r} is not a number"
+                    ) from None
         raise TrajectoryError(f"{path}: could not read the numbers")  # pragma: no cover
     columns = {name: values[:, k].copy() for k, name in enumerate(names)}
     _check_time(columns, path, first_line=[line for line, _ in data])
@@ -331,8 +344,10 @@ def join_trajectories(a: Trajectory, b: Trajectory) -> Trajectory:
     n = min(a.n_rows, b.n_rows)
     if not np.array_equal(a.time[:n], b.time[:n]):
         k = int(np.flatnonzero(a.time[:n] != b.time[:n])[0])
-        raise TrajectoryError(f"{b.source}: row {k + 1} has time {float(b.time[k])!r} s, {a.source} has "
-                              f"{float(a.time[k])!r} s: not the same run")
+        raise TrajectoryError(
+            f"{b.source}: row {k + 1} has time {float(b.time[k])!r} s, {a.source} has "
+            f"{float(a.time[k])!r} s: not the same run"
+        )
     columns = {name: col[:n] for name, col in b.items()}
     columns.update({name: col[:n] for name, col in a.items()})
     return Trajectory(columns, f"{a.source} + {b.source}")
@@ -354,10 +369,18 @@ def _check_time(columns: Mapping[str, Array], source: str, first_line: list[int]
     back = np.flatnonzero(np.diff(t) <= 0)
     if back.size:
         k = int(back[0]) + 1
-        raise TrajectoryError(f"{source}: {where(k)}: time {float(t[k])!r} s is not greater than the previous "
-                              f"{float(t[k - 1])!r} s (time must be strictly increasing)")
+        raise TrajectoryError(
+            f"{source}: {where(k)}: time {float(t[k])!r} s is not greater than the previous "
+            f"{float(t[k - 1])!r} s (time must be strictly increasing)"
+        )
 
 
-__all__ = ["Trajectory", "TrajectoryError", "TrajectoryWriter", "join_trajectories", "read_trajectory", "save_trajectory",
-           "write_trajectory"]
-
+__all__ = [
+    "Trajectory",
+    "TrajectoryError",
+    "TrajectoryWriter",
+    "join_trajectories",
+    "read_trajectory",
+    "save_trajectory",
+    "write_trajectory",
+]

@@ -4,6 +4,7 @@
 every value and raises one ``ConfigError`` listing all problems (name, value, what is wrong).
 No rclpy here.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -20,13 +21,22 @@ EXECUTORS = ("single", "events")
 PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
     "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
-    "publish_rate": (100.0, "cycles per second of sim time [Hz]: the engine advances 1/publish_rate per cycle "
-                            "(inputs held), then publishes"),
+    "publish_rate": (
+        100.0,
+        "cycles per second of sim time [Hz]: the engine advances 1/publish_rate per cycle "
+        "(inputs held), then publishes",
+    ),
     "real_time_factor": (1.0, "target sim time / wall time: 1.0 = wall-clock paced, 0 = as fast as possible"),
-    "lock_step": (False, "advance one cycle per command for the current sim time (deterministic controller "
-                         "in the loop); pacing is then off"),
-    "command_timeout": (0.5, "sim time [s] without a command after which the inputs drop to zero (0 = never); "
-                             "also the age beyond which a stamped joint command is stale"),
+    "lock_step": (
+        False,
+        "advance one cycle per command for the current sim time (deterministic controller "
+        "in the loop); pacing is then off",
+    ),
+    "command_timeout": (
+        0.5,
+        "sim time [s] without a command after which the inputs drop to zero (0 = never); "
+        "also the age beyond which a stamped joint command is stale",
+    ),
     "integrator": ("rk4", f"one of {', '.join(INTEGRATORS)}"),
     "rtol": (1e-10, "dop853 relative tolerance"),
     "atol": (1e-12, "dop853 absolute tolerance"),
@@ -62,6 +72,7 @@ def declarations() -> list[tuple[str, object, str, bool]]:
 class NodeConfig:
     """The node's validated parameters (units and meaning: ``PARAMETERS``); thresholds maps each
     diagnostics check to (warn, error)."""
+
     model: str
     physics_step: float = 1e-3
     publish_rate: float = 100.0
@@ -106,8 +117,9 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
     for name in values:
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
-            problems.append(f"{name} = {values[name]!r}: unknown parameter"
-                            + (f" (did you mean {close[0]!r}?)" if close else ""))
+            problems.append(
+                f"{name} = {values[name]!r}: unknown parameter" + (f" (did you mean {close[0]!r}?)" if close else "")
+            )
     p = {name: values.get(name, default) for name, (default, _) in PARAMETERS.items()}
     for name, (default, _) in PARAMETERS.items():
         v = p[name]
@@ -128,8 +140,7 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         bad("integrator", f"must be one of {', '.join(INTEGRATORS)}")
     for key in ("publish_rate", "physics_step"):
         v = p[key]
-        if not (math.isfinite(v) and v > 0) and not (key == "physics_step" and v == 0
-                                                     and p["integrator"] == "dop853"):
+        if not (math.isfinite(v) and v > 0) and not (key == "physics_step" and v == 0 and p["integrator"] == "dop853"):
             note = " (0 only with integrator dop853)" if key == "physics_step" else ""
             bad(key, "must be a positive number" + note)
     for key in ("rtol", "atol"):
@@ -151,8 +162,11 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
     else:
         unknown = [c for c in checks if c not in ("auto", "none", *CONSERVATION_CHECKS)]
         if unknown:
-            bad("checks", f"unknown check(s) {', '.join(map(repr, unknown))}; expected auto, none or any of "
-                          f"{', '.join(CONSERVATION_CHECKS)}")
+            bad(
+                "checks",
+                f"unknown check(s) {', '.join(map(repr, unknown))}; expected auto, none or any of "
+                f"{', '.join(CONSERVATION_CHECKS)}",
+            )
     if not p["frame_id"]:
         bad("frame_id", "must name a frame")
     thresholds = {}
@@ -171,9 +185,21 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         thresholds[check] = (warn, error)
     if problems:
         raise ConfigError(f"{len(problems)} bad node parameter(s):\n  " + "\n  ".join(problems))
-    return NodeConfig(model=p["model"], physics_step=p["physics_step"], publish_rate=p["publish_rate"],
-                      real_time_factor=p["real_time_factor"], lock_step=p["lock_step"],
-                      command_timeout=p["command_timeout"], integrator=p["integrator"], rtol=p["rtol"], atol=p["atol"],
-                      diagnostics_rate=p["diagnostics_rate"], checks=tuple(checks),
-                      invariants_decimation=p["invariants_decimation"], frame_id=p["frame_id"],
-                      start_paused=p["start_paused"], executor=p["executor"], thresholds=thresholds)
+    return NodeConfig(
+        model=p["model"],
+        physics_step=p["physics_step"],
+        publish_rate=p["publish_rate"],
+        real_time_factor=p["real_time_factor"],
+        lock_step=p["lock_step"],
+        command_timeout=p["command_timeout"],
+        integrator=p["integrator"],
+        rtol=p["rtol"],
+        atol=p["atol"],
+        diagnostics_rate=p["diagnostics_rate"],
+        checks=tuple(checks),
+        invariants_decimation=p["invariants_decimation"],
+        frame_id=p["frame_id"],
+        start_paused=p["start_paused"],
+        executor=p["executor"],
+        thresholds=thresholds,
+    )

@@ -5,6 +5,7 @@ The node's output contents (joint states, momentum, CM, energy, /tf) are built i
 ``mbsfmu.sim.messages``, shared with the MCAP recorder; the time and joint-layout names it
 re-exports here are what command handling and the node's clients (tests, controllers) use.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -12,12 +13,36 @@ import math
 from collections.abc import Mapping, Sequence
 
 from mbsfmu.errors import InputError
-from mbsfmu.sim.messages import (ENERGY_LABELS, ENERGY_LAYOUT_LABEL, NS, JointLayout, joint_layout, ns_to_stamp,
-                                 stamp_to_ns, state_from_joint_state, time_to_ns, transforms)
+from mbsfmu.sim.messages import (
+    ENERGY_LABELS,
+    ENERGY_LAYOUT_LABEL,
+    NS,
+    JointLayout,
+    joint_layout,
+    ns_to_stamp,
+    stamp_to_ns,
+    state_from_joint_state,
+    time_to_ns,
+    transforms,
+)
 
-__all__ = ["ENERGY_LABELS", "ENERGY_LAYOUT_LABEL", "NS", "CommandError", "JointLayout", "check_command_stamp",
-           "command_aliases", "effort_command_inputs", "joint_command_inputs", "joint_layout", "ns_to_stamp",
-           "stamp_to_ns", "state_from_joint_state", "time_to_ns", "transforms"]
+__all__ = [
+    "ENERGY_LABELS",
+    "ENERGY_LAYOUT_LABEL",
+    "NS",
+    "CommandError",
+    "JointLayout",
+    "check_command_stamp",
+    "command_aliases",
+    "effort_command_inputs",
+    "joint_command_inputs",
+    "joint_layout",
+    "ns_to_stamp",
+    "stamp_to_ns",
+    "state_from_joint_state",
+    "time_to_ns",
+    "transforms",
+]
 
 
 class CommandError(InputError):
@@ -45,8 +70,10 @@ def effort_command_inputs(data: Sequence[float], input_names: Sequence[str]) -> 
     """Validated inputs from /mbs/effort_commands (std_msgs/Float64MultiArray, forward_command_
     controller rules): ``data`` must have one finite entry per input, in ``input_names`` order."""
     if len(data) != len(input_names):
-        raise CommandError(f"effort command has {len(data)} entries, the model has {len(input_names)} inputs"
-                           f"{': ' + ', '.join(input_names) if input_names else ''}; command rejected")
+        raise CommandError(
+            f"effort command has {len(data)} entries, the model has {len(input_names)} inputs"
+            f"{': ' + ', '.join(input_names) if input_names else ''}; command rejected"
+        )
     return dict(zip(input_names, _finite(data, input_names, "effort command")))
 
 
@@ -77,8 +104,9 @@ def joint_command_inputs(names: Sequence[str], effort: Sequence[float], aliases:
         for n in unknown:
             close = difflib.get_close_matches(n, list(aliases), n=1, cutoff=0.5)
             hints.append(f"{n!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise CommandError(f"joint command names unknown joint(s) {', '.join(hints)}; accepted: "
-                           f"{', '.join(aliases)}; command rejected")
+        raise CommandError(
+            f"joint command names unknown joint(s) {', '.join(hints)}; accepted: {', '.join(aliases)}; command rejected"
+        )
     dup = sorted({aliases[n] for n in names if sum(aliases[m] == aliases[n] for m in names) > 1})
     if dup:
         raise CommandError(f"joint command sets {', '.join(dup)} more than once; command rejected")
@@ -94,8 +122,12 @@ def check_command_stamp(stamp_ns: int, now_ns: int, timeout_ns: int, lock_step: 
         return
     if lock_step:
         if stamp_ns != now_ns:
-            raise CommandError(f"joint command stamped t = {stamp_ns / NS:.9f} s, lock-step node is at "
-                               f"t = {now_ns / NS:.9f} s; command rejected")
+            raise CommandError(
+                f"joint command stamped t = {stamp_ns / NS:.9f} s, lock-step node is at "
+                f"t = {now_ns / NS:.9f} s; command rejected"
+            )
     elif timeout_ns > 0 and stamp_ns < now_ns - timeout_ns:
-        raise CommandError(f"stale joint command: stamped t = {stamp_ns / NS:.9f} s, sim time is "
-                           f"{now_ns / NS:.9f} s, older than command_timeout {timeout_ns / NS:g} s; command rejected")
+        raise CommandError(
+            f"stale joint command: stamped t = {stamp_ns / NS:.9f} s, sim time is "
+            f"{now_ns / NS:.9f} s, older than command_timeout {timeout_ns / NS:g} s; command rejected"
+        )

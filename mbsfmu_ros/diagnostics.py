@@ -18,7 +18,8 @@ for a non-finite value).
 
 Thrusters and body wrenches are external forces: when a command fires them, the momentum checks
 leave OK, as they should. ``auto_checks`` picks the meaningful ones for a model.
-"""
+"""  # noqa: E501 - a markdown table
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,8 @@ DEFAULT_THRESHOLDS: dict[str, tuple[float, float]] = {
     "p_sys_zero": (1e-9, 1e-6),
     "energy_balance": (1e-8, 1e-5),
     "engine_agreement": (1e-9, 1e-6),
-    "constraints": (1e-8, 1e-5),          # loop closure |Phi| [m or -] and |Phidot| [m/s or 1/s], absolute
-    "overrun_fraction": (0.01, 0.1),      # share of paced cycles that finished after the next deadline
+    "constraints": (1e-8, 1e-5),  # loop closure |Phi| [m or -] and |Phidot| [m/s or 1/s], absolute
+    "overrun_fraction": (0.01, 0.1),  # share of paced cycles that finished after the next deadline
 }
 ABOUT = {
     "H_sys_constant": "angular momentum about the system CM",
@@ -55,6 +56,7 @@ ABOUT = {
 @dataclass
 class Status:
     """One diagnostic: name, level (OK, WARN, ERROR, STALE), message, key -> value strings."""
+
     name: str
     level: int
     message: str
@@ -75,6 +77,7 @@ def is_floating(model) -> bool:
     anchored to the world."""
     t = model.tree
     from mbsfmu.engine.joints import FREE
+
     roots_free = all(int(t.jtype[i]) == FREE for i in range(1, model.N + 1) if int(model.L[i]) == 0)
     springs = any(getattr(el, "a", None) is not None and "world" in (el.a.body, el.b.body) for el in model.spec.forces)
     loops = any("world" in (c.a.body, c.b.body) for c in getattr(model.spec, "loops", ()))
@@ -104,8 +107,9 @@ def resolve_checks(requested: Sequence[str], model) -> list[str]:
             if name not in out:
                 out.append(name)
         else:
-            raise ValueError(f"checks: unknown check {name!r}; expected auto, none or any of "
-                             f"{', '.join(CONSERVATION_CHECKS)}")
+            raise ValueError(
+                f"checks: unknown check {name!r}; expected auto, none or any of {', '.join(CONSERVATION_CHECKS)}"
+            )
     return out
 
 
@@ -119,14 +123,18 @@ def _fmt(x) -> str:
     return "nan" if x is None else f"{x:.6g}"
 
 
-def conservation_statuses(ref: Mapping[str, float], row: Mapping[str, float], checks: Sequence[str],
-                          thresholds: Mapping[str, tuple[float, float]]) -> list[Status]:
+def conservation_statuses(
+    ref: Mapping[str, float],
+    row: Mapping[str, float],
+    checks: Sequence[str],
+    thresholds: Mapping[str, tuple[float, float]],
+) -> list[Status]:
     """One Status per check: the independent checker on the rows [ref, row] (ref: the start or
     last reset), level from the check's max_rel and its (warn, error) thresholds."""
     if not checks:
         return []
     if row["time"] == ref["time"]:
-        row = {**row, "time": ref["time"] + 1e-9}    # the checker wants increasing time
+        row = {**row, "time": ref["time"] + 1e-9}  # the checker wants increasing time
     cols = {c: [ref[c], row[c]] for c in ref if c in row}
     report = conservation_report(cols, list(checks), procedure=1)
     out = []
@@ -139,11 +147,19 @@ def conservation_statuses(ref: Mapping[str, float], row: Mapping[str, float], ch
         if level == OK:
             msg = f"{what}: relative deviation {_fmt(rel)} < {warn:g}"
         else:
-            msg = f"{what}: relative deviation {_fmt(rel)} >= {warn if level == WARN else error:g}" + \
-                (" (external force or torque acting?)" if name in ("H_sys_constant", "P_sys_constant") else "")
-        values = {"max_rel": _fmt(rel), "max_abs": _fmt(e["max_abs"]), "unit": e["unit"], "scale": _fmt(e["scale"]),
-                  "warn": f"{warn:g}", "error": f"{error:g}", "since_t": f"{ref['time']:.9f}",
-                  "quantity": CHECKS[name].quantity}
+            msg = f"{what}: relative deviation {_fmt(rel)} >= {warn if level == WARN else error:g}" + (
+                " (external force or torque acting?)" if name in ("H_sys_constant", "P_sys_constant") else ""
+            )
+        values = {
+            "max_rel": _fmt(rel),
+            "max_abs": _fmt(e["max_abs"]),
+            "unit": e["unit"],
+            "scale": _fmt(e["scale"]),
+            "warn": f"{warn:g}",
+            "error": f"{error:g}",
+            "since_t": f"{ref['time']:.9f}",
+            "quantity": CHECKS[name].quantity,
+        }
         if name == "engine_agreement":
             values["worst"] = str(e.get("worst"))
         out.append(Status(name, level, msg, values))
@@ -164,22 +180,31 @@ def constraint_status(loop_outputs: Mapping[str, Mapping], warn: float, error: f
     return Status("constraints", level, f"loop closure: max |Phi| {_fmt(phi)}, max |Phidot| {_fmt(phidot)}", values)
 
 
-def real_time_status(summary: Mapping[str, float], target_rtf: float, lock_step: bool, paused: bool,
-                     warn: float, error: float) -> Status:
+def real_time_status(
+    summary: Mapping[str, float], target_rtf: float, lock_step: bool, paused: bool, warn: float, error: float
+) -> Status:
     """Pacing: overrun share of the cycles since the last report, lateness and work time."""
     values = {k: _fmt(v) for k, v in summary.items()}
     values["target_real_time_factor"] = f"{target_rtf:g}"
     if paused:
         return Status("real_time", OK, "paused", values)
     if lock_step:
-        return Status("real_time", OK, f"lock-step: {summary.get('cycles', 0):.0f} cycles since last report, "
-                      f"real-time factor {_fmt(summary.get('real_time_factor'))}", values)
+        return Status(
+            "real_time",
+            OK,
+            f"lock-step: {summary.get('cycles', 0):.0f} cycles since last report, "
+            f"real-time factor {_fmt(summary.get('real_time_factor'))}",
+            values,
+        )
     if target_rtf <= 0:
-        return Status("real_time", OK, f"as fast as possible: real-time factor {_fmt(summary.get('real_time_factor'))}",
-                      values)
+        return Status(
+            "real_time", OK, f"as fast as possible: real-time factor {_fmt(summary.get('real_time_factor'))}", values
+        )
     frac = summary.get("overrun_fraction", 0.0)
     level = level_for(frac, warn, error) if summary.get("cycles", 0) else OK
-    msg = (f"real-time factor {_fmt(summary.get('real_time_factor'))} (target {target_rtf:g}), "
-           f"{summary.get('overruns', 0):.0f} of {summary.get('cycles', 0):.0f} cycles overran, "
-           f"lateness p99 {1e3 * summary.get('lateness_p99', 0.0):.3g} ms")
+    msg = (
+        f"real-time factor {_fmt(summary.get('real_time_factor'))} (target {target_rtf:g}), "
+        f"{summary.get('overruns', 0):.0f} of {summary.get('cycles', 0):.0f} cycles overran, "
+        f"lateness p99 {1e3 * summary.get('lateness_p99', 0.0):.3g} ms"
+    )
     return Status("real_time", level, msg, values)

@@ -8,6 +8,7 @@ a timer: it steps the engine one publish period at a time, paced against the wal
 (``pacing.py``), or as fast as possible, or in lock-step with a controller, and lets the
 executor handle commands and services between cycles.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,17 @@ import time
 import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import (Point, PointStamped, Quaternion, Transform, Twist, Vector3, Vector3Stamped, Wrench,
-                               WrenchStamped)
+from geometry_msgs.msg import (
+    Point,
+    PointStamped,
+    Quaternion,
+    Transform,
+    Twist,
+    Vector3,
+    Vector3Stamped,
+    Wrench,
+    WrenchStamped,
+)
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -36,22 +46,29 @@ import mbsfmu
 from mbsfmu.errors import MbsError
 from mbsfmu.sim import messages as ms
 from mbsfmu.sim.simulator import SimulationError, Simulator
-
 from mbsfmu_ros import conversion as cv
 from mbsfmu_ros import diagnostics as dg
 from mbsfmu_ros import topics as tp
+
 from .config import declarations, node_config
 from .pacing import MAX_LAG, PacingStats
 
-try:                                   # no PyPI wheel for tf2_msgs: /tf only where it imports
+try:  # no PyPI wheel for tf2_msgs: /tf only where it imports
     from geometry_msgs.msg import TransformStamped
     from tf2_msgs.msg import TFMessage
-except ImportError:                    # pragma: no cover - depends on the installation
+except ImportError:  # pragma: no cover - depends on the installation
     TFMessage = None
 
-MESSAGE_CLASSES = {tp.CLOCK: Clock, tp.JOINT_STATES: JointState, tp.MULTI_DOF_JOINT_STATES: MultiDOFJointState,
-                   tp.CENTROIDAL_MOMENTUM: WrenchStamped, tp.COM: PointStamped, tp.COM_VELOCITY: Vector3Stamped,
-                   tp.ENERGY: Float64MultiArray, tp.TF: TFMessage}
+MESSAGE_CLASSES = {
+    tp.CLOCK: Clock,
+    tp.JOINT_STATES: JointState,
+    tp.MULTI_DOF_JOINT_STATES: MultiDOFJointState,
+    tp.CENTROIDAL_MOMENTUM: WrenchStamped,
+    tp.COM: PointStamped,
+    tp.COM_VELOCITY: Vector3Stamped,
+    tp.ENERGY: Float64MultiArray,
+    tp.TF: TFMessage,
+}
 
 
 # ---- contents (mbsfmu.sim.messages) -> rclpy messages, field by field ----------------------------
@@ -69,24 +86,38 @@ def _transform(d: dict) -> Transform:
 
 BUILDERS = {
     tp.CLOCK: lambda c: Clock(clock=_time(c["clock"])),
-    tp.JOINT_STATES: lambda c: JointState(header=_header(c["header"]), name=c["name"], position=c["position"],
-                                          velocity=c["velocity"], effort=c["effort"]),
+    tp.JOINT_STATES: lambda c: JointState(
+        header=_header(c["header"]), name=c["name"], position=c["position"], velocity=c["velocity"], effort=c["effort"]
+    ),
     tp.MULTI_DOF_JOINT_STATES: lambda c: MultiDOFJointState(
-        header=_header(c["header"]), joint_names=c["joint_names"], transforms=[_transform(t) for t in c["transforms"]],
+        header=_header(c["header"]),
+        joint_names=c["joint_names"],
+        transforms=[_transform(t) for t in c["transforms"]],
         twist=[Twist(linear=Vector3(**t["linear"]), angular=Vector3(**t["angular"])) for t in c["twist"]],
-        wrench=[Wrench(force=Vector3(**w["force"]), torque=Vector3(**w["torque"])) for w in c["wrench"]]),
-    tp.CENTROIDAL_MOMENTUM: lambda c: WrenchStamped(header=_header(c["header"]), wrench=Wrench(
-        force=Vector3(**c["wrench"]["force"]), torque=Vector3(**c["wrench"]["torque"]))),
+        wrench=[Wrench(force=Vector3(**w["force"]), torque=Vector3(**w["torque"])) for w in c["wrench"]],
+    ),
+    tp.CENTROIDAL_MOMENTUM: lambda c: WrenchStamped(
+        header=_header(c["header"]),
+        wrench=Wrench(force=Vector3(**c["wrench"]["force"]), torque=Vector3(**c["wrench"]["torque"])),
+    ),
     tp.COM: lambda c: PointStamped(header=_header(c["header"]), point=Point(**c["point"])),
     tp.COM_VELOCITY: lambda c: Vector3Stamped(header=_header(c["header"]), vector=Vector3(**c["vector"])),
-    tp.ENERGY: lambda c: Float64MultiArray(layout=MultiArrayLayout(
-        dim=[MultiArrayDimension(**d) for d in c["layout"]["dim"]], data_offset=c["layout"]["data_offset"]),
-        data=c["data"]),
+    tp.ENERGY: lambda c: Float64MultiArray(
+        layout=MultiArrayLayout(
+            dim=[MultiArrayDimension(**d) for d in c["layout"]["dim"]], data_offset=c["layout"]["data_offset"]
+        ),
+        data=c["data"],
+    ),
 }
 if TFMessage is not None:
-    BUILDERS[tp.TF] = lambda c: TFMessage(transforms=[TransformStamped(
-        header=_header(t["header"]), child_frame_id=t["child_frame_id"], transform=_transform(t["transform"]))
-        for t in c["transforms"]])
+    BUILDERS[tp.TF] = lambda c: TFMessage(
+        transforms=[
+            TransformStamped(
+                header=_header(t["header"]), child_frame_id=t["child_frame_id"], transform=_transform(t["transform"])
+            )
+            for t in c["transforms"]
+        ]
+    )
 
 
 def ros_messages(contents: dict[str, dict]) -> dict:
@@ -94,8 +125,9 @@ def ros_messages(contents: dict[str, dict]) -> dict:
     return {topic: BUILDERS[topic](c) for topic, c in contents.items()}
 
 
-SPIN_MARGIN = 3e-4     # [s] before a deadline the node stops waiting in the executor and sleeps
+SPIN_MARGIN = 3e-4  # [s] before a deadline the node stops waiting in the executor and sleeps
 NODE_NAME = "mbsfmu"
+
 
 def _descriptor(text: str, number: bool = False) -> ParameterDescriptor:
     """Read-only; a float parameter takes integers too (``publish_rate:=1000``)."""
@@ -129,24 +161,34 @@ class MbsNode(Node):
         self.diag_period = p.diagnostics_period
 
         # state of the run
-        self.k = 0                          # cycles since the start or the last reset
-        self.offset_ns = 0                  # published time = offset + episode time (monotonic across resets)
-        self.last_ns = -1                   # stamp of the last published state
+        self.k = 0  # cycles since the start or the last reset
+        self.offset_ns = 0  # published time = offset + episode time (monotonic across resets)
+        self.last_ns = -1  # stamp of the last published state
         self.resets = 0
         self.paused = p.start_paused
-        self.error: str | None = None       # the engine stopped (SimulationError): paused until ~/reset
+        self.error: str | None = None  # the engine stopped (SimulationError): paused until ~/reset
         self.lock_go = False
         self.lock_subscribers = 0
         self.reanchor = True
         self.stats = PacingStats()
-        self.cmd = {"accepted": 0, "rejected": 0, "last_ns": None, "active": False, "timed_out": False,
-                    "last_rejection": "", "last_rejection_wall": -math.inf}
+        self.cmd = {
+            "accepted": 0,
+            "rejected": 0,
+            "last_ns": None,
+            "active": False,
+            "timed_out": False,
+            "last_rejection": "",
+            "last_rejection_wall": -math.inf,
+        }
         self._log_last: dict[str, float] = {}
         self.ref_row = dg.checker_row(self.sim)
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.pubs = {topic: self.create_publisher(MESSAGE_CLASSES[topic], topic, qos)
-                     for topic in ms.state_topics(self.layout) if topic != tp.TF}
+        self.pubs = {
+            topic: self.create_publisher(MESSAGE_CLASSES[topic], topic, qos)
+            for topic in ms.state_topics(self.layout)
+            if topic != tp.TF
+        }
         self.pub_js = self.pubs[tp.JOINT_STATES]
         self.pub_diag = self.create_publisher(DiagnosticArray, tp.DIAGNOSTICS, qos)
         self.pub_rtf = self.create_publisher(Float64, tp.REAL_TIME_FACTOR, qos)
@@ -160,15 +202,19 @@ class MbsNode(Node):
         self.create_service(Trigger, "~/step", self._srv_step)
 
         multi = ", ".join(self.layout.multi_names)
-        mode = "lock-step" if self.lock_step else ("as fast as possible" if self.rtf == 0 else
-                                                   f"real-time factor {self.rtf:g}")
+        mode = (
+            "lock-step"
+            if self.lock_step
+            else ("as fast as possible" if self.rtf == 0 else f"real-time factor {self.rtf:g}")
+        )
         self.get_logger().info(
             f"model {self.model.name} ({p.model}): joint states [{', '.join(self.layout.names)}]"
             f"{f'; multi-DoF joint states [{multi}]' if multi else ''}"
             f"; inputs "
             f"[{', '.join(self.sim.input_names)}]; {p.integrator} step {p.physics_step:g} s, cycle "
             f"{self.period:g} s, {mode}; checks [{', '.join(self.checks)}]"
-            f"{'' if TFMessage else '; /tf off (tf2_msgs not importable)'}")
+            f"{'' if TFMessage else '; /tf off (tf2_msgs not importable)'}"
+        )
 
     # ---- time -----------------------------------------------------------------------------
     def now_ns(self) -> int:
@@ -185,8 +231,14 @@ class MbsNode(Node):
         energy, /tf: contents from ``mbsfmu.sim.messages`` (as the MCAP recorder's)."""
         ns = self.now_ns()
         self.last_ns = ns
-        contents = ms.state_messages(self.sim, self.layout, ns, self.frame_id, invariants=not self.k % self.decimation,
-                                     with_tf=self.pub_tf is not None)
+        contents = ms.state_messages(
+            self.sim,
+            self.layout,
+            ns,
+            self.frame_id,
+            invariants=not self.k % self.decimation,
+            with_tf=self.pub_tf is not None,
+        )
         for topic, msg in ros_messages(contents).items():
             self.pubs[topic].publish(msg)
 
@@ -201,16 +253,29 @@ class MbsNode(Node):
         except (MbsError, FloatingPointError, ValueError) as e:
             statuses.append(dg.Status("conservation", dg.ERROR, f"checker failed: {e}"))
         summary = self.stats.summary(wall, self.sim.t)
-        statuses.append(dg.real_time_status(summary, self.rtf, self.lock_step, self.paused or self.error is not None,
-                                            *self.thresholds["overrun_fraction"]))
+        statuses.append(
+            dg.real_time_status(
+                summary,
+                self.rtf,
+                self.lock_step,
+                self.paused or self.error is not None,
+                *self.thresholds["overrun_fraction"],
+            )
+        )
         statuses.append(self._commands_status())
         statuses.append(self._simulation_status())
         arr = DiagnosticArray()
         arr.header.stamp = self._stamp(max(self.last_ns, 0))
         for s in statuses:
-            arr.status.append(DiagnosticStatus(
-                level=bytes([s.level]), name=f"{self.get_name()}: {s.name}", message=s.message,
-                hardware_id=self.model.name, values=[KeyValue(key=k, value=v) for k, v in s.values.items()]))
+            arr.status.append(
+                DiagnosticStatus(
+                    level=bytes([s.level]),
+                    name=f"{self.get_name()}: {s.name}",
+                    message=s.message,
+                    hardware_id=self.model.name,
+                    values=[KeyValue(key=k, value=v) for k, v in s.values.items()],
+                )
+            )
         self.pub_diag.publish(arr)
         rtf = summary["real_time_factor"]
         if math.isfinite(rtf):
@@ -218,28 +283,44 @@ class MbsNode(Node):
 
     def _commands_status(self) -> dg.Status:
         c = self.cmd
-        values = {"accepted": str(c["accepted"]), "rejected": str(c["rejected"]),
-                  "last_command_t": "none" if c["last_ns"] is None else f"{c['last_ns'] / cv.NS:.9f}",
-                  "command_timeout": f"{self.timeout_ns / cv.NS:g}", "last_rejection": c["last_rejection"],
-                  "inputs": ", ".join(f"{n}={v:.6g}" for n, v in zip(self.sim.input_names, self.sim.u))}
+        values = {
+            "accepted": str(c["accepted"]),
+            "rejected": str(c["rejected"]),
+            "last_command_t": "none" if c["last_ns"] is None else f"{c['last_ns'] / cv.NS:.9f}",
+            "command_timeout": f"{self.timeout_ns / cv.NS:g}",
+            "last_rejection": c["last_rejection"],
+            "inputs": ", ".join(f"{n}={v:.6g}" for n, v in zip(self.sim.input_names, self.sim.u)),
+        }
         if time.monotonic() - c["last_rejection_wall"] < max(self.diag_period, 1.0) * 2:
             return dg.Status("commands", dg.WARN, f"command rejected: {c['last_rejection']}", values)
         if c["timed_out"]:
-            return dg.Status("commands", dg.WARN, f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time: "
-                             "inputs set to zero", values)
+            return dg.Status(
+                "commands",
+                dg.WARN,
+                f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time: inputs set to zero",
+                values,
+            )
         if c["last_ns"] is None:
             return dg.Status("commands", dg.OK, "no command received yet: inputs zero", values)
         return dg.Status("commands", dg.OK, "commands fresh", values)
 
     def _simulation_status(self) -> dg.Status:
-        values = {"sim_time": f"{self.now_ns() / cv.NS:.9f}", "episode_time": f"{self.sim.t:.9f}",
-                  "resets": str(self.resets), "time_offset": f"{self.offset_ns / cv.NS:.9f}",
-                  "cycles": str(self.k), "integrator_steps": str(self.sim.n_steps)}
+        values = {
+            "sim_time": f"{self.now_ns() / cv.NS:.9f}",
+            "episode_time": f"{self.sim.t:.9f}",
+            "resets": str(self.resets),
+            "time_offset": f"{self.offset_ns / cv.NS:.9f}",
+            "cycles": str(self.k),
+            "integrator_steps": str(self.sim.n_steps),
+        }
         if self.error:
             return dg.Status("simulation", dg.ERROR, f"engine stopped: {self.error}; call ~/reset", values)
         state = "paused" if self.paused else ("lock-step, waiting for commands" if self.lock_step else "running")
-        note = f"; reset {self.resets} time(s), sim time keeps increasing (offset {self.offset_ns / cv.NS:g} s)" \
-            if self.resets else ""
+        note = (
+            f"; reset {self.resets} time(s), sim time keeps increasing (offset {self.offset_ns / cv.NS:g} s)"
+            if self.resets
+            else ""
+        )
         return dg.Status("simulation", dg.OK, state + note, values)
 
     # ---- commands --------------------------------------------------------------------------
@@ -248,7 +329,7 @@ class MbsNode(Node):
         c["rejected"] += 1
         c["last_rejection"], c["last_rejection_wall"] = text, time.monotonic()
         now = time.monotonic()
-        if now - self._log_last.get(kind, -math.inf) >= 1.0:      # at most one warning per kind per second
+        if now - self._log_last.get(kind, -math.inf) >= 1.0:  # at most one warning per kind per second
             self._log_last[kind] = now
             self.get_logger().warning(text)
 
@@ -269,8 +350,12 @@ class MbsNode(Node):
 
     def _on_joint_command(self, msg: JointState) -> None:
         try:
-            cv.check_command_stamp(cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec), self.now_ns(),
-                                   self.timeout_ns, self.lock_step)
+            cv.check_command_stamp(
+                cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec),
+                self.now_ns(),
+                self.timeout_ns,
+                self.lock_step,
+            )
             values = cv.joint_command_inputs(list(msg.name), msg.effort, self.aliases)
         except cv.CommandError as e:
             return self._reject("joint", f"/mbs/joint_commands: {e}")
@@ -283,15 +368,19 @@ class MbsNode(Node):
         if self.now_ns() - c["last_ns"] > self.timeout_ns:
             self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
             c["active"], c["timed_out"] = False, True
-            self.get_logger().warning(f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time "
-                                      f"(last at t = {c['last_ns'] / cv.NS:.6f} s): inputs set to zero")
+            self.get_logger().warning(
+                f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time "
+                f"(last at t = {c['last_ns'] / cv.NS:.6f} s): inputs set to zero"
+            )
 
     # ---- services --------------------------------------------------------------------------
     def _srv_reset(self, request, response):
         self.reset()
         response.success = True
-        response.message = (f"reset {self.resets}: initial state at sim time t = {self.now_ns() / cv.NS:.9f} s "
-                            f"(sim time keeps increasing; episode time 0)")
+        response.message = (
+            f"reset {self.resets}: initial state at sim time t = {self.now_ns() / cv.NS:.9f} s "
+            f"(sim time keeps increasing; episode time 0)"
+        )
         return response
 
     def _srv_pause(self, request, response):
@@ -326,8 +415,10 @@ class MbsNode(Node):
         self.cmd.update(active=False, timed_out=False, last_ns=None)
         self.ref_row = dg.checker_row(self.sim)
         self.reanchor = True
-        self.get_logger().info(f"reset {self.resets}: episode restarts from the initial state; sim time continues "
-                               f"at t = {self.now_ns() / cv.NS:.9f} s (offset {self.offset_ns / cv.NS:g} s)")
+        self.get_logger().info(
+            f"reset {self.resets}: episode restarts from the initial state; sim time continues "
+            f"at t = {self.now_ns() / cv.NS:.9f} s (offset {self.offset_ns / cv.NS:g} s)"
+        )
         self.publish_state()
 
     # ---- the loop -------------------------------------------------------------------------
@@ -365,7 +456,7 @@ class MbsNode(Node):
             if self.lock_step:
                 n = self.pub_js.get_subscription_count()
                 if n > self.lock_subscribers:
-                    self.publish_state()          # (re)announce the current state to a new controller
+                    self.publish_state()  # (re)announce the current state to a new controller
                 self.lock_subscribers = n
                 if self.lock_go:
                     self.lock_go = False
@@ -405,6 +496,7 @@ class MbsNode(Node):
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     from rclpy.utilities import remove_ros_args
+
     parser = argparse.ArgumentParser(prog="python -m mbsfmu_ros", description="mbsfmu ROS 2 node (docs/guides/ros2.md)")
     parser.add_argument("model", nargs="?", help="model file (else parameter model:=PATH)")
     return parser.parse_args(remove_ros_args(argv)[1:])
@@ -424,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if node.config.executor == "events":
             from rclpy.experimental import EventsExecutor
+
             executor = EventsExecutor()
         else:
             executor = SingleThreadedExecutor()
@@ -432,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        if rclpy.ok():               # a real failure; after SIGINT, publishing may fail on the shut-down context
+        if rclpy.ok():  # a real failure; after SIGINT, publishing may fail on the shut-down context
             raise
     finally:
         if node is not None:

@@ -7,13 +7,14 @@ next cycle's deadline (lateness + work > P / r). When the node falls behind by m
 ``MAX_LAG`` seconds it does not try to catch up: it re-anchors the schedule at the current time
 (a "slip"; sim time then lags wall time for good, and the real-time factor shows it).
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-MAX_LAG = 0.25   # [s] of wall time behind schedule before the schedule is re-anchored
+MAX_LAG = 0.25  # [s] of wall time behind schedule before the schedule is re-anchored
 
 
 class PacingStats:
@@ -58,12 +59,22 @@ class PacingStats:
         wk = np.asarray(self.work) if n else np.zeros(1)
         dw = wall - self.wall0
         rtf = (sim - self.sim0) / dw if dw > 0 and math.isfinite(dw) else math.nan
-        out = {"cycles": float(n), "overruns": float(self.overruns), "overrun_fraction": self.overruns / n if n else 0.0,
-               "slips": float(self.slips), "lateness_p50": float(np.percentile(lat, 50)),
-               "lateness_p99": float(np.percentile(lat, 99)), "lateness_max": float(lat.max()),
-               "work_p50": float(np.percentile(wk, 50)), "work_p99": float(np.percentile(wk, 99)),
-               "work_max": float(wk.max()), "real_time_factor": rtf, "total_cycles": float(self.total_cycles),
-               "total_overruns": float(self.total_overruns), "total_slips": float(self.total_slips)}
+        out = {
+            "cycles": float(n),
+            "overruns": float(self.overruns),
+            "overrun_fraction": self.overruns / n if n else 0.0,
+            "slips": float(self.slips),
+            "lateness_p50": float(np.percentile(lat, 50)),
+            "lateness_p99": float(np.percentile(lat, 99)),
+            "lateness_max": float(lat.max()),
+            "work_p50": float(np.percentile(wk, 50)),
+            "work_p99": float(np.percentile(wk, 99)),
+            "work_max": float(wk.max()),
+            "real_time_factor": rtf,
+            "total_cycles": float(self.total_cycles),
+            "total_overruns": float(self.total_overruns),
+            "total_slips": float(self.total_slips),
+        }
         if reset:
             self._reset_window(wall, sim)
         return out

@@ -6,6 +6,7 @@ Not used by ``pip install -e REPO`` (that installs ``mbsfmu_ros`` from pyproject
 
 The version is package.xml's (this folder may be copied into a colcon workspace without the
 repository's pyproject.toml); tests/test_version.py checks package.xml against pyproject.toml."""
+
 import os
 import xml.etree.ElementTree as ET
 from glob import glob

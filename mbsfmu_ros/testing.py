@@ -15,6 +15,7 @@ run started at the same time:
   ``mbsfmu_ros.topics`` is remapped under a unique prefix: the run neither hears nor is heard by
   anyone else.
 """
+
 from __future__ import annotations
 
 import errno
@@ -53,7 +54,7 @@ class DomainLease:
 
     def release(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)           # closing the descriptor releases the flock
+            os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
 
     def __enter__(self) -> DomainLease:
@@ -75,7 +76,7 @@ def lease_domain(ids=DOMAIN_IDS, lock_dir: str | os.PathLike = LOCK_DIR) -> Doma
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError:
-            continue                     # e.g. a file of another user without write access: treat as taken
+            continue  # e.g. a file of another user without write access: treat as taken
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -131,7 +132,7 @@ def ros_env(domain_id: int, base: Mapping[str, str] | None = None) -> dict[str, 
     env = dict(os.environ if base is None else base)
     env["ROS_DOMAIN_ID"] = str(domain_id)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    env.pop("ROS_LOCALHOST_ONLY", None)            # deprecated since Jazzy; the range above replaces it
+    env.pop("ROS_LOCALHOST_ONLY", None)  # deprecated since Jazzy; the range above replaces it
     env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
     return env
 
@@ -148,14 +149,14 @@ def param_args(params: Mapping[str, object]) -> list[str]:
     return args
 
 
-def start_node(model: str | os.PathLike, params: Mapping[str, object], sandbox: Sandbox,
-               log: str | os.PathLike) -> subprocess.Popen:
+def start_node(
+    model: str | os.PathLike, params: Mapping[str, object], sandbox: Sandbox, log: str | os.PathLike
+) -> subprocess.Popen:
     """``python -m mbsfmu_ros MODEL --ros-args -r ... -p ...`` in a subprocess inside ``sandbox``
     (its domain, node name and topic prefix), stdout and stderr to ``log``."""
     cmd = [sys.executable, "-m", "mbsfmu_ros", str(model), *param_args(params), *sandbox.ros_args()]
     with open(log, "w") as out:
-        return subprocess.Popen(cmd, env=sandbox.env(), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        return subprocess.Popen(cmd, env=sandbox.env(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 def stop_node(proc: subprocess.Popen, timeout: float = 10.0) -> int | None:
@@ -182,10 +183,11 @@ class Client:
     client talks to their sandboxed names."""
 
     def __init__(self, sandbox: Sandbox, proc: subprocess.Popen | None = None, name: str = "mbs_test_client"):
-        self.proc = proc                 # the node's process: waits end early when it has exited
+        self.proc = proc  # the node's process: waits end early when it has exited
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
+
         self.rclpy = rclpy
         self.sandbox = sandbox
         self.context = rclpy.Context()
@@ -199,6 +201,7 @@ class Client:
     def subscribe(self, topic: str, msg_type, callback: Callable | None = None, depth: int = 1000) -> None:
         """Record ``topic`` in ``msgs[topic]`` (reliable, keep last ``depth``)."""
         from rclpy.qos import QoSProfile, ReliabilityPolicy
+
         self.msgs[topic], self.arrivals[topic] = [], []
 
         def cb(msg, topic=topic):
@@ -206,19 +209,24 @@ class Client:
             self.msgs[topic].append(msg)
             if callback is not None:
                 callback(msg)
-        self.node.create_subscription(msg_type, self.sandbox.topic(topic), cb,
-                                      QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE))
+
+        self.node.create_subscription(
+            msg_type, self.sandbox.topic(topic), cb, QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+        )
 
     def publisher(self, topic: str, msg_type, depth: int = 10):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        return self.node.create_publisher(msg_type, self.sandbox.topic(topic),
-                                          QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE))
+
+        return self.node.create_publisher(
+            msg_type, self.sandbox.topic(topic), QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+        )
 
     def node_logs(self, since: int = 0, min_level: int = 0) -> list[str]:
         """Texts of the sandboxed node's /rosout entries (``subscribe("/rosout", Log)`` first) from
         index ``since`` on, of at least ``min_level`` (30 = warning)."""
-        return [m.msg for m in self.msgs["/rosout"][since:]
-                if m.name == self.sandbox.node_name and m.level >= min_level]
+        return [
+            m.msg for m in self.msgs["/rosout"][since:] if m.name == self.sandbox.node_name and m.level >= min_level
+        ]
 
     def spin_until(self, condition: Callable[[], bool], timeout: float = PATIENCE, step: float = 0.02) -> bool:
         """Spin until condition() is true (True), or ``timeout`` s pass or the node process exits

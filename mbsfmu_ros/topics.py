@@ -6,15 +6,34 @@ remapping rules (``--ros-args -r /joint_states:=/robot1/joint_states``; ``mbsfmu
 does this to give each test run topics of its own). No rclpy here. The state outputs' names
 and types are ``mbsfmu.sim.messages``'s, shared with the MCAP recorder.
 """
-from mbsfmu.sim.messages import (CENTROIDAL_MOMENTUM, CLOCK, COM, COM_VELOCITY, ENERGY, JOINT_STATES,
-                                 MULTI_DOF_JOINT_STATES, TF)
+
+from mbsfmu.sim.messages import (
+    CENTROIDAL_MOMENTUM,
+    CLOCK,
+    COM,
+    COM_VELOCITY,
+    ENERGY,
+    JOINT_STATES,
+    MULTI_DOF_JOINT_STATES,
+    TF,
+)
 
 DIAGNOSTICS = "/diagnostics"
 REAL_TIME_FACTOR = "/mbs/real_time_factor"
 EFFORT_COMMANDS = "/mbs/effort_commands"
 JOINT_COMMANDS = "/mbs/joint_commands"
 
-OUTPUTS = (CLOCK, JOINT_STATES, MULTI_DOF_JOINT_STATES, CENTROIDAL_MOMENTUM, COM, COM_VELOCITY, ENERGY, DIAGNOSTICS,
-           REAL_TIME_FACTOR, TF)
+OUTPUTS = (
+    CLOCK,
+    JOINT_STATES,
+    MULTI_DOF_JOINT_STATES,
+    CENTROIDAL_MOMENTUM,
+    COM,
+    COM_VELOCITY,
+    ENERGY,
+    DIAGNOSTICS,
+    REAL_TIME_FACTOR,
+    TF,
+)
 INPUTS = (EFFORT_COMMANDS, JOINT_COMMANDS)
 ALL = OUTPUTS + INPUTS

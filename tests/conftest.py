@@ -1,5 +1,6 @@
 """Fixtures shared by every test folder (folder-specific ones live in that folder's conftest.py;
 helpers that are not fixtures in tests/support). Hypothesis profiles: see pytest_configure."""
+
 import os
 import subprocess
 
@@ -42,8 +43,9 @@ def run_cli(capsys):
         capsys.readouterr()
         try:
             code = main(argv)
-        except SystemExit as e:                      # argparse's usage errors exit 2
+        except SystemExit as e:  # argparse's usage errors exit 2
             code = e.code if isinstance(e.code, int) else 2
         out, err = capsys.readouterr()
         return subprocess.CompletedProcess(["mbsfmu", *argv], code, out, err)
+
     return run

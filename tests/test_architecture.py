@@ -2,6 +2,7 @@
 pyproject.toml ([tool.importlinter]: layers, the checker's independence, the ROS package above
 mbsfmu, no cycles), no private name of one module used by another, the checker importable without
 the engine, and the deprecated import paths of 0.1 still working with a warning."""
+
 from __future__ import annotations
 
 import ast
@@ -43,10 +44,14 @@ def test_contracts_can_fail(tmp_path):
     is reported broken."""
     pytest.importorskip("importlinter")
     cfg = tmp_path / "contracts.ini"
-    cfg.write_text("[importlinter]\nroot_package = mbsfmu\n\n[importlinter:contract:upside-down]\n"
-                   "name = upside down\ntype = layers\nlayers =\n    mbsfmu.engine\n    mbsfmu.sim\n")
-    code = (f"import sys; from importlinter.cli import lint_imports; "
-            f"sys.exit(lint_imports(config_filename={str(cfg)!r}, no_cache=True, no_logo=True))")
+    cfg.write_text(
+        "[importlinter]\nroot_package = mbsfmu\n\n[importlinter:contract:upside-down]\n"
+        "name = upside down\ntype = layers\nlayers =\n    mbsfmu.engine\n    mbsfmu.sim\n"
+    )
+    code = (
+        f"import sys; from importlinter.cli import lint_imports; "
+        f"sys.exit(lint_imports(config_filename={str(cfg)!r}, no_cache=True, no_logo=True))"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "mbsfmu.sim" in r.stdout and "BROKEN" in r.stdout
 
@@ -90,27 +95,36 @@ def test_no_private_name_used_across_modules():
 def test_checker_loads_without_the_engine():
     """``import mbsfmu.checker`` (and a check on a trajectory) loads neither the engine, the
     simulator, the readers nor scipy: the checker is the independent test of the engine."""
-    code = ("import sys, mbsfmu.checker, mbsfmu.trajectory; "
-            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('mbsfmu', 'scipy', 'yaml')))))")
+    code = (
+        "import sys, mbsfmu.checker, mbsfmu.trajectory; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('mbsfmu', 'scipy', 'yaml')))))"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     loaded = set(r.stdout.split())
     assert "mbsfmu.checker.checks" in loaded
-    assert not {m for m in loaded if m.startswith(("mbsfmu.engine", "mbsfmu.sim", "mbsfmu.io", "scipy", "yaml"))}, loaded
+    assert not {m for m in loaded if m.startswith(("mbsfmu.engine", "mbsfmu.sim", "mbsfmu.io", "scipy", "yaml"))}, (
+        loaded
+    )
 
 
-@pytest.mark.parametrize("old, new, name", [
-    ("mbsfmu.simulator", "mbsfmu.sim.simulator", "Simulator"),
-    ("mbsfmu.invariants", "mbsfmu.checker.checks", "conservation_report"),
-    ("mbsfmu.multibody", "mbsfmu.engine.model", "Model"),
-])
+@pytest.mark.parametrize(
+    "old, new, name",
+    [
+        ("mbsfmu.simulator", "mbsfmu.sim.simulator", "Simulator"),
+        ("mbsfmu.invariants", "mbsfmu.checker.checks", "conservation_report"),
+        ("mbsfmu.multibody", "mbsfmu.engine.model", "Model"),
+    ],
+)
 def test_deprecated_paths_warn_and_work(old, new, name):
     """The 0.1 import paths work for one release: the same objects, with a DeprecationWarning
     that names the new path (fresh interpreter: the warning fires on first import)."""
-    code = (f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
-            f"try:\n    from {old} import {name}\nexcept DeprecationWarning as w:\n    print('warned', w)\n"
-            f"warnings.simplefilter('ignore')\nimport {old} as a, {new} as b\n"
-            f"print(a is b, getattr(a, {name!r}) is getattr(b, {name!r}))")
+    code = (
+        f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+        f"try:\n    from {old} import {name}\nexcept DeprecationWarning as w:\n    print('warned', w)\n"
+        f"warnings.simplefilter('ignore')\nimport {old} as a, {new} as b\n"
+        f"print(a is b, getattr(a, {name!r}) is getattr(b, {name!r}))"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert f"warned {old} is deprecated" in r.stdout and new in r.stdout
@@ -127,8 +141,15 @@ def test_the_package_never_names_itself_in_an_import():
             if isinstance(n, ast.ImportFrom) and not n.level and (n.module or "").split(".")[0] == "mbsfmu":
                 bad.append(f"{module_of(path)}:{n.lineno} from {n.module} import ...")
             elif isinstance(n, ast.Import):
-                bad += [f"{module_of(path)}:{n.lineno} import {a.name}" for a in n.names if a.name.split(".")[0] == "mbsfmu"]
-            elif (isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) in ("import_module", "__import__")
-                  and n.args and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).startswith("mbsfmu")):
+                bad += [
+                    f"{module_of(path)}:{n.lineno} import {a.name}" for a in n.names if a.name.split(".")[0] == "mbsfmu"
+                ]
+            elif (
+                isinstance(n, ast.Call)
+                and getattr(n.func, "attr", getattr(n.func, "id", None)) in ("import_module", "__import__")
+                and n.args
+                and isinstance(n.args[0], ast.Constant)
+                and str(n.args[0].value).startswith("mbsfmu")
+            ):
                 bad.append(f"{module_of(path)}:{n.lineno} imports {n.args[0].value!r} by name")
     assert not bad, "\n".join(bad)

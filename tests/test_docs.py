@@ -1,6 +1,7 @@
 """The documentation site (mkdocs.yml, docs/) builds with every warning an error: broken links and
 anchors between pages, API objects that no longer exist (mkdocstrings), missing snippets. The
 command-line reference names every subcommand and option the parser has."""
+
 from __future__ import annotations
 
 import os
@@ -22,13 +23,19 @@ def test_mkdocs_build_strict(tmp_path):
     pytest.importorskip("mkdocstrings_handlers.python")
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
-                          "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     for page in ("index.html", "reference/api/index.html", "explanation/errata/index.html", "changelog/index.html"):
         assert (site / page).is_file(), page
     api = (site / "reference/api/index.html").read_text(encoding="utf-8")
-    assert "forward_dynamics" in api and "Simulator" in api       # rendered from the docstrings
+    assert "forward_dynamics" in api and "Simulator" in api  # rendered from the docstrings
     leaked = [p for p in site.rglob("*.html") if str(ROOT) in p.read_text(encoding="utf-8")]
     assert not leaked, f"build machine path in {leaked[:3]}"
 

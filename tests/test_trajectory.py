@@ -1,11 +1,18 @@
 """Trajectory CSV files: exact round trip, streaming (a failed run keeps its rows), and errors that
 name the file, the row and the column."""
+
 import numpy as np
 import pytest
 
 from mbsfmu.errors import MbsError
-from mbsfmu.trajectory import (Trajectory, TrajectoryError, TrajectoryWriter, read_trajectory, save_trajectory,
-                               write_trajectory)
+from mbsfmu.trajectory import (
+    Trajectory,
+    TrajectoryError,
+    TrajectoryWriter,
+    read_trajectory,
+    save_trajectory,
+    write_trajectory,
+)
 
 
 def write_text(path, text):
@@ -15,16 +22,21 @@ def write_text(path, text):
 
 def test_round_trip_is_exact_and_keeps_column_order(tmp_path, rng):
     T = 7
-    cols = {"time": np.cumsum(rng.uniform(1e-3, 1.0, T)), "b.r_abs[1]": rng.normal(size=T) * 1e-300,
-            "b.m": np.full(T, 2.5), "engine.KE": rng.normal(size=T) * 1e12, "x[xy]": rng.normal(size=T)}
+    cols = {
+        "time": np.cumsum(rng.uniform(1e-3, 1.0, T)),
+        "b.r_abs[1]": rng.normal(size=T) * 1e-300,
+        "b.m": np.full(T, 2.5),
+        "engine.KE": rng.normal(size=T) * 1e12,
+        "x[xy]": rng.normal(size=T),
+    }
     cols["x[xy]"][3] = np.nan
     path = tmp_path / "run.csv"
     save_trajectory(path, cols)
-    assert path.read_text().splitlines()[0] == "time,b.r_abs[1],b.m,engine.KE,x[xy]"   # plain CSV header
+    assert path.read_text().splitlines()[0] == "time,b.r_abs[1],b.m,engine.KE,x[xy]"  # plain CSV header
     traj = read_trajectory(path)
     assert traj.names == tuple(cols) and traj.n_rows == T and traj.source == str(path)
     for name, val in cols.items():
-        np.testing.assert_array_equal(traj[name], val)      # repr round trip: bit-exact, NaN kept
+        np.testing.assert_array_equal(traj[name], val)  # repr round trip: bit-exact, NaN kept
     np.testing.assert_array_equal(traj.time, cols["time"])
     assert "b.m" in traj and "b.q" not in traj and traj.missing(["b.m", "b.q"]) == ["b.q"]
     np.testing.assert_array_equal(traj.stack(["b.m", "time"]), np.column_stack((cols["b.m"], cols["time"])))
@@ -46,7 +58,7 @@ def test_streaming_writer_keeps_rows_of_a_failed_run(tmp_path):
                 if k == 4:
                     raise RuntimeError("step failed")
                 w.write({"time": 0.1 * k, "q": k * k})
-                if k == 2:   # rows are on disk while the run goes on
+                if k == 2:  # rows are on disk while the run goes on
                     assert read_trajectory(path).n_rows == 3
 
     with pytest.raises(RuntimeError, match="step failed"):
@@ -65,15 +77,18 @@ def test_writer_takes_columns_from_first_row_and_sequences(tmp_path):
     np.testing.assert_array_equal(read_trajectory(path)["a"], [1.0, 2.0])
 
 
-@pytest.mark.parametrize("columns, row, match", [
-    (["q", "qd"], None, "must include 'time'"),
-    (["time", "a,b"], None, "column names must be"),
-    (["time", "a", "a"], None, "duplicate column names: a"),
-    (["time", "a"], {"time": 0.0}, "row 1 does not match the header; missing: a"),
-    (["time", "a"], {"time": 0.0, "a": 1.0, "b": 2.0}, "not in the header: b"),
-    (["time", "a"], {"time": 0.0, "a": "x"}, "row 1, column 'a': 'x' is not a number"),
-    (["time", "a"], [0.0], "row 1 has 1 values, the header has 2 columns"),
-])
+@pytest.mark.parametrize(
+    "columns, row, match",
+    [
+        (["q", "qd"], None, "must include 'time'"),
+        (["time", "a,b"], None, "column names must be"),
+        (["time", "a", "a"], None, "duplicate column names: a"),
+        (["time", "a"], {"time": 0.0}, "row 1 does not match the header; missing: a"),
+        (["time", "a"], {"time": 0.0, "a": 1.0, "b": 2.0}, "not in the header: b"),
+        (["time", "a"], {"time": 0.0, "a": "x"}, "row 1, column 'a': 'x' is not a number"),
+        (["time", "a"], [0.0], "row 1 has 1 values, the header has 2 columns"),
+    ],
+)
 def test_writer_errors_name_the_item(tmp_path, columns, row, match):
     path = tmp_path / "bad.csv"
     with pytest.raises(TrajectoryError, match=match) as e:
@@ -87,20 +102,23 @@ def test_writer_to_unwritable_path(tmp_path):
         write_trajectory(tmp_path / "nodir" / "x.csv", ["time"])
 
 
-@pytest.mark.parametrize("text, match", [
-    ("", "is empty"),
-    ("# mbsfmu run\ntime,a\n0,1\n", r"no 'time' column \(the first row must be the column names"),
-    ("t,a\n0,1\n", "no 'time' column"),
-    ("time,a\n", "no data rows"),
-    ("time,a,a\n0,1,2\n", "duplicate column names: a"),
-    ("time,,b\n0,1,2\n", "empty column name"),
-    ("time,a\n0,1\n1,2,3\n", r"line 3 \(row 2\) has 3 cells, the header has 2 columns"),
-    ("time,a,b\n0,1,2\n1,2,oops\n", r"line 3 \(row 2\), column 'b': 'oops' is not a number"),
-    ("time,a\n0,1\n1,\n", r"line 3 \(row 2\), column 'a': '' is not a number"),
-    ("time,a\n0,1\n1,2\n1,3\n", r"line 4 \(row 3\): time 1.0 s is not greater than the previous 1.0 s"),
-    ("time,a\n0,1\n-1,2\n", r"line 3 \(row 2\): time -1.0 s is not greater"),
-    ("time,a\n0,1\nnan,2\n", r"line 3 \(row 2\): time is nan, must be finite"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("", "is empty"),
+        ("# mbsfmu run\ntime,a\n0,1\n", r"no 'time' column \(the first row must be the column names"),
+        ("t,a\n0,1\n", "no 'time' column"),
+        ("time,a\n", "no data rows"),
+        ("time,a,a\n0,1,2\n", "duplicate column names: a"),
+        ("time,,b\n0,1,2\n", "empty column name"),
+        ("time,a\n0,1\n1,2,3\n", r"line 3 \(row 2\) has 3 cells, the header has 2 columns"),
+        ("time,a,b\n0,1,2\n1,2,oops\n", r"line 3 \(row 2\), column 'b': 'oops' is not a number"),
+        ("time,a\n0,1\n1,\n", r"line 3 \(row 2\), column 'a': '' is not a number"),
+        ("time,a\n0,1\n1,2\n1,3\n", r"line 4 \(row 3\): time 1.0 s is not greater than the previous 1.0 s"),
+        ("time,a\n0,1\n-1,2\n", r"line 3 \(row 2\): time -1.0 s is not greater"),
+        ("time,a\n0,1\nnan,2\n", r"line 3 \(row 2\): time is nan, must be finite"),
+    ],
+)
 def test_reader_errors_name_file_row_and_column(tmp_path, text, match):
     path = write_text(tmp_path / "in.csv", text)
     with pytest.raises(TrajectoryError, match=match) as e:
@@ -112,7 +130,7 @@ def test_unreadable_files(tmp_path):
     with pytest.raises(TrajectoryError, match="cannot read trajectory file .*missing.csv"):
         read_trajectory(tmp_path / "missing.csv")
     with pytest.raises(TrajectoryError, match="cannot read trajectory file"):
-        read_trajectory(tmp_path)                                   # a directory
+        read_trajectory(tmp_path)  # a directory
     binary = tmp_path / "bin.csv"
     binary.write_bytes(b"\xff\xfe\x00\x81time")
     with pytest.raises(TrajectoryError, match="bin.csv is not a readable CSV text file"):

@@ -1,6 +1,7 @@
 """One source for the version: pyproject.toml. ``mbsfmu.__version__`` reads it (or the installed
 metadata pip wrote from it); the ROS package's package.xml cannot read it and must agree with it,
 and mbsfmu_ros/setup.py takes package.xml's."""
+
 from __future__ import annotations
 
 import re
@@ -19,6 +20,7 @@ def pyproject_version() -> str:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     if sys.version_info >= (3, 11):
         import tomllib
+
         return tomllib.loads(text)["project"]["version"]
     return re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
 

@@ -10,6 +10,7 @@ Modules: ``dispersions`` (distributions and designs), ``seeding`` (per-run gener
 ``table`` (journal, Parquet/CSV, resume), ``statistics``, ``picture`` (campaign.png),
 ``engine`` (the campaign loop), ``command`` (``mbsfmu montecarlo``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,11 +35,13 @@ __all__ = [
 ]
 
 
-def montecarlo_design(scenario: str | Path, runs: int, seed: int, dispersions: dict | None = None,
-                      campaign_file: str | Path | None = None) -> tuple[MonteCarlo, list[str]]:
+def montecarlo_design(
+    scenario: str | Path, runs: int, seed: int, dispersions: dict | None = None, campaign_file: str | Path | None = None
+) -> tuple[MonteCarlo, list[str]]:
     """The design and chosen outputs: the scenario's ``campaign:`` section, overridden per path by
     a campaign file's, overridden by ``dispersions`` ({path: Normal/Uniform/Choice})."""
     from ..errors import InputError
+
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise InputError(f"runs must be a positive integer, got {runs!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -49,22 +52,47 @@ def montecarlo_design(scenario: str | Path, runs: int, seed: int, dispersions: d
         disp, outputs = {**disp, **more}, more_outputs or outputs
     disp = {**disp, **(dispersions or {})}
     if not disp:
-        raise InputError(f"no dispersions: declare them in {scenario} (campaign: {{dispersions: ...}}) or in a "
-                         "campaign file (--campaign FILE)")
+        raise InputError(
+            f"no dispersions: declare them in {scenario} (campaign: {{dispersions: ...}}) or in a "
+            "campaign file (--campaign FILE)"
+        )
     return MonteCarlo(disp, runs, seed), outputs
 
 
-def run_montecarlo(scenario: str | Path, runs: int, seed: int, out: str | Path, *, dispersions: dict | None = None,
-                   campaign_file: str | Path | None = None, scheduler: str | None = None, workers: int | None = None,
-                   serial: bool = False, resume: bool = False, duration: float | None = None,
-                   outputs: list[str] | None = None, trajectories: bool = False, progress: bool = True,
-                   stop=None) -> CampaignResult:
+def run_montecarlo(
+    scenario: str | Path,
+    runs: int,
+    seed: int,
+    out: str | Path,
+    *,
+    dispersions: dict | None = None,
+    campaign_file: str | Path | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    serial: bool = False,
+    resume: bool = False,
+    duration: float | None = None,
+    outputs: list[str] | None = None,
+    trajectories: bool = False,
+    progress: bool = True,
+    stop=None,
+) -> CampaignResult:
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
     ``serial``, in this process; writes ``out`` (campaign.parquet/.csv, statistics.csv,
     campaign.png, runs.jsonl, campaign.json; trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
     execution = Serial() if serial else Dask(scheduler, workers)
-    return run_campaign(scenario, design, out, duration=duration, outputs=outputs or file_outputs or None,
-                        trajectories="trajectories/run_{run:04d}.csv" if trajectories else None, execution=execution,
-                        resume=resume, progress=progress, kind="montecarlo", stop=stop)
+    return run_campaign(
+        scenario,
+        design,
+        out,
+        duration=duration,
+        outputs=outputs or file_outputs or None,
+        trajectories="trajectories/run_{run:04d}.csv" if trajectories else None,
+        execution=execution,
+        resume=resume,
+        progress=progress,
+        kind="montecarlo",
+        stop=stop,
+    )

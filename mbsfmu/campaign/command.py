@@ -1,5 +1,6 @@
 """``mbsfmu montecarlo SCENARIO --runs N --seed S --out DIR [--scheduler ADDRESS | --workers K]
 [--resume]`` and the shared command-line handling of campaigns (SIGTERM, exit codes, summary)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -41,28 +42,44 @@ def exit_code(result, state: dict) -> int:
 
 
 def interrupted_note(kind: str, result) -> str:
-    return (f"mbsfmu {kind}: interrupted: {len(result.rows)} of {result.n_runs} runs finished and written to "
-            f"{result.out}; --resume completes the campaign")
+    return (
+        f"mbsfmu {kind}: interrupted: {len(result.rows)} of {result.n_runs} runs finished and written to "
+        f"{result.out}; --resume completes the campaign"
+    )
 
 
 def _montecarlo(args) -> int:
     from . import run_montecarlo
     from .statistics import statistics_text
+
     with interruptible() as state:
-        result = run_montecarlo(args.scenario, args.runs, args.seed, args.out, campaign_file=args.campaign,
-                                scheduler=args.scheduler, workers=args.workers, serial=args.serial,
-                                resume=args.resume, duration=args.duration, outputs=args.output or None,
-                                trajectories=args.trajectories, progress=not args.no_progress,
-                                stop=lambda: state["signal"] is not None)
+        result = run_montecarlo(
+            args.scenario,
+            args.runs,
+            args.seed,
+            args.out,
+            campaign_file=args.campaign,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            serial=args.serial,
+            resume=args.resume,
+            duration=args.duration,
+            outputs=args.output or None,
+            trajectories=args.trajectories,
+            progress=not args.no_progress,
+            stop=lambda: state["signal"] is not None,
+        )
     n_fail = len(result.failed)
     print(statistics_text(result.statistics))
     for r in result.failed[:10]:
         print(f"run {r['run']:>6}: FAIL  {r['error'] or r.get('failed_checks') or 'a check failed'}")
     if n_fail > 10:
         print(f"... {n_fail - 10} more failed runs in {result.files['csv']}")
-    print(f"montecarlo: {len(result.rows)} of {result.n_runs} runs, {n_fail} failed; table {result.files['table']}, "
-          f"{result.files['csv']}; statistics {result.files['statistics']}"
-          + (f"; picture {result.files['picture']}" if "picture" in result.files else ""))
+    print(
+        f"montecarlo: {len(result.rows)} of {result.n_runs} runs, {n_fail} failed; table {result.files['table']}, "
+        f"{result.files['csv']}; statistics {result.files['statistics']}"
+        + (f"; picture {result.files['picture']}" if "picture" in result.files else "")
+    )
     if result.interrupted:
         print(interrupted_note("montecarlo", result), file=sys.stderr)
     return exit_code(result, state)
@@ -71,10 +88,18 @@ def _montecarlo(args) -> int:
 def add_execution_arguments(p) -> None:
     """--scheduler / --workers / --serial / --resume / --no-progress (montecarlo and sweep)."""
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing dask.distributed cluster "
-                     "(e.g. tcp://host:8786); its workers must see the scenario and model files at the same paths")
-    how.add_argument("--workers", type=positive_int, metavar="K",
-                     help="worker processes of the local cluster (default: the CPU count)")
+    how.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on an existing dask.distributed cluster "
+        "(e.g. tcp://host:8786); its workers must see the scenario and model files at the same paths",
+    )
+    how.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="K",
+        help="worker processes of the local cluster (default: the CPU count)",
+    )
     how.add_argument("--serial", action="store_true", help="run in this process, one run after another (no Dask)")
     p.add_argument("--resume", action="store_true", help="complete an interrupted campaign in --out (same arguments)")
     p.add_argument("--no-progress", action="store_true", help="no progress line")
@@ -82,6 +107,7 @@ def add_execution_arguments(p) -> None:
 
 def positive_int(text: str) -> int:
     import argparse
+
     try:
         v = int(text)
     except ValueError:
@@ -93,6 +119,7 @@ def positive_int(text: str) -> int:
 
 def _seed(text: str) -> int:
     import argparse
+
     try:
         v = int(text)
     except ValueError:
@@ -104,18 +131,31 @@ def _seed(text: str) -> int:
 
 def add_parser(sub) -> None:
     """The ``montecarlo`` subcommand."""
-    p = sub.add_parser("montecarlo", help="a Monte Carlo campaign: dispersed parameters and initial states, runs on "
-                                          "dask.distributed, one table with statistics and campaign.png")
+    p = sub.add_parser(
+        "montecarlo",
+        help="a Monte Carlo campaign: dispersed parameters and initial states, runs on "
+        "dask.distributed, one table with statistics and campaign.png",
+    )
     p.add_argument("scenario", help="scenario file; dispersions in its campaign: section and/or --campaign FILE")
     p.add_argument("--runs", type=positive_int, required=True, metavar="N", help="number of runs")
     p.add_argument("--seed", type=_seed, required=True, metavar="S", help="campaign seed: run i draws from (S, i)")
-    p.add_argument("--out", "-o", required=True, metavar="DIR",
-                   help="output folder: campaign.parquet, campaign.csv, statistics.csv, campaign.png")
+    p.add_argument(
+        "--out",
+        "-o",
+        required=True,
+        metavar="DIR",
+        help="output folder: campaign.parquet, campaign.csv, statistics.csv, campaign.png",
+    )
     p.add_argument("--campaign", metavar="FILE", help="campaign file (dispersions:, outputs:), added to the scenario's")
     p.add_argument("--duration", type=float, help="simulated time [s] of every run instead of the scenario's")
-    p.add_argument("--output", action="append", metavar="COLUMN",
-                   help="trajectory column to summarise and plot as a time envelope (repeat; default: joint angles)")
-    p.add_argument("--trajectories", action="store_true", help="also write every run's trajectory to "
-                                                               "DIR/trajectories/run_NNNN.csv")
+    p.add_argument(
+        "--output",
+        action="append",
+        metavar="COLUMN",
+        help="trajectory column to summarise and plot as a time envelope (repeat; default: joint angles)",
+    )
+    p.add_argument(
+        "--trajectories", action="store_true", help="also write every run's trajectory to DIR/trajectories/run_NNNN.csv"
+    )
     add_execution_arguments(p)
     p.set_defaults(func=_montecarlo)

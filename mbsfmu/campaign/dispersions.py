@@ -14,6 +14,7 @@ Dispersions (the file syntax, in a scenario's ``campaign: {dispersions: ...}`` o
 ``{type: normal, mean, std[, min, max]}`` (with min/max: truncated by inverse-CDF sampling),
 ``{type: uniform, low, high}``, ``{type: choice, values: [...]}``.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,6 +37,7 @@ class Normal:
     """N(mean, std^2), optionally truncated to [lo, hi]: x = mean + std Phi^-1(Phi(a) + u (Phi(b) -
     Phi(a))), a, b the standardised bounds, u ~ U(0, 1) (inverse transform sampling; one uniform
     per draw whatever the bounds). Without bounds x = mean + std z, z standard normal."""
+
     mean: float
     std: float
     lo: float = -math.inf
@@ -46,7 +48,7 @@ class Normal:
             return float(self.mean + self.std * rng.standard_normal())
         a, b = ndtr((self.lo - self.mean) / self.std), ndtr((self.hi - self.mean) / self.std)
         x = self.mean + self.std * ndtri(a + rng.uniform() * (b - a))
-        return float(min(max(x, self.lo), self.hi))   # ndtri rounding at the bounds
+        return float(min(max(x, self.lo), self.hi))  # ndtri rounding at the bounds
 
     def describe(self) -> dict:
         bounds = {k: v for k, v in (("min", self.lo), ("max", self.hi)) if math.isfinite(v)}
@@ -56,6 +58,7 @@ class Normal:
 @dataclass(frozen=True)
 class Uniform:
     """U(low, high)."""
+
     low: float
     high: float
 
@@ -69,6 +72,7 @@ class Uniform:
 @dataclass(frozen=True)
 class Choice:
     """One of ``values``, each with probability 1 / len(values)."""
+
     values: tuple[float, ...]
 
     def draw(self, rng: np.random.Generator) -> float:
@@ -81,6 +85,7 @@ class Choice:
 @dataclass(frozen=True)
 class MonteCarlo:
     """``runs`` runs; run i draws ``dispersions`` ({path: dispersion}) from the generator of (seed, i)."""
+
     dispersions: dict
     runs: int
     seed: int
@@ -98,14 +103,19 @@ class MonteCarlo:
         return {path: d.draw(rng) for path, d in self.dispersions.items()}
 
     def describe(self) -> dict:
-        return {"design": "montecarlo", "runs": self.runs, "seed": self.seed,
-                "dispersions": {p: d.describe() for p, d in self.dispersions.items()}}
+        return {
+            "design": "montecarlo",
+            "runs": self.runs,
+            "seed": self.seed,
+            "dispersions": {p: d.describe() for p, d in self.dispersions.items()},
+        }
 
 
 @dataclass(frozen=True)
 class Grid:
     """The Cartesian product of ``params`` ((path, values) pairs), the first ``runs`` points of it
     (all when None)."""
+
     params: tuple
     runs: int | None = None
 
@@ -120,19 +130,23 @@ class Grid:
 
     def point(self, i: int) -> dict[str, float]:
         out = {}
-        for path, values in reversed(self.params):   # mixed radix, last parameter fastest
+        for path, values in reversed(self.params):  # mixed radix, last parameter fastest
             i, k = divmod(i, len(values))
             out[path] = float(values[k])
         return {p: out[p] for p, _ in self.params}
 
     def describe(self) -> dict:
-        return {"design": "grid", "runs": self.runs,
-                "params": [[p, len(v), v[0], v[-1], _digest(v)] for p, v in self.params]}
+        return {
+            "design": "grid",
+            "runs": self.runs,
+            "params": [[p, len(v), v[0], v[-1], _digest(v)] for p, v in self.params],
+        }
 
 
 def _digest(values) -> str:
     """SHA-256 of the values' float64 bytes (a resume must meet the same grid)."""
     import hashlib
+
     return hashlib.sha256(np.asarray(values, dtype=float).tobytes()).hexdigest()
 
 
@@ -140,8 +154,9 @@ def parse_campaign(path: str | Path, section: tuple = ()) -> tuple[dict, list[st
     """The dispersions ({path: dispersion}) and chosen outputs of a campaign file, or of the
     ``campaign:`` section of a scenario (section = ("campaign",)). Missing section: ({}, []).
     ModelError lists every problem with its file line."""
-    from ..io.model_file import parse_file
     from ..engine.spec.validation import locate
+    from ..io.model_file import parse_file
+
     path = Path(path)
     data, lines = parse_file(path)
     problems: list[Problem] = []
@@ -163,8 +178,9 @@ def parse_campaign(path: str | Path, section: tuple = ()) -> tuple[dict, list[st
     dispersions = {}
     raw = doc.get("dispersions", {})
     if not isinstance(raw, dict):
-        problem(section + ("dispersions",),
-                "expected a mapping of parameter path to {type: normal|uniform|choice, ...}")
+        problem(
+            section + ("dispersions",), "expected a mapping of parameter path to {type: normal|uniform|choice, ...}"
+        )
         raw = {}
     for name, spec in raw.items():
         d = _dispersion(spec, section + ("dispersions", name), problem)
@@ -224,7 +240,10 @@ def _dispersion(spec, at, problem):
         return None
     mass = ndtr((d.hi - d.mean) / d.std) - ndtr((d.lo - d.mean) / d.std)
     if not mass > 1e-12:
-        problem(at, f"[min, max] = [{d.lo}, {d.hi}] holds a probability of {mass:.1e} of N({d.mean}, {d.std}^2): "
-                    "inverse-CDF sampling cannot resolve it; widen the bounds or move the mean")
+        problem(
+            at,
+            f"[min, max] = [{d.lo}, {d.hi}] holds a probability of {mass:.1e} of N({d.mean}, {d.std}^2): "
+            "inverse-CDF sampling cannot resolve it; widen the bounds or move the mean",
+        )
         return None
     return d

@@ -2,6 +2,7 @@
 i's point, an execution runs the points (in any order, anywhere), the client journals every
 finished run as it arrives and writes the table, the statistics and ``campaign.png`` at the end,
 also after Ctrl-C or SIGTERM (the finished runs; ``resume=True`` completes the rest)."""
+
 from __future__ import annotations
 
 import math
@@ -25,6 +26,7 @@ from .table import (
 class CampaignResult:
     """What a campaign left in ``out``: rows sorted by run, statistics, files, and whether it was
     interrupted before every run finished."""
+
     out: Path
     rows: list[dict]
     statistics: list[dict]
@@ -46,15 +48,32 @@ def default_outputs(sim, n: int = 4) -> list[str]:
 def output_columns(sim) -> set[str]:
     """The trajectory columns a run of ``sim`` writes (what ``outputs`` may name)."""
     inv = ("p_sys", "P_sys", "H_sys", "R", "Rdot")
-    return ({"time", *sim.state_names, *(f"u.{n}" for n in sim.input_names), *sim.records(),
-             *(f"engine.{k}[{c}]" for k in inv for c in (1, 2, 3)),
-             *(f"engine.{k}" for k in ("KE", "PE", "E", "W_in", "W_diss"))})
+    return {
+        "time",
+        *sim.state_names,
+        *(f"u.{n}" for n in sim.input_names),
+        *sim.records(),
+        *(f"engine.{k}[{c}]" for k in inv for c in (1, 2, 3)),
+        *(f"engine.{k}" for k in ("KE", "PE", "E", "W_in", "W_diss")),
+    }
 
 
-def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: float | None = None,
-                 outputs: list[str] | None = None, trajectories: str | None = None, execution=None,
-                 resume: bool = False, progress: bool = True, stem: str = "campaign", picture: bool = True,
-                 kind: str = "campaign", stop=None) -> CampaignResult:
+def run_campaign(
+    scenario: str | Path,
+    design,
+    out: str | Path,
+    *,
+    duration: float | None = None,
+    outputs: list[str] | None = None,
+    trajectories: str | None = None,
+    execution=None,
+    resume: bool = False,
+    progress: bool = True,
+    stem: str = "campaign",
+    picture: bool = True,
+    kind: str = "campaign",
+    stop=None,
+) -> CampaignResult:
     """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
     (mbsfmu/campaign/execution.py; default: a LocalCluster, one worker per CPU) and write ``out``
     (mbsfmu/campaign/table.py). trajectories: None, or a path template relative to ``out`` such as
@@ -66,33 +85,47 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
     from ..errors import InputError
     from ..scenario.spec import load_scenario
     from ..trajectory import save_trajectory
-
     from .execution import Dask
     from .points import apply_point, check_paths
+
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
         raise InputError(f"duration must be a positive finite time [s], got {duration!r}")
     scenario = Path(scenario)
     scn = load_scenario(scenario)
     check_paths(scn, design.paths)
     from ..scenario.run import build_simulator
+
     sim = build_simulator(apply_point(scn, {}))
     known = output_columns(sim)
     outputs = list(outputs) if outputs else default_outputs(sim)
     unknown = [o for o in outputs if o not in known]
     if unknown:
         import difflib
-        hints = [f"{o!r}" + (f" (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(o, known, n=1)) else "")
-                 for o in unknown]
+
+        hints = [
+            f"{o!r}" + (f" (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(o, known, n=1)) else "")
+            for o in unknown
+        ]
         raise InputError(f"outputs: no trajectory column {', '.join(hints)} in a run of {scenario}")
     out = Path(out)
     hashes = {str(p): file_hash(p) for p in {scn.path, scn.model_path} if Path(p).is_file()}
-    manifest = {"kind": kind, "scenario": str(scenario), "files_sha256": hashes, **design.describe(),
-                "duration": duration, "outputs": outputs, "trajectories": trajectories}
+    manifest = {
+        "kind": kind,
+        "scenario": str(scenario),
+        "files_sha256": hashes,
+        **design.describe(),
+        "duration": duration,
+        "outputs": outputs,
+        "trajectories": trajectories,
+    }
     done = open_campaign(out, manifest, resume)
     n = design.n_runs
-    where = str(scenario.resolve())        # workers may run in another folder (or on another node)
-    todo = (RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None)
-            for i in range(n) if i not in done)
+    where = str(scenario.resolve())  # workers may run in another folder (or on another node)
+    todo = (
+        RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None)
+        for i in range(n)
+        if i not in done
+    )
     execution = execution if execution is not None else Dask()
     bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
     journal = Journal(out / JOURNAL)
@@ -112,12 +145,13 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
                 bar.update(not record["row"]["passed"])
     except KeyboardInterrupt:
         interrupted = True
-    except OSError as e:                       # the client cannot write DIR (disk full, permissions)
+    except OSError as e:  # the client cannot write DIR (disk full, permissions)
         interrupted, failure = True, e
     finally:
         journal.close()
         bar.close()
     from ..checker.checks import parse_bound
+
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:
         result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
@@ -125,15 +159,29 @@ def run_campaign(scenario: str | Path, design, out: str | Path, *, duration: flo
         failure = failure or e
     if failure is not None:
         from ..errors import MbsError
-        raise MbsError(f"campaign stopped: cannot write {out}: {failure}; the runs journaled in {out / JOURNAL} "
-                       "are kept and --resume continues once DIR is writable") from None
+
+        raise MbsError(
+            f"campaign stopped: cannot write {out}: {failure}; the runs journaled in {out / JOURNAL} "
+            "are kept and --resume continues once DIR is writable"
+        ) from None
     return result
 
 
-def finish_campaign(out: Path, done: dict, design, outputs: list[str], stem: str, title: str, n: int,
-                    interrupted: bool, picture: bool = True, bounds: dict | None = None) -> CampaignResult:
+def finish_campaign(
+    out: Path,
+    done: dict,
+    design,
+    outputs: list[str],
+    stem: str,
+    title: str,
+    n: int,
+    interrupted: bool,
+    picture: bool = True,
+    bounds: dict | None = None,
+) -> CampaignResult:
     """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs."""
     from .statistics import stat_columns, statistics
+
     order = sorted(done)
     rows = [done[i]["row"] for i in order]
     series = [done[i]["series"] for i in order]
@@ -143,12 +191,14 @@ def finish_campaign(out: Path, done: dict, design, outputs: list[str], stem: str
     files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats)}
     if picture and rows:
         from .picture import plot_campaign
+
         files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
     return CampaignResult(out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted)
 
 
 def _write_statistics(out: Path, stats: list[dict]) -> Path:
     import csv
+
     path = out / "statistics.csv"
     keys = ("column", "n", "min", "p5", "p50", "p95", "max", "mean")
     with open(path, "w", newline="", encoding="utf-8") as f:
@@ -180,8 +230,12 @@ class Progress:
         if self.new >= self.slots and elapsed >= 1.0 and self.done < self.total:
             eta = f", ~{elapsed / self.new * (self.total - self.done):.0f} s left"
         end = "" if sys.stderr.isatty() else "\n"
-        print(f"\r{self.kind}: {self.done}/{self.total} runs done, {self.failed} failed, {elapsed:.0f} s{eta}   ",
-              end=end, file=sys.stderr, flush=True)
+        print(
+            f"\r{self.kind}: {self.done}/{self.total} runs done, {self.failed} failed, {elapsed:.0f} s{eta}   ",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         if self.shown and sys.stderr.isatty():

@@ -10,6 +10,7 @@ small too). Leaving the context cancels what is still queued and shuts the clust
 worker processes included: on normal exit, on Ctrl-C and on SIGTERM (turned into
 KeyboardInterrupt by the command line), so no worker outlives the campaign.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,6 +39,7 @@ def _workers_ignore_sigint():
 
 class Serial:
     """Runs one after another in this process (tests, debugging, tiny campaigns)."""
+
     slots = 1
     name = "serial (this process)"
 
@@ -72,15 +74,22 @@ class Dask:
             from distributed import Client, LocalCluster
         except ImportError as e:
             from ..errors import MbsError
+
             raise MbsError(f"campaigns run on dask.distributed ({e}): pip install \"mbsfmu[campaign]\"") from None
         try:
             if self.scheduler is None:
                 import os
+
                 n = self.workers or os.cpu_count() or 1
-                with _workers_ignore_sigint():   # random ports (":0", 0): campaigns run side by side
-                    self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                dashboard_address=":0", scheduler_port=0,
-                                                silence_logs=logging.CRITICAL)
+                with _workers_ignore_sigint():  # random ports (":0", 0): campaigns run side by side
+                    self.cluster = LocalCluster(
+                        n_workers=n,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=":0",
+                        scheduler_port=0,
+                        silence_logs=logging.CRITICAL,
+                    )
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(self.scheduler, timeout="30s")
@@ -98,12 +107,13 @@ class Dask:
             if part is not None:
                 try:
                     part.close(timeout=20)
-                except (OSError, TimeoutError, RuntimeError):   # a cluster already gone (CommClosedError is an
-                    pass                                         # OSError): the other part still closes
+                except (OSError, TimeoutError, RuntimeError):  # a cluster already gone (CommClosedError is an
+                    pass  # OSError): the other part still closes
         self.client = self.cluster = None
 
     def imap_unordered(self, fn: Callable, specs: Iterator) -> Iterator:
         from distributed import KilledWorker, as_completed
+
         window = 2 * self.slots + 2
         done = as_completed()
 
@@ -119,8 +129,9 @@ class Dask:
             spec = specs_of.pop(f.key)
             try:
                 result = f.result()
-            except KilledWorker as e:   # the run took its worker down (twice): its row says so
+            except KilledWorker as e:  # the run took its worker down (twice): its row says so
                 from .runner import failed_row
+
                 result = failed_row(spec, f"KilledWorker: the run ended its worker process ({e})"[:500])
             f.release()
             nxt = next(specs, None)

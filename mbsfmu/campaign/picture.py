@@ -2,6 +2,7 @@
 quantity its bound is on, max_rel or max_abs, with the bound drawn as a dashed line), and time
 envelopes (median, 5-95 % band) of the chosen outputs over the runs that passed; failed runs are
 stacked in red on the histograms and drawn as thin red curves over the envelopes."""
+
 from __future__ import annotations
 
 import math
@@ -16,32 +17,47 @@ MAX_PANELS = 12
 
 def _finite(rows: list[dict], column: str, log: bool = False) -> np.ndarray:
     vals = [r.get(column) for r in rows]
-    x = np.array([v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                  and (not log or v > 0)], dtype=float)
+    x = np.array(
+        [
+            v
+            for v in vals
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and (not log or v > 0)
+        ],
+        dtype=float,
+    )
     return np.log10(x) if log else x
 
 
-def plot_campaign(out: Path, title: str, rows: list[dict], series: list[dict], paths: list[str],
-                  outputs: list[str], bounds: dict | None = None) -> Path:
+def plot_campaign(
+    out: Path,
+    title: str,
+    rows: list[dict],
+    series: list[dict],
+    paths: list[str],
+    outputs: list[str],
+    bounds: dict | None = None,
+) -> Path:
     """Write ``out/campaign.png``; returns its path. bounds: {check: (kind "abs"|"rel", bound)}
     (invariants.parse_bound); a check without one is plotted by max_rel."""
     bounds = bounds or {}
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ok = [r for r in rows if r.get("passed")]
     bad = [r for r in rows if not r.get("passed")]
     columns = list(dict.fromkeys(c for r in rows for c in r))
-    names = [c[len("check."):-len(".max_rel")] for c in columns if c.startswith("check.") and c.endswith(".max_rel")]
+    names = [c[len("check.") : -len(".max_rel")] for c in columns if c.startswith("check.") and c.endswith(".max_rel")]
     checks = [f"check.{n}.max_{bounds.get(n, ('rel', None))[0]}" for n in names]
-    panels = ([("hist", p, False) for p in paths] + [("hist", c, True) for c in checks]
-              + [("env", o, False) for o in outputs])
+    panels = (
+        [("hist", p, False) for p in paths] + [("hist", c, True) for c in checks] + [("env", o, False) for o in outputs]
+    )
     panels = panels[:MAX_PANELS] or [("none", "", False)]
     ncol = min(3, len(panels))
     nrow = math.ceil(len(panels) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.3 * nrow + 0.6), squeeze=False)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     ok_series = [s for r, s in zip(rows, series) if r.get("passed")]
     bad_series = [s for r, s in zip(rows, series) if not r.get("passed")]
@@ -52,13 +68,18 @@ def plot_campaign(out: Path, title: str, rows: list[dict], series: list[dict], p
             if allx.size:
                 lo, hi = float(allx.min()), float(allx.max())
                 bins = np.linspace(lo, hi, 21) if hi > lo else np.array([lo - 0.5, lo + 0.5])
-                ax.hist(xs, bins=bins, stacked=True, color=["tab:blue", "tab:red"],
-                        label=[f"passed ({xs[0].size})", f"failed ({xs[1].size})"])
+                ax.hist(
+                    xs,
+                    bins=bins,
+                    stacked=True,
+                    color=["tab:blue", "tab:red"],
+                    label=[f"passed ({xs[0].size})", f"failed ({xs[1].size})"],
+                )
                 ax.legend(fontsize=7, loc="upper right")
             else:
                 ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
             if log:
-                name, on = col[len("check."):].rsplit(".", 1)
+                name, on = col[len("check.") :].rsplit(".", 1)
                 kind, bound = bounds.get(name, ("rel", None))
                 if bound is not None and bound > 0:
                     ax.axvline(np.log10(bound), color="k", ls="--", lw=1, label=f"bound {bound:.3g}")

@@ -13,6 +13,7 @@ One addressing for ``mbsfmu sweep`` and ``mbsfmu montecarlo``:
 
 A point is {path: value}; ``apply_point`` gives the scenario that runs it.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,20 +42,25 @@ def apply_point(scn, point: dict[str, float]):
             k = int(m["k"]) - 1
             base = dest.get(m["joint"])
             if base is None or k >= len(base):
-                raise InputError(f"parameter {path!r}: set initial.{m['key']}.{m['joint']} (all its values) in the "
-                                 f"scenario to disperse component {k + 1} of it")
-            dest[m["joint"]] = [*base[:k], value, *base[k + 1:]]
+                raise InputError(
+                    f"parameter {path!r}: set initial.{m['key']}.{m['joint']} (all its values) in the "
+                    f"scenario to disperse component {k + 1} of it"
+                )
+            dest[m["joint"]] = [*base[:k], value, *base[k + 1 :]]
             continue
         m = _INPUT.fullmatch(path)
         if m:
             sched = inputs.get(m["name"])
             if sched is None:
-                raise InputError(f"parameter {path!r}: the scenario has no input {m['name']!r}"
-                                 f"; inputs: {', '.join(inputs) or 'none'}")
+                raise InputError(
+                    f"parameter {path!r}: the scenario has no input {m['name']!r}"
+                    f"; inputs: {', '.join(inputs) or 'none'}"
+                )
             if m["param"] not in KINDS[sched.kind] or sched.kind in ("table", "csv"):
                 numbers = ", ".join(KINDS[sched.kind]) if sched.kind not in ("table", "csv") else "none"
-                raise InputError(f"parameter {path!r}: a {sched.kind} schedule has no number {m['param']!r}; "
-                                 f"numbers: {numbers}")
+                raise InputError(
+                    f"parameter {path!r}: a {sched.kind} schedule has no number {m['param']!r}; numbers: {numbers}"
+                )
             inputs[m["name"]] = Schedule(sched.kind, {**sched.params, m["param"]: value})
             continue
         edits.append((path, value))
@@ -67,8 +73,9 @@ def check_paths(scn, paths) -> None:
     negative mass) is that run's error, in its row."""
     from ..engine.spec.edits import edit_spec
     from ..scenario.run import build_simulator
+
     problems = []
-    sim = build_simulator(scn)                 # the nominal scenario itself must build
+    sim = build_simulator(scn)  # the nominal scenario itself must build
     model = sim.model
     for path in paths:
         try:
@@ -82,8 +89,10 @@ def check_paths(scn, paths) -> None:
         elif m and m["k"] is None:
             sl = (model.q_slice if m["key"] == "q" else model.v_slice)(m["joint"])
             if sl.stop - sl.start != 1:
-                problems.append(f"parameter {path!r}: joint {m['joint']!r} takes {sl.stop - sl.start} values; "
-                                f"address one of them as {path}[k]")
+                problems.append(
+                    f"parameter {path!r}: joint {m['joint']!r} takes {sl.stop - sl.start} values; "
+                    f"address one of them as {path}[k]"
+                )
         elif not m and not _INPUT.fullmatch(path):
             try:
                 edit_spec(model.spec, path, 1.0)

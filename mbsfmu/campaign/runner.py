@@ -14,6 +14,7 @@ The result is {"row": {...}, "series": {...}, "trajectory": {...} | None}:
 - series: ``time`` and the chosen outputs at every trajectory row (for the time envelopes).
 - trajectory: every trajectory column, when asked for.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,6 +30,7 @@ class RunSpec:
     """What a worker needs for run ``index``: the scenario file (read on the worker: a shared
     filesystem or the same checkout on every node), the point, the simulated time [s] (None: the
     scenario's), the output columns to keep, and whether to send the whole trajectory."""
+
     scenario: str
     index: int
     point: dict
@@ -40,6 +42,7 @@ class RunSpec:
 @functools.lru_cache(maxsize=8)
 def _scenario(path: str, mtime_ns: int):
     from ..scenario.spec import load_scenario
+
     return load_scenario(path)
 
 
@@ -50,16 +53,19 @@ def load_cached(path: str):
 
 def failed_row(spec: RunSpec, error: str, wall: float = math.nan) -> dict:
     """The row of a run that produced nothing but an error."""
-    return {"row": {"run": spec.index, **spec.point, "passed": False, "error": error, "wall_time_s": wall},
-            "series": {}, "trajectory": None}
+    return {
+        "row": {"run": spec.index, **spec.point, "passed": False, "error": error, "wall_time_s": wall},
+        "series": {},
+        "trajectory": None,
+    }
 
 
 def run_one(spec: RunSpec) -> dict:
     """Run one point; never raises for a problem of the run itself (that is its row's error)."""
     from ..scenario.run import run_scenario
     from ..trajectory import TrajectoryError, read_trajectory
-
     from .points import apply_point
+
     start = wallclock.perf_counter()
     try:
         scn = apply_point(load_cached(spec.scenario), spec.point)
@@ -71,14 +77,19 @@ def run_one(spec: RunSpec) -> dict:
                 traj = None
     # A campaign boundary: whatever one run raises (an invalid drawn model, a solver failure, a
     # bug met only at some parameter values) becomes that run's row, never a lost campaign.
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the campaign boundary above
         text = str(e).strip().splitlines()
-        return failed_row(spec, f"{type(e).__name__}: {' / '.join(text[:3])}"[:500],
-                          wallclock.perf_counter() - start)
+        return failed_row(spec, f"{type(e).__name__}: {' / '.join(text[:3])}"[:500], wallclock.perf_counter() - start)
     error = report.get("error") or report.get("check_error") or ""
-    row = {"run": spec.index, **spec.point, "passed": bool(report["passed"]), "error": error,
-           "wall_time_s": wallclock.perf_counter() - start,
-           "t_end": float(traj.time[-1]) if traj is not None else math.nan, "n_steps": report["solver"]["n_steps"]}
+    row = {
+        "run": spec.index,
+        **spec.point,
+        "passed": bool(report["passed"]),
+        "error": error,
+        "wall_time_s": wallclock.perf_counter() - start,
+        "t_end": float(traj.time[-1]) if traj is not None else math.nan,
+        "n_steps": report["solver"]["n_steps"],
+    }
     for name, e in report.get("checks", {}).items():
         for key in ("max_abs", "max_rel", "drift_per_s"):
             row[f"check.{name}.{key}"] = _num(e.get(key))
@@ -97,7 +108,10 @@ def run_one(spec: RunSpec) -> dict:
             if col in traj:
                 x = traj[col]
                 row[f"output.{col}.final"], row[f"output.{col}.min"], row[f"output.{col}.max"] = (
-                    float(x[-1]), float(x.min()), float(x.max()))
+                    float(x[-1]),
+                    float(x.min()),
+                    float(x.max()),
+                )
                 series[col] = x.tolist()
         if spec.trajectory:
             trajectory = {name: traj[name].tolist() for name in traj.names}

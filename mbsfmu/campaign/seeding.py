@@ -3,6 +3,7 @@
 campaign is reproducible run by run and a resumed campaign draws what the uninterrupted one drew.
 SeedSequence hashes the entropy words, so neighbouring (S, i) give independent streams (NumPy's
 documentation of SeedSequence: "spawning" and entropy pools)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -2,6 +2,7 @@
 final states, chosen outputs) the count of finite values and their min, 5th, 50th and 95th
 percentile (numpy's default linear interpolation between order statistics), max and mean; and the
 time envelopes (median and 5-95 % band) of the chosen outputs across runs."""
+
 from __future__ import annotations
 
 import math
@@ -22,12 +23,26 @@ def statistics(rows: list[dict], columns: list[str]) -> list[dict]:
     have the value), min, p5, p50, p95, max, mean (NaN when n = 0)."""
     out = []
     for c in columns:
-        x = np.array([r[c] for r in rows if isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool)
-                      and math.isfinite(r[c])], dtype=float)
+        x = np.array(
+            [
+                r[c]
+                for r in rows
+                if isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) and math.isfinite(r[c])
+            ],
+            dtype=float,
+        )
         if x.size:
             p = np.percentile(x, PERCENTILES)
-            e = {"column": c, "n": int(x.size), "min": float(x.min()), "p5": float(p[0]), "p50": float(p[1]),
-                 "p95": float(p[2]), "max": float(x.max()), "mean": float(x.mean())}
+            e = {
+                "column": c,
+                "n": int(x.size),
+                "min": float(x.min()),
+                "p5": float(p[0]),
+                "p50": float(p[1]),
+                "p95": float(p[2]),
+                "max": float(x.max()),
+                "mean": float(x.mean()),
+            }
         else:
             e = {"column": c, "n": 0, **{k: math.nan for k in ("min", "p5", "p50", "p95", "max", "mean")}}
         out.append(e)
@@ -54,6 +69,8 @@ def statistics_text(stats: list[dict]) -> str:
     """The statistics as a fixed-width table."""
     lines = [f"{'column':<44} {'n':>6} {'min':>11} {'p5':>11} {'p50':>11} {'p95':>11} {'max':>11}"]
     for e in stats:
-        lines.append(f"{e['column'][-44:]:<44} {e['n']:>6} " + " ".join(f"{e[k]:>11.4g}" for k in
-                                                                          ("min", "p5", "p50", "p95", "max")))
+        lines.append(
+            f"{e['column'][-44:]:<44} {e['n']:>6} "
+            + " ".join(f"{e[k]:>11.4g}" for k in ("min", "p5", "p50", "p95", "max"))
+        )
     return "\n".join(lines)

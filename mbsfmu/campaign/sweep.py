@@ -10,6 +10,7 @@ DIR/summary.parquet (one row per finished run), DIR/run_NNNN/trajectory.csv, sta
 campaign.png. Ctrl-C or SIGTERM stop the workers and write the finished rows; ``--resume``
 completes the sweep.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,7 +20,7 @@ import numpy as np
 
 from ..errors import InputError
 
-MAX_POINTS_PER_PARAM = 10_000_000   # 80 MB of values for one parameter: beyond, a typo more likely than a plan
+MAX_POINTS_PER_PARAM = 10_000_000  # 80 MB of values for one parameter: beyond, a typo more likely than a plan
 
 
 def parse_param(text: str) -> tuple[str, list[float]]:
@@ -46,18 +47,38 @@ def grid(params: list[tuple[str, list[float]]], runs: int | None = None):
     """The Cartesian product of the parameter values as a lazy design (``n_runs``,
     ``point(i)``; mbsfmu/campaign/dispersions.py Grid), the first ``runs`` points when given."""
     from .dispersions import Grid
+
     return Grid(tuple((p, tuple(v)) for p, v in params), runs)
 
 
-def run_sweep(scenario_path: str | Path, params: list[tuple[str, list[float]]], out: str | Path,
-              duration: float | None = None, execution=None, runs: int | None = None, resume: bool = False,
-              progress: bool = False, stop=None):
+def run_sweep(
+    scenario_path: str | Path,
+    params: list[tuple[str, list[float]]],
+    out: str | Path,
+    duration: float | None = None,
+    execution=None,
+    runs: int | None = None,
+    resume: bool = False,
+    progress: bool = False,
+    stop=None,
+):
     """Run the grid (its first ``runs`` points) on ``execution`` (mbsfmu/campaign/execution.py;
     default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run)."""
     from .engine import run_campaign
-    return run_campaign(scenario_path, grid(params, runs), out, duration=duration,
-                        trajectories="run_{run:04d}/trajectory.csv", execution=execution, resume=resume,
-                        progress=progress, stem="summary", kind="sweep", stop=stop)
+
+    return run_campaign(
+        scenario_path,
+        grid(params, runs),
+        out,
+        duration=duration,
+        trajectories="run_{run:04d}/trajectory.csv",
+        execution=execution,
+        resume=resume,
+        progress=progress,
+        stem="summary",
+        kind="sweep",
+        stop=stop,
+    )
 
 
 def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
@@ -67,8 +88,11 @@ def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
     lines = [head]
     for r in rows[:limit]:
         verdict, wall = "PASS" if r["passed"] else "FAIL", r.get("wall_time_s", float("nan"))
-        lines.append(f"run_{r['run']:04d} " + " ".join(f"{r[p]:>22.6g}" for p in params)
-                     + f" {verdict:>6} {wall:>9.3g}  {r.get('error', '')}")
+        lines.append(
+            f"run_{r['run']:04d} "
+            + " ".join(f"{r[p]:>22.6g}" for p in params)
+            + f" {verdict:>6} {wall:>9.3g}  {r.get('error', '')}"
+        )
     if len(rows) > limit:
         lines.append(f"... {len(rows) - limit} more rows in summary.csv")
     n_fail = sum(not r["passed"] for r in rows)
@@ -79,12 +103,21 @@ def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
 def _sweep(args) -> int:
     from .command import exit_code, interrupted_note, interruptible
     from .execution import Dask, Serial
+
     params = [parse_param(p) for p in args.param]
     execution = Serial() if args.serial else Dask(args.scheduler, args.workers)
     with interruptible() as state:
-        result = run_sweep(args.scenario, params, args.out, duration=args.duration, execution=execution,
-                           runs=args.runs, resume=args.resume, progress=not args.no_progress,
-                           stop=lambda: state["signal"] is not None)
+        result = run_sweep(
+            args.scenario,
+            params,
+            args.out,
+            duration=args.duration,
+            execution=execution,
+            runs=args.runs,
+            resume=args.resume,
+            progress=not args.no_progress,
+            stop=lambda: state["signal"] is not None,
+        )
     print(summary_text(result.rows, [p for p, _ in params]))
     print(f"summary: {result.files['csv']}")
     if result.interrupted:
@@ -95,11 +128,17 @@ def _sweep(args) -> int:
 def add_parser(sub) -> None:
     """The ``sweep`` subcommand."""
     from .command import add_execution_arguments, positive_int
+
     p = sub.add_parser("sweep", help="run a scenario over a parameter grid on the campaign engine; one summary table")
     p.add_argument("scenario", help="scenario file")
-    p.add_argument("--param", action="append", required=True, metavar="PATH=start:stop:n",
-                   help="e.g. body.link1.mass=0.8:1.2:5, gravity[3]=-9.81,-1.62, joint.q2.spring.k=1:10:4, "
-                        "initial.q.q1=0:0.5:3 (repeat for a Cartesian product)")
+    p.add_argument(
+        "--param",
+        action="append",
+        required=True,
+        metavar="PATH=start:stop:n",
+        help="e.g. body.link1.mass=0.8:1.2:5, gravity[3]=-9.81,-1.62, joint.q2.spring.k=1:10:4, "
+        "initial.q.q1=0:0.5:3 (repeat for a Cartesian product)",
+    )
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="output directory: run_0000/..., summary.csv")
     p.add_argument("--duration", type=float, help="simulated time [s] of every run instead of the scenario's")
     p.add_argument("--runs", type=positive_int, metavar="N", help="run only the first N points of the grid")

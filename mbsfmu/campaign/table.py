@@ -9,6 +9,7 @@
   in a fixed order (run, the design's paths, passed, error, then the rest as they first appear in
   run order), so the table does not depend on which worker finished first.
 """
+
 from __future__ import annotations
 
 import csv
@@ -36,12 +37,15 @@ def open_campaign(out: Path, manifest: dict, resume: bool) -> dict[int, dict]:
     if path.exists():
         old = json.loads(path.read_text())
         if not resume:
-            raise InputError(f"{out} already holds a campaign ({MANIFEST}): add --resume to complete it, "
-                             "or choose another --out")
+            raise InputError(
+                f"{out} already holds a campaign ({MANIFEST}): add --resume to complete it, or choose another --out"
+            )
         diff = [k for k in sorted(set(old) | set(manifest)) if old.get(k) != manifest.get(k)]
         if diff:
-            raise InputError(f"--resume: {out} holds a different campaign: {', '.join(diff)} differ "
-                             f"(was {', '.join(repr(old.get(k))[:80] for k in diff)})")
+            raise InputError(
+                f"--resume: {out} holds a different campaign: {', '.join(diff)} differ "
+                f"(was {', '.join(repr(old.get(k))[:80] for k in diff)})"
+            )
         return read_journal(out / JOURNAL)
     if resume and (out / JOURNAL).exists():
         raise InputError(f"--resume: {out} has runs but no {MANIFEST}; cannot tell which campaign they belong to")

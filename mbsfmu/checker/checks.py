@@ -23,7 +23,8 @@ Every procedure needs ``<body>.m``; energy needs the wheels' ``Iw``, ``g`` and t
 the ``R``, ``Rdot`` columns ("(R, Rdot) should also be an output of the simulation"), Procedure 4
 from joint 1: R = eta1 + C1 c^1, Rdot = etadot1 + C1 cdot^1. ``momentum(..., with_R=False)`` and
 the report's checks that do not use R, Rdot do not need those columns.
-"""
+"""  # noqa: E501 - a markdown table
+
 from __future__ import annotations
 
 import argparse
@@ -44,23 +45,38 @@ from ..trajectory import Trajectory, TrajectoryError, read_trajectory
 Array = NDArray[np.float64]
 
 PROCEDURES = (1, 2, 3, 4)
-MOMENTUM_PROCEDURES = {1: "inertial axes, system-CM centric", 2: "inertial axes, absolute",
-                       3: "body-1 axes, system-CM centric, with C1", 4: "body-1 axes, joint(1) centric, with C1"}
-ENERGY_PROCEDURES = {1: "inertial axes, absolute", 2: "inertial axes, system-CM centric, with R, Rdot",
-                     3: "body-1 axes, system-CM centric, with C1, R, Rdot",
-                     4: "inertial axes, joint(1) centric, with eta1, etadot1"}
+MOMENTUM_PROCEDURES = {
+    1: "inertial axes, system-CM centric",
+    2: "inertial axes, absolute",
+    3: "body-1 axes, system-CM centric, with C1",
+    4: "body-1 axes, joint(1) centric, with C1",
+}
+ENERGY_PROCEDURES = {
+    1: "inertial axes, absolute",
+    2: "inertial axes, system-CM centric, with R, Rdot",
+    3: "body-1 axes, system-CM centric, with C1, R, Rdot",
+    4: "inertial axes, joint(1) centric, with eta1, etadot1",
+}
 SYM = ("xx", "yy", "zz", "xy", "xz", "yz")
 SYM_INDEX = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 SKIP_PREFIXES = ("engine.", "q.", "qd.", "u.")
 
 # Records each procedure reads: body fields, wheel field, system fields (MBS Momentum/Energy Testing).
-MOMENTUM_BODY = {1: ("I", "omega", "r_cm", "rdot_cm"), 2: ("I", "omega", "r_abs", "rdot_abs"),
-                 3: ("I_b1", "omega_b1", "r_cm_b1", "rdot_cm_b1"), 4: ("I_b1", "omega_b1", "r_j1_b1", "rdot_j1_b1")}
+MOMENTUM_BODY = {
+    1: ("I", "omega", "r_cm", "rdot_cm"),
+    2: ("I", "omega", "r_abs", "rdot_abs"),
+    3: ("I_b1", "omega_b1", "r_cm_b1", "rdot_cm_b1"),
+    4: ("I_b1", "omega_b1", "r_j1_b1", "rdot_j1_b1"),
+}
 MOMENTUM_WHEEL = {1: "h", 2: "h", 3: "h_b1", 4: "h_b1"}
 MOMENTUM_SYSTEM = {1: (), 2: (), 3: ("C1",), 4: ("C1",)}
 MOMENTUM_R = {1: ("R", "Rdot"), 2: (), 3: ("R", "Rdot"), 4: ("eta1", "etadot1")}
-ENERGY_BODY = {1: ("I", "omega", "r_abs", "rdot_abs"), 2: ("I", "omega", "r_cm", "rdot_cm"),
-               3: ("I_b1", "omega_b1", "r_cm_b1", "rdot_cm_b1"), 4: ("I", "omega", "r_j1", "rdot_j1")}
+ENERGY_BODY = {
+    1: ("I", "omega", "r_abs", "rdot_abs"),
+    2: ("I", "omega", "r_cm", "rdot_cm"),
+    3: ("I_b1", "omega_b1", "r_cm_b1", "rdot_cm_b1"),
+    4: ("I", "omega", "r_j1", "rdot_j1"),
+}
 ENERGY_WHEEL = {1: "h", 2: "h", 3: "h_b1", 4: "h"}
 ENERGY_SYSTEM = {1: ("g",), 2: ("R", "Rdot", "g"), 3: ("R", "Rdot", "C1", "g"), 4: ("eta1", "etadot1", "g")}
 
@@ -78,15 +94,17 @@ def eq9_p_sys(m: Array, rhatdot: Array) -> Array:
 def eq10_H_sys(m: Array, I: Array, omega: Array, rhat: Array, rhatdot: Array, h: Array) -> Array:
     """H_sys = sum_j (I_j omega_j + m_j rhat_j x rhatdot_j) + sum_k h_k (MBS Momentum Testing Eq. 10): (T, 3)
     [N m s]; I (T, N, 3, 3), omega, rhat, rhatdot (T, N, 3), h (T, Nw, 3), all world axes."""
-    return (np.einsum("tnij,tnj->ti", I, omega) + np.einsum("tn,tni->ti", m, np.cross(rhat, rhatdot))
-            + h.sum(axis=1))
+    return np.einsum("tnij,tnj->ti", I, omega) + np.einsum("tn,tni->ti", m, np.cross(rhat, rhatdot)) + h.sum(axis=1)
 
 
 def eq1_KE(m: Array, I: Array, omega: Array, rbardot: Array, h: Array, Iw: Array) -> Array:
     """KE = 1/2 (sum_i (omega_i^T I_i omega_i + m_i |rbardot_i|^2) + sum_k |h_k|^2 / I_k^w)
     (MBS Energy Testing Eq. 1): (T,) [J]; Iw (T, Nw) [kg m^2]."""
-    return 0.5 * (np.einsum("tni,tnij,tnj->t", omega, I, omega) + np.einsum("tn,tni,tni->t", m, rbardot, rbardot)
-                  + np.einsum("tki,tki,tk->t", h, h, 1.0 / Iw))
+    return 0.5 * (
+        np.einsum("tni,tnij,tnj->t", omega, I, omega)
+        + np.einsum("tn,tni,tni->t", m, rbardot, rbardot)
+        + np.einsum("tki,tki,tk->t", h, h, 1.0 / Iw)
+    )
 
 
 def eq2_PE(k: Array, x: Array, m: Array, g: Array, rbar: Array) -> Array:
@@ -109,6 +127,7 @@ def _rot_I(C1: Array, I1: Array) -> Array:
 @dataclass(frozen=True)
 class System:
     """Names found in a trajectory: rigid bodies, reaction wheels and springs."""
+
     bodies: tuple[str, ...]
     wheels: tuple[str, ...]
     springs: tuple[str, ...]
@@ -128,9 +147,11 @@ def as_trajectory(data) -> Trajectory:
 def discover(traj: Trajectory) -> System:
     """Bodies (``<body>.m``), wheels (``<wheel>.Iw``), springs (``<spring>.k``) in column order."""
     names = [c for c in traj.names if not c.startswith(SKIP_PREFIXES)]
-    found = System(bodies=tuple(c[:-2] for c in names if c.endswith(".m") and len(c) > 2),
-                   wheels=tuple(c[:-3] for c in names if c.endswith(".Iw") and len(c) > 3),
-                   springs=tuple(c[:-2] for c in names if c.endswith(".k") and len(c) > 2))
+    found = System(
+        bodies=tuple(c[:-2] for c in names if c.endswith(".m") and len(c) > 2),
+        wheels=tuple(c[:-3] for c in names if c.endswith(".Iw") and len(c) > 3),
+        springs=tuple(c[:-2] for c in names if c.endswith(".k") and len(c) > 2),
+    )
     body_fields = {f for fields in (*MOMENTUM_BODY.values(), *ENERGY_BODY.values()) for f in fields}
     orphans = []
     for c in names:
@@ -138,13 +159,20 @@ def discover(traj: Trajectory) -> System:
         if owner and fld in body_fields and owner not in found.bodies and f"{owner}.m" not in orphans:
             orphans.append(f"{owner}.m")
     if orphans:
-        raise CheckError(f"{traj.source}: body record columns without their mass column: {', '.join(orphans)} "
-                         f"missing (each body is discovered by its '<body>.m' column; format: mbsfmu/trajectory.py)")
+        raise CheckError(
+            f"{traj.source}: body record columns without their mass column: {', '.join(orphans)} "
+            f"missing (each body is discovered by its '<body>.m' column; format: mbsfmu/trajectory.py)"
+        )
     if not found.bodies:
-        hint = ("; `mbsfmu run` writes the body records to records.csv beside trajectory.csv: check that file"
-                if any(c.startswith(("q.", "qd.")) for c in traj.names) else "")
-        raise CheckError(f"{traj.source}: no rigid-body columns: each body needs a '<body>.m' mass column "
-                         f"(format: mbsfmu/trajectory.py){hint}")
+        hint = (
+            "; `mbsfmu run` writes the body records to records.csv beside trajectory.csv: check that file"
+            if any(c.startswith(("q.", "qd.")) for c in traj.names)
+            else ""
+        )
+        raise CheckError(
+            f"{traj.source}: no rigid-body columns: each body needs a '<body>.m' mass column "
+            f"(format: mbsfmu/trajectory.py){hint}"
+        )
     return found
 
 
@@ -165,20 +193,24 @@ def check_procedure(procedure) -> int:
     """The procedure number 1..4, or CheckError naming the bad value."""
     if isinstance(procedure, bool) or procedure not in PROCEDURES:
         names = "; ".join(f"{n} = {MOMENTUM_PROCEDURES[n]} / {ENERGY_PROCEDURES[n]}" for n in PROCEDURES)
-        raise CheckError(f"unknown procedure {procedure!r}: expected 1, 2, 3 or 4 (MBS Momentum Testing / MBS "
-                         f"Energy Testing Procedures 1-4: {names})")
+        raise CheckError(
+            f"unknown procedure {procedure!r}: expected 1, 2, 3 or 4 (MBS Momentum Testing / MBS "
+            f"Energy Testing Procedures 1-4: {names})"
+        )
     return int(procedure)
 
 
 def _require(traj: Trajectory, columns: Iterable[str], what: str) -> None:
     missing = traj.missing(columns)
     if missing:
-        raise CheckError(f"{traj.source}: {what} needs {len(missing)} column(s) missing from the file: "
-                         f"{', '.join(missing)}")
+        raise CheckError(
+            f"{traj.source}: {what} needs {len(missing)} column(s) missing from the file: {', '.join(missing)}"
+        )
 
 
-def _needs(system: System, body: Iterable[str], wheel: str | None, wheel_iw: bool, system_fields: Iterable[str],
-           springs: bool) -> list[str]:
+def _needs(
+    system: System, body: Iterable[str], wheel: str | None, wheel_iw: bool, system_fields: Iterable[str], springs: bool
+) -> list[str]:
     cols = []
     for b in system.bodies:
         for f in ("m", *body):
@@ -222,8 +254,10 @@ def _masses(traj: Trajectory, system: System) -> Array:
     M = m.sum(axis=1)
     if np.any(~(M > 0)):
         k = int(np.flatnonzero(~(M > 0))[0])
-        raise CheckError(f"{traj.source}: row {k + 1}: total mass is {float(M[k])}, must be positive "
-                         f"(bodies: {', '.join(system.bodies)})")
+        raise CheckError(
+            f"{traj.source}: row {k + 1}: total mass is {float(M[k])}, must be positive "
+            f"(bodies: {', '.join(system.bodies)})"
+        )
     return m
 
 
@@ -232,6 +266,7 @@ class MomentumTerms:
     """MBS Momentum Testing Eq. 9/10 inputs in world axes: m (T, N) [kg], I (T, N, 3, 3) [kg m^2] about the
     CoMs, omega (T, N, 3) [rad/s], rhat, rhatdot (T, N, 3) [m, m/s] from the system CM, h (T, Nw, 3)
     [N m s]; R, Rdot (T, 3) [m, m/s] (NaN when not asked for)."""
+
     m: Array
     I: Array
     omega: Array
@@ -247,6 +282,7 @@ class EnergyTerms:
     """MBS Energy Testing Eq. 1/2 inputs in world axes: m, I, omega, rbar, rbardot (inertial CoM position and
     velocity), h (world axes, or body-1 axes for Procedure 3: only |h| enters), Iw (T, Nw), spring
     k, x (T, Ns), g (T, 3)."""
+
     m: Array
     I: Array
     omega: Array
@@ -265,8 +301,11 @@ def momentum_terms(traj, procedure: int, with_R: bool = True) -> MomentumTerms:
     N = check_procedure(procedure)
     sysm = discover(traj)
     R_fields = MOMENTUM_R[N] if with_R else ()
-    _require(traj, _needs(sysm, MOMENTUM_BODY[N], MOMENTUM_WHEEL[N], False, MOMENTUM_SYSTEM[N] + R_fields, False),
-             f"momentum by procedure {N} ({MOMENTUM_PROCEDURES[N]})")
+    _require(
+        traj,
+        _needs(sysm, MOMENTUM_BODY[N], MOMENTUM_WHEEL[N], False, MOMENTUM_SYSTEM[N] + R_fields, False),
+        f"momentum by procedure {N} ({MOMENTUM_PROCEDURES[N]})",
+    )
     B, W = sysm.bodies, sysm.wheels
     field_I, field_w, field_r, field_rdot = MOMENTUM_BODY[N]
     m = _masses(traj, sysm)
@@ -275,22 +314,22 @@ def momentum_terms(traj, procedure: int, with_R: bool = True) -> MomentumTerms:
     h = _many(traj, W, MOMENTUM_WHEEL[N], (3,))
     nan = np.full((traj.n_rows, 3), np.nan)
     R, Rdot = nan, nan
-    if N == 1:                                    # all given: rhat_j, rhatdot_j, world axes
+    if N == 1:  # all given: rhat_j, rhatdot_j, world axes
         rhat, rhatdot = r, rdot
         if with_R:
             R, Rdot = _col(traj, "", "R"), _col(traj, "", "Rdot")
-    elif N == 2:                                  # rbar_j: R = sum m rbar / M, rhat = rbar - R
+    elif N == 2:  # rbar_j: R = sum m rbar / M, rhat = rbar - R
         M = m.sum(axis=1)
         R = np.einsum("tn,tni->ti", m, r) / M[:, None]
         Rdot = np.einsum("tn,tni->ti", m, rdot) / M[:, None]
         rhat, rhatdot = r - R[:, None], rdot - Rdot[:, None]
-    elif N == 3:                                  # body-1 axes: rhat = C1 rhat^1, I = C1 I^1 C1^T
+    elif N == 3:  # body-1 axes: rhat = C1 rhat^1, I = C1 I^1 C1^T
         C1 = _col(traj, "", "C1")
         rhat, rhatdot = _rot(C1, r), _rot(C1, rdot)
         I, omega, h = _rot_I(C1, I), _rot(C1, omega), _rot(C1, h)
         if with_R:
             R, Rdot = _col(traj, "", "R"), _col(traj, "", "Rdot")
-    else:                                         # body-1 axes from joint 1: c^1 = sum m r^1 / M
+    else:  # body-1 axes from joint 1: c^1 = sum m r^1 / M
         C1 = _col(traj, "", "C1")
         M = m.sum(axis=1)
         c1 = np.einsum("tn,tni->ti", m, r) / M[:, None]
@@ -316,8 +355,11 @@ def energy_terms(traj, procedure: int) -> EnergyTerms:
     traj = as_trajectory(traj)
     N = check_procedure(procedure)
     sysm = discover(traj)
-    _require(traj, _needs(sysm, ENERGY_BODY[N], ENERGY_WHEEL[N], True, ENERGY_SYSTEM[N], True),
-             f"energy by procedure {N} ({ENERGY_PROCEDURES[N]})")
+    _require(
+        traj,
+        _needs(sysm, ENERGY_BODY[N], ENERGY_WHEEL[N], True, ENERGY_SYSTEM[N], True),
+        f"energy by procedure {N} ({ENERGY_PROCEDURES[N]})",
+    )
     B, W, S = sysm.bodies, sysm.wheels, sysm.springs
     field_I, field_w, field_r, field_rdot = ENERGY_BODY[N]
     m = _masses(traj, sysm)
@@ -329,16 +371,16 @@ def energy_terms(traj, procedure: int) -> EnergyTerms:
     bad = [f"{w}.Iw" for j, w in enumerate(W) if np.any(~(Iw[:, j] > 0))]
     if bad:
         raise CheckError(f"{traj.source}: wheel spin inertia must be positive in every row: {', '.join(bad)}")
-    if N == 1:                                    # all given: rbar_i, rbardot_i, world axes
+    if N == 1:  # all given: rbar_i, rbardot_i, world axes
         rbar, rbardot = r, rdot
-    elif N == 2:                                  # rbar = rhat + R
+    elif N == 2:  # rbar = rhat + R
         rbar, rbardot = r + _col(traj, "", "R")[:, None], rdot + _col(traj, "", "Rdot")[:, None]
-    elif N == 3:                                  # I = C1 I^1 C1^T, omega = C1 omega^1, rbar = C1 rhat^1 + R
+    elif N == 3:  # I = C1 I^1 C1^T, omega = C1 omega^1, rbar = C1 rhat^1 + R
         C1 = _col(traj, "", "C1")
         I, omega = _rot_I(C1, I), _rot(C1, omega)
         rbar = _rot(C1, r) + _col(traj, "", "R")[:, None]
         rbardot = _rot(C1, rdot) + _col(traj, "", "Rdot")[:, None]
-    else:                                         # rbar = r + eta1 (inertial axes, joint(1) centric)
+    else:  # rbar = r + eta1 (inertial axes, joint(1) centric)
         rbar, rbardot = r + _col(traj, "", "eta1")[:, None], rdot + _col(traj, "", "etadot1")[:, None]
     return EnergyTerms(m, I, omega, rbar, rbardot, h, Iw, k, x, g)
 
@@ -354,40 +396,77 @@ def energy(traj, procedure: int) -> tuple[Array, Array]:
 @dataclass(frozen=True)
 class CheckSpec:
     """One check: what it measures, its unit, the relative scale, the kind a bare number bounds."""
+
     quantity: str
     unit: str
     scale: str
-    number_bounds: str          # "abs" or "rel": what ``name=1e-6`` bounds
+    number_bounds: str  # "abs" or "rel": what ``name=1e-6`` bounds
     default: tuple[str, float]  # (kind, bound) when none is given
 
 
 CHECKS: dict[str, CheckSpec] = {
-    "p_sys_zero": CheckSpec("|p_sys| (MBS Momentum Testing Eq. 9, must be 0)", "N s",
-                            "max over rows of sum_j m_j max(|rhatdot_j|, |v_j|), v_j the recorded velocity "
-                            "rhatdot_j was made from (rbardot_j, rdot_j; + |Rdot| for procedures 1, 3)",
-                            "abs", ("rel", 1e-9)),
-    "P_sys_constant": CheckSpec("|P_sys - P_sys(t0)|, P_sys = M Rdot (g = 0 only)", "N s",
-                                "max over rows of sum_j m_j |rbardot_j|", "abs", ("rel", 1e-6)),
-    "H_sys_constant": CheckSpec("|H_sys - H_sys(t0)| (MBS Momentum Testing Eq. 10, about the system CM)", "N m s",
-                                "max over rows of sum_j (|I_j omega_j| + m_j |rhat_j| |rhatdot_j| + the round-off "
-                                "terms m_j (|r_j| - |rhat_j|) |rhatdot_j| + m_j |rhat_j| (|v_j| - |rhatdot_j|) of the "
-                                "recorded r_j, v_j) + sum_k |h_k|",
-                                "abs", ("rel", 1e-6)),
-    "R_constant": CheckSpec("max(|R - R(t0)|, T |Rdot|) (g = 0: Rdot = 0, R constant)", "m",
-                            "max over rows of the bodies' CoM radius of gyration sqrt(sum_j m_j |rhat_j|^2 / M)",
-                            "abs", ("abs", 1e-6)),
-    "R_parabolic": CheckSpec("max(|R - fit|, T |Rdot - Rdot(t0) - g (t - t0)|), fit R0 + V0 t + g t^2 / 2",
-                             "m", "max over rows of the bodies' CoM radius of gyration sqrt(sum_j m_j |rhat_j|^2 / M)",
-                             "abs", ("abs", 1e-6)),
-    "energy_constant": CheckSpec("|E - E(t0)|, E = KE + PE (MBS Energy Testing Eqs. 1, 2)", "J",
-                                 "max over rows of KE and of |PE - PE(t0)| (independent of the PE datum)",
-                                 "abs", ("rel", 1e-6)),
-    "energy_balance": CheckSpec("|B - B(t0)|, B = KE + PE - engine.W_in - engine.W_diss", "J",
-                                "max over rows of KE, |PE - PE(t0)|, |W_in|, |W_diss|", "abs", ("rel", 1e-6)),
-    "KE_constant": CheckSpec("|KE - KE(t0)| (MBS Energy Testing Eq. 1)", "J", "max over rows of KE", "abs",
-                             ("rel", 1e-6)),
-    "engine_agreement": CheckSpec("checker vs engine.* columns, worst quantity", "(per quantity)",
-                                  "per quantity, see 'quantities'", "rel", ("rel", 1e-9)),
+    "p_sys_zero": CheckSpec(
+        "|p_sys| (MBS Momentum Testing Eq. 9, must be 0)",
+        "N s",
+        "max over rows of sum_j m_j max(|rhatdot_j|, |v_j|), v_j the recorded velocity "
+        "rhatdot_j was made from (rbardot_j, rdot_j; + |Rdot| for procedures 1, 3)",
+        "abs",
+        ("rel", 1e-9),
+    ),
+    "P_sys_constant": CheckSpec(
+        "|P_sys - P_sys(t0)|, P_sys = M Rdot (g = 0 only)",
+        "N s",
+        "max over rows of sum_j m_j |rbardot_j|",
+        "abs",
+        ("rel", 1e-6),
+    ),
+    "H_sys_constant": CheckSpec(
+        "|H_sys - H_sys(t0)| (MBS Momentum Testing Eq. 10, about the system CM)",
+        "N m s",
+        "max over rows of sum_j (|I_j omega_j| + m_j |rhat_j| |rhatdot_j| + the round-off "
+        "terms m_j (|r_j| - |rhat_j|) |rhatdot_j| + m_j |rhat_j| (|v_j| - |rhatdot_j|) of the "
+        "recorded r_j, v_j) + sum_k |h_k|",
+        "abs",
+        ("rel", 1e-6),
+    ),
+    "R_constant": CheckSpec(
+        "max(|R - R(t0)|, T |Rdot|) (g = 0: Rdot = 0, R constant)",
+        "m",
+        "max over rows of the bodies' CoM radius of gyration sqrt(sum_j m_j |rhat_j|^2 / M)",
+        "abs",
+        ("abs", 1e-6),
+    ),
+    "R_parabolic": CheckSpec(
+        "max(|R - fit|, T |Rdot - Rdot(t0) - g (t - t0)|), fit R0 + V0 t + g t^2 / 2",
+        "m",
+        "max over rows of the bodies' CoM radius of gyration sqrt(sum_j m_j |rhat_j|^2 / M)",
+        "abs",
+        ("abs", 1e-6),
+    ),
+    "energy_constant": CheckSpec(
+        "|E - E(t0)|, E = KE + PE (MBS Energy Testing Eqs. 1, 2)",
+        "J",
+        "max over rows of KE and of |PE - PE(t0)| (independent of the PE datum)",
+        "abs",
+        ("rel", 1e-6),
+    ),
+    "energy_balance": CheckSpec(
+        "|B - B(t0)|, B = KE + PE - engine.W_in - engine.W_diss",
+        "J",
+        "max over rows of KE, |PE - PE(t0)|, |W_in|, |W_diss|",
+        "abs",
+        ("rel", 1e-6),
+    ),
+    "KE_constant": CheckSpec(
+        "|KE - KE(t0)| (MBS Energy Testing Eq. 1)", "J", "max over rows of KE", "abs", ("rel", 1e-6)
+    ),
+    "engine_agreement": CheckSpec(
+        "checker vs engine.* columns, worst quantity",
+        "(per quantity)",
+        "per quantity, see 'quantities'",
+        "rel",
+        ("rel", 1e-9),
+    ),
 }
 ENGINE_QUANTITIES = ("p_sys", "P_sys", "H_sys", "R", "Rdot", "KE", "PE", "E")
 
@@ -410,8 +489,9 @@ def parse_bound(name: str, value) -> tuple[str, float]:
     try:
         bound = float(text)
     except (TypeError, ValueError):
-        raise CheckError(f"check {name}: bound {brief(value)} is not a number "
-                         f"(e.g. {name}=1e-6 or {name}=rel:1e-9)") from None
+        raise CheckError(
+            f"check {name}: bound {brief(value)} is not a number (e.g. {name}=1e-6 or {name}=rel:1e-9)"
+        ) from None
     if not (math.isfinite(bound) and bound >= 0):
         raise CheckError(f"check {name}: bound {brief(value)} must be a finite number >= 0")
     return kind, bound
@@ -526,9 +606,11 @@ class _Context:
         t = self.mt
         r, v = self.recorded
         a, b = _norm(t.rhat), _norm(t.rhatdot)
-        terms = (_norm(np.einsum("tnij,tnj->tni", t.I, t.omega)).sum(axis=1)
-                 + np.einsum("tn,tn->t", t.m, a * b + np.maximum(r - a, 0) * b + a * np.maximum(v - b, 0))
-                 + _norm(t.h).sum(axis=1))
+        terms = (
+            _norm(np.einsum("tnij,tnj->tni", t.I, t.omega)).sum(axis=1)
+            + np.einsum("tn,tn->t", t.m, a * b + np.maximum(r - a, 0) * b + a * np.maximum(v - b, 0))
+            + _norm(t.h).sum(axis=1)
+        )
         return float(np.max(terms))
 
     @cached_property
@@ -541,8 +623,11 @@ class _Context:
         return float(max(np.max(self.KE), np.max(np.abs(self.PE - self.PE[0]))))
 
     def engine(self, name: str) -> Array | None:
-        cols = [f"engine.{name}"] if name in ("KE", "PE", "E", "W_in", "W_diss") else \
-            [f"engine.{name}[{c}]" for c in (1, 2, 3)]
+        cols = (
+            [f"engine.{name}"]
+            if name in ("KE", "PE", "E", "W_in", "W_diss")
+            else [f"engine.{name}[{c}]" for c in (1, 2, 3)]
+        )
         present = [c for c in cols if c in self.traj]
         if not present:
             return None
@@ -554,9 +639,17 @@ def _entry(ctx: _Context, name: str, d: Array, scale: float, **extra) -> dict:
     """max_abs, max_rel, drift_per_s of a deviation d (T,) or (T, 3) from its target."""
     series = _norm(d)
     max_abs = float(np.max(series))
-    return {"series_abs": series, "quantity": CHECKS[name].quantity, "unit": CHECKS[name].unit, "max_abs": max_abs,
-            "scale": scale, "scale_is": CHECKS[name].scale, "max_rel": _rel(max_abs, scale),
-            "drift_per_s": _drift(ctx.t, d), **extra}
+    return {
+        "series_abs": series,
+        "quantity": CHECKS[name].quantity,
+        "unit": CHECKS[name].unit,
+        "max_abs": max_abs,
+        "scale": scale,
+        "scale_is": CHECKS[name].scale,
+        "max_rel": _rel(max_abs, scale),
+        "drift_per_s": _drift(ctx.t, d),
+        **extra,
+    }
 
 
 def _gravity_note(ctx: _Context, name: str) -> dict:
@@ -585,8 +678,16 @@ def _check_R_constant(ctx: _Context) -> dict:
     R, Rdot = ctx.mR
     dR = R - R[0]
     R_abs, Rdot_abs = float(np.max(_norm(dR))), float(np.max(_norm(Rdot)))
-    e = _entry(ctx, "R_constant", dR, ctx.L_scale, R_max_abs=R_abs, Rdot_max_abs=Rdot_abs, span_s=ctx.span,
-               **_gravity_note(ctx, "R_constant"))
+    e = _entry(
+        ctx,
+        "R_constant",
+        dR,
+        ctx.L_scale,
+        R_max_abs=R_abs,
+        Rdot_max_abs=Rdot_abs,
+        span_s=ctx.span,
+        **_gravity_note(ctx, "R_constant"),
+    )
     e["max_abs"] = max(R_abs, ctx.span * Rdot_abs)
     e["max_rel"] = _rel(e["max_abs"], ctx.L_scale)
     e["series_abs"] = np.maximum(_norm(dR), ctx.span * _norm(Rdot))
@@ -601,13 +702,23 @@ def _check_R_parabolic(ctx: _Context) -> dict:
         raise CheckError(f"{ctx.traj.source}: R_parabolic needs constant gravity, g changes at row {k + 1}")
     tau = ctx.t - ctx.t[0]
     A = np.column_stack((np.ones_like(tau), tau))
-    coef = np.linalg.lstsq(A, R - 0.5 * np.outer(tau * tau, g[0]), rcond=None)[0]    # rows R0, V0
+    coef = np.linalg.lstsq(A, R - 0.5 * np.outer(tau * tau, g[0]), rcond=None)[0]  # rows R0, V0
     eR = R - A @ coef - 0.5 * np.outer(tau * tau, g[0])
     eRdot = Rdot - Rdot[0] - np.outer(tau, g[0])
     R_abs, Rdot_abs = float(np.max(_norm(eR))), float(np.max(_norm(eRdot)))
-    e = _entry(ctx, "R_parabolic", eRdot, ctx.L_scale, R_max_abs=R_abs, Rdot_max_abs=Rdot_abs, span_s=ctx.span,
-               R0=coef[0].tolist(), V0=coef[1].tolist(), V0_minus_Rdot0=(coef[1] - Rdot[0]).tolist(),
-               g=g[0].tolist())
+    e = _entry(
+        ctx,
+        "R_parabolic",
+        eRdot,
+        ctx.L_scale,
+        R_max_abs=R_abs,
+        Rdot_max_abs=Rdot_abs,
+        span_s=ctx.span,
+        R0=coef[0].tolist(),
+        V0=coef[1].tolist(),
+        V0_minus_Rdot0=(coef[1] - Rdot[0]).tolist(),
+        g=g[0].tolist(),
+    )
     e["max_abs"] = max(R_abs, ctx.span * Rdot_abs)
     e["max_rel"] = _rel(e["max_abs"], ctx.L_scale)
     e["series_abs"] = np.maximum(_norm(eR), ctx.span * _norm(eRdot))
@@ -637,13 +748,15 @@ def _check_KE_constant(ctx: _Context) -> dict:
 def _check_engine_agreement(ctx: _Context) -> dict:
     engine = {q: ctx.engine(q) for q in ENGINE_QUANTITIES}
     if all(v is None for v in engine.values()):
-        raise CheckError(f"{ctx.traj.source}: engine_agreement needs engine columns, e.g. engine.p_sys[1..3], "
-                         f"engine.H_sys[1..3], engine.KE, engine.PE; none found")
+        raise CheckError(
+            f"{ctx.traj.source}: engine_agreement needs engine columns, e.g. engine.p_sys[1..3], "
+            f"engine.H_sys[1..3], engine.KE, engine.PE; none found"
+        )
     quantities, series_rel = {}, {}
     for q, ref in engine.items():
         if ref is None:
             continue
-        if q == "p_sys":   # p_sys ~ 0 by definition: compare on the scale of the momenta it sums
+        if q == "p_sys":  # p_sys ~ 0 by definition: compare on the scale of the momenta it sums
             mine, scale = ctx.p_sys, max(ctx.p_scale, ctx.P_scale)
         elif q == "P_sys":
             mine, scale = ctx.M[:, None] * ctx.mR[1], ctx.P_scale
@@ -667,19 +780,33 @@ def _check_engine_agreement(ctx: _Context) -> dict:
         series_rel[q] = _norm(d) / scale if scale > 0 else np.where(_norm(d) == 0, 0.0, np.inf)
     worst = max(quantities, key=lambda q: quantities[q]["max_rel"])
     w = quantities[worst]
-    return {"series_rel": np.max(list(series_rel.values()), axis=0),"quantity": CHECKS["engine_agreement"].quantity, "unit": "(per quantity)", "worst": worst,
-            "max_abs": w["max_abs"], "scale": w["scale"],
-            "scale_is": "p_sys: max(sum_j m_j |rhatdot_j|, sum_j m_j |rbardot_j|); P_sys: sum_j m_j |rbardot_j|; H_sys: as H_sys_constant; "
-                        "R: max(|R|, radius of gyration); Rdot: P_sys scale / M; KE: max KE; PE, E: max(|value|, "
-                        "energy scale); maxima over rows",
-            "max_rel": w["max_rel"], "drift_per_s": w["drift_per_s"], "quantities": quantities}
+    return {
+        "series_rel": np.max(list(series_rel.values()), axis=0),
+        "quantity": CHECKS["engine_agreement"].quantity,
+        "unit": "(per quantity)",
+        "worst": worst,
+        "max_abs": w["max_abs"],
+        "scale": w["scale"],
+        "scale_is": "p_sys: max(sum_j m_j |rhatdot_j|, sum_j m_j |rbardot_j|); P_sys: sum_j m_j |rbardot_j|; "
+        "H_sys: as H_sys_constant; R: max(|R|, radius of gyration); Rdot: P_sys scale / M; KE: max KE; "
+        "PE, E: max(|value|, energy scale); maxima over rows",
+        "max_rel": w["max_rel"],
+        "drift_per_s": w["drift_per_s"],
+        "quantities": quantities,
+    }
 
 
-CHECK_FUNCTIONS = {"p_sys_zero": _check_p_sys_zero, "P_sys_constant": _check_P_sys_constant,
-                   "H_sys_constant": _check_H_sys_constant, "R_constant": _check_R_constant,
-                   "R_parabolic": _check_R_parabolic, "energy_constant": _check_energy_constant,
-                   "energy_balance": _check_energy_balance, "KE_constant": _check_KE_constant,
-                   "engine_agreement": _check_engine_agreement}
+CHECK_FUNCTIONS = {
+    "p_sys_zero": _check_p_sys_zero,
+    "P_sys_constant": _check_P_sys_constant,
+    "H_sys_constant": _check_H_sys_constant,
+    "R_constant": _check_R_constant,
+    "R_parabolic": _check_R_parabolic,
+    "energy_constant": _check_energy_constant,
+    "energy_balance": _check_energy_balance,
+    "KE_constant": _check_KE_constant,
+    "engine_agreement": _check_engine_agreement,
+}
 
 
 def default_checks(traj) -> dict[str, None]:
@@ -703,8 +830,13 @@ def _json_safe(x):
     return x
 
 
-def conservation_report(traj, checks: Mapping[str, object] | Iterable[str] | None = None, procedure: int = 1,
-                        energy_procedure: int | None = None, series: dict | None = None) -> dict:
+def conservation_report(
+    traj,
+    checks: Mapping[str, object] | Iterable[str] | None = None,
+    procedure: int = 1,
+    energy_procedure: int | None = None,
+    series: dict | None = None,
+) -> dict:
     """Run the named checks on a trajectory by MBS Momentum/Energy Testing Procedure ``procedure`` (momentum and
     energy; ``energy_procedure`` if given for the energy: the documents number the notations
     differently, e.g. inertial absolute records are momentum Procedure 2 but energy Procedure 1).
@@ -740,19 +872,33 @@ def conservation_report(traj, checks: Mapping[str, object] | Iterable[str] | Non
         per_row_abs = e.pop("series_abs", None)
         if series is not None:
             scale = e["scale"]
-            if per_row_abs is None:       # engine_agreement: the worst relative difference per row
+            if per_row_abs is None:  # engine_agreement: the worst relative difference per row
                 series[name] = per_row if kind == "rel" else None
             else:
-                series[name] = per_row_abs if kind == "abs" else (
-                    per_row_abs / scale if scale > 0 else np.where(per_row_abs == 0, 0.0, np.inf))
+                series[name] = (
+                    per_row_abs
+                    if kind == "abs"
+                    else (per_row_abs / scale if scale > 0 else np.where(per_row_abs == 0, 0.0, np.inf))
+                )
         results[name] = e
     t = traj.time
     g = ctx.g if all(c in traj for c in field_columns("", "g")) else None
-    report = {"file": traj.source, "procedure": N, "procedure_is": MOMENTUM_PROCEDURES[N], "energy_procedure": N_E,
-              "energy_procedure_is": ENERGY_PROCEDURES[N_E], "rows": traj.n_rows,
-              "t0": float(t[0]), "t1": float(t[-1]), "bodies": list(sysm.bodies), "wheels": list(sysm.wheels),
-              "springs": list(sysm.springs), "g": None if g is None else g[0].tolist(),
-              "checks": results, "passed": all(e["passed"] for e in results.values())}
+    report = {
+        "file": traj.source,
+        "procedure": N,
+        "procedure_is": MOMENTUM_PROCEDURES[N],
+        "energy_procedure": N_E,
+        "energy_procedure_is": ENERGY_PROCEDURES[N_E],
+        "rows": traj.n_rows,
+        "t0": float(t[0]),
+        "t1": float(t[-1]),
+        "bodies": list(sysm.bodies),
+        "wheels": list(sysm.wheels),
+        "springs": list(sysm.springs),
+        "g": None if g is None else g[0].tolist(),
+        "checks": results,
+        "passed": all(e["passed"] for e in results.values()),
+    }
     return _json_safe(report)
 
 
@@ -767,21 +913,26 @@ def _count(n: int, one: str, many: str) -> str:
 def summary_table(report: dict) -> str:
     """The report as a fixed-width text table, one line per check, and the overall verdict."""
     r = report
-    head = (f"{r['file']}: momentum procedure {r['procedure']} ({r['procedure_is']}), energy procedure "
-            f"{r['energy_procedure']} ({r['energy_procedure_is']}); {r['rows']} rows, "
-            f"t = {r['t0']:.6g} .. {r['t1']:.6g} s; {_count(len(r['bodies']), 'body', 'bodies')}"
-            f"{' and ' + _count(len(r['wheels']), 'reaction wheel', 'reaction wheels') if r['wheels'] else ''}, "
-            f"{_count(len(r['springs']), 'spring', 'springs')}; g = {r['g']}")
+    head = (
+        f"{r['file']}: momentum procedure {r['procedure']} ({r['procedure_is']}), energy procedure "
+        f"{r['energy_procedure']} ({r['energy_procedure_is']}); {r['rows']} rows, "
+        f"t = {r['t0']:.6g} .. {r['t1']:.6g} s; {_count(len(r['bodies']), 'body', 'bodies')}"
+        f"{' and ' + _count(len(r['wheels']), 'reaction wheel', 'reaction wheels') if r['wheels'] else ''}, "
+        f"{_count(len(r['springs']), 'spring', 'springs')}; g = {r['g']}"
+    )
     lines = [head, f"{'check':<18} {'max_abs':>10} {'unit':<8} {'max_rel':>10} {'drift/s':>10}  {'bound':<18} result"]
     for name, e in r["checks"].items():
         unit = "" if e["unit"].startswith("(") else e["unit"]
         worst = f" (worst: {e['worst']})" if "worst" in e else ""
-        lines.append(f"{name:<18} {_fmt(e['max_abs']):>10} {unit:<8} {_fmt(e['max_rel']):>10} "
-                     f"{_fmt(e['drift_per_s']):>10}  {e['bound_on'][4:] + ' <= ' + format(e['bound'], '.3g'):<18} "
-                     f"{'PASS' if e['passed'] else 'FAIL'}{worst}")
+        lines.append(
+            f"{name:<18} {_fmt(e['max_abs']):>10} {unit:<8} {_fmt(e['max_rel']):>10} "
+            f"{_fmt(e['drift_per_s']):>10}  {e['bound_on'][4:] + ' <= ' + format(e['bound'], '.3g'):<18} "
+            f"{'PASS' if e['passed'] else 'FAIL'}{worst}"
+        )
         for q, d in e.get("quantities", {}).items():
-            lines.append(f"  {q:<16} {_fmt(d['max_abs']):>10} {'':<8} {_fmt(d['max_rel']):>10} "
-                         f"{_fmt(d['drift_per_s']):>10}")
+            lines.append(
+                f"  {q:<16} {_fmt(d['max_abs']):>10} {'':<8} {_fmt(d['max_rel']):>10} {_fmt(d['drift_per_s']):>10}"
+            )
         if "note" in e:
             lines.append(f"  note: {e['note']}")
     n_fail = sum(not e["passed"] for e in r["checks"].values())
@@ -789,9 +940,12 @@ def summary_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def run_check(path: str | os.PathLike, procedure: int = 1,
-              checks: Mapping[str, object] | Iterable[str] | None = None,
-              energy_procedure: int | None = None) -> tuple[dict, bool]:
+def run_check(
+    path: str | os.PathLike,
+    procedure: int = 1,
+    checks: Mapping[str, object] | Iterable[str] | None = None,
+    energy_procedure: int | None = None,
+) -> tuple[dict, bool]:
     """Read a trajectory file and run ``conservation_report``: (report, all checks passed)."""
     check_procedure(procedure)
     if energy_procedure is not None:
@@ -801,15 +955,22 @@ def run_check(path: str | os.PathLike, procedure: int = 1,
 
 
 # ---- command line --------------------------------------------------------------------------
-CHECK_HELP = """Recompute p_sys, H_sys, R, Rdot (MBS Momentum Testing) and KE, PE (MBS Energy Testing)
+CHECK_HELP = (
+    """Recompute p_sys, H_sys, R, Rdot (MBS Momentum Testing) and KE, PE (MBS Energy Testing)
 from the body records in a trajectory CSV (ours or another simulator's; column format in
 mbsfmu/trajectory.py) by Procedure N, and check them. Checks (--expect NAME[=BOUND], BOUND a number, abs:X or rel:X):
-""" + "\n".join(f"  {n}: {s.quantity} [{s.unit}]; default {s.default[0]} <= {s.default[1]:g}"
-                for n, s in CHECKS.items()) + """
+"""
+    + "\n".join(
+        f"  {n}: {s.quantity} [{s.unit}]; default {s.default[0]} <= {s.default[1]:g}" for n, s in CHECKS.items()
+    )
+    + """
 Without --expect: engine_agreement (if engine.* columns exist) and p_sys_zero.
 Procedures (records read: momentum, MBS Momentum Testing / energy, MBS Energy Testing):
-""" + "\n".join(f"  {n}: {MOMENTUM_PROCEDURES[n]} / {ENERGY_PROCEDURES[n]}" for n in PROCEDURES) + """
+"""
+    + "\n".join(f"  {n}: {MOMENTUM_PROCEDURES[n]} / {ENERGY_PROCEDURES[n]}" for n in PROCEDURES)
+    + """
 Exit status: 0 all checks pass, 1 a check fails, 2 bad input."""
+)
 
 
 def parse_expect(items: Iterable[str] | None) -> dict[str, object] | None:
@@ -847,17 +1008,32 @@ def main_check(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``check TRAJECTORY.csv --procedure N [--expect NAME=BOUND ...] [--json OUT]``."""
-    p = subparsers.add_parser("check", help="check momentum and energy conservation in a trajectory CSV",
-                              description=CHECK_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("trajectory", metavar="TRAJECTORY.csv",
-                   help="trajectory CSV of any simulator (columns: mbsfmu/trajectory.py)")
-    p.add_argument("--procedure", type=int, default=1, metavar="N",
-                   help="MBS Momentum/Energy Testing procedure 1-4 (which records to read; default 1)")
-    p.add_argument("--energy-procedure", type=int, metavar="N",
-                   help="MBS Energy Testing procedure for KE, PE if not the same N (e.g. inertial absolute "
-                        "records: --procedure 2 --energy-procedure 1)")
-    p.add_argument("--expect", action="append", metavar="NAME[=BOUND]",
-                   help="a check to run and its bound (repeatable)")
+    p = subparsers.add_parser(
+        "check",
+        help="check momentum and energy conservation in a trajectory CSV",
+        description=CHECK_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "trajectory", metavar="TRAJECTORY.csv", help="trajectory CSV of any simulator (columns: mbsfmu/trajectory.py)"
+    )
+    p.add_argument(
+        "--procedure",
+        type=int,
+        default=1,
+        metavar="N",
+        help="MBS Momentum/Energy Testing procedure 1-4 (which records to read; default 1)",
+    )
+    p.add_argument(
+        "--energy-procedure",
+        type=int,
+        metavar="N",
+        help="MBS Energy Testing procedure for KE, PE if not the same N (e.g. inertial absolute "
+        "records: --procedure 2 --energy-procedure 1)",
+    )
+    p.add_argument(
+        "--expect", action="append", metavar="NAME[=BOUND]", help="a check to run and its bound (repeatable)"
+    )
     p.add_argument("--json", metavar="OUT.json", help="also write the report as JSON")
     p.set_defaults(func=main_check)
     return p
@@ -875,11 +1051,36 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-__all__ = ["CHECKS", "CheckError", "ENERGY_PROCEDURES", "EnergyTerms", "MOMENTUM_PROCEDURES", "MomentumTerms",
-           "PROCEDURES", "System", "add_parser",
-           "as_trajectory", "conservation_report", "default_checks", "discover", "drift_slope", "energy",
-           "energy_terms", "eq10_H_sys", "eq1_KE", "eq2_PE", "eq9_p_sys", "main", "main_check", "momentum",
-           "momentum_terms", "parse_bound", "run_check", "summary_table", "TrajectoryError"]
+__all__ = [
+    "CHECKS",
+    "CheckError",
+    "ENERGY_PROCEDURES",
+    "EnergyTerms",
+    "MOMENTUM_PROCEDURES",
+    "MomentumTerms",
+    "PROCEDURES",
+    "System",
+    "add_parser",
+    "as_trajectory",
+    "conservation_report",
+    "default_checks",
+    "discover",
+    "drift_slope",
+    "energy",
+    "energy_terms",
+    "eq10_H_sys",
+    "eq1_KE",
+    "eq2_PE",
+    "eq9_p_sys",
+    "main",
+    "main_check",
+    "momentum",
+    "momentum_terms",
+    "parse_bound",
+    "run_check",
+    "summary_table",
+    "TrajectoryError",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

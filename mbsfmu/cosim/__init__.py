@@ -3,6 +3,7 @@ and the checks of the scenario's ``cosim:`` section against them (interface.py),
 and caches (fmus.py), the plan (plan.py), the fmpy and libcosim masters (fmpy_master.py,
 libcosim_master.py) and the run that writes the trajectory and report (run.py). The section itself
 is parsed with the scenario (mbsfmu/scenario/cosim_section.py)."""
+
 from __future__ import annotations
 
 from .errors import CosimError

@@ -1,4 +1,5 @@
 """The co-simulation's own error (set-up problems that are not a scenario file's)."""
+
 from __future__ import annotations
 
 from ..errors import MbsError

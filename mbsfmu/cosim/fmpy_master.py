@@ -4,12 +4,12 @@ propagate the connections, set the inputs, step every FMU. ``scheme: gauss-seide
 one after the other in ``order``, each FMU's inputs set just before its step from its sources'
 outputs at that moment (so a controller ordered before ``mbs`` feeds it the command it computed at
 t_k)."""
+
 from __future__ import annotations
 
 import shutil
 
 from ..scenario.cosim_section import MBS
-
 from .fmus import extracted
 from .plan import Plan
 
@@ -28,8 +28,9 @@ class _FmpyLog:
         )
 
         def logger(_env, name, status, _category, message):
-            sink.append(((name or b"").decode(errors="replace"), int(status),
-                         (message or b"").decode(errors="replace")))
+            sink.append(
+                ((name or b"").decode(errors="replace"), int(status), (message or b"").decode(errors="replace"))
+            )
 
         libc = ctypes.CDLL(None)
         self.callbacks = fmi2CallbackFunctions()
@@ -53,14 +54,15 @@ def run_fmpy(plan: Plan, dt: float, n: int, scheme: str, order: tuple, write, lo
     """The fmpy fixed-step loop (module docstring). Returns (error or None, final model FMU values)."""
     from fmpy import extract, read_model_description
     from fmpy.fmi2 import FMU2Slave
+
     sink = _FmpyLog(log)
     insts: dict = {}
-    reads = plan.reads(observe=False)               # name -> type -> [vr]: what rows and connections need
+    reads = plan.reads(observe=False)  # name -> type -> [vr]: what rows and connections need
     feeds = {name: [(s, sv, dv) for s, sv, d, dv in plan.connections if d == name] for name in plan.fmus}
     sched = plan.scheduled
     in_vrs = [v.vr for _, v in plan.inputs]
     error, final, where = None, {}, "instantiate"
-    scratch = []                                    # extracted FMU files, removed at the end
+    scratch = []  # extracted FMU files, removed at the end
 
     def read(name: str, values: dict) -> None:
         for typ, vrs in reads[name].items():
@@ -94,8 +96,12 @@ def run_fmpy(plan: Plan, dt: float, n: int, scheme: str, order: tuple, write, lo
             else:
                 folder = extract(str(path))
                 scratch.append(folder)
-            f = FMU2Slave(guid=md.guid, unzipDirectory=str(folder), modelIdentifier=md.coSimulation.modelIdentifier,
-                          instanceName=name)
+            f = FMU2Slave(
+                guid=md.guid,
+                unzipDirectory=str(folder),
+                modelIdentifier=md.coSimulation.modelIdentifier,
+                instanceName=name,
+            )
             f.instantiate(callbacks=sink.callbacks, loggingOn=False)
             insts[name] = f
             f.setupExperiment(startTime=0.0)
@@ -134,19 +140,19 @@ def run_fmpy(plan: Plan, dt: float, n: int, scheme: str, order: tuple, write, lo
                             break
                     where = f"{name}: fmi2DoStep from t = {t!r} s"
                     insts[name].doStep(currentCommunicationPoint=t, communicationStepSize=h)
-    except Exception as e:          # fmpy: FMICallException for fmi2Discard/Error/Fatal, a plain Exception
-        error = _fmu_error(where, e, log)   # when fmi2Instantiate fails; the run stops, its rows stay
+    except Exception as e:  # noqa: BLE001 - fmpy: FMICallException for fmi2Discard/Error/Fatal, a plain Exception
+        error = _fmu_error(where, e, log)  # when fmi2Instantiate fails; the run stops, its rows stay
     finally:
         if MBS in insts:
             try:
                 final = plan.final_values(lambda typ, vrs: _get(insts[MBS], typ, vrs))
-            except Exception:       # fmpy's FMICallException: an instance in fmi2Error/Fatal answers nothing
+            except Exception:  # noqa: BLE001 - fmpy's FMICallException: an instance in fmi2Error/Fatal answers nothing
                 final = {}
         for f in insts.values():
             for end in (f.terminate, f.freeInstance):
                 try:
                     end()
-                except Exception:   # as above: a failed instance may refuse fmi2Terminate; free it anyway
+                except Exception:  # noqa: BLE001 - as above: a failed instance may refuse fmi2Terminate; free it anyway
                     pass
         for folder in scratch:
             shutil.rmtree(folder, ignore_errors=True)

@@ -1,6 +1,7 @@
 """The FMUs of a co-simulation: the scenario's model FMU and builtin controllers, built once into a
 cache (``default_fmu_dir``) keyed by everything that goes into them, and extracted once next to
 their file for the fmpy master."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,6 @@ from pathlib import Path
 
 from ..scenario.cosim_section import MBS
 from ..scenario.run import build_simulator
-
 from .interface import pid_units
 
 
@@ -32,6 +32,7 @@ def cached(fmu_dir: Path, kind: str, key: dict, build) -> Path:
     """The FMU ``<fmu_dir>/<kind>-<hash>/<kind>.fmu``, built by build(folder) -> path on a miss (in
     a private folder, then moved into place: concurrent runs do not see half-written files)."""
     from ..fmu.build import engine_hash
+
     key = {**key, "engine": engine_hash(), "python": sys.executable, "version": list(sys.version_info[:3])}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
     folder = Path(fmu_dir) / f"{kind}-{digest}"
@@ -59,7 +60,7 @@ def extracted(fmu: Path) -> Path:
         so.chmod(0o755)
     try:
         tmp.rename(target)
-    except OSError:             # another process got there first
+    except OSError:  # another process got there first
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 
@@ -69,6 +70,7 @@ def model_files(scn) -> dict[str, bytes]:
     scenario's model with its ``gravity`` and ``initial`` overrides written in (an inline model as
     a file named like the scenario, a URDF through an overlay), plus the URDF an overlay names."""
     from ..io.model_file import parse_file
+
     path = Path(scn.model_path)
     overrides = scn.gravity is not None or scn.initial_q or scn.initial_qd
     if scn.model_inline is None and not overrides:
@@ -81,7 +83,7 @@ def model_files(scn) -> dict[str, bytes]:
         doc, name = _plain(scn.model_inline.doc), f"{scn.path.stem}.json"
     elif path.suffix.lower() in (".yaml", ".yml", ".json"):
         doc, name = _plain(parse_file(path)[0]), f"{path.stem}.json"
-    else:                        # a URDF: an overlay carries the overrides
+    else:  # a URDF: an overlay carries the overrides
         doc, name = {"version": 1, "urdf": path.name}, f"{path.stem}.json"
     if scn.gravity is not None:
         doc["gravity"] = list(scn.gravity)
@@ -111,6 +113,7 @@ def build_fmus(scn, fmu_dir: str | Path | None = None, sim=None) -> dict[str, Pa
     (default ``default_fmu_dir()``) unless an identical build is there. sim: the scenario's
     Simulator (``build_simulator``), if at hand."""
     from ..fmu import build_fmu
+
     fmu_dir = Path(fmu_dir) if fmu_dir is not None else default_fmu_dir()
     integ = scn.integrator
     files = model_files(scn)
@@ -119,20 +122,33 @@ def build_fmus(scn, fmu_dir: str | Path | None = None, sim=None) -> dict[str, Pa
         for rel, data in files.items():
             (tmp / "model" / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / "model" / rel).write_bytes(data)
-        return build_fmu(tmp / "model" / next(iter(files)), tmp / "mbs.fmu", naming="structured",
-                         integrator=integ["method"], h_max=integ["h_max"], rtol=integ["rtol"], atol=integ["atol"])
+        return build_fmu(
+            tmp / "model" / next(iter(files)),
+            tmp / "mbs.fmu",
+            naming="structured",
+            integrator=integ["method"],
+            h_max=integ["h_max"],
+            rtol=integ["rtol"],
+            atol=integ["atol"],
+        )
 
     key = {"files": {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}, "solver": integ}
     out = {MBS: cached(fmu_dir, "mbs", key, build_model)}
     for name, entry in scn.cosim.fmus.items():
         if entry.builtin == "pid":
             from ..fmu.pid import build_pid_fmu, pid_config
+
             sim = build_simulator(scn) if sim is None else sim
             units = pid_units(sim.model, scn.controller)
             cfg = pid_config(scn.controller, scn.dt, units, scn.name)
-            out[name] = cached(fmu_dir, "pid", {"config": cfg},
-                               lambda tmp, units=units: build_pid_fmu(scn.controller, scn.dt, tmp / "pid.fmu",
-                                                                      units=units, name=scn.name))
+            out[name] = cached(
+                fmu_dir,
+                "pid",
+                {"config": cfg},
+                lambda tmp, units=units: build_pid_fmu(
+                    scn.controller, scn.dt, tmp / "pid.fmu", units=units, name=scn.name
+                ),
+            )
         else:
             out[name] = entry.path
     return out

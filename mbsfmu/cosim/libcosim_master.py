@@ -1,12 +1,12 @@
 """The libcosim master: libcosimpy's execution with libcosim's fixed-step algorithm (Jacobi: every
 FMU steps from the inputs transferred at t_k; ``gauss-seidel`` is not available there, run_cosim
 falls back to Jacobi with a note)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..scenario.cosim_section import MBS
-
 from .errors import CosimError
 from .plan import FINAL, Plan
 
@@ -22,6 +22,7 @@ def run_libcosim(plan: Plan, dt: float, n: int, scheme: str, order: tuple, write
     from libcosimpy.CosimManipulator import CosimManipulator
     from libcosimpy.CosimObserver import CosimObserver
     from libcosimpy.CosimSlave import CosimLocalSlave
+
     log_output_level(CosimLogLevel.WARNING)
     step_ns = round(dt * 1e9)
     ex = CosimExecution.from_step_size(step_size=step_ns)
@@ -34,14 +35,20 @@ def run_libcosim(plan: Plan, dt: float, n: int, scheme: str, order: tuple, write
             return f"{name}: libcosim cannot load {path}: {_last_error()}", {}
     for name, params in plan.parameters.items():
         for v, value in params:
-            set_initial = {"Real": ex.real_initial_value, "Integer": ex.integer_initial_value,
-                           "Boolean": ex.boolean_initial_value}[v.type]
+            set_initial = {
+                "Real": ex.real_initial_value,
+                "Integer": ex.integer_initial_value,
+                "Boolean": ex.boolean_initial_value,
+            }[v.type]
             if not set_initial(idx[name], v.vr, value):
                 return f"{name}: libcosim rejects {v.name} = {value!r}: {_last_error()}", {}
     for s, sv, d, dv in plan.connections:
-        connect = {"Real": ex.connect_real_variables, "Integer": ex.connect_integer_variables,
-                   "Boolean": ex.connect_boolean_variables}[sv.type]
-        if connect(idx[s], sv.vr, idx[d], dv.vr) != 0:       # libcosimc's status (0 = success), not a bool
+        connect = {
+            "Real": ex.connect_real_variables,
+            "Integer": ex.connect_integer_variables,
+            "Boolean": ex.connect_boolean_variables,
+        }[sv.type]
+        if connect(idx[s], sv.vr, idx[d], dv.vr) != 0:  # libcosimc's status (0 = success), not a bool
             return f"libcosim cannot connect {s}.{sv.name} -> {d}.{dv.name}: {_last_error()}", {}
     manip = CosimManipulator.create_override()
     ex.add_manipulator(manipulator=manip)
@@ -50,8 +57,7 @@ def run_libcosim(plan: Plan, dt: float, n: int, scheme: str, order: tuple, write
     series = CosimObserver.create_time_series()
     ex.add_observer(observer=series)
     wanted = plan.reads(observe=True)
-    kinds = {"Real": CosimVariableType.REAL, "Integer": CosimVariableType.INTEGER,
-             "Boolean": CosimVariableType.BOOLEAN}
+    kinds = {"Real": CosimVariableType.REAL, "Integer": CosimVariableType.INTEGER, "Boolean": CosimVariableType.BOOLEAN}
     for name, by in wanted.items():
         for typ, vrs in by.items():
             for vr in vrs:
@@ -63,17 +69,21 @@ def run_libcosim(plan: Plan, dt: float, n: int, scheme: str, order: tuple, write
         values = {}
         for name, by in wanted.items():
             for typ, vrs in by.items():
-                get = {"Real": last.last_real_values, "Integer": last.last_integer_values,
-                       "Boolean": last.last_boolean_values}[typ]
+                get = {
+                    "Real": last.last_real_values,
+                    "Integer": last.last_integer_values,
+                    "Boolean": last.last_boolean_values,
+                }[typ]
                 values.update({(name, vr): x for vr, x in zip(vrs, get(idx[name], vrs))})
         return values
 
     def row(k: int, values: dict) -> dict:
         t = k * dt
         held = {}
-        for _c, v in plan.inputs:     # what libcosim holds over [t_k, t_k+1]: transferred, overridden or kept
-            held[v.vr] = (values[feeds[v.vr]] if v.vr in feeds else float(sched[v.vr](t)) if v.vr in sched
-                          else values[MBS, v.vr])
+        for _c, v in plan.inputs:  # what libcosim holds over [t_k, t_k+1]: transferred, overridden or kept
+            held[v.vr] = (
+                values[feeds[v.vr]] if v.vr in feeds else float(sched[v.vr](t)) if v.vr in sched else values[MBS, v.vr]
+            )
         return plan.row(t, values, held)
 
     error, final, done = None, {}, 0
@@ -109,6 +119,7 @@ def _last_error() -> str:
     as this function does, the only private use (checked in libcosimpy 0.0.6, installed, and in its
     repository's newer sources, where the function is still internal)."""
     from libcosimpy._internal import get_last_error_message
+
     return " ".join(get_last_error_message().split())
 
 

@@ -1,6 +1,7 @@
 """The plan of a co-simulation (``Plan``): what a master needs, the FMU files, their variables, the
 connections, start values and recorded columns resolved to variables, and the trajectory row it
 builds from the values it read."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +10,6 @@ from pathlib import Path
 from ..fmu.variables import variable_table
 from ..scenario.cosim_section import MBS
 from ..sim.rows import trajectory_row
-
 from .errors import CosimError
 from .interface import TYPES, Var
 
@@ -20,16 +20,17 @@ FINAL = ("solver.n_steps", "solver.n_rhs", "drift.H_sys", "drift.H_sys_abs", "dr
 @dataclass
 class Plan:
     """What a master needs: FMU files, variables, connections, start values, recorded columns."""
-    fmus: dict                   # name -> Path
-    ifs: dict                    # name -> {variable: Var}
-    connections: list            # (src fmu, src Var, dst fmu, dst Var)
-    parameters: dict             # name -> [(Var, value)]
-    scheduled: list              # [(Var, Schedule)] model FMU inputs driven by the scenario's inputs
-    columns: list                # [(column, Var)] model FMU values in in-process column order
-    other: list                  # [(column, fmu, Var)] other FMUs' outputs
-    inputs: list                 # [(column, Var)] model FMU inputs (u.*)
-    missing: list                # in-process columns the FMU does not expose
-    cached: set                  # FMUs built here (extracted next to their cached file)
+
+    fmus: dict  # name -> Path
+    ifs: dict  # name -> {variable: Var}
+    connections: list  # (src fmu, src Var, dst fmu, dst Var)
+    parameters: dict  # name -> [(Var, value)]
+    scheduled: list  # [(Var, Schedule)] model FMU inputs driven by the scenario's inputs
+    columns: list  # [(column, Var)] model FMU values in in-process column order
+    other: list  # [(column, fmu, Var)] other FMUs' outputs
+    inputs: list  # [(column, Var)] model FMU inputs (u.*)
+    missing: list  # in-process columns the FMU does not expose
+    cached: set  # FMUs built here (extracted next to their cached file)
 
     def row(self, t: float, values: dict, inputs: dict) -> dict:
         """A trajectory row at t [s] from values by (fmu, vr) and the model FMU's held inputs by vr."""
@@ -75,12 +76,15 @@ def plan_cosim(scn, fmus: dict[str, Path], ifs: dict, sim) -> Plan:
     """Connections and recorded columns resolved to variables (the built FMUs' modelDescriptions
     must match the variable tables the checks used); sim: the scenario's Simulator (column names)."""
     from fmpy import read_model_description
+
     for name, path in fmus.items():
         if name == MBS or scn.cosim.fmus[name].builtin:
             md = {v.name: v.valueReference for v in read_model_description(str(path)).modelVariables}
             if md != {n: v.vr for n, v in ifs[name].items()}:
-                raise CosimError(f"the built FMU {path} does not have the variables its checks used (stale cache?): "
-                                 f"delete {path.parent} and run again")
+                raise CosimError(
+                    f"the built FMU {path} does not have the variables its checks used (stale cache?): "
+                    f"delete {path.parent} and run again"
+                )
     integ = scn.integrator
     by_col = {}
     for v in variable_table(sim.model, "structured", integ["method"], integ["h_max"], integ["rtol"], integ["atol"]):
@@ -97,15 +101,25 @@ def plan_cosim(scn, fmus: dict[str, Path], ifs: dict, sim) -> Plan:
     mbs = ifs[MBS]
     columns = [(c, mbs[by_col[c]]) for c in row if c in by_col]
     conns = [(c.src[0], ifs[c.src[0]][c.src[1]], c.dst[0], ifs[c.dst[0]][c.dst[1]]) for c in scn.cosim.connections]
-    other = [(f"{name}.{v.name}", name, v) for name in scn.cosim.fmus for v in ifs[name].values()
-             if v.causality == "output" and v.type in TYPES and not any(ch in v.name for ch in ',"\r\n')]
+    other = [
+        (f"{name}.{v.name}", name, v)
+        for name in scn.cosim.fmus
+        for v in ifs[name].values()
+        if v.causality == "output" and v.type in TYPES and not any(ch in v.name for ch in ',"\r\n')
+    ]
     params = {name: [(ifs[name][k], value) for k, value in e.parameters.items()] for name, e in scn.cosim.fmus.items()}
-    return Plan(fmus=fmus, ifs=ifs, connections=conns, parameters=params,
-                scheduled=[(mbs[n], s) for n, s in scn.inputs.items()],
-                columns=columns,
-                other=other, inputs=[(c, v) for c, v in columns if c.startswith("u.")],
-                missing=[c for c in row if c not in by_col and c != "time"],
-                cached={name for name in fmus if name == MBS or scn.cosim.fmus[name].builtin})
+    return Plan(
+        fmus=fmus,
+        ifs=ifs,
+        connections=conns,
+        parameters=params,
+        scheduled=[(mbs[n], s) for n, s in scn.inputs.items()],
+        columns=columns,
+        other=other,
+        inputs=[(c, v) for c, v in columns if c.startswith("u.")],
+        missing=[c for c in row if c not in by_col and c != "time"],
+        cached={name for name in fmus if name == MBS or scn.cosim.fmus[name].builtin},
+    )
 
 
 __all__ = ["FINAL", "Plan", "plan_cosim"]

@@ -5,6 +5,7 @@ Body wrenches are returned as the dynamics take them: (N+1, 6) [torque N m; forc
 axes about each body origin. A force F (world axes) at body point r (body axes) gives
 f = R^T F, n = r x f (RBDA Sec. 2.8, force transform to the body origin).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kinematics import Kinematics
-from .spec.description import BodyWrench, SpringDamper, Thruster
 from .spatial import Array, cross
+from .spec.description import BodyWrench, SpringDamper, Thruster
 
 LENGTH_EPS = 1e-12  # [m] below this a spring has no direction; its force is then zero
 
@@ -23,11 +24,12 @@ class InputLayout:
     """Names of the input vector u: joint actuators ``<joint>.tau`` (``<joint>.tau[k]`` for
     multi-DoF joints) [N m or N], wheel motors ``<wheel>.torque`` [N m], thrusters
     ``<name>.thrust`` [N], body wrenches ``<name>.f[1..3]`` [N] and ``<name>.torque[1..3]`` [N m]."""
+
     names: tuple[str, ...]
     units: tuple[str, ...]
     descriptions: tuple[str, ...]
-    tau_index: np.ndarray     # (n_act,) indices into u of joint/wheel forces
-    tau_dof: np.ndarray       # (n_act,) matching indices into qd/tau
+    tau_index: np.ndarray  # (n_act,) indices into u of joint/wheel forces
+    tau_dof: np.ndarray  # (n_act,) matching indices into qd/tau
 
     def index(self, name: str) -> int:
         return self.names.index(name)
@@ -59,24 +61,42 @@ class ForceElements:
         self.springs, self.thrusters, self.wrenches = [], [], []
         for el in model.spec.forces:
             if isinstance(el, SpringDamper):
-                self.springs.append((el, _body(model, el.a.body), np.asarray(el.a.point, float),
-                                     _body(model, el.b.body), np.asarray(el.b.point, float)))
+                self.springs.append(
+                    (
+                        el,
+                        _body(model, el.a.body),
+                        np.asarray(el.a.point, float),
+                        _body(model, el.b.body),
+                        np.asarray(el.b.point, float),
+                    )
+                )
             elif isinstance(el, Thruster):
                 d = np.asarray(el.direction, float)
-                self.thrusters.append((len(names), model.body_index[el.body], np.asarray(el.point, float), d / np.linalg.norm(d)))
+                self.thrusters.append(
+                    (len(names), model.body_index[el.body], np.asarray(el.point, float), d / np.linalg.norm(d))
+                )
                 names.append(f"{el.name}.thrust")
                 units.append("N")
                 desc.append(f"thrust of {el.name} along its body-fixed direction on body {el.body}")
             elif isinstance(el, BodyWrench):
-                self.wrenches.append((len(names), model.body_index[el.body], np.asarray(el.point, float), el.axes == "world"))
+                self.wrenches.append(
+                    (len(names), model.body_index[el.body], np.asarray(el.point, float), el.axes == "world")
+                )
                 for what, unit in (("f", "N"), ("torque", "N.m")):
                     for k in range(3):
                         names.append(f"{el.name}.{what}[{k + 1}]")
                         units.append(unit)
-                        desc.append(f"external {'force' if what == 'f' else 'torque'} {el.name} on body {el.body}, "
-                                    f"{el.axes} axes, component {k + 1}")
-        self.layout = InputLayout(tuple(names), tuple(units), tuple(desc), np.array(tau_index, dtype=np.int64),
-                                  np.array(tau_dof, dtype=np.int64))
+                        desc.append(
+                            f"external {'force' if what == 'f' else 'torque'} {el.name} on body {el.body}, "
+                            f"{el.axes} axes, component {k + 1}"
+                        )
+        self.layout = InputLayout(
+            tuple(names),
+            tuple(units),
+            tuple(desc),
+            np.array(tau_index, dtype=np.int64),
+            np.array(tau_dof, dtype=np.int64),
+        )
         self.N = model.N
         self.nv = model.nv
 
@@ -100,7 +120,7 @@ class ForceElements:
             _add_force(f, kin, i, r, F)
             p_in += F @ kin.point_velocity(i, r)
         for iu, i, r, world in self.wrenches:
-            F, T = u[iu: iu + 3], u[iu + 3: iu + 6]
+            F, T = u[iu : iu + 3], u[iu + 3 : iu + 6]
             if not world:
                 F, T = kin.R[i] @ F, kin.R[i] @ T
             _add_force(f, kin, i, r, F)
@@ -108,7 +128,7 @@ class ForceElements:
             p_in += F @ kin.point_velocity(i, r) + T @ kin.omega_world[i]
         for el, ia, ra, ib, rb in self.springs:
             e, l, ldot = _spring_geometry(kin, ia, ra, ib, rb)
-            T = el.k * (l - el.l0) + el.d * ldot     # tension [N], pulls the anchors together
+            T = el.k * (l - el.l0) + el.d * ldot  # tension [N], pulls the anchors together
             if ia > 0:
                 _add_force(f, kin, ia, ra, T * e)
             if ib > 0:
@@ -118,8 +138,9 @@ class ForceElements:
 
     def spring_state(self, kin: Kinematics) -> list[tuple[str, float, float]]:
         """[(name, k, l - l0)] of the point-to-point springs (MBS Energy Testing Eq. 2 form 1/2 k x^2)."""
-        return [(el.name, el.k, _spring_geometry(kin, ia, ra, ib, rb)[1] - el.l0)
-                for el, ia, ra, ib, rb in self.springs]
+        return [
+            (el.name, el.k, _spring_geometry(kin, ia, ra, ib, rb)[1] - el.l0) for el, ia, ra, ib, rb in self.springs
+        ]
 
 
 def dof_unit(jtype: str, k: int, force: bool) -> str:

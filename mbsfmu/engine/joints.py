@@ -16,6 +16,7 @@ subspace here is constant in the child frame, so the velocity-product term cJ is
 
 The free joint's velocity order (linear, angular) is Pinocchio's, so results compare directly.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,7 @@ import numpy as np
 from .spatial import Array, quat_exp, quat_mul, quat_rate, quat_to_R, rot_axis
 
 FIXED, REVOLUTE, PRISMATIC, SPHERICAL, FREE = range(5)
-JOINT_TYPES = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC,
-               "spherical": SPHERICAL, "free": FREE}
+JOINT_TYPES = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL, "free": FREE}
 NQ = {FIXED: 0, REVOLUTE: 1, PRISMATIC: 1, SPHERICAL: 4, FREE: 7}
 NV = {FIXED: 0, REVOLUTE: 1, PRISMATIC: 1, SPHERICAL: 3, FREE: 6}
 

@@ -4,14 +4,15 @@ Body i's pose is (R_i, p_i): its axes as columns in world axes and its origin [m
 coordinates. Spatial velocities/accelerations are [angular; linear] in body coordinates with the
 linear part at the body origin (RBDA ch. 2); ``omega_world`` etc. give the world-axes versions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .spec.tree import Tree, joint_transforms
 from .spatial import Array, crm, cross, skew
+from .spec.tree import Tree, joint_transforms
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Kinematics:
     R (N+1, 3, 3), p (N+1, 3) [m]; v, a (N+1, 6): spatial velocity [rad/s; m/s] and spatial
     acceleration [rad/s^2; m/s^2] in body coordinates (zeros when qd or qdd was not given;
     gravity not included); Xup (N+1, 6, 6) parent -> body transforms."""
+
     R: Array
     p: Array
     v: Array

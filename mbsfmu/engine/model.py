@@ -5,6 +5,7 @@ tau (nv,) joint forces [N m or N]. Body order is ``body_names`` (topological, pa
 External wrenches ``f_ext`` are (N, 6) [torque N m; force N] in body axes about each body's
 frame origin, or a dict {body name: (6,)}.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,24 +13,32 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..errors import InputError, ModelError, Problem
 from . import joints
 from .dynamics.aba import aba
-from .dynamics.crba import crba
-from .dynamics.closed_loops import (AssemblyError, LoopData, LoopSet, Partition, compile_loops, loop_forward_dynamics,
-                             loop_inverse_dynamics, make_partition, reduction)
+from .dynamics.closed_loops import (
+    AssemblyError,
+    LoopData,
+    LoopSet,
+    Partition,
+    compile_loops,
+    loop_forward_dynamics,
+    loop_inverse_dynamics,
+    make_partition,
+    reduction,
+)
 from .dynamics.closed_loops import assemble as loop_assemble
 from .dynamics.closed_loops import constraints as loop_constraints
+from .dynamics.crba import crba
 from .dynamics.rnea import rnea
 from .dynamics.singular import singular_joints
-from ..errors import InputError, ModelError, Problem
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
+from .native.core import model_core, usable
+from .spatial import Array
 from .spec.description import Body, Joint, ModelSpec, Origin
 from .spec.topology import Topology, build_topology
 from .spec.tree import Tree, compile_tree
 from .spec.validation import check_spec, locate
-from .native.core import model_core, usable
-from .spatial import Array
-
 
 
 class Model:
@@ -46,21 +55,22 @@ class Model:
             raise ModelError(locate(problems, lines), source)
         self.topology: Topology = topo
         self.tree: Tree = compile_tree(replace(spec, bodies=bodies), topo)
-        self.bodies = tuple(bodies[k] for k in topo.order)   # tree order; wheel rotors included
-        number = {k: i + 1 for i, k in enumerate(topo.order)}   # file index -> tree number
-        self.wheels = MappingProxyType({
-            w.name: (number[k], w) for k, w in
-            ((k, wheel_paths[k][1]) for k in wheel_paths)})
+        self.bodies = tuple(bodies[k] for k in topo.order)  # tree order; wheel rotors included
+        number = {k: i + 1 for i, k in enumerate(topo.order)}  # file index -> tree number
+        self.wheels = MappingProxyType(
+            {w.name: (number[k], w) for k, w in ((k, wheel_paths[k][1]) for k in wheel_paths)}
+        )
         self.rigid_bodies = tuple(i for i in range(1, len(self.bodies) + 1) if topo.order[i - 1] not in wheel_paths)
         self.body_names = tuple(b.name for b in self.bodies)
         self.joint_names = tuple(b.joint.name for b in self.bodies)
         self.body_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.body_names)})
         self.joint_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.joint_names)})
-        self.frames = MappingProxyType({
-            fname: (i + 1, fr) for i, b in enumerate(self.bodies) for fname, fr in b.frames.items()})
+        self.frames = MappingProxyType(
+            {fname: (i + 1, fr) for i, b in enumerate(self.bodies) for fname, fr in b.frames.items()}
+        )
         t = self.tree
-        self.damping = np.zeros(t.nv_total)          # (nv,) joint damping d [N m s/rad or N s/m]
-        self._springs = []                            # (joint name, q index, v index, k, q0)
+        self.damping = np.zeros(t.nv_total)  # (nv,) joint damping d [N m s/rad or N s/m]
+        self._springs = []  # (joint name, q index, v index, k, q0)
         for i, b in enumerate(self.bodies, start=1):
             if b.joint.spring is not None:
                 self.damping[t.iv[i]] = b.joint.spring.d
@@ -143,25 +153,33 @@ class Model:
             jt, s = self.tree.jtype[i], int(self.tree.iq[i])
             if jt == joints.SPHERICAL:
                 quat = rng.normal(size=4)
-                q[s: s + 4] = quat / np.linalg.norm(quat)
+                q[s : s + 4] = quat / np.linalg.norm(quat)
             elif jt == joints.FREE:
                 quat = rng.normal(size=4)
-                q[s + 3: s + 7] = quat / np.linalg.norm(quat)
+                q[s + 3 : s + 7] = quat / np.linalg.norm(quat)
         return q, rng.uniform(-1.0, 1.0, self.nv)
 
     def config_rate(self, q: Array, qd: Array) -> Array:
         """dq/dt (nq,) from qd (nv,) (quaternion kinematics per joint)."""
         t = self.tree
-        return np.concatenate([joints.config_rate(int(t.jtype[i]), q[t.iq[i]: t.iq[i] + t.nq[i]],
-                                                  qd[t.iv[i]: t.iv[i] + t.nv[i]]) for i in range(1, self.N + 1)]
-                              or [np.zeros(0)])
+        return np.concatenate(
+            [
+                joints.config_rate(int(t.jtype[i]), q[t.iq[i] : t.iq[i] + t.nq[i]], qd[t.iv[i] : t.iv[i] + t.nv[i]])
+                for i in range(1, self.N + 1)
+            ]
+            or [np.zeros(0)]
+        )
 
     def integrate(self, q: Array, dv: Array) -> Array:
         """q (+) dv: configuration moved by the velocity increment dv (nv,) on each joint's manifold."""
         t = self.tree
-        return np.concatenate([joints.integrate(int(t.jtype[i]), q[t.iq[i]: t.iq[i] + t.nq[i]],
-                                                dv[t.iv[i]: t.iv[i] + t.nv[i]]) for i in range(1, self.N + 1)]
-                              or [np.zeros(0)])
+        return np.concatenate(
+            [
+                joints.integrate(int(t.jtype[i]), q[t.iq[i] : t.iq[i] + t.nq[i]], dv[t.iv[i] : t.iv[i] + t.nv[i]])
+                for i in range(1, self.N + 1)
+            ]
+            or [np.zeros(0)]
+        )
 
     # ---- kinematics ---------------------------------------------------------------------
     def forward_kinematics(self, q: Array, qd: Array | None = None, qdd: Array | None = None) -> Kinematics:
@@ -227,11 +245,16 @@ class Model:
         backend as for ``mass_matrix``."""
         if _native(backend):
             return model_core(self).inverse_dynamics(q, qd, qdd, f_ext)
-        q, qd, qdd = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv), self.checked_vector("qdd", qdd, self.nv)
+        q, qd, qdd = (
+            self.checked_vector("q", q, self.nq),
+            self.checked_vector("qd", qd, self.nv),
+            self.checked_vector("qdd", qdd, self.nv),
+        )
         return rnea(self.tree, q, qd, qdd, self.external_forces(f_ext)) - self.passive_forces(q, qd)
 
-    def forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba",
-                         backend: str = "auto") -> Array:
+    def forward_dynamics(
+        self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba", backend: str = "auto"
+    ) -> Array:
         """qdd (nv,) under actuator forces tau, springs/dampers, gravity and f_ext.
 
         method: "aba" (O(N) articulated-body), "crba" (solve M qdd = tau - RNEA(q, qd, 0)) or
@@ -239,7 +262,11 @@ class Model:
         backend (method "aba"): as for ``mass_matrix``."""
         if method == "aba" and _native(backend):
             return model_core(self).forward_dynamics(q, qd, tau, f_ext)
-        q, qd, tau = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv), self.checked_vector("tau", tau, self.nv)
+        q, qd, tau = (
+            self.checked_vector("q", q, self.nq),
+            self.checked_vector("qd", qd, self.nv),
+            self.checked_vector("tau", tau, self.nv),
+        )
         fx = self.external_forces(f_ext)
         tau = tau + self.passive_forces(q, qd)
         if method == "aba":
@@ -248,6 +275,7 @@ class Model:
             return np.linalg.solve(crba(self.tree, q), tau - rnea(self.tree, q, qd, np.zeros(self.nv), fx))
         if method == "transform":
             from .dynamics.transform import transform_forward_dynamics
+
             return transform_forward_dynamics(self.tree, q, qd, tau, fx)
         raise InputError(f"method {method!r}: expected 'aba', 'crba' or 'transform'")
 
@@ -284,12 +312,22 @@ class Model:
         names = tuple(self.joint_names[i - 1] for i in range(1, self.N + 1) for _ in range(int(self.tree.nv[i])))
         part = make_partition(self.loops, self.nv, names)
         if part is None:
-            raise InputError(f"model {self.source}: coordinate partitioning needs loops that declare their "
-                             f"independent joints; none of {', '.join(self.loop_names) or 'no loops'} does")
+            raise InputError(
+                f"model {self.source}: coordinate partitioning needs loops that declare their "
+                f"independent joints; none of {', '.join(self.loop_names) or 'no loops'} does"
+            )
         return part
 
-    def constrained_forward_dynamics(self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "multipliers",
-                                     alpha: float = 0.0, beta: float = 0.0) -> tuple[Array, Array]:
+    def constrained_forward_dynamics(
+        self,
+        q: Array,
+        qd: Array,
+        tau: Array,
+        f_ext=None,
+        method: str = "multipliers",
+        alpha: float = 0.0,
+        beta: float = 0.0,
+    ) -> tuple[Array, Array]:
         """(qdd (nv,), lambda (m,)) with the loops closed, at a consistent state (q, qd).
 
         method "multipliers": No's method, Eq. 24, ``[[M, A^T], [A, 0]] [qdd; lambda] =
@@ -297,12 +335,25 @@ class Model:
         independent coordinates (loops without declared independent joints keep multipliers).
         lambda: constraint forces, -A^T lambda the generalised force (minimum norm for redundant
         rows); tau (nv,) actuator forces, springs/dampers added."""
-        q, qd, tau = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv), self.checked_vector("tau", tau, self.nv)
+        q, qd, tau = (
+            self.checked_vector("q", q, self.nq),
+            self.checked_vector("qd", qd, self.nv),
+            self.checked_vector("tau", tau, self.nv),
+        )
         if method not in ("multipliers", "partitioning"):
             raise InputError(f"method {method!r}: expected 'multipliers' or 'partitioning'")
         part = self.loop_partition() if method == "partitioning" else None
-        qdd, lam, _ = loop_forward_dynamics(self.tree, self.loops, q, qd, tau + self.passive_forces(q, qd),
-                                            self.external_forces(f_ext), part, alpha, beta)
+        qdd, lam, _ = loop_forward_dynamics(
+            self.tree,
+            self.loops,
+            q,
+            qd,
+            tau + self.passive_forces(q, qd),
+            self.external_forces(f_ext),
+            part,
+            alpha,
+            beta,
+        )
         return qdd, lam
 
     def constrained_inverse_dynamics(self, q: Array, qd: Array, udd: Array, f_ext=None) -> Array:
@@ -314,13 +365,16 @@ class Model:
         part = self.loop_partition()
         missing = [c.name for c in self.loops.closures if not c.held]
         if missing:
-            raise InputError(f"loop inverse dynamics needs every loop partitioned; {', '.join(missing)} declare no "
-                             "independent joints")
+            raise InputError(
+                f"loop inverse dynamics needs every loop partitioned; {', '.join(missing)} declare no "
+                "independent joints"
+            )
         udd = self.checked_vector("udd", udd, part.iu.size)
         ld = loop_constraints(self.tree, self.loops, q)
         J, _ = reduction(ld.A[part.rows], None, part, self.nv)
-        return loop_inverse_dynamics(self.tree, self.loops, part, q, qd, udd, self.external_forces(f_ext)) \
-            - J.T @ self.passive_forces(q, qd)
+        return loop_inverse_dynamics(
+            self.tree, self.loops, part, q, qd, udd, self.external_forces(f_ext)
+        ) - J.T @ self.passive_forces(q, qd)
 
     def _assemble_initial(self, lines) -> tuple[Array, Array]:
         """The file's initial state closed; ModelError naming the loops that cannot be."""
@@ -330,9 +384,19 @@ class Model:
         except AssemblyError as e:
             index = {c.name: k for k, c in enumerate(self.spec.loops)}
             what = "initial state" if e.what == "|Phi|" else "initial rates"
-            raise ModelError(locate([Problem(("loops", index[n]), f"loop {n!r} cannot be closed from the {what}: "
-                                             f"max {e.what} = {v:.3g} remains; {e.reason}")
-                                     for n, v in e.residuals.items()], lines), self.source) from None
+            raise ModelError(
+                locate(
+                    [
+                        Problem(
+                            ("loops", index[n]),
+                            f"loop {n!r} cannot be closed from the {what}: max {e.what} = {v:.3g} remains; {e.reason}",
+                        )
+                        for n, v in e.residuals.items()
+                    ],
+                    lines,
+                ),
+                self.source,
+            ) from None
         return q, qd
 
     # ---- helpers ------------------------------------------------------------------------
@@ -343,7 +407,9 @@ class Model:
 
     def _frame(self, frame: str):
         if frame not in self.frames:
-            raise InputError(f"unknown frame {frame!r} in model {self.source}; frames: {', '.join(self.frames) or 'none'}")
+            raise InputError(
+                f"unknown frame {frame!r} in model {self.source}; frames: {', '.join(self.frames) or 'none'}"
+            )
         return self.frames[frame]
 
     def checked_vector(self, name: str, x, n: int) -> Array:
@@ -353,10 +419,15 @@ class Model:
         except (TypeError, ValueError) as e:
             raise InputError(f"{name} must be a vector of {n} numbers ({e})") from None
         if x.shape != (n,):
-            what = {"q": f"nq = {n} coordinates", "qd": f"nv = {n} rates", "qdd": f"nv = {n} accelerations",
-                    "tau": f"nv = {n} joint forces"}.get(name, f"{n} entries")
-            raise InputError(f"{name} has shape {x.shape}, model {self.source} has {what} "
-                             f"(joints: {', '.join(self.joint_names)})")
+            what = {
+                "q": f"nq = {n} coordinates",
+                "qd": f"nv = {n} rates",
+                "qdd": f"nv = {n} accelerations",
+                "tau": f"nv = {n} joint forces",
+            }.get(name, f"{n} entries")
+            raise InputError(
+                f"{name} has shape {x.shape}, model {self.source} has {what} (joints: {', '.join(self.joint_names)})"
+            )
         if not np.all(np.isfinite(x)):
             bad = np.flatnonzero(~np.isfinite(x)).tolist()
             raise InputError(f"{name} has non-finite entries at indices {bad}")
@@ -374,8 +445,10 @@ class Model:
         else:
             arr = np.asarray(f_ext, dtype=float)
             if arr.shape != (self.N, 6):
-                raise InputError(f"f_ext has shape {arr.shape}, expected ({self.N}, 6): one [torque; force] "
-                                 f"row per body in order {', '.join(self.body_names)}")
+                raise InputError(
+                    f"f_ext has shape {arr.shape}, expected ({self.N}, 6): one [torque; force] "
+                    f"row per body in order {', '.join(self.body_names)}"
+                )
             if not np.all(np.isfinite(arr)):
                 raise InputError("f_ext has non-finite entries")
             out[1:] = arr
@@ -394,8 +467,15 @@ class Model:
             for _ in range(2):
                 found.append(singular_joints(self.tree, self.random_state(rng)[0]))
                 if found[-1].overflow:
-                    return locate([Problem(("bodies",), "the mass matrix overflows: some mass, inertia, com, "
-                                                "origin or axis is far too large")], lines)
+                    return locate(
+                        [
+                            Problem(
+                                ("bodies",),
+                                "the mass matrix overflows: some mass, inertia, com, origin or axis is far too large",
+                            )
+                        ],
+                        lines,
+                    )
         t, wheel_paths = self.tree, _with_wheel_rotors(self.spec)[1]
         last = found[-1]
         problems = []
@@ -404,12 +484,16 @@ class Model:
             what = f"wheel {b.name!r}" if k in wheel_paths else f"joint {b.joint.name!r}"
             others = ", ".join(repr(self.bodies[j - 1].joint.name) for j in sorted(last.combined.get(i, ())))
             if not others or i in last.alone:
-                msg = (f"{what} moves no mass or inertia{' in some direction' if t.nv[i] > 1 else ''} (body "
-                       f"{b.name!r} and its subtree), so the mass matrix is singular: give the moved bodies mass "
-                       "or inertia, or make the joint fixed")
+                msg = (
+                    f"{what} moves no mass or inertia{' in some direction' if t.nv[i] > 1 else ''} (body "
+                    f"{b.name!r} and its subtree), so the mass matrix is singular: give the moved bodies mass "
+                    "or inertia, or make the joint fixed"
+                )
             else:
-                msg = (f"{what} combined with {others} moves no mass or inertia (e.g. coaxial joints with only "
-                       "massless bodies between them), so the mass matrix is singular")
+                msg = (
+                    f"{what} combined with {others} moves no mass or inertia (e.g. coaxial joints with only "
+                    "massless bodies between them), so the mass matrix is singular"
+                )
             problems.append(_map_path(Problem(("bodies", k, "joint"), msg), wheel_paths))
         return locate(problems, lines)
 
@@ -435,13 +519,19 @@ def _with_wheel_rotors(spec: ModelSpec) -> tuple[tuple[Body, ...], dict]:
     for k, b in enumerate(spec.bodies):
         for w_idx, w in enumerate(b.wheels):
             g = np.asarray(w.axis, dtype=float)
-            with np.errstate(all="ignore"):   # huge or zero axes are reported by check_elements
+            with np.errstate(all="ignore"):  # huge or zero axes are reported by check_elements
                 norm = np.linalg.norm(g)
             g = g / norm if 0 < norm < np.inf else g
             paths[len(bodies)] = (("bodies", k, "wheels", w_idx), w)
-            bodies.append(Body(name=w.name, parent=b.name,
-                               joint=Joint(name=w.name, type="revolute", axis=tuple(g), origin=Origin(xyz=w.position)),
-                               mass=0.0, inertia=tuple(map(tuple, w.inertia * np.outer(g, g)))))
+            bodies.append(
+                Body(
+                    name=w.name,
+                    parent=b.name,
+                    joint=Joint(name=w.name, type="revolute", axis=tuple(g), origin=Origin(xyz=w.position)),
+                    mass=0.0,
+                    inertia=tuple(map(tuple, w.inertia * np.outer(g, g))),
+                )
+            )
     return tuple(bodies), paths
 
 

@@ -4,6 +4,7 @@
 runtime: ``native.build_native_fmu``. Both: the variable map (``variables.py``), the
 modelDescription and build information (``description.py``), the command ``mbsfmu build-fmu``
 (``command.py``). Importing this package does not import pythonfmu."""
+
 from __future__ import annotations
 
 from .build import build_fmu

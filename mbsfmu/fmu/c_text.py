@@ -1,5 +1,6 @@
 """C literals of Python values, for the C files the FMU builds generate (the native runtime's
 ``mbsfmu_model.c``, the loader's ``mbsfmu_loader_config.h``)."""
+
 from __future__ import annotations
 
 import math

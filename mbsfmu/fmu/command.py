@@ -1,5 +1,6 @@
 """The command ``mbsfmu build-fmu``: either runtime's FMU of a model file (``native.py`` by
 default, ``build.py`` with ``--runtime python``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,7 +9,6 @@ import xml.etree.ElementTree as ET
 import zipfile
 
 from ..errors import InputError
-
 from .build import build_fmu
 from .native import build_native_fmu
 from .variables import METHODS, NAMINGS
@@ -17,24 +17,38 @@ from .variables import METHODS, NAMINGS
 def add_parser(sub) -> argparse.ArgumentParser:
     """``mbsfmu build-fmu MODEL -o MODEL.fmu [--naming structured|flat] ...`` (pythonfmu's
     create_command_parser pattern: this module owns its subparser)."""
-    p = sub.add_parser("build-fmu", help="build an FMI 2.0 Co-Simulation FMU of a model",
-                       description="Build an FMI 2.0 Co-Simulation FMU of a model file. --runtime native (default): "
-                                   "the C engine core compiled with the model's tables for linux64, win64 and "
-                                   "darwin64 by zig cc, needing nothing at run time; --runtime python: pythonfmu, "
-                                   "with the model and this engine bundled in its resources (needs mbsfmu[fmu] and "
-                                   "a Python with numpy/scipy/PyYAML at run time).")
+    p = sub.add_parser(
+        "build-fmu",
+        help="build an FMI 2.0 Co-Simulation FMU of a model",
+        description="Build an FMI 2.0 Co-Simulation FMU of a model file. --runtime native (default): "
+        "the C engine core compiled with the model's tables for linux64, win64 and "
+        "darwin64 by zig cc, needing nothing at run time; --runtime python: pythonfmu, "
+        "with the model and this engine bundled in its resources (needs mbsfmu[fmu] and "
+        "a Python with numpy/scipy/PyYAML at run time).",
+    )
     p.add_argument("model", help="model file (YAML/JSON, URDF or URDF overlay)")
     p.add_argument("-o", "--output", "--out", help="FMU file to write (default: <model name>.fmu)")
-    p.add_argument("--runtime", choices=("native", "python"), default="native",
-                   help="native: Python-free FMU on the C engine core (default); python: pythonfmu FMU")
-    p.add_argument("--naming", choices=NAMINGS, default="structured",
-                   help="variable names: structured (q1.tau, push.f[1]) or flat (q1_tau, push_f_1)")
+    p.add_argument(
+        "--runtime",
+        choices=("native", "python"),
+        default="native",
+        help="native: Python-free FMU on the C engine core (default); python: pythonfmu FMU",
+    )
+    p.add_argument(
+        "--naming",
+        choices=NAMINGS,
+        default="structured",
+        help="variable names: structured (q1.tau, push.f[1]) or flat (q1_tau, push_f_1)",
+    )
     p.add_argument("--integrator", choices=METHODS, default="rk4", help="start value of solver.method")
     p.add_argument("--h-max", type=float, default=1e-3, help="start value of solver.h_max [s]")
     p.add_argument("--rtol", type=float, default=1e-10, help="start value of solver.rtol (dop853)")
     p.add_argument("--atol", type=float, default=1e-12, help="start value of solver.atol (dop853)")
-    p.add_argument("--no-loader", action="store_true",
-                   help="--runtime python: ship pythonfmu's binary only (the FMU then loads only in Python hosts)")
+    p.add_argument(
+        "--no-loader",
+        action="store_true",
+        help="--runtime python: ship pythonfmu's binary only (the FMU then loads only in Python hosts)",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -44,20 +58,37 @@ def run(args) -> int:
     if args.runtime == "native":
         if args.no_loader:
             raise InputError("--no-loader applies to --runtime python only")
-        out = build_native_fmu(args.model, args.output, naming=args.naming, integrator=args.integrator,
-                               h_max=args.h_max, rtol=args.rtol, atol=args.atol,
-                               progress=lambda msg: print(f"mbsfmu build-fmu: {msg}", file=sys.stderr, flush=True))
+        out = build_native_fmu(
+            args.model,
+            args.output,
+            naming=args.naming,
+            integrator=args.integrator,
+            h_max=args.h_max,
+            rtol=args.rtol,
+            atol=args.atol,
+            progress=lambda msg: print(f"mbsfmu build-fmu: {msg}", file=sys.stderr, flush=True),
+        )
     else:
-        out = build_fmu(args.model, args.output, naming=args.naming, integrator=args.integrator, h_max=args.h_max,
-                        rtol=args.rtol, atol=args.atol, loader=False if args.no_loader else None)
+        out = build_fmu(
+            args.model,
+            args.output,
+            naming=args.naming,
+            integrator=args.integrator,
+            h_max=args.h_max,
+            rtol=args.rtol,
+            atol=args.atol,
+            loader=False if args.no_loader else None,
+        )
     with zipfile.ZipFile(out) as z:
         root = ET.fromstring(z.read("modelDescription.xml"))
         names = z.namelist()
     svs = root.find("ModelVariables")
     count = {c: sum(sv.get("causality") == c for sv in svs) for c in ("parameter", "input", "output")}
     ident = root.find("CoSimulation").get("modelIdentifier")
-    print(f"wrote {out}: {count['parameter']} parameters, {count['input']} inputs, {count['output']} outputs "
-          f"({root.get('variableNamingConvention')} names), modelIdentifier {ident}")
+    print(
+        f"wrote {out}: {count['parameter']} parameters, {count['input']} inputs, {count['output']} outputs "
+        f"({root.get('variableNamingConvention')} names), modelIdentifier {ident}"
+    )
     if args.runtime == "native":
         platforms = sorted({n.split("/")[1] for n in names if n.startswith("binaries/")})
         print(f"binary: native C engine core for {', '.join(platforms)} (no Python needed), plus sources/")

@@ -8,6 +8,7 @@ start values (repr, not 16 digits), ModelStructure Outputs and InitialUnknowns w
 dependencies, and the capability flags; ``native_description`` then sets the native runtime's
 flags (no execution tool, the host's memory functions used) and its ``SourceFiles``.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -17,22 +18,28 @@ import xml.etree.ElementTree as ET
 
 from .. import __version__
 from ..errors import MbsError
-
 from .variables import UNITS, FmuVariable
 
-BUILD_INFO = "mbsfmu_build.json"      # resources/ file of the python runtime's FMUs
+BUILD_INFO = "mbsfmu_build.json"  # resources/ file of the python runtime's FMUs
 INFO_FORMAT = 1
-LOG_CATEGORIES = (("logStatusWarning", "Log messages with fmi2Warning status."),
-                  ("logStatusDiscard", "Log messages with fmi2Discard status."),
-                  ("logStatusError", "Log messages with fmi2Error status."),
-                  ("logStatusFatal", "Log messages with fmi2Fatal status."),
-                  ("logAll", "Log all messages."))
+LOG_CATEGORIES = (
+    ("logStatusWarning", "Log messages with fmi2Warning status."),
+    ("logStatusDiscard", "Log messages with fmi2Discard status."),
+    ("logStatusError", "Log messages with fmi2Error status."),
+    ("logStatusFatal", "Log messages with fmi2Fatal status."),
+    ("logAll", "Log all messages."),
+)
 # CoSimulation capability flags (FMI 2.0 section 4.3.1) of the python runtime; the native runtime
 # changes needsExecutionTool and canNotUseMemoryManagementFunctions (``native_description``)
-CAPABILITIES = (("needsExecutionTool", "true"), ("canHandleVariableCommunicationStepSize", "true"),
-                ("canInterpolateInputs", "false"), ("canBeInstantiatedOnlyOncePerProcess", "false"),
-                ("canGetAndSetFMUstate", "true"), ("canSerializeFMUstate", "true"),
-                ("canNotUseMemoryManagementFunctions", "true"))
+CAPABILITIES = (
+    ("needsExecutionTool", "true"),
+    ("canHandleVariableCommunicationStepSize", "true"),
+    ("canInterpolateInputs", "false"),
+    ("canBeInstantiatedOnlyOncePerProcess", "false"),
+    ("canGetAndSetFMUstate", "true"),
+    ("canSerializeFMUstate", "true"),
+    ("canNotUseMemoryManagementFunctions", "true"),
+)
 
 
 class FmuBuildError(MbsError):
@@ -49,8 +56,16 @@ def build_info(guid: str, identifier: str, model_name: str, naming: str, descrip
     """The FMU's build information: format, guid, model_identifier, model_name, naming,
     engine_version, description, then ``extra`` (the python runtime: engine package and hash,
     the building Python, the model's files and solver)."""
-    return {"format": INFO_FORMAT, "guid": guid, "model_identifier": identifier, "model_name": model_name,
-            "naming": naming, "engine_version": __version__, "description": description, **extra}
+    return {
+        "format": INFO_FORMAT,
+        "guid": guid,
+        "model_identifier": identifier,
+        "model_name": model_name,
+        "naming": naming,
+        "engine_version": __version__,
+        "description": description,
+        **extra,
+    }
 
 
 def now() -> str:
@@ -62,8 +77,14 @@ def skeleton(model_name: str, table: list[FmuVariable], identifier: str, h_max: 
     """The skeleton modelDescription.xml that ``model_description`` completes, where no pythonfmu
     writes one (the native runtime): header, CoSimulation, LogCategories, DefaultExperiment, the
     variables by name, an empty ModelStructure."""
-    root = ET.Element("fmiModelDescription", fmiVersion="2.0", modelName=model_name, guid="",
-                      generationTool="native C core", generationDateAndTime=now())
+    root = ET.Element(
+        "fmiModelDescription",
+        fmiVersion="2.0",
+        modelName=model_name,
+        guid="",
+        generationTool="native C core",
+        generationDateAndTime=now(),
+    )
     ET.SubElement(root, "CoSimulation", modelIdentifier=identifier)
     cats = ET.SubElement(root, "LogCategories")
     for name, desc in LOG_CATEGORIES:
@@ -100,8 +121,13 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
         raise FmuBuildError("pythonfmu's ModelVariables do not match the variable table (pythonfmu version?)")
     index = {v.name: k + 1 for k, v in enumerate(table)}
     for k, (sv, v) in enumerate(zip(svs, table)):
-        attrs = {"name": v.name, "valueReference": str(k), "description": v.description,
-                 "causality": v.causality, "variability": v.variability}
+        attrs = {
+            "name": v.name,
+            "valueReference": str(k),
+            "description": v.description,
+            "causality": v.causality,
+            "variability": v.variability,
+        }
         if v.initial is not None:
             attrs["initial"] = v.initial
         sv.attrib.clear()
@@ -121,14 +147,22 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
     if outputs:
         node = ET.SubElement(ms, "Outputs")
         for v in outputs:
-            ET.SubElement(node, "Unknown", index=str(index[v.name]),
-                          dependencies=" ".join(str(i) for i in sorted(index[d] for d in v.deps)))
+            ET.SubElement(
+                node,
+                "Unknown",
+                index=str(index[v.name]),
+                dependencies=" ".join(str(i) for i in sorted(index[d] for d in v.deps)),
+            )
     initial = [v for v in table if v.causality == "output" and v.initial in ("approx", "calculated")]
     if initial:
         node = ET.SubElement(ms, "InitialUnknowns")
         for v in initial:
-            ET.SubElement(node, "Unknown", index=str(index[v.name]),
-                          dependencies=" ".join(str(i) for i in sorted(index[d] for d in v.init_deps)))
+            ET.SubElement(
+                node,
+                "Unknown",
+                index=str(index[v.name]),
+                dependencies=" ".join(str(i) for i in sorted(index[d] for d in v.init_deps)),
+            )
     ET.indent(root)
     return ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
 
@@ -156,5 +190,16 @@ def xsd_double(x: float) -> str:
     return "NaN" if math.isnan(x) else ("INF" if x > 0 else "-INF")
 
 
-__all__ = ["BUILD_INFO", "CAPABILITIES", "LOG_CATEGORIES", "FmuBuildError", "build_info", "model_description",
-           "model_identifier", "native_description", "now", "skeleton", "xsd_double"]
+__all__ = [
+    "BUILD_INFO",
+    "CAPABILITIES",
+    "LOG_CATEGORIES",
+    "FmuBuildError",
+    "build_info",
+    "model_description",
+    "model_identifier",
+    "native_description",
+    "now",
+    "skeleton",
+    "xsd_double",
+]

@@ -18,6 +18,7 @@ FMU (``finish``):
 ``fmu_zip`` writes any FMU through a uniquely named part file (concurrent builds of one FMU never
 mix, a failure leaves none); ``zip_entry`` sets its entries' modes.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,7 +38,7 @@ from .description import BUILD_INFO, FmuBuildError, model_description
 from .loader import compile_loader
 from .variables import FmuVariable
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]      # the mbsfmu package being bundled
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the mbsfmu package being bundled
 PLATFORM = "linux64"
 ENGINE_PREFIX = "mbsfmu_engine_"
 
@@ -52,8 +53,11 @@ def require_pythonfmu() -> None:
 
 def engine_sources() -> list[Path]:
     """The engine's Python sources and the C core's sources (mbsfmu/engine/native/*.c, *.h)."""
-    files = [*PACKAGE_DIR.rglob("*.py"), *(PACKAGE_DIR / "engine" / "native").glob("*.c"),
-             *(PACKAGE_DIR / "engine" / "native").glob("*.h")]
+    files = [
+        *PACKAGE_DIR.rglob("*.py"),
+        *(PACKAGE_DIR / "engine" / "native").glob("*.c"),
+        *(PACKAGE_DIR / "engine" / "native").glob("*.h"),
+    ]
     return sorted(f for f in files if "__pycache__" not in f.parts)
 
 
@@ -73,12 +77,14 @@ def engine_info() -> dict:
 
 # ---- staging ----------------------------------------------------------------------------------
 
+
 def copy_engine(dest: Path) -> None:
     """The engine's sources as the package ``dest.name`` and the C core's library for this host
     (built first if needed), so the FMU's engine copy runs the native backend as the building
     process does. The copy runs as its own package, never another mbsfmu the host has: inside
     mbsfmu every import of its own code is relative (tests/test_architecture.py)."""
     from ..engine.native import build as native_build
+
     for f in engine_sources():
         target = dest / f.relative_to(PACKAGE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -92,6 +98,7 @@ def python_info() -> dict:
     import numpy
     import scipy
     import yaml
+
     dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
     user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
     if user and Path(user).is_dir():
@@ -106,10 +113,15 @@ def python_info() -> dict:
         if name and (Path(libdir) / name).is_file() and ".so" in name:
             libpython = str(Path(libdir) / name)
             break
-    return {"version": ".".join(map(str, sys.version_info[:3])), "abi": f"{sys.version_info[0]}.{sys.version_info[1]}",
-            "executable": sys.executable, "libpython": libpython,
-            "shared": bool(sysconfig.get_config_var("Py_ENABLE_SHARED")),
-            "include": sysconfig.get_paths()["include"], "site_dirs": dirs}
+    return {
+        "version": ".".join(map(str, sys.version_info[:3])),
+        "abi": f"{sys.version_info[0]}.{sys.version_info[1]}",
+        "executable": sys.executable,
+        "libpython": libpython,
+        "shared": bool(sysconfig.get_config_var("Py_ENABLE_SHARED")),
+        "include": sysconfig.get_paths()["include"],
+        "site_dirs": dirs,
+    }
 
 
 def slave_module(identifier: str, engine: str, what: str, slave: str, maker: str) -> str:
@@ -153,8 +165,18 @@ class {identifier}(Fmi2Slave):
 '''
 
 
-def package_python_fmu(output: Path, table: list[FmuVariable], info: dict, *, slave: str, what: str, maker: str,
-                       module: str, stage_files: Callable[[Path], list[Path]], loader: bool | None) -> Path:
+def package_python_fmu(
+    output: Path,
+    table: list[FmuVariable],
+    info: dict,
+    *,
+    slave: str,
+    what: str,
+    maker: str,
+    module: str,
+    stage_files: Callable[[Path], list[Path]],
+    loader: bool | None,
+) -> Path:
     """The python runtime's FMU ``output`` of one slave class: ``info`` (``description.build_info``
     with ``engine_info()`` and ``python``: ``python_info()``) staged as ``mbsfmu_build.json``, the
     engine copy, the files ``stage_files(stage)`` writes into the staging folder (returned as
@@ -175,20 +197,36 @@ def package_python_fmu(output: Path, table: list[FmuVariable], info: dict, *, sl
     return output
 
 
-def package(script: Path, project_files: list[Path], tmp: Path, table: list[FmuVariable], info: dict,
-            loader: bool | None, output: Path) -> None:
+def package(
+    script: Path,
+    project_files: list[Path],
+    tmp: Path,
+    table: list[FmuVariable],
+    info: dict,
+    loader: bool | None,
+    output: Path,
+) -> None:
     """pythonfmu's builder on the generated slave module, then the loader binary, and ``finish``
     writes ``output``."""
     from pythonfmu.builder import FmuBuilder
+
     identifier = info["model_identifier"]
     before = set(sys.modules)
     try:
-        raw = FmuBuilder.build_FMU(script, dest=tmp / "raw" / f"{identifier}.fmu", project_files=project_files,
-                                   canGetAndSetFMUstate=True, canSerializeFMUstate=True)
+        raw = FmuBuilder.build_FMU(
+            script,
+            dest=tmp / "raw" / f"{identifier}.fmu",
+            project_files=project_files,
+            canGetAndSetFMUstate=True,
+            canSerializeFMUstate=True,
+        )
     finally:
         forget_staged_modules(before, tmp)
-    binary = None if loader is False else compile_loader(tmp / "loader", identifier, info["guid"], table, info,
-                                                         required=bool(loader))
+    binary = (
+        None
+        if loader is False
+        else compile_loader(tmp / "loader", identifier, info["guid"], table, info, required=bool(loader))
+    )
     finish(Path(raw), output, table, info, binary)
 
 
@@ -273,8 +311,12 @@ def finish(raw: Path, output: Path, table: list[FmuVariable], info: dict, binary
             elif name == f"resources/{BUILD_INFO}":
                 data = json.dumps(shipped_build_info(info, binary is not None), indent=1).encode("utf-8")
             elif name == lib and binary is not None:
-                zout.writestr(zip_entry(f"binaries/{PLATFORM}/{ident}.pythonfmu.so", zin.getinfo(name).date_time,
-                                        executable=True), data)
+                zout.writestr(
+                    zip_entry(
+                        f"binaries/{PLATFORM}/{ident}.pythonfmu.so", zin.getinfo(name).date_time, executable=True
+                    ),
+                    data,
+                )
                 data = binary.read_bytes()
             zout.writestr(zip_entry(name, zin.getinfo(name).date_time, name.endswith(".so")), data)
         deps = EXTERNAL_DEPENDENCIES.format(version=info["engine_version"], abi=info["python"]["abi"], ident=ident)
@@ -282,7 +324,23 @@ def finish(raw: Path, output: Path, table: list[FmuVariable], info: dict, binary
         zout.writestr(zip_entry("documentation/externalDependencies.txt", date), deps.encode("utf-8"))
 
 
-__all__ = ["ENGINE_PREFIX", "EXTERNAL_DEPENDENCIES", "PACKAGE_DIR", "PLATFORM", "copy_engine",
-           "engine_hash", "engine_info", "engine_sources", "finish", "fmu_zip", "forget_staged_modules", "package",
-           "package_python_fmu", "python_info", "require_pythonfmu", "shipped_build_info", "slave_module",
-           "zip_entry"]
+__all__ = [
+    "ENGINE_PREFIX",
+    "EXTERNAL_DEPENDENCIES",
+    "PACKAGE_DIR",
+    "PLATFORM",
+    "copy_engine",
+    "engine_hash",
+    "engine_info",
+    "engine_sources",
+    "finish",
+    "fmu_zip",
+    "forget_staged_modules",
+    "package",
+    "package_python_fmu",
+    "python_info",
+    "require_pythonfmu",
+    "shipped_build_info",
+    "slave_module",
+    "zip_entry",
+]

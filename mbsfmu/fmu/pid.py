@@ -25,6 +25,7 @@ feedthrough: ModelStructure lists no dependencies). Hence:
 FMU state (get/set/serialize): the inputs, held outputs, parameters, the PID's integral and
 previous setpoints (pythonfmu alone would save only the registered variables).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,6 @@ from .. import __version__
 from ..errors import MbsError
 from ..sim.pid import PIDGains
 from ..sim.schedules import Schedule
-
 from .description import build_info, model_identifier
 from .package import engine_info, package_python_fmu, python_info, require_pythonfmu
 from .variables import FmuVariable, structured_name
@@ -49,8 +49,10 @@ GAINS = ("kp", "ki", "kd", "limit")
 
 # ---- configuration (resources/mbsfmu_pid.json) ----------------------------------------------------
 
-def pid_config(gains: dict[str, PIDGains], dt: float, units: dict[str, tuple[str, str, str]] | None = None,
-               name: str = "pid") -> dict:
+
+def pid_config(
+    gains: dict[str, PIDGains], dt: float, units: dict[str, tuple[str, str, str]] | None = None, name: str = "pid"
+) -> dict:
     """The JSON document of a controller FMU: {format, name, sample_period, joints: {j: {kp, ki, kd,
     limit, derivative, setpoint: {kind, params}, units: [q, qd, tau]}}}; floats exact (JSON repr)."""
     if not gains:
@@ -60,28 +62,52 @@ def pid_config(gains: dict[str, PIDGains], dt: float, units: dict[str, tuple[str
     units = units or {}
     joints = {}
     for j, g in gains.items():
-        joints[j] = {"kp": float(g.kp), "ki": float(g.ki), "kd": float(g.kd), "limit": float(g.limit),
-                     "derivative": g.derivative,
-                     "setpoint": {"kind": g.setpoint.kind, "params": g.setpoint.params},
-                     "units": list(units.get(j, ("rad", "rad/s", "N.m")))}
+        joints[j] = {
+            "kp": float(g.kp),
+            "ki": float(g.ki),
+            "kd": float(g.kd),
+            "limit": float(g.limit),
+            "derivative": g.derivative,
+            "setpoint": {"kind": g.setpoint.kind, "params": g.setpoint.params},
+            "units": list(units.get(j, ("rad", "rad/s", "N.m"))),
+        }
     return {"format": CONFIG_FORMAT, "name": name, "sample_period": float(dt), "joints": joints}
 
 
 def gains_from_config(cfg: dict) -> dict[str, PIDGains]:
     """joint -> PIDGains from a ``pid_config`` document."""
-    return {j: PIDGains(kp=g["kp"], ki=g["ki"], kd=g["kd"], limit=g["limit"], derivative=g["derivative"],
-                        setpoint=Schedule(g["setpoint"]["kind"], g["setpoint"]["params"]))
-            for j, g in cfg["joints"].items()}
+    return {
+        j: PIDGains(
+            kp=g["kp"],
+            ki=g["ki"],
+            kd=g["kd"],
+            limit=g["limit"],
+            derivative=g["derivative"],
+            setpoint=Schedule(g["setpoint"]["kind"], g["setpoint"]["params"]),
+        )
+        for j, g in cfg["joints"].items()
+    }
 
 
 def pid_variables(cfg: dict) -> list[FmuVariable]:
     """Every variable of the controller FMU in value-reference order (see the module docstring);
     sources: ("param", key) with key "sample_period" or (joint, gain), ("input", (joint, "q"|"qd")),
     ("output", joint)."""
-    out = [FmuVariable("sample_period", "Real", "parameter", "fixed", "exact", "s",
-                       "sample period of the PID: dt of the integral and of the setpoint derivative "
-                       "(the master's communication step)", ("param", "sample_period"),
-                       start=cfg["sample_period"], min=0.0)]
+    out = [
+        FmuVariable(
+            "sample_period",
+            "Real",
+            "parameter",
+            "fixed",
+            "exact",
+            "s",
+            "sample period of the PID: dt of the integral and of the setpoint derivative "
+            "(the master's communication step)",
+            ("param", "sample_period"),
+            start=cfg["sample_period"],
+            min=0.0,
+        )
+    ]
     for j, g in cfg["joints"].items():
         uq, uqd, utau = g["units"]
         rate = uqd.split("/")[0]
@@ -89,31 +115,82 @@ def pid_variables(cfg: dict) -> list[FmuVariable]:
             "kp": (f"{utau}/{uq}", f"proportional gain of joint {j}"),
             "ki": (None, f"integral gain of joint {j} [{utau}/({uq} s)]"),
             "kd": (f"{utau}.s/{rate}", f"derivative gain of joint {j}"),
-            "limit": (utau, f"saturation |tau| <= limit of joint {j} (INF: none)")}
+            "limit": (utau, f"saturation |tau| <= limit of joint {j} (INF: none)"),
+        }
         for gain in GAINS:
             unit, desc = descriptions[gain]
-            out.append(FmuVariable(structured_name([j, gain]), "Real", "parameter", "fixed", "exact", unit, desc,
-                                   ("param", (j, gain)), start=g[gain], min=0.0))
+            out.append(
+                FmuVariable(
+                    structured_name([j, gain]),
+                    "Real",
+                    "parameter",
+                    "fixed",
+                    "exact",
+                    unit,
+                    desc,
+                    ("param", (j, gain)),
+                    start=g[gain],
+                    min=0.0,
+                )
+            )
     for j, g in cfg["joints"].items():
         uq, uqd, _ = g["units"]
-        out.append(FmuVariable(structured_name([j, "q"]), "Real", "input", "continuous", None, uq,
-                               f"measured position of joint {j}, sampled at each fmi2DoStep",
-                               ("input", (j, "q")), start=0.0))
-        out.append(FmuVariable(structured_name([j, "qd"]), "Real", "input", "continuous", None, uqd,
-                               f"measured rate of joint {j}, sampled at each fmi2DoStep",
-                               ("input", (j, "qd")), start=0.0))
+        out.append(
+            FmuVariable(
+                structured_name([j, "q"]),
+                "Real",
+                "input",
+                "continuous",
+                None,
+                uq,
+                f"measured position of joint {j}, sampled at each fmi2DoStep",
+                ("input", (j, "q")),
+                start=0.0,
+            )
+        )
+        out.append(
+            FmuVariable(
+                structured_name([j, "qd"]),
+                "Real",
+                "input",
+                "continuous",
+                None,
+                uqd,
+                f"measured rate of joint {j}, sampled at each fmi2DoStep",
+                ("input", (j, "qd")),
+                start=0.0,
+            )
+        )
     for j, g in cfg["joints"].items():
-        out.append(FmuVariable(structured_name([j, "tau"]), "Real", "output", "discrete", "exact", g["units"][2],
-                               f"actuator command of joint {j}: u_k computed in the last fmi2DoStep from the "
-                               f"inputs at its start, held (0 before the first step)", ("output", j), start=0.0))
+        out.append(
+            FmuVariable(
+                structured_name([j, "tau"]),
+                "Real",
+                "output",
+                "discrete",
+                "exact",
+                g["units"][2],
+                f"actuator command of joint {j}: u_k computed in the last fmi2DoStep from the "
+                f"inputs at its start, held (0 before the first step)",
+                ("output", j),
+                start=0.0,
+            )
+        )
     return out
 
 
 # ---- the builder ----------------------------------------------------------------------------------
 
-def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
-                  units: dict[str, tuple[str, str, str]] | None = None, name: str = "pid",
-                  loader: bool | None = None) -> Path:
+
+def build_pid_fmu(
+    gains: dict[str, PIDGains],
+    dt: float,
+    output: str | Path,
+    *,
+    units: dict[str, tuple[str, str, str]] | None = None,
+    name: str = "pid",
+    loader: bool | None = None,
+) -> Path:
     """Build the controller FMU ``output`` (a file, or a folder for ``<identifier>.fmu``) of a
     JointPID: gains by joint (``Scenario.controller``), dt: sample period [s] (the scenario's dt),
     units: joint -> (q, qd, tau) unit names (default rad, rad/s, N.m); name: the model name
@@ -126,19 +203,35 @@ def build_pid_fmu(gains: dict[str, PIDGains], dt: float, output: str | Path, *,
     output = Path(output)
     if output.is_dir():
         output = output / f"{identifier}.fmu"
-    info = build_info(str(uuid.uuid4()), identifier, identifier, "structured",
-                      (f"mbsfmu discrete joint PID {name} ({', '.join(cfg['joints'])}), sample period "
-                       f"{cfg['sample_period']!r} s; output u_k computed in fmi2DoStep(t_k) from the inputs set "
-                       f"before it and held (FMI 2.0 Co-Simulation, mbsfmu {__version__})"),
-                      **engine_info(), python=python_info())
+    info = build_info(
+        str(uuid.uuid4()),
+        identifier,
+        identifier,
+        "structured",
+        (
+            f"mbsfmu discrete joint PID {name} ({', '.join(cfg['joints'])}), sample period "
+            f"{cfg['sample_period']!r} s; output u_k computed in fmi2DoStep(t_k) from the inputs set "
+            f"before it and held (FMI 2.0 Co-Simulation, mbsfmu {__version__})"
+        ),
+        **engine_info(),
+        python=python_info(),
+    )
 
     def stage_files(stage: Path) -> list[Path]:
         (stage / CONFIG).write_text(json.dumps(cfg, indent=1, allow_nan=True), encoding="utf-8")
         return [stage / CONFIG]
 
-    return package_python_fmu(output, table, info, slave="fmu.pid_slave import PidSlave",
-                              what=f"discrete joint PID {name}", maker="mbsfmu.fmu.pid.build_pid_fmu",
-                              module="mbsfmu_pidslave", stage_files=stage_files, loader=loader)
+    return package_python_fmu(
+        output,
+        table,
+        info,
+        slave="fmu.pid_slave import PidSlave",
+        what=f"discrete joint PID {name}",
+        maker="mbsfmu.fmu.pid.build_pid_fmu",
+        module="mbsfmu_pidslave",
+        stage_files=stage_files,
+        loader=loader,
+    )
 
 
 def read_pid_config(fmu: str | Path) -> dict:

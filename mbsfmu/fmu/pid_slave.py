@@ -25,6 +25,7 @@ feedthrough: ModelStructure lists no dependencies). Hence:
 FMU state (get/set/serialize): the inputs, held outputs, parameters, the PID's integral and
 previous setpoints (pythonfmu alone would save only the registered variables).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,13 +36,12 @@ from pathlib import Path
 from pythonfmu.enums import Fmi2Status
 
 from ..sim.pid import JointPID
-
 from .pid import CONFIG, GAINS, gains_from_config, pid_variables
 from .slave_base import SlaveBase
 from .variables import FmuVariable
 
 STATE_FORMAT = "mbsfmu-pid-fmustate/1"
-STEP_RTOL = 1e-9     # a communication step further than this (relative) from sample_period is reported once
+STEP_RTOL = 1e-9  # a communication step further than this (relative) from sample_period is reported once
 
 
 class PidSlave(SlaveBase):
@@ -74,8 +74,11 @@ class PidSlave(SlaveBase):
         dt = self._params["sample_period"]
         if abs(step_size - dt) > STEP_RTOL * dt and not self._step_warned:
             self._step_warned = True
-            self.log(f"communication step {step_size!r} s differs from sample_period {dt!r} s: the PID's integral "
-                     "and setpoint derivative keep using sample_period (reported once)", Fmi2Status.warning)
+            self.log(
+                f"communication step {step_size!r} s differs from sample_period {dt!r} s: the PID's integral "
+                "and setpoint derivative keep using sample_period (reported once)",
+                Fmi2Status.warning,
+            )
         q = {j: self._inputs[(j, "q")] for j in self._gains}
         qd = {j: self._inputs[(j, "qd")] for j in self._gains}
         self._tau.update(self._pid(float(current_time), q, qd))
@@ -115,15 +118,19 @@ class PidSlave(SlaveBase):
     # ---- FMU state (SlaveBase's fmi2GetFMUstate/fmi2SetFMUstate call these) -------------------
     def state(self) -> dict:
         pid = self._pid
-        return {"initialized": self._initialized,
-                "params": [[_key(k), v] for k, v in self._params.items()],
-                "inputs": [[list(k), v] for k, v in self._inputs.items()], "tau": dict(self._tau),
-                "integral": None if pid is None else dict(pid.integral),
-                "previous": None if pid is None else dict(pid.previous),
-                "rejected": dict(self._rejected), "step_warned": self._step_warned}
+        return {
+            "initialized": self._initialized,
+            "params": [[_key(k), v] for k, v in self._params.items()],
+            "inputs": [[list(k), v] for k, v in self._inputs.items()],
+            "tau": dict(self._tau),
+            "integral": None if pid is None else dict(pid.integral),
+            "previous": None if pid is None else dict(pid.previous),
+            "rejected": dict(self._rejected),
+            "step_warned": self._step_warned,
+        }
 
     def restore(self, state: dict) -> None:
-        try:           # everything parsed before anything is applied
+        try:  # everything parsed before anything is applied
             params = {_unkey(k): float(v) for k, v in state["params"]}
             inputs = {tuple(k): float(v) for k, v in state["inputs"]}
             tau = {j: float(v) for j, v in state["tau"].items()}
@@ -136,8 +143,7 @@ class PidSlave(SlaveBase):
             if initialized and (set(integral) != set(self._gains) or set(previous) != set(self._gains)):
                 raise ValueError("integral/previous do not match the controller's joints")
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            self.fail(f"fmi2SetFMUstate: the state does not fit this controller ({type(e).__name__}: {e}); "
-                      "state kept")
+            self.fail(f"fmi2SetFMUstate: the state does not fit this controller ({type(e).__name__}: {e}); state kept")
         saved = self._params
         self._params = params
         try:

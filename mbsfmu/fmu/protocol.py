@@ -12,6 +12,7 @@
   checks before Python sees the bytes (tag, GUID, payload length, CRC-32), so random, truncated,
   corrupted or foreign bytes get fmi2Error from fmi2DeSerializeFMUstate.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,7 +38,7 @@ def unpack(blob: bytes, guid: str) -> bytes:
     """The payload of a framed state of the FMU ``guid``; BadState saying what is wrong."""
     if len(blob) < HEADER_SIZE or not blob.startswith(STATE_TAG):
         raise BadState("not an mbsfmu FMU state (wrong header: foreign or corrupted bytes)")
-    head = blob[len(STATE_TAG): HEADER_SIZE]
+    head = blob[len(STATE_TAG) : HEADER_SIZE]
     if head[:36] != guid.encode("ascii"):
         raise BadState("a state of another FMU (GUID differs)")
     try:
@@ -73,7 +74,9 @@ def guarded(default):
                 if not getattr(self, "status_by_log", False):
                     raise
                 return default(self, *args) if callable(default) else default
+
         return call
+
     return wrap
 
 

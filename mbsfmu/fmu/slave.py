@@ -35,6 +35,7 @@ is refused with every problem listed and the instance keeps its state.
 Backend: the Simulator runs the numpy reference (``backend="python"``): the FMU never imports
 numba (whose JIT and LLVM runtime an FMU host does not expect: compile waits, exit-time aborts).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,16 +51,15 @@ from ..engine.model import Model
 from ..errors import MbsError
 from ..sim.outputs import angular_momentum_scale
 from ..sim.simulator import SimState, Simulator
-
 from .description import BUILD_INFO
 from .slave_base import SlaveBase
 from .variables import INT_MAX, METHODS, apply_parameters, relative_drift, variable_table
 
 STATE_FORMAT = "mbsfmu-fmustate/2"
-TIME_RTOL = 1e-9   # a communication point further than this (relative) from the engine's time is reported
-MAX_SUBSTEPS = 10**7   # internal steps one communication step may take (beyond: fmi2Discard, never started)
-BACKEND = "python"     # the numpy reference engine: no numba in an FMU host
-QUAT_TOL = 1e-9        # |quaternion| - 1 accepted in a set state (the engine normalises to ~eps each step)
+TIME_RTOL = 1e-9  # a communication point further than this (relative) from the engine's time is reported
+MAX_SUBSTEPS = 10**7  # internal steps one communication step may take (beyond: fmi2Discard, never started)
+BACKEND = "python"  # the numpy reference engine: no numba in an FMU host
+QUAT_TOL = 1e-9  # |quaternion| - 1 accepted in a set state (the engine normalises to ~eps each step)
 
 
 class FmuRejection(MbsError):
@@ -79,32 +79,41 @@ class MbsfmuSlave(SlaveBase):
         self._base_spec = model.spec
         self._source = info["model_source"]
         solver = info["solver"]
-        self._table = variable_table(model, info["naming"], solver["method"], solver["h_max"], solver["rtol"],
-                                     solver["atol"])
+        self._table = variable_table(
+            model, info["naming"], solver["method"], solver["h_max"], solver["rtol"], solver["atol"]
+        )
         self.default_experiment = _default_experiment(solver)
         self._params = {v.source[1]: v.start for v in self._table if v.source[0] == "param"}
         self._param_names = {v.source[1]: v.name for v in self._table if v.source[0] == "param"}
         self._param_vars = {v.name: v for v in self._table if v.source[0] == "param"}
-        self._sim = Simulator(model, integrator=solver["method"], h_max=solver["h_max"], rtol=solver["rtol"],
-                              atol=solver["atol"], backend=BACKEND)
-        self._dirty = False              # a parameter changed since the Simulator was built
-        self._ref = None                 # drift references at fmi2ExitInitializationMode: see _reference
+        self._sim = Simulator(
+            model,
+            integrator=solver["method"],
+            h_max=solver["h_max"],
+            rtol=solver["rtol"],
+            atol=solver["atol"],
+            backend=BACKEND,
+        )
+        self._dirty = False  # a parameter changed since the Simulator was built
+        self._ref = None  # drift references at fmi2ExitInitializationMode: see _reference
         self._n_discards = 0
-        self._rev = 0                    # state revision: outputs cached per revision
-        self._urev = 0                   # input revision (qdd depends on the inputs)
+        self._rev = 0  # state revision: outputs cached per revision
+        self._urev = 0  # input revision (qdd depends on the inputs)
         self._inv = (-1, None)
         self._hscale = (-1, None)
         self._qdd = (-1, -1, None)
-        self._bad_params = None          # the message of a parameter set that does not build
+        self._bad_params = None  # the message of a parameter set that does not build
         self._time_warned = False
         for vr, v in enumerate(self._table):
             self.register(v, getter=lambda vr=vr: self._get(vr), setter=lambda x, vr=vr: self._set(vr, x))
 
     # ---- FMI lifecycle (SlaveBase's entry points call these) ----------------------------
     def start(self, start_time: float) -> None:
-        if not math.isfinite(start_time):       # logged as an error: fmi2Error with the loader
-            self.log(f"fmi2SetupExperiment: startTime = {start_time}: must be finite; the time stays "
-                     f"{self._sim.t!r} s", Fmi2Status.error)
+        if not math.isfinite(start_time):  # logged as an error: fmi2Error with the loader
+            self.log(
+                f"fmi2SetupExperiment: startTime = {start_time}: must be finite; the time stays {self._sim.t!r} s",
+                Fmi2Status.error,
+            )
             return
         self._sim.t = float(start_time)
 
@@ -112,38 +121,51 @@ class MbsfmuSlave(SlaveBase):
         try:
             self._rebuild()
         except MbsError as e:
-            self.fail(f"cannot initialise with these parameters (fmi2Error; set valid values and call "
-                      f"fmi2ExitInitializationMode again): {e}")
+            self.fail(
+                f"cannot initialise with these parameters (fmi2Error; set valid values and call "
+                f"fmi2ExitInitializationMode again): {e}"
+            )
         self._ref = self._reference()
 
     def step(self, current_time: float, step_size: float) -> bool:
         if not (math.isfinite(current_time) and math.isfinite(step_size) and step_size > 0):
-            self.log(f"fmi2DoStep(t = {current_time!r}, dt = {step_size!r}): t must be finite and dt finite and > 0",
-                     Fmi2Status.error)
+            self.log(
+                f"fmi2DoStep(t = {current_time!r}, dt = {step_size!r}): t must be finite and dt finite and > 0",
+                Fmi2Status.error,
+            )
             return False
         if self._rejected:
             self._n_discards += 1
-            self.log(f"step from t = {current_time:.9g} s discarded: rejected values were not replaced: "
-                     f"{self.rejected_text()}", Fmi2Status.discard)
+            self.log(
+                f"step from t = {current_time:.9g} s discarded: rejected values were not replaced: "
+                f"{self.rejected_text()}",
+                Fmi2Status.discard,
+            )
             return False
         sim = self._sim
         if sim.h_max > 0 and step_size / sim.h_max > MAX_SUBSTEPS:
             self._n_discards += 1
-            self.log(f"step from t = {current_time:.9g} s by {step_size:.9g} s discarded: it needs "
-                     f"{step_size / sim.h_max:.3g} internal steps of solver.h_max = {sim.h_max:.9g} s (at most "
-                     f"{MAX_SUBSTEPS:.0e} per communication step): take smaller communication steps or a larger "
-                     "solver.h_max", Fmi2Status.discard)
+            self.log(
+                f"step from t = {current_time:.9g} s by {step_size:.9g} s discarded: it needs "
+                f"{step_size / sim.h_max:.3g} internal steps of solver.h_max = {sim.h_max:.9g} s (at most "
+                f"{MAX_SUBSTEPS:.0e} per communication step): take smaller communication steps or a larger "
+                "solver.h_max",
+                Fmi2Status.discard,
+            )
             return False
         if abs(current_time - sim.t) > TIME_RTOL * max(1.0, abs(sim.t)) and not self._time_warned:
             self._time_warned = True
-            self.log(f"communication point t = {current_time:.17g} s differs from the FMU's time {sim.t:.17g} s: "
-                     "continuing from the FMU's state at the host's time (reported once)", Fmi2Status.warning)
+            self.log(
+                f"communication point t = {current_time:.17g} s differs from the FMU's time {sim.t:.17g} s: "
+                "continuing from the FMU's state at the host's time (reported once)",
+                Fmi2Status.warning,
+            )
         sim.t = float(current_time)
         try:
             sim.step(float(step_size))
         except MbsError as e:
             self._n_discards += 1
-            self._rev += 1           # statistics changed
+            self._rev += 1  # statistics changed
             self.log(f"step discarded: {e}", Fmi2Status.discard)
             return False
         self._rev += 1
@@ -160,8 +182,7 @@ class MbsfmuSlave(SlaveBase):
 
     def _variable(self, vr: int, api: str | None):
         if not (isinstance(vr, int) and 0 <= vr < len(self._table)):
-            self.fail(f"value reference {vr} does not exist (the FMU has value references 0 to "
-                      f"{len(self._table) - 1})")
+            self.fail(f"value reference {vr} does not exist (the FMU has value references 0 to {len(self._table) - 1})")
         v = self._table[vr]
         if api is not None and (v.type == "Real") != (api == "Real"):
             self.fail(f"{v.name} (value reference {vr}) is of type {v.type}, not {api}")
@@ -208,7 +229,7 @@ class MbsfmuSlave(SlaveBase):
             problem = f"{v.name} = {x} rejected: values must be finite"
         elif (v.min is not None and x < v.min) or (v.max is not None and x > v.max):
             problem = f"{v.name} = {x!r} rejected: {_range_text(v)}"
-        if problem is not None:      # logged as an error (fmi2Error with the loader), not applied
+        if problem is not None:  # logged as an error (fmi2Error with the loader), not applied
             self.reject(v.name, problem)
             return
         self.accept(v.name)
@@ -249,8 +270,8 @@ class MbsfmuSlave(SlaveBase):
             sim = self._sim
             n_rhs = sim.n_rhs
             with np.errstate(all="ignore"):
-                qdd = sim.rhs(sim.x)[sim.model.nq: sim.model.nq + sim.model.nv]
-            sim.n_rhs = n_rhs        # an output evaluation is not solver work
+                qdd = sim.rhs(sim.x)[sim.model.nq : sim.model.nq + sim.model.nv]
+            sim.n_rhs = n_rhs  # an output evaluation is not solver work
             self._qdd = (self._rev, self._urev, qdd)
         return qdd
 
@@ -271,8 +292,14 @@ class MbsfmuSlave(SlaveBase):
     def _simulator(self, p: dict) -> Simulator:
         """A Simulator of the model with parameters p (ModelError/InputError listing the problems)."""
         model = Model(apply_parameters(self._base_spec, p), source=self._source)
-        return Simulator(model, integrator=METHODS[int(p[("solver", "method")]) - 1], h_max=p[("solver", "h_max")],
-                         rtol=p[("solver", "rtol")], atol=p[("solver", "atol")], backend=BACKEND)
+        return Simulator(
+            model,
+            integrator=METHODS[int(p[("solver", "method")]) - 1],
+            h_max=p[("solver", "h_max")],
+            rtol=p[("solver", "rtol")],
+            atol=p[("solver", "atol")],
+            backend=BACKEND,
+        )
 
     def _rebuild(self) -> None:
         """Rebuild Model and Simulator if a parameter changed (keeps t, state and inputs only when
@@ -297,17 +324,24 @@ class MbsfmuSlave(SlaveBase):
         except MbsError as e:
             if str(e) != self._bad_params:
                 self._bad_params = str(e)
-                self.log(f"these parameters do not make a valid model (outputs keep the previous values): {e}",
-                         Fmi2Status.warning)
+                self.log(
+                    f"these parameters do not make a valid model (outputs keep the previous values): {e}",
+                    Fmi2Status.warning,
+                )
 
     # ---- FMU state (SlaveBase's fmi2GetFMUstate/fmi2SetFMUstate call these) ----------------
     def state(self) -> dict:
         s = self._sim.get_state()
         ref = None if self._ref is None else [*map(float, self._ref[0]), *map(float, self._ref[1:])]
-        return {"sim": {f.name: _plain(getattr(s, f.name)) for f in fields(s)},
-                "params": {self._param_names[k]: v for k, v in self._params.items()},
-                "initialized": self._initialized, "terminated": self._terminated, "ref": ref,
-                "n_discards": self._n_discards, "rejected": dict(self._rejected)}
+        return {
+            "sim": {f.name: _plain(getattr(s, f.name)) for f in fields(s)},
+            "params": {self._param_names[k]: v for k, v in self._params.items()},
+            "initialized": self._initialized,
+            "terminated": self._terminated,
+            "ref": ref,
+            "n_discards": self._n_discards,
+            "rejected": dict(self._rejected),
+        }
 
     def restore(self, state: dict) -> None:
         params, sim, sim_state, rest = self._check_state(state)
@@ -329,9 +363,11 @@ class MbsfmuSlave(SlaveBase):
             given = {}
         elif set(given) != set(self._param_vars):
             missing, extra = set(self._param_vars) - set(given), set(given) - set(self._param_vars)
-            problems.append(f"params: {'missing ' + ', '.join(sorted(missing)) if missing else ''}"
-                            f"{'; ' if missing and extra else ''}"
-                            f"{'unknown ' + ', '.join(sorted(extra)) if extra else ''}")
+            problems.append(
+                f"params: {'missing ' + ', '.join(sorted(missing)) if missing else ''}"
+                f"{'; ' if missing and extra else ''}"
+                f"{'unknown ' + ', '.join(sorted(extra)) if extra else ''}"
+            )
         for name, x in given.items():
             v = self._param_vars.get(name)
             if v is None:
@@ -375,11 +411,14 @@ class MbsfmuSlave(SlaveBase):
             for sl in _quaternions(self._sim.model):
                 n = float(np.linalg.norm(values["x"][sl]))
                 if abs(n - 1.0) > QUAT_TOL:
-                    problems.append(f"sim.x: the quaternion at entries {sl.start}..{sl.stop - 1} has norm {n:.17g}, "
-                                    f"not 1 (within {QUAT_TOL:g})")
+                    problems.append(
+                        f"sim.x: the quaternion at entries {sl.start}..{sl.stop - 1} has norm {n:.17g}, "
+                        f"not 1 (within {QUAT_TOL:g})"
+                    )
         ref = state.get("ref")
-        if ref is not None and not (isinstance(ref, list) and len(ref) == 7 and all(_is_number(e) and math.isfinite(e)
-                                                                                     for e in ref)):
+        if ref is not None and not (
+            isinstance(ref, list) and len(ref) == 7 and all(_is_number(e) and math.isfinite(e) for e in ref)
+        ):
             problems.append("ref: expected null or 7 finite numbers (H_sys[3], E, KE, PE, H scale)")
         flags = [state.get("initialized"), state.get("terminated")]
         if not all(isinstance(b, bool) for b in flags):
@@ -388,8 +427,9 @@ class MbsfmuSlave(SlaveBase):
         if not (_is_number(n_disc) and n_disc == int(n_disc) and n_disc >= 0):
             problems.append(f"n_discards = {n_disc!r}: expected a whole number >= 0")
         rejected = state.get("rejected")
-        if not (isinstance(rejected, dict) and all(isinstance(k, str) and isinstance(e, str)
-                                                   for k, e in rejected.items())):
+        if not (
+            isinstance(rejected, dict) and all(isinstance(k, str) and isinstance(e, str) for k, e in rejected.items())
+        ):
             problems.append("rejected: expected a mapping of names to messages")
         new_sim = None
         if not problems:
@@ -398,10 +438,13 @@ class MbsfmuSlave(SlaveBase):
             except MbsError as e:
                 problems.append(f"params do not make a valid model: {e}")
         if problems:
-            self.fail(f"fmi2SetFMUstate: state refused ({len(problems)} problem(s)); the instance keeps its "
-                      f"state: " + "; ".join(problems))
+            self.fail(
+                f"fmi2SetFMUstate: state refused ({len(problems)} problem(s)); the instance keeps its "
+                f"state: " + "; ".join(problems)
+            )
         rest = (ref, flags[0], flags[1], int(n_disc), dict(rejected))
         return params, new_sim, SimState(**values), rest
+
 
 def _plain(value):
     """A SimState field as JSON data (arrays as lists of Python floats: repr round-trips exactly)."""
@@ -411,8 +454,11 @@ def _plain(value):
 def _quaternions(model) -> list[slice]:
     """The slices of x (= of q) holding the unit quaternions of spherical and free joints."""
     t = model.tree
-    return [slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
-            for i in range(1, model.N + 1) if t.jtype[i] in (joints.SPHERICAL, joints.FREE)]
+    return [
+        slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
+        for i in range(1, model.N + 1)
+        if t.jtype[i] in (joints.SPHERICAL, joints.FREE)
+    ]
 
 
 def _is_number(x) -> bool:
@@ -429,6 +475,7 @@ def _range_text(v) -> str:
 
 def _default_experiment(solver: dict):
     from pythonfmu.default_experiment import DefaultExperiment
+
     return DefaultExperiment(start_time=0.0, stop_time=10.0, step_size=solver["h_max"] or 1e-3)
 
 

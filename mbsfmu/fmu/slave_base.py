@@ -12,6 +12,7 @@ values are checked), ``step`` (fmi2DoStep, after the call order is checked), ``s
 (the FMU state's payload), and optionally ``read``/``write`` (default: pythonfmu's registered
 getters and setters).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,15 +42,20 @@ class SlaveBase(Fmi2Slave):
         self.guid = info["guid"]
         self.version = info["engine_version"]
         self.description = info["description"]
-        self.status_by_log = bool(info.get("loader", False))    # see protocol.guarded
+        self.status_by_log = bool(info.get("loader", False))  # see protocol.guarded
         self._initialized = False
         self._terminated = False
         self._rejected: dict[str, str] = {}
 
     def register(self, v: FmuVariable, getter, setter) -> None:
         """Register ``v`` with pythonfmu (Real or Integer); ``setter`` only where v is settable."""
-        kw = dict(causality=Fmi2Causality[v.causality], variability=Fmi2Variability[v.variability],
-                  description=v.description, getter=getter, setter=setter if v.settable else None)
+        kw = dict(
+            causality=Fmi2Causality[v.causality],
+            variability=Fmi2Variability[v.variability],
+            description=v.description,
+            getter=getter,
+            setter=setter if v.settable else None,
+        )
         if v.initial is not None:
             kw["initial"] = Fmi2Initial[v.initial]
         self.register_variable((Real if v.type == "Real" else Integer)(v.name, **kw), nested=False)
@@ -155,8 +161,11 @@ class SlaveBase(Fmi2Slave):
     def _set_fmu_state(self, state):
         if isinstance(state, dict) and state.get("format") == "invalid":
             self.fail(f"fmi2SetFMUstate: {state.get('why')}")
-        if (not isinstance(state, dict) or state.get("format") != self.STATE_FORMAT
-                or state.get("guid") != str(self.guid)):
+        if (
+            not isinstance(state, dict)
+            or state.get("format") != self.STATE_FORMAT
+            or state.get("guid") != str(self.guid)
+        ):
             self.fail(f"fmi2SetFMUstate: not a state of this FMU (different {self.KIND}, build or format)")
         self.restore(state)
 
@@ -179,7 +188,7 @@ class SlaveBase(Fmi2Slave):
         that is not a state gives {"format": "invalid", "why": ...}, refused by fmi2SetFMUstate
         (the loader refuses it earlier, in fmi2DeSerializeFMUstate)."""
         try:
-            guid = blob[len(STATE_TAG): len(STATE_TAG) + 36].decode("ascii")
+            guid = blob[len(STATE_TAG) : len(STATE_TAG) + 36].decode("ascii")
             return json.loads(unpack(blob, guid).decode("utf-8"))
         except (BadState, ValueError, UnicodeDecodeError) as e:
             return {"format": "invalid", "why": f"not a state of this FMU: {e}"}

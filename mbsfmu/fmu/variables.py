@@ -15,7 +15,8 @@ Names (FMI 2.0 structured naming, ASCII, 1-based arrays):
 
 ``naming="flat"`` replaces dots and brackets by underscores (``q1_tau``, ``push_f_1``,
 ``link1_I_1_2``) for hosts that do not take structured names.
-"""
+"""  # noqa: E501 - a markdown table
+
 from __future__ import annotations
 
 import re
@@ -24,18 +25,30 @@ from dataclasses import dataclass
 from ..engine.forces import ForceElements, dof_unit
 
 NAMINGS = ("structured", "flat")
-METHODS = ("rk4", "dop853")               # solver.method enumeration values 1, 2
-INT_MAX = 2**31 - 1                        # fmi2Integer is 32-bit; counters saturate here
+METHODS = ("rk4", "dop853")  # solver.method enumeration values 1, 2
+INT_MAX = 2**31 - 1  # fmi2Integer is 32-bit; counters saturate here
 
 # unit name -> exponents of the SI base units (kg, m, s, rad) for <UnitDefinitions>
 UNITS = {
-    "1": {}, "s": {"s": 1}, "m": {"m": 1}, "kg": {"kg": 1}, "rad": {"rad": 1},
-    "m/s": {"m": 1, "s": -1}, "m/s2": {"m": 1, "s": -2},
-    "rad/s": {"rad": 1, "s": -1}, "rad/s2": {"rad": 1, "s": -2},
-    "N": {"kg": 1, "m": 1, "s": -2}, "N.m": {"kg": 1, "m": 2, "s": -2}, "J": {"kg": 1, "m": 2, "s": -2},
-    "N.s": {"kg": 1, "m": 1, "s": -1}, "N.m.s": {"kg": 1, "m": 2, "s": -1}, "kg.m2": {"kg": 1, "m": 2},
-    "N/m": {"kg": 1, "s": -2}, "N.m/rad": {"kg": 1, "m": 2, "s": -2, "rad": -1},
-    "N.s/m": {"kg": 1, "s": -1}, "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
+    "1": {},
+    "s": {"s": 1},
+    "m": {"m": 1},
+    "kg": {"kg": 1},
+    "rad": {"rad": 1},
+    "m/s": {"m": 1, "s": -1},
+    "m/s2": {"m": 1, "s": -2},
+    "rad/s": {"rad": 1, "s": -1},
+    "rad/s2": {"rad": 1, "s": -2},
+    "N": {"kg": 1, "m": 1, "s": -2},
+    "N.m": {"kg": 1, "m": 2, "s": -2},
+    "J": {"kg": 1, "m": 2, "s": -2},
+    "N.s": {"kg": 1, "m": 1, "s": -1},
+    "N.m.s": {"kg": 1, "m": 2, "s": -1},
+    "kg.m2": {"kg": 1, "m": 2},
+    "N/m": {"kg": 1, "s": -2},
+    "N.m/rad": {"kg": 1, "m": 2, "s": -2, "rad": -1},
+    "N.s/m": {"kg": 1, "s": -1},
+    "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
 }
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -53,6 +66,7 @@ class FmuVariable:
     inputs it depends on directly (None = initial unknown with no listed dependencies);
     init_deps: the parameters and inputs its initial value depends on (initial unknowns).
     """
+
     name: str
     type: str
     causality: str
@@ -72,8 +86,14 @@ class FmuVariable:
         return self.causality in ("input", "parameter")
 
 
-def variable_table(model, naming: str = "structured", method: str = "rk4", h_max: float = 1e-3,
-                   rtol: float = 1e-10, atol: float = 1e-12) -> list[FmuVariable]:
+def variable_table(
+    model,
+    naming: str = "structured",
+    method: str = "rk4",
+    h_max: float = 1e-3,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+) -> list[FmuVariable]:
     """Every variable of ``model``'s FMU in value-reference order: parameters, inputs, outputs.
 
     method, h_max [s], rtol, atol: the start values of the solver parameters. Raises
@@ -86,52 +106,113 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
     out: list[FmuVariable] = []
 
     def real(parts, causality, variability, initial, unit, description, source, **kw):
-        out.append(FmuVariable(structured_name(parts), "Real", causality, variability, initial, unit, description, source, **kw))
+        out.append(
+            FmuVariable(
+                structured_name(parts), "Real", causality, variability, initial, unit, description, source, **kw
+            )
+        )
 
     def param(parts, unit, description, key, start, lo=None, hi=None):
-        real(parts, "parameter", "fixed", "exact", unit, description, ("param", key), start=float(start),
-             min=lo, max=hi)
+        real(
+            parts, "parameter", "fixed", "exact", unit, description, ("param", key), start=float(start), min=lo, max=hi
+        )
 
     # ---- parameters ----------------------------------------------------------------------
-    out.append(FmuVariable(structured_name(["solver", "method"]), "Integer", "parameter", "fixed", "exact", None,
-                           "integrator: 1 = rk4 (fixed step h_max, deterministic), 2 = dop853 (adaptive, rtol/atol)",
-                           ("param", ("solver", "method")), start=METHODS.index(method) + 1, min=1, max=len(METHODS)))
-    param(["solver", "h_max"], "s", "rk4: internal step, each communication step takes ceil(dt / h_max) equal "
-          "sub-steps; dop853: largest internal step, 0 = unlimited", ("solver", "h_max"), h_max, lo=0.0)
+    out.append(
+        FmuVariable(
+            structured_name(["solver", "method"]),
+            "Integer",
+            "parameter",
+            "fixed",
+            "exact",
+            None,
+            "integrator: 1 = rk4 (fixed step h_max, deterministic), 2 = dop853 (adaptive, rtol/atol)",
+            ("param", ("solver", "method")),
+            start=METHODS.index(method) + 1,
+            min=1,
+            max=len(METHODS),
+        )
+    )
+    param(
+        ["solver", "h_max"],
+        "s",
+        "rk4: internal step, each communication step takes ceil(dt / h_max) equal "
+        "sub-steps; dop853: largest internal step, 0 = unlimited",
+        ("solver", "h_max"),
+        h_max,
+        lo=0.0,
+    )
     param(["solver", "rtol"], "1", "dop853 relative tolerance", ("solver", "rtol"), rtol, lo=0.0)
-    param(["solver", "atol"], "1", "dop853 absolute tolerance, applied to every state entry in its own SI unit",
-          ("solver", "atol"), atol, lo=0.0)
+    param(
+        ["solver", "atol"],
+        "1",
+        "dop853 absolute tolerance, applied to every state entry in its own SI unit",
+        ("solver", "atol"),
+        atol,
+        lo=0.0,
+    )
     mass_params, com_params, inertia_params, wheel_params, spring_params, gravity_params = [], [], [], [], [], []
     for k in range(3):
-        param([("gravity", k + 1)], "m/s2", f"gravitational acceleration, world axes, component {k + 1}",
-              ("gravity", k), spec.gravity[k])
+        param(
+            [("gravity", k + 1)],
+            "m/s2",
+            f"gravitational acceleration, world axes, component {k + 1}",
+            ("gravity", k),
+            spec.gravity[k],
+        )
         gravity_params.append(out[-1].name)
     for b in spec.bodies:
         param([b.name, "mass"], "kg", f"mass of body {b.name}", ("mass", b.name), b.mass, lo=0.0)
         mass_params.append(out[-1].name)
         for k in range(3):
-            param([b.name, ("com", k + 1)], "m", f"centre of mass of body {b.name}, body axes, component {k + 1}",
-                  ("com", b.name, k), b.com[k])
+            param(
+                [b.name, ("com", k + 1)],
+                "m",
+                f"centre of mass of body {b.name}, body axes, component {k + 1}",
+                ("com", b.name, k),
+                b.com[k],
+            )
             com_params.append(out[-1].name)
         for a, c in _INERTIA:
             sym = f" (= I[{c + 1},{a + 1}])" if a != c else ""
-            param([b.name, ("I", a + 1, c + 1)], "kg.m2", f"inertia of body {b.name} about its centre of mass, "
-                  f"body axes, entry ({a + 1},{c + 1}){sym}", ("inertia", b.name, a, c), b.inertia[a][c],
-                  lo=0.0 if a == c else None)
+            param(
+                [b.name, ("I", a + 1, c + 1)],
+                "kg.m2",
+                f"inertia of body {b.name} about its centre of mass, body axes, entry ({a + 1},{c + 1}){sym}",
+                ("inertia", b.name, a, c),
+                b.inertia[a][c],
+                lo=0.0 if a == c else None,
+            )
             inertia_params.append(out[-1].name)
         for w in b.wheels:
-            param([w.name, "Iw"], "kg.m2", f"spin inertia I_w of reaction wheel {w.name} about its axis",
-                  ("wheel", w.name), w.inertia, lo=0.0)
+            param(
+                [w.name, "Iw"],
+                "kg.m2",
+                f"spin inertia I_w of reaction wheel {w.name} about its axis",
+                ("wheel", w.name),
+                w.inertia,
+                lo=0.0,
+            )
             wheel_params.append(out[-1].name)
         if b.joint.spring is not None:
             lin = b.joint.type == "prismatic"
-            param([b.joint.name, "spring", "k"], "N/m" if lin else "N.m/rad",
-                  f"stiffness of the spring on joint {b.joint.name}: tau = -k (q - q0) - d qd",
-                  ("spring_k", b.joint.name), b.joint.spring.k, lo=0.0)
+            param(
+                [b.joint.name, "spring", "k"],
+                "N/m" if lin else "N.m/rad",
+                f"stiffness of the spring on joint {b.joint.name}: tau = -k (q - q0) - d qd",
+                ("spring_k", b.joint.name),
+                b.joint.spring.k,
+                lo=0.0,
+            )
             spring_params.append(out[-1].name)
-            param([b.joint.name, "spring", "d"], "N.s/m" if lin else "N.m.s/rad",
-                  f"damping of the spring on joint {b.joint.name}: tau = -k (q - q0) - d qd",
-                  ("spring_d", b.joint.name), b.joint.spring.d, lo=0.0)
+            param(
+                [b.joint.name, "spring", "d"],
+                "N.s/m" if lin else "N.m.s/rad",
+                f"damping of the spring on joint {b.joint.name}: tau = -k (q - q0) - d qd",
+                ("spring_d", b.joint.name),
+                b.joint.spring.d,
+                lo=0.0,
+            )
             spring_params.append(out[-1].name)
 
     # ---- inputs --------------------------------------------------------------------------
@@ -149,8 +230,20 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
 
     def output(parts, unit, description, source, deps=(), init_deps=(), type_="Real"):
         var = "continuous" if type_ == "Real" else "discrete"
-        out.append(FmuVariable(structured_name(parts), type_, "output", var, "calculated", unit, description, source,
-                               deps=tuple(deps), init_deps=tuple(init_deps)))
+        out.append(
+            FmuVariable(
+                structured_name(parts),
+                type_,
+                "output",
+                var,
+                "calculated",
+                unit,
+                description,
+                source,
+                deps=tuple(deps),
+                init_deps=tuple(init_deps),
+            )
+        )
 
     nq = model.nq
     for i in range(1, model.N + 1):
@@ -160,53 +253,112 @@ def variable_table(model, naming: str = "structured", method: str = "rk4", h_max
         nqi, nvi = int(t.nq[i]), int(t.nv[i])
         deps = _input_deps(model, input_bodies, i, inputs)
         for k in range(nqi):
-            output([j, ("q", k + 1) if nqi > 1 else "q"], _q_unit(jt, k), f"{_q_desc(jt, k)} of {kind} {j}",
-                   ("x", int(t.iq[i]) + k))
+            output(
+                [j, ("q", k + 1) if nqi > 1 else "q"],
+                _q_unit(jt, k),
+                f"{_q_desc(jt, k)} of {kind} {j}",
+                ("x", int(t.iq[i]) + k),
+            )
         for k in range(nvi):
             unit = dof_unit(jt, k, force=False)
             what = _qd_desc(jt, k)
-            output([j, ("qd", k + 1) if nvi > 1 else "qd"], unit, f"{what} of {kind} {j}",
-                   ("x", nq + int(t.iv[i]) + k))
+            output([j, ("qd", k + 1) if nvi > 1 else "qd"], unit, f"{what} of {kind} {j}", ("x", nq + int(t.iv[i]) + k))
         for k in range(nvi):
             unit = dof_unit(jt, k, force=False) + "2"
-            output([j, ("qdd", k + 1) if nvi > 1 else "qdd"], unit,
-                   f"time derivative of the {_qd_desc(jt, k)} of {kind} {j}, at the current state and inputs",
-                   ("qdd", int(t.iv[i]) + k), deps=deps, init_deps=deps + dynamic)
+            output(
+                [j, ("qdd", k + 1) if nvi > 1 else "qdd"],
+                unit,
+                f"time derivative of the {_qd_desc(jt, k)} of {kind} {j}, at the current state and inputs",
+                ("qdd", int(t.iv[i]) + k),
+                deps=deps,
+                init_deps=deps + dynamic,
+            )
     for field, unit, desc, deps in (
-            ("p_sys", "N.s", "sum of the bodies' linear momenta relative to the system CM, world axes (MBS Momentum "
-                             "Testing Eq. 9, zero up to rounding)", inertial),
-            ("H_sys", "N.m.s", "angular momentum about the system CM incl. reaction wheels, world axes "
-                               "(MBS Momentum Testing Eq. 10)", inertial),
-            ("R", "m", "position of the system centre of mass, world axes", inertial),
-            ("Rdot", "m/s", "velocity of the system centre of mass, world axes", inertial)):
+        (
+            "p_sys",
+            "N.s",
+            "sum of the bodies' linear momenta relative to the system CM, world axes (MBS Momentum "
+            "Testing Eq. 9, zero up to rounding)",
+            inertial,
+        ),
+        (
+            "H_sys",
+            "N.m.s",
+            "angular momentum about the system CM incl. reaction wheels, world axes (MBS Momentum Testing Eq. 10)",
+            inertial,
+        ),
+        ("R", "m", "position of the system centre of mass, world axes", inertial),
+        ("Rdot", "m/s", "velocity of the system centre of mass, world axes", inertial),
+    ):
         for k in range(3):
             output([(field, k + 1)], unit, f"{desc}, component {k + 1}", ("inv", field, k), init_deps=deps)
-    output(["KE"], "J", "kinetic energy incl. reaction wheels (MBS Energy Testing Eq. 1)", ("inv", "KE", 0),
-           init_deps=inertial)
-    output(["PE"], "J", "potential energy: springs and gravity (MBS Energy Testing Eq. 2)", ("inv", "PE", 0),
-           init_deps=dynamic)
+    output(
+        ["KE"],
+        "J",
+        "kinetic energy incl. reaction wheels (MBS Energy Testing Eq. 1)",
+        ("inv", "KE", 0),
+        init_deps=inertial,
+    )
+    output(
+        ["PE"],
+        "J",
+        "potential energy: springs and gravity (MBS Energy Testing Eq. 2)",
+        ("inv", "PE", 0),
+        init_deps=dynamic,
+    )
     output(["E"], "J", "total mechanical energy KE + PE", ("inv", "E", 0), init_deps=dynamic)
-    output(["W_in"], "J", "work done by the inputs (actuators, wheel motors, thrusters, wrenches) since the start",
-           ("energy", "W_in"))
+    output(
+        ["W_in"],
+        "J",
+        "work done by the inputs (actuators, wheel motors, thrusters, wrenches) since the start",
+        ("energy", "W_in"),
+    )
     output(["W_diss"], "J", "work done by the dampers since the start (<= 0)", ("energy", "W_diss"))
-    output(["drift", "H_sys"], "1", "relative drift of H_sys since the start: |H_sys - H_sys(t0)| / H_scale, "
-           "H_scale = max(S(t0), S) with S = sum over bodies of |L_c,i| + |(c_i - R) x p_rel,i| (the magnitudes "
-           "of the terms of H_sys, MBS Momentum Testing Eq. 10; nonzero when H_sys = 0 with spinning parts); "
-           "0 when the drift is 0, +inf when S = 0 and the drift is not (conserved without external torques)",
-           ("drift", "H_rel"))
-    output(["drift", "H_sys_abs"], "N.m.s", "absolute drift of H_sys since the start: |H_sys - H_sys(t0)|",
-           ("drift", "H_abs"))
-    output(["drift", "E_balance"], "1", "relative energy balance residual: |E - W_in - W_diss - E(t0)| / E_scale, "
-           "E_scale = max(KE(t0), KE, |PE - PE(t0)|, |W_in|, |W_diss|) (the energies the balance exchanges); 0 "
-           "when the residual is 0, +inf when E_scale = 0 and the residual is not (zero for exact integration)",
-           ("drift", "E_rel"))
+    output(
+        ["drift", "H_sys"],
+        "1",
+        "relative drift of H_sys since the start: |H_sys - H_sys(t0)| / H_scale, "
+        "H_scale = max(S(t0), S) with S = sum over bodies of |L_c,i| + |(c_i - R) x p_rel,i| (the magnitudes "
+        "of the terms of H_sys, MBS Momentum Testing Eq. 10; nonzero when H_sys = 0 with spinning parts); "
+        "0 when the drift is 0, +inf when S = 0 and the drift is not (conserved without external torques)",
+        ("drift", "H_rel"),
+    )
+    output(
+        ["drift", "H_sys_abs"],
+        "N.m.s",
+        "absolute drift of H_sys since the start: |H_sys - H_sys(t0)|",
+        ("drift", "H_abs"),
+    )
+    output(
+        ["drift", "E_balance"],
+        "1",
+        "relative energy balance residual: |E - W_in - W_diss - E(t0)| / E_scale, "
+        "E_scale = max(KE(t0), KE, |PE - PE(t0)|, |W_in|, |W_diss|) (the energies the balance exchanges); 0 "
+        "when the residual is 0, +inf when E_scale = 0 and the residual is not (zero for exact integration)",
+        ("drift", "E_rel"),
+    )
     output(["drift", "E_balance_abs"], "J", "energy balance residual E - W_in - W_diss - E(t0)", ("drift", "E_abs"))
-    output(["solver", "n_steps"], None, "internal integrator steps taken since the start (saturates at 2^31 - 1)",
-           ("stat", "n_steps"), type_="Integer")
-    output(["solver", "n_rhs"], None, "evaluations of the equations of motion since the start (saturates at "
-           "2^31 - 1)", ("stat", "n_rhs"), type_="Integer")
-    output(["solver", "n_discards"], None, "communication steps discarded (fmi2Discard) since the start",
-           ("stat", "n_discards"), type_="Integer")
+    output(
+        ["solver", "n_steps"],
+        None,
+        "internal integrator steps taken since the start (saturates at 2^31 - 1)",
+        ("stat", "n_steps"),
+        type_="Integer",
+    )
+    output(
+        ["solver", "n_rhs"],
+        None,
+        "evaluations of the equations of motion since the start (saturates at 2^31 - 1)",
+        ("stat", "n_rhs"),
+        type_="Integer",
+    )
+    output(
+        ["solver", "n_discards"],
+        None,
+        "communication steps discarded (fmi2Discard) since the start",
+        ("stat", "n_discards"),
+        type_="Integer",
+    )
     output(["solver", "h_last"], "s", "size of the last internal integrator step", ("stat", "h_last"))
 
     if naming == "flat":
@@ -276,8 +428,13 @@ def flat_name(name: str) -> str:
 
 def _flatten(v: FmuVariable) -> FmuVariable:
     from dataclasses import replace
-    return replace(v, name=flat_name(v.name), deps=tuple(flat_name(d) for d in v.deps),
-                   init_deps=tuple(flat_name(d) for d in v.init_deps))
+
+    return replace(
+        v,
+        name=flat_name(v.name),
+        deps=tuple(flat_name(d) for d in v.deps),
+        init_deps=tuple(flat_name(d) for d in v.init_deps),
+    )
 
 
 def _q_unit(jtype: str, k: int) -> str:
@@ -285,7 +442,7 @@ def _q_unit(jtype: str, k: int) -> str:
         return "rad"
     if jtype == "prismatic" or (jtype == "free" and k < 3):
         return "m"
-    return "1"                     # quaternion components
+    return "1"  # quaternion components
 
 
 def _q_desc(jtype: str, k: int) -> str:
@@ -351,6 +508,7 @@ def apply_parameters(spec, values: dict) -> object:
     """A copy of ModelSpec ``spec`` with the model parameters ``values`` ({source key: value},
     keys as in ``FmuVariable.source[1]``; solver keys are ignored) applied."""
     from dataclasses import replace
+
     gravity = list(spec.gravity)
     bodies = []
     for k, v in values.items():
@@ -366,8 +524,13 @@ def apply_parameters(spec, values: dict) -> object:
         wheels = tuple(replace(w, inertia=float(values.get(("wheel", w.name), w.inertia))) for w in b.wheels)
         joint = b.joint
         if joint.spring is not None:
-            joint = replace(joint, spring=replace(joint.spring,
-                                                  k=float(values.get(("spring_k", joint.name), joint.spring.k)),
-                                                  d=float(values.get(("spring_d", joint.name), joint.spring.d))))
+            joint = replace(
+                joint,
+                spring=replace(
+                    joint.spring,
+                    k=float(values.get(("spring_k", joint.name), joint.spring.k)),
+                    d=float(values.get(("spring_d", joint.name), joint.spring.d)),
+                ),
+            )
         bodies.append(replace(b, mass=mass, com=com, inertia=tuple(map(tuple, inertia)), wheels=wheels, joint=joint))
     return replace(spec, gravity=tuple(gravity), bodies=tuple(bodies))

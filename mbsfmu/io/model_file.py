@@ -4,25 +4,24 @@ The schema is documented in docs/reference/model-file.md. Parsing keeps a map fr
 path (keys and list indices) to its 1-based line, so later checks can point into the file too.
 JSON files have no line map: their problems name the field path only.
 """
+
 from __future__ import annotations
 
-import difflib
 import json
 import math
-import numbers
 import re
 from pathlib import Path
 
 import yaml
 from yaml.constructor import ConstructorError
 
-from ..errors import ModelError, Problem, brief
-from ..files import read_text
 from ..engine.spec.description import Body, Joint, ModelSpec, Origin, Spring
 from ..engine.spec.elements import parse_forces, parse_wheels
 from ..engine.spec.loops import parse_loops
 from ..engine.spec.topology import build_topology
-from ..engine.spec.validation import check_spec, locate
+from ..engine.spec.validation import check_spec
+from ..errors import ModelError, Problem
+from ..files import read_text
 from .reader import Reader, describe
 
 SCHEMA_VERSION = 1
@@ -35,7 +34,7 @@ INERTIA_KEYS = ("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's parser: ~10x faster on 10k-body files
+BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser: ~10x faster on 10k-body files
 
 
 class _Loader(BaseLoader):
@@ -49,8 +48,9 @@ class _Loader(BaseLoader):
         except (ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as e:
             # PyYAML's scalar constructors raise these bare, without a file position
             tag = node.tag.rsplit(":", 1)[-1]
-            raise ConstructorError(None, None, f"cannot read {describe(node.value)} as {tag} ({e})",
-                                   node.start_mark) from None
+            raise ConstructorError(
+                None, None, f"cannot read {describe(node.value)} as {tag} ({e})", node.start_mark
+            ) from None
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -63,8 +63,9 @@ class _Loader(BaseLoader):
         return super().construct_mapping(node, deep)
 
 
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
-                              re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
 
 
 def parse_file(path: str | Path) -> tuple[object, dict]:
@@ -110,8 +111,9 @@ def _json_object(pairs: list) -> dict:
 
 def _yaml_problem(e: yaml.YAMLError, text: str) -> Problem:
     if isinstance(e, yaml.reader.ReaderError):
-        return Problem((), f"broken YAML: character #x{e.character:04x}: {e.reason}",
-                       text.count("\n", 0, e.position) + 1)
+        return Problem(
+            (), f"broken YAML: character #x{e.character:04x}: {e.reason}", text.count("\n", 0, e.position) + 1
+        )
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     what = ", ".join(s for s in (getattr(e, "context", None), getattr(e, "problem", None)) if s) or str(e)
     return Problem((), f"broken YAML: {what}", mark.line + 1 if mark else None)
@@ -146,8 +148,11 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
     r = Reader(lines or {})
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "bodies"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != SCHEMA_VERSION):
-        r.problem(("version",), f"unsupported model schema version: got {describe(doc['version'])}, "
-                  f"this mbsfmu reads version {SCHEMA_VERSION}")
+        r.problem(
+            ("version",),
+            f"unsupported model schema version: got {describe(doc['version'])}, "
+            f"this mbsfmu reads version {SCHEMA_VERSION}",
+        )
     name = r.string(doc["name"], ("name",)) if "name" in doc else Path(source).stem
     gravity = r.vector(doc.get("gravity", [0.0, 0.0, -9.81]), ("gravity",), 3)
     bodies = []
@@ -157,15 +162,19 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
         else:
             bodies = [_body(r, b, ("bodies", k)) for k, b in enumerate(doc["bodies"])]
     init = r.mapping(doc.get("initial", {}), ("initial",), ("q", "qd"))
-    spec = ModelSpec(name=name, bodies=tuple(bodies), gravity=gravity,
-                     initial_q=initial_state(r, init.get("q", {}), ("initial", "q")),
-                     initial_qd=initial_state(r, init.get("qd", {}), ("initial", "qd")),
-                     forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
-                     loops=parse_loops(r, doc["loops"]) if "loops" in doc else ())
+    spec = ModelSpec(
+        name=name,
+        bodies=tuple(bodies),
+        gravity=gravity,
+        initial_q=initial_state(r, init.get("q", {}), ("initial", "q")),
+        initial_qd=initial_state(r, init.get("qd", {}), ("initial", "qd")),
+        forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
+        loops=parse_loops(r, doc["loops"]) if "loops" in doc else (),
+    )
     if r.problems:
         unread = [p.path for p in r.problems]
         for p in check_spec(spec) + build_topology(spec.bodies)[1]:
-            if not any(p.path[:len(u)] == u or u[:len(p.path)] == p.path for u in unread):
+            if not any(p.path[: len(u)] == u or u[: len(p.path)] == p.path for u in unread):
                 r.problem(p.path, p.message)
         raise ModelError(sorted(r.problems, key=lambda p: math.inf if p.line is None else p.line), source)
     return spec
@@ -182,8 +191,10 @@ def _body(r: Reader, raw, at) -> Body:
     frames = {}
     raw_frames = b.get("frames", {})
     if not isinstance(raw_frames, dict):
-        r.problem(at + ("frames",), "expected a mapping of frame name to [x, y, z] or {xyz, rpy}, "
-                  f"got {describe(raw_frames)}")
+        r.problem(
+            at + ("frames",),
+            f"expected a mapping of frame name to [x, y, z] or {{xyz, rpy}}, got {describe(raw_frames)}",
+        )
         raw_frames = {}
     for fname, fr in raw_frames.items():
         fat = at + ("frames", fname)
@@ -192,8 +203,9 @@ def _body(r: Reader, raw, at) -> Body:
         else:
             frames[fname] = _origin(r, fr, fat) if isinstance(fr, dict) else Origin(xyz=r.vector(fr, fat, 3))
     wheels = parse_wheels(r, b["wheels"], at + ("wheels",)) if "wheels" in b else ()
-    return Body(name=name, parent=parent, joint=joint, mass=mass, com=com, inertia=inertia, frames=frames,
-                wheels=wheels)
+    return Body(
+        name=name, parent=parent, joint=joint, mass=mass, com=com, inertia=inertia, frames=frames, wheels=wheels
+    )
 
 
 def _joint(r: Reader, raw, at, body_name) -> Joint:
@@ -215,8 +227,10 @@ def _joint(r: Reader, raw, at, body_name) -> Joint:
 
 def _origin(r: Reader, raw, at) -> Origin:
     o = r.mapping(raw, at, ORIGIN_KEYS)
-    return Origin(xyz=r.vector(o.get("xyz", [0.0, 0.0, 0.0]), at + ("xyz",), 3),
-                  rpy=r.vector(o.get("rpy", [0.0, 0.0, 0.0]), at + ("rpy",), 3))
+    return Origin(
+        xyz=r.vector(o.get("xyz", [0.0, 0.0, 0.0]), at + ("xyz",), 3),
+        rpy=r.vector(o.get("rpy", [0.0, 0.0, 0.0]), at + ("rpy",), 3),
+    )
 
 
 def _inertia(r: Reader, raw, at):

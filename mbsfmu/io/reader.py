@@ -2,6 +2,7 @@
 with its path and file line, instead of raising at the first one (so a file's problems come in one
 round). Model files (model_file.py), URDF overlays (urdf.py), scenario files and their cosim
 sections all read through it."""
+
 from __future__ import annotations
 
 import difflib

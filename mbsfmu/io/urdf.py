@@ -28,9 +28,9 @@ Problems name the URDF element and its line: ``arm.urdf:42: joint 'elbow': unkno
 The model's own checks (mass properties, names, a joint that moves no mass) run on the result and
 are reported against the URDF elements they come from.
 """
+
 from __future__ import annotations
 
-import difflib
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
@@ -40,25 +40,27 @@ from xml.parsers import expat
 
 import numpy as np
 
-from ..errors import ModelError, Problem, did_you_mean
-from ..files import read_bytes
 from ..engine.spatial import rot_axis, rpy_to_R
 from ..engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin, Spring
 from ..engine.spec.elements import parse_forces, parse_wheels
+from ..engine.spec.validation import check_spec, locate
+from ..errors import ModelError, Problem, did_you_mean
+from ..files import read_bytes
 from .model_file import initial_state
 from .reader import Reader, describe
-from ..engine.spec.validation import check_spec, locate
 
-if TYPE_CHECKING:   # the Model is built from this package's output: import it lazily at run time
+if TYPE_CHECKING:  # the Model is built from this package's output: import it lazily at run time
     from ..engine.model import Model
 
 URDF_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
 INERTIA_ATTRS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 ROOT_JOINT = "root_joint"
-_WORLD_FLOATS = ("floating_base: the root link is 'world', the inertial frame, which cannot float; remove the "
-                 "'world' link and its joint to float the robot")
-AXIS_MIN = 1e-12   # shortest joint axis [-] taken as a direction (as the model's own check)
+_WORLD_FLOATS = (
+    "floating_base: the root link is 'world', the inertial frame, which cannot float; remove the "
+    "'world' link and its joint to float the robot"
+)
+AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction (as the model's own check)
 
 OVERLAY_VERSION = 1
 OVERLAY_KEYS = ("version", "urdf", "name", "floating_base", "gravity", "joints", "wheels", "forces", "initial")
@@ -70,6 +72,7 @@ SPRING_KEYS = ("k", "d", "q0")
 class Limit:
     """A URDF <limit>: position bounds [rad or m], effort [N m or N], velocity [rad/s or m/s];
     None where not given. Read and checked, not enforced by the engine."""
+
     lower: float | None = None
     upper: float | None = None
     effort: float | None = None
@@ -80,6 +83,7 @@ class Limit:
 class UrdfLink:
     """A <link>: mass [kg], CoM [m] and inertia about the CoM [kg m^2] in link axes (the
     inertial rotation already applied); ``lines`` maps 'link', 'mass', 'origin', 'inertia' to lines."""
+
     name: str
     mass: float = 0.0
     com: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -93,6 +97,7 @@ class UrdfJoint:
     """A <joint> between two links: URDF type, origin (joint frame in the parent link frame),
     axis in the joint frame, damping [N m s/rad or N s/m], friction [N m or N], limits;
     ``lines`` maps 'joint', 'origin', 'axis', 'dynamics', 'limit', 'parent', 'child' to lines."""
+
     name: str
     type: str
     parent: str
@@ -108,6 +113,7 @@ class UrdfJoint:
 @dataclass(frozen=True)
 class UrdfRobot:
     """What a URDF file says, as mbsfmu reads it: links and joints in file order, the root link."""
+
     name: str
     source: str
     links: tuple[UrdfLink, ...]
@@ -126,6 +132,7 @@ class UrdfRobot:
 
 
 # ---- public entry points --------------------------------------------------------------------
+
 
 def read_urdf(path: str | Path) -> UrdfRobot:
     """Parse and check a URDF file (XML, names, tree); ModelError names each bad element and line."""
@@ -152,8 +159,11 @@ def load_overlay(data, lines: dict, path: str | Path) -> Model:
     r = Reader(lines or {})
     doc = r.mapping(data, (), OVERLAY_KEYS, required=("version", "urdf"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != OVERLAY_VERSION):
-        r.problem(("version",), f"unsupported overlay schema version: got {describe(doc['version'])}, "
-                  f"this mbsfmu reads version {OVERLAY_VERSION}")
+        r.problem(
+            ("version",),
+            f"unsupported overlay schema version: got {describe(doc['version'])}, "
+            f"this mbsfmu reads version {OVERLAY_VERSION}",
+        )
     urdf_rel = r.string(doc.get("urdf"), ("urdf",))
     urdf_path = path.parent / urdf_rel
     floating = doc.get("floating_base", False)
@@ -174,10 +184,10 @@ def load_overlay(data, lines: dict, path: str | Path) -> Model:
     spec, where = urdf_spec(robot, floating) if robot is not None else (None, {})
     if spec is not None:
         spec, where = _apply_overlay(r, doc, spec, where, robot)
-        if r.problems:   # also the model's checks of meaning, outside what could not be read (as the loader)
+        if r.problems:  # also the model's checks of meaning, outside what could not be read (as the loader)
             unread = [p.path for p in r.problems]
             for p in check_spec(spec):
-                if not any(p.path[:len(u)] == u or u[:len(p.path)] == p.path for u in unread):
+                if not any(p.path[: len(u)] == u or u[: len(p.path)] == p.path for u in unread):
                     problems.append(_map(p, where, label, lines))
     if r.problems or problems:
         raise ModelError(_sorted(r.problems + problems), str(path))
@@ -185,6 +195,7 @@ def load_overlay(data, lines: dict, path: str | Path) -> Model:
 
 
 # ---- XML with line numbers --------------------------------------------------------------------
+
 
 def _parse_xml(data: bytes) -> tuple[ET.Element, dict]:
     """The element tree of ``data`` and the 1-based line of every element (expat events feed an
@@ -246,6 +257,7 @@ class _Elements:
 
 # ---- URDF file to UrdfRobot ---------------------------------------------------------------------
 
+
 def _read(path: Path) -> tuple[UrdfRobot | None, list[Problem]]:
     try:
         data = read_bytes(path)
@@ -301,14 +313,15 @@ def _link(x: _Elements, el: ET.Element) -> UrdfLink:
     else:
         ln["inertia"] = x.lines.get(I_el)
         v = {a: x.number(I_el, a, f"{at}/inertia") for a in INERTIA_ATTRS}
-        I_in = np.array([[v["ixx"], v["ixy"], v["ixz"]],
-                         [v["ixy"], v["iyy"], v["iyz"]],
-                         [v["ixz"], v["iyz"], v["izz"]]])
+        I_in = np.array(
+            [[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]]
+        )
     R = rpy_to_R(np.asarray(rpy))
     I_link = R @ I_in @ R.T
     I_link = 0.5 * (I_link + I_link.T)
-    return UrdfLink(name=name, mass=mass, com=tuple(xyz), inertia=tuple(map(tuple, I_link)), has_inertial=True,
-                    lines=ln)
+    return UrdfLink(
+        name=name, mass=mass, com=tuple(xyz), inertia=tuple(map(tuple, I_link)), has_inertial=True, lines=ln
+    )
 
 
 def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
@@ -322,8 +335,11 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
     if jtype is None:
         x.problem(label, "missing attribute 'type'; expected one of " + ", ".join(URDF_TYPES), el)
     elif jtype not in URDF_TYPES:
-        x.problem(label, f"unknown type {jtype!r}; expected one of {', '.join(URDF_TYPES)}"
-                  + did_you_mean(jtype, URDF_TYPES), el)
+        x.problem(
+            label,
+            f"unknown type {jtype!r}; expected one of {', '.join(URDF_TYPES)}" + did_you_mean(jtype, URDF_TYPES),
+            el,
+        )
     ends = {}
     for end in ("parent", "child"):
         sub = el.find(end)
@@ -334,13 +350,19 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
         ends[end] = x.text(sub, "link", f"{label}/{end}")
     mimic = el.find("mimic")
     if mimic is not None:
-        x.problem(f"{label}/mimic", f"mimic joints are not supported: joint {name!r} mimics joint "
-                  f"{mimic.get('joint')!r}; remove <mimic> (the joint then moves on its own) or make it fixed", mimic)
+        x.problem(
+            f"{label}/mimic",
+            f"mimic joints are not supported: joint {name!r} mimics joint "
+            f"{mimic.get('joint')!r}; remove <mimic> (the joint then moves on its own) or make it fixed",
+            mimic,
+        )
     origin_el = el.find("origin")
     if origin_el is not None:
         ln["origin"] = x.lines.get(origin_el)
-    origin = Origin(xyz=x.numbers(origin_el, "xyz", 3, f"{label}/origin", (0.0, 0.0, 0.0)),
-                    rpy=x.numbers(origin_el, "rpy", 3, f"{label}/origin", (0.0, 0.0, 0.0)))
+    origin = Origin(
+        xyz=x.numbers(origin_el, "xyz", 3, f"{label}/origin", (0.0, 0.0, 0.0)),
+        rpy=x.numbers(origin_el, "rpy", 3, f"{label}/origin", (0.0, 0.0, 0.0)),
+    )
     axis_el = el.find("axis")
     ln["axis"] = x.lines.get(axis_el, ln["joint"])
     axis = x.numbers(axis_el, "xyz", 3, f"{label}/axis", (1.0, 0.0, 0.0)) if axis_el is not None else (1.0, 0.0, 0.0)
@@ -358,17 +380,31 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
     lim = el.find("limit")
     if lim is not None:
         ln["limit"] = x.lines.get(lim)
-        limit = Limit(**{a: (x.number(lim, a, f"{label}/limit") if lim.get(a) is not None else None)
-                         for a in ("lower", "upper", "effort", "velocity")})
+        limit = Limit(
+            **{
+                a: (x.number(lim, a, f"{label}/limit") if lim.get(a) is not None else None)
+                for a in ("lower", "upper", "effort", "velocity")
+            }
+        )
         if limit.lower is not None and limit.upper is not None and limit.lower > limit.upper:
             x.problem(f"{label}/limit", f"lower limit {limit.lower} is above upper limit {limit.upper}", lim)
         for a in ("effort", "velocity"):
             if (getattr(limit, a) or 0.0) < 0:
                 x.problem(f"{label}/limit@{a}", f"negative {a} limit {getattr(limit, a)}", lim)
     if ends.get("parent") is None or ends.get("child") is None:
-        return None   # reported; a joint with a bad type still takes part in the name and tree checks
-    return UrdfJoint(name=name, type=jtype, parent=ends["parent"], child=ends["child"], origin=origin, axis=axis,
-                     damping=damping, friction=friction, limit=limit, lines=ln)
+        return None  # reported; a joint with a bad type still takes part in the name and tree checks
+    return UrdfJoint(
+        name=name,
+        type=jtype,
+        parent=ends["parent"],
+        child=ends["child"],
+        origin=origin,
+        axis=axis,
+        damping=damping,
+        friction=friction,
+        limit=limit,
+        lines=ln,
+    )
 
 
 def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], robot_line) -> str:
@@ -376,30 +412,50 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
     first: dict[str, UrdfLink] = {}
     for lk in links:
         if lk.name in first:
-            x.problems.append(Problem((f"link {lk.name!r}",), f"duplicate link name {lk.name!r} (also line "
-                                      f"{first[lk.name].lines['link']})", lk.lines["link"]))
+            x.problems.append(
+                Problem(
+                    (f"link {lk.name!r}",),
+                    f"duplicate link name {lk.name!r} (also line {first[lk.name].lines['link']})",
+                    lk.lines["link"],
+                )
+            )
         first.setdefault(lk.name, lk)
     seen_j: dict[str, UrdfJoint] = {}
     parent_joint: dict[str, UrdfJoint] = {}
     for j in joints:
         label = f"joint {j.name!r}"
         if j.name in seen_j:
-            x.problems.append(Problem((label,), f"duplicate joint name {j.name!r} (also line "
-                                      f"{seen_j[j.name].lines['joint']})", j.lines["joint"]))
+            x.problems.append(
+                Problem(
+                    (label,),
+                    f"duplicate joint name {j.name!r} (also line {seen_j[j.name].lines['joint']})",
+                    j.lines["joint"],
+                )
+            )
         seen_j.setdefault(j.name, j)
         for end in ("parent", "child"):
             link = getattr(j, end)
             if link not in first:
-                x.problems.append(Problem((f"{label}/{end}",), f"unknown {end} link {link!r}"
-                                          + did_you_mean(link, first), j.lines[end]))
+                x.problems.append(
+                    Problem(
+                        (f"{label}/{end}",), f"unknown {end} link {link!r}" + did_you_mean(link, first), j.lines[end]
+                    )
+                )
         if j.parent == j.child:
-            x.problems.append(Problem((f"{label}/child",), f"joint {j.name!r} connects link {j.child!r} to itself",
-                                      j.lines["child"]))
+            x.problems.append(
+                Problem((f"{label}/child",), f"joint {j.name!r} connects link {j.child!r} to itself", j.lines["child"])
+            )
         elif j.child in parent_joint:
             other = parent_joint[j.child]
-            x.problems.append(Problem((f"{label}/child",), f"link {j.child!r} is already the child of joint "
-                                      f"{other.name!r} (line {other.lines['joint']}): each link has one parent "
-                                      "joint (closed loops are not supported)", j.lines["child"]))
+            x.problems.append(
+                Problem(
+                    (f"{label}/child",),
+                    f"link {j.child!r} is already the child of joint "
+                    f"{other.name!r} (line {other.lines['joint']}): each link has one parent "
+                    "joint (closed loops are not supported)",
+                    j.lines["child"],
+                )
+            )
         else:
             parent_joint[j.child] = j
     if not links:
@@ -409,9 +465,15 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
         return ""
     roots = [lk for lk in links if lk.name not in parent_joint]
     for extra in roots[1:]:
-        x.problems.append(Problem((f"link {extra.name!r}",), f"second root link: neither {roots[0].name!r} (line "
-                                  f"{roots[0].lines['link']}) nor {extra.name!r} is the child of a joint; a URDF "
-                                  "describes one tree: connect them with a joint", extra.lines["link"]))
+        x.problems.append(
+            Problem(
+                (f"link {extra.name!r}",),
+                f"second root link: neither {roots[0].name!r} (line "
+                f"{roots[0].lines['link']}) nor {extra.name!r} is the child of a joint; a URDF "
+                "describes one tree: connect them with a joint",
+                extra.lines["link"],
+            )
+        )
     reached, stack = set(), [r.name for r in roots]
     kids: dict[str, list[str]] = {}
     for j in joints:
@@ -427,25 +489,32 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
         chain = [lk.name]
         while (p := parent_joint[chain[-1]].parent) not in chain:
             chain.append(p)
-        cycle = chain[chain.index(p):]
+        cycle = chain[chain.index(p) :]
         reported.update(cycle)
         j = parent_joint[cycle[0]]
         loop = " -> ".join([cycle[0]] + [parent_joint[c].parent for c in cycle])
-        x.problems.append(Problem((f"joint {j.name!r}",), f"links {loop} form a cycle (each hangs from the next), "
-                                  "so they never reach a root link", j.lines["joint"]))
+        x.problems.append(
+            Problem(
+                (f"joint {j.name!r}",),
+                f"links {loop} form a cycle (each hangs from the next), so they never reach a root link",
+                j.lines["joint"],
+            )
+        )
     if len(roots) == 1 and roots[0].name == WORLD and not kids.get(WORLD):
-        x.problems.append(Problem(("robot",), "the only link is 'world' (the inertial frame): nothing moves",
-                                  robot_line))
+        x.problems.append(
+            Problem(("robot",), "the only link is 'world' (the inertial frame): nothing moves", robot_line)
+        )
     return roots[0].name if roots else ""
 
 
 # ---- UrdfRobot to ModelSpec ---------------------------------------------------------------------
 
+
 def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec, dict]:
     """The ModelSpec of a URDF robot (bodies in depth-first order, siblings in file order) and the
     map from spec paths to URDF locations: {("bodies", k, ...): (label, line)}."""
     if floating_base and robot.root == WORLD:
-        raise ValueError("floating_base needs a root link other than 'world'")   # checked by the callers
+        raise ValueError("floating_base needs a root link other than 'world'")  # checked by the callers
     links = {lk.name: lk for lk in robot.links}
     kids: dict[str, list[UrdfJoint]] = {}
     for j in robot.joints:
@@ -457,15 +526,19 @@ def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec,
     while root_joint in names:
         root_joint += "_"
     root = links[robot.root]
-    if robot.root != WORLD:   # a root link named 'world' is the inertial frame itself
+    if robot.root != WORLD:  # a root link named 'world' is the inertial frame itself
         bodies.append(_body(root, Joint(root_joint, "free" if floating_base else "fixed"), WORLD))
-        _where_link(where, 0, root, f"link {root.name!r} (the root link, {'free' if floating_base else 'fixed'} "
-                    f"joint {root_joint!r})")
+        _where_link(
+            where,
+            0,
+            root,
+            f"link {root.name!r} (the root link, {'free' if floating_base else 'fixed'} joint {root_joint!r})",
+        )
     stack = list(reversed(kids.get(robot.root, [])))
     while stack:
         j = stack.pop()
         child = links[j.child]
-        parent = j.parent   # a link 'world' is the inertial frame WORLD
+        parent = j.parent  # a link 'world' is the inertial frame WORLD
         spring = Spring(k=0.0, d=j.damping) if j.damping else None
         label = f"joint {j.name!r}"
         if j.type == "planar":
@@ -491,8 +564,15 @@ def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec,
 
 
 def _body(link: UrdfLink, joint: Joint, parent: str) -> Body:
-    return Body(name=link.name, parent=parent, joint=joint, mass=link.mass, com=link.com, inertia=link.inertia,
-                frames={link.name: Origin()})
+    return Body(
+        name=link.name,
+        parent=parent,
+        joint=joint,
+        mass=link.mass,
+        com=link.com,
+        inertia=link.inertia,
+        frames={link.name: Origin()},
+    )
 
 
 def _where_link(where: dict, k: int, link: UrdfLink, label: str) -> None:
@@ -526,6 +606,7 @@ def _z_to(n: np.ndarray) -> np.ndarray:
 
 # ---- overlay ---------------------------------------------------------------------------------
 
+
 def _apply_overlay(r: Reader, doc: dict, spec: ModelSpec, where: dict, robot: UrdfRobot) -> tuple[ModelSpec, dict]:
     """spec with the overlay's name, gravity, joint springs/actuation, wheels, forces, initial."""
     bodies = list(spec.bodies)
@@ -546,8 +627,15 @@ def _apply_overlay(r: Reader, doc: dict, spec: ModelSpec, where: dict, robot: Ur
         if "spring" in j:
             s = r.mapping(j["spring"], at + ("spring",), SPRING_KEYS)
             old = joint.spring or Spring()
-            joint = replace(joint, spring=Spring(**{key: r.number(s[key], at + ("spring", key)) if key in s
-                                                    else getattr(old, key) for key in SPRING_KEYS}))
+            joint = replace(
+                joint,
+                spring=Spring(
+                    **{
+                        key: r.number(s[key], at + ("spring", key)) if key in s else getattr(old, key)
+                        for key in SPRING_KEYS
+                    }
+                ),
+            )
             where[("bodies", k, "joint", "spring")] = ("overlay", at + ("spring",))
         if "actuated" in j:
             if isinstance(j["actuated"], bool):
@@ -569,20 +657,25 @@ def _apply_overlay(r: Reader, doc: dict, spec: ModelSpec, where: dict, robot: Ur
         bodies[k] = replace(bodies[k], wheels=bodies[k].wheels + wheels)
         where[("bodies", k, "wheels")] = ("overlay", at)
     init = r.mapping(doc.get("initial", {}), ("initial",), ("q", "qd"))
-    spec = ModelSpec(name=r.string(doc["name"], ("name",)) if "name" in doc else spec.name, bodies=tuple(bodies),
-                     gravity=r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else spec.gravity,
-                     initial_q=initial_state(r, init.get("q", {}), ("initial", "q")),
-                     initial_qd=initial_state(r, init.get("qd", {}), ("initial", "qd")),
-                     forces=parse_forces(r, doc["forces"]) if "forces" in doc else ())
+    spec = ModelSpec(
+        name=r.string(doc["name"], ("name",)) if "name" in doc else spec.name,
+        bodies=tuple(bodies),
+        gravity=r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else spec.gravity,
+        initial_q=initial_state(r, init.get("q", {}), ("initial", "q")),
+        initial_qd=initial_state(r, init.get("qd", {}), ("initial", "qd")),
+        forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
+    )
     return spec, where
 
 
 # ---- the Model, with problems mapped back to the files -----------------------------------------
 
+
 def _build(spec: ModelSpec, where: dict, source: str, urdf_label: str | None, overlay_lines: dict | None):
     """Model(spec); the model's own problems are reported at the URDF elements (and overlay
     entries) they come from."""
     from ..engine.model import Model
+
     try:
         return Model(spec, source=source)
     except ModelError as e:
@@ -599,7 +692,7 @@ def _map(p: Problem, where: dict, urdf_label: str | None, overlay_lines: dict | 
                 return locate([Problem(line + path[n:], p.message)], overlay_lines)[0]
             q = Problem((label,), p.message, line)
             return _prefixed(q, urdf_label) if urdf_label else q
-    if urdf_label is None and path and path[0] == "bodies":   # unreachable: every body has a where entry
+    if urdf_label is None and path and path[0] == "bodies":  # unreachable: every body has a where entry
         return p
     return locate([p], overlay_lines)[0] if overlay_lines else p
 

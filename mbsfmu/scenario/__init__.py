@@ -1,6 +1,7 @@
 """Scenario files: the spec and its parser (spec.py), the output time grid (grid.py), the runner
 (run.py), its report (report.py) and progress bar (progress.py), expressions for references and
 finals (expressions.py), plots (plots.py) and MCAP recording (mcap.py)."""
+
 from __future__ import annotations
 
 from .run import build_simulator, run_scenario

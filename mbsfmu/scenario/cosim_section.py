@@ -1,6 +1,7 @@
 """The ``cosim:`` section of a scenario file (docs/guides/cosimulation.md): its schema, parsed with
 file lines by ``parse_cosim`` into a ``CosimSpec``. Structure only: the names are checked against
 the FMUs' variables by ``mbsfmu.cosim.interface.check_cosim``, which needs the FMUs."""
+
 from __future__ import annotations
 
 import re
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from ..errors import brief, did_you_mean
 
-MBS = "mbs"                                   # the scenario's own model FMU
+MBS = "mbs"  # the scenario's own model FMU
 SCHEMES = ("jacobi", "gauss-seidel")
 BUILTINS = ("pid",)
 COSIM_KEYS = ("fmus", "connections", "scheme", "order")
@@ -21,6 +22,7 @@ NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 class FmuEntry:
     """One FMU of ``cosim.fmus``: builtin (``"pid"``) or path (an .fmu file); parameters: start
     values by variable name."""
+
     name: str
     builtin: str | None
     path: Path | None
@@ -30,6 +32,7 @@ class FmuEntry:
 @dataclass(frozen=True)
 class Connection:
     """output -> input, each (fmu, variable); ``index`` in ``cosim.connections`` (for file lines)."""
+
     src: tuple[str, str]
     dst: tuple[str, str]
     index: int
@@ -38,6 +41,7 @@ class Connection:
 @dataclass(frozen=True)
 class CosimSpec:
     """The parsed ``cosim:`` section; ``lines``: the scenario's path -> line map."""
+
     fmus: dict
     connections: tuple
     scheme: str
@@ -76,11 +80,16 @@ def parse_cosim(r, raw, base: Path, has_controller: bool) -> CosimSpec | None:
         builtin = path = None
         if "builtin" in s:
             if s["builtin"] not in BUILTINS:
-                r.problem(p + ("builtin",), f"unknown builtin FMU {brief(s['builtin'])}; "
-                          f"expected one of {', '.join(BUILTINS)}")
+                r.problem(
+                    p + ("builtin",),
+                    f"unknown builtin FMU {brief(s['builtin'])}; expected one of {', '.join(BUILTINS)}",
+                )
             elif not has_controller:
-                r.problem(p + ("builtin",), "the builtin pid takes its gains and setpoints from the scenario's "
-                          "controller: section, and there is none")
+                r.problem(
+                    p + ("builtin",),
+                    "the builtin pid takes its gains and setpoints from the scenario's "
+                    "controller: section, and there is none",
+                )
             builtin = s["builtin"]
         else:
             rel = r.string(s["path"], p + ("path",))
@@ -92,7 +101,7 @@ def parse_cosim(r, raw, base: Path, has_controller: bool) -> CosimSpec | None:
         if not isinstance(raw_params, dict):
             r.problem(p + ("parameters",), "expected a mapping of variable name to start value")
             raw_params = {}
-        for var, value in raw_params.items():     # booleans and integers stay (Boolean, Integer variables)
+        for var, value in raw_params.items():  # booleans and integers stay (Boolean, Integer variables)
             params[str(var)] = value if isinstance(value, (bool, int)) else r.number(value, p + ("parameters", var))
         fmus[name] = FmuEntry(name, builtin, path, params)
     known = [MBS, *(str(n) for n in raw_fmus if str(n) != MBS)]
@@ -125,8 +134,10 @@ def parse_cosim(r, raw, base: Path, has_controller: bool) -> CosimSpec | None:
     if "order" in m and scheme is not None:
         raw_o = m["order"]
         if scheme != "gauss-seidel":
-            r.problem(at + ("order",), "order sets the stepping sequence of scheme gauss-seidel; this section's "
-                      f"scheme is {scheme}")
+            r.problem(
+                at + ("order",),
+                f"order sets the stepping sequence of scheme gauss-seidel; this section's scheme is {scheme}",
+            )
         elif not (isinstance(raw_o, list) and all(isinstance(x, str) for x in raw_o)):
             r.problem(at + ("order",), f"expected a list of the FMU names ({', '.join(known)})")
         else:
@@ -136,12 +147,16 @@ def parse_cosim(r, raw, base: Path, has_controller: bool) -> CosimSpec | None:
             dup = sorted({x for x in raw_o if raw_o.count(x) > 1})
             missing = [x for x in known if x not in raw_o]
             if dup or missing:
-                r.problem(at + ("order",), "order must name every FMU once"
-                          + (f"; repeated: {', '.join(dup)}" if dup else "") + (f"; missing: {', '.join(missing)}"
-                                                                               if missing else ""))
+                r.problem(
+                    at + ("order",),
+                    "order must name every FMU once"
+                    + (f"; repeated: {', '.join(dup)}" if dup else "")
+                    + (f"; missing: {', '.join(missing)}" if missing else ""),
+                )
             order = tuple(raw_o)
-    return CosimSpec(fmus=fmus, connections=tuple(connections), scheme=scheme or "jacobi", order=order,
-                     lines=dict(r.lines))
+    return CosimSpec(
+        fmus=fmus, connections=tuple(connections), scheme=scheme or "jacobi", order=order, lines=dict(r.lines)
+    )
 
 
 def choices_hint(name: str, choices, what: str) -> str:

@@ -1,6 +1,7 @@
 """Safe arithmetic expressions of time for analytic reference checks, e.g.
 "A * exp(-zeta * w * t) * cos(w * sqrt(1 - zeta**2) * t)": numbers, named parameters, ``t`` [s],
 + - * / ** and the functions below; nothing else is evaluated (no attributes, no builtins)."""
+
 from __future__ import annotations
 
 import ast
@@ -8,13 +9,35 @@ import math
 
 import numpy as np
 
-FUNCTIONS = {name: getattr(np, name) for name in
-             ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh",
-              "exp", "log", "log10", "sqrt", "abs", "sign", "minimum", "maximum", "where", "heaviside")}
-ARITY = {"arctan2": 2, "minimum": 2, "maximum": 2, "heaviside": 2, "where": 3}   # the others take 1
+FUNCTIONS = {
+    name: getattr(np, name)
+    for name in (
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "arctan2",
+        "sinh",
+        "cosh",
+        "tanh",
+        "exp",
+        "log",
+        "log10",
+        "sqrt",
+        "abs",
+        "sign",
+        "minimum",
+        "maximum",
+        "where",
+        "heaviside",
+    )
+}
+ARITY = {"arctan2": 2, "minimum": 2, "maximum": 2, "heaviside": 2, "where": 3}  # the others take 1
 CONSTANTS = {"pi": np.pi, "e": np.e}
-MAX_LENGTH = 10_000     # characters of an expression
-MAX_DEPTH = 100         # nesting of operations and calls
+MAX_LENGTH = 10_000  # characters of an expression
+MAX_DEPTH = 100  # nesting of operations and calls
 _BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide, ast.Pow: np.power}
 _CMP = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal}
 
@@ -48,18 +71,22 @@ def compile_expression(text: str, names: set[str]) -> ast.Expression:
         if isinstance(node, ast.Name):
             if node.id in FUNCTIONS and node.id not in allowed:
                 if id(node) not in calls:
-                    raise ExpressionError(f"function {node.id!r} used as a value in {_short(text)}; call it: "
-                                          f"{node.id}(...)")
+                    raise ExpressionError(
+                        f"function {node.id!r} used as a value in {_short(text)}; call it: {node.id}(...)"
+                    )
             elif node.id not in allowed:
-                raise ExpressionError(f"unknown name {node.id!r} in {_short(text)}; known: {', '.join(sorted(allowed))}")
+                raise ExpressionError(
+                    f"unknown name {node.id!r} in {_short(text)}; known: {', '.join(sorted(allowed))}"
+                )
         elif isinstance(node, ast.Call):
             if not (isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS) or node.keywords:
                 raise ExpressionError(f"only the functions {', '.join(FUNCTIONS)} may be called in {_short(text)}")
             calls.add(id(node.func))
             want = ARITY.get(node.func.id, 1)
             if len(node.args) != want or any(isinstance(a, ast.Starred) for a in node.args):
-                raise ExpressionError(f"{node.func.id}() takes {want} argument(s), got {len(node.args)} in "
-                                      f"{_short(text)}")
+                raise ExpressionError(
+                    f"{node.func.id}() takes {want} argument(s), got {len(node.args)} in {_short(text)}"
+                )
         elif isinstance(node, ast.Constant):
             if not isinstance(node.value, (int, float)) or isinstance(node.value, bool):
                 raise ExpressionError(f"only numbers are allowed as constants in {_short(text)}")
@@ -71,14 +98,16 @@ def compile_expression(text: str, names: set[str]) -> ast.Expression:
                 raise ExpressionError(f"number beyond the float range (1.8e308) in {_short(text)}")
         elif isinstance(node, ast.Compare):
             if len(node.ops) != 1:
-                raise ExpressionError(f"chained comparison in {_short(text)}: write one comparison at a time, "
-                                      f"e.g. (0 < t) * (t < 1)")
-        elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load, ast.USub, ast.UAdd,
-                                   *_BINOPS, *_CMP)):
+                raise ExpressionError(
+                    f"chained comparison in {_short(text)}: write one comparison at a time, e.g. (0 < t) * (t < 1)"
+                )
+        elif not isinstance(
+            node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load, ast.USub, ast.UAdd, *_BINOPS, *_CMP)
+        ):
             raise ExpressionError(f"{type(node).__name__} is not allowed in {_short(text)}")
     try:
         evaluate(tree, np.array([0.0, 1.0]), {n: 1.0 for n in names})
-    except Exception as e:   # noqa: BLE001 - whatever numpy raises, the expression is refused at load
+    except Exception as e:  # noqa: BLE001 - whatever numpy raises, the expression is refused at load
         raise ExpressionError(f"{_short(text)} does not evaluate: {type(e).__name__}: {e}") from None
     return tree
 

@@ -10,6 +10,7 @@ recording holds every state topic the node publishes (/clock, /joint_states,
 node's /diagnostics and /mbs/real_time_factor, which describe a live run (wall-clock pacing,
 commands) and whose checks a scenario run writes to report.json instead.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,31 +18,42 @@ from pathlib import Path
 from ..sim import messages as ms
 
 SEP = "\n" + "=" * 80 + "\nMSG: "
-DEFS = {   # ROS 2 Jazzy definitions (comments and defaults dropped) and the types each uses
+DEFS = {  # ROS 2 Jazzy definitions (comments and defaults dropped) and the types each uses
     "builtin_interfaces/Time": ("int32 sec\nuint32 nanosec", ()),
     "std_msgs/Header": ("builtin_interfaces/Time stamp\nstring frame_id", ("builtin_interfaces/Time",)),
     "geometry_msgs/Vector3": ("float64 x\nfloat64 y\nfloat64 z", ()),
     "geometry_msgs/Point": ("float64 x\nfloat64 y\nfloat64 z", ()),
     "geometry_msgs/Quaternion": ("float64 x\nfloat64 y\nfloat64 z\nfloat64 w", ()),
-    "geometry_msgs/Transform": ("Vector3 translation\nQuaternion rotation",
-                                ("geometry_msgs/Vector3", "geometry_msgs/Quaternion")),
+    "geometry_msgs/Transform": (
+        "Vector3 translation\nQuaternion rotation",
+        ("geometry_msgs/Vector3", "geometry_msgs/Quaternion"),
+    ),
     "geometry_msgs/Twist": ("Vector3 linear\nVector3 angular", ("geometry_msgs/Vector3",)),
     "geometry_msgs/Wrench": ("Vector3 force\nVector3 torque", ("geometry_msgs/Vector3",)),
-    "geometry_msgs/TransformStamped": ("std_msgs/Header header\nstring child_frame_id\nTransform transform",
-                                       ("std_msgs/Header", "geometry_msgs/Transform")),
+    "geometry_msgs/TransformStamped": (
+        "std_msgs/Header header\nstring child_frame_id\nTransform transform",
+        ("std_msgs/Header", "geometry_msgs/Transform"),
+    ),
     "rosgraph_msgs/Clock": ("builtin_interfaces/Time clock", ("builtin_interfaces/Time",)),
-    "sensor_msgs/JointState": ("std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\n"
-                               "float64[] effort", ("std_msgs/Header",)),
-    "sensor_msgs/MultiDOFJointState": ("std_msgs/Header header\nstring[] joint_names\n"
-                                       "geometry_msgs/Transform[] transforms\ngeometry_msgs/Twist[] twist\n"
-                                       "geometry_msgs/Wrench[] wrench",
-                                       ("std_msgs/Header", "geometry_msgs/Transform", "geometry_msgs/Twist",
-                                        "geometry_msgs/Wrench")),
-    "geometry_msgs/WrenchStamped": ("std_msgs/Header header\nWrench wrench",
-                                    ("std_msgs/Header", "geometry_msgs/Wrench")),
+    "sensor_msgs/JointState": (
+        "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort",
+        ("std_msgs/Header",),
+    ),
+    "sensor_msgs/MultiDOFJointState": (
+        "std_msgs/Header header\nstring[] joint_names\n"
+        "geometry_msgs/Transform[] transforms\ngeometry_msgs/Twist[] twist\n"
+        "geometry_msgs/Wrench[] wrench",
+        ("std_msgs/Header", "geometry_msgs/Transform", "geometry_msgs/Twist", "geometry_msgs/Wrench"),
+    ),
+    "geometry_msgs/WrenchStamped": (
+        "std_msgs/Header header\nWrench wrench",
+        ("std_msgs/Header", "geometry_msgs/Wrench"),
+    ),
     "geometry_msgs/PointStamped": ("std_msgs/Header header\nPoint point", ("std_msgs/Header", "geometry_msgs/Point")),
-    "geometry_msgs/Vector3Stamped": ("std_msgs/Header header\nVector3 vector",
-                                     ("std_msgs/Header", "geometry_msgs/Vector3")),
+    "geometry_msgs/Vector3Stamped": (
+        "std_msgs/Header header\nVector3 vector",
+        ("std_msgs/Header", "geometry_msgs/Vector3"),
+    ),
     "std_msgs/MultiArrayDimension": ("string label\nuint32 size\nuint32 stride", ()),
     "std_msgs/MultiArrayLayout": ("MultiArrayDimension[] dim\nuint32 data_offset", ("std_msgs/MultiArrayDimension",)),
     "std_msgs/Float64MultiArray": ("MultiArrayLayout layout\nfloat64[] data", ("std_msgs/MultiArrayLayout",)),
@@ -60,6 +72,7 @@ def msgdef(dtype: str) -> str:
             if d not in seen:
                 seen.append(d)
                 walk(d)
+
     walk(name)
     return DEFS[name][0] + "".join(SEP + d + "\n" + DEFS[d][0] for d in seen)
 
@@ -73,12 +86,15 @@ class McapRecorder:
 
     def __init__(self, path: str | Path, model, frame_id: str = ms.WORLD):
         from mcap_ros2.writer import Writer
+
         self.layout = ms.joint_layout(model)
         self.frame_id = frame_id
         self._file = open(path, "wb")
         self._writer = Writer(self._file)
-        self._schemas = {topic: self._writer.register_msgdef(dtype, MSGDEFS[dtype])
-                         for topic, dtype in ms.state_topics(self.layout).items()}
+        self._schemas = {
+            topic: self._writer.register_msgdef(dtype, MSGDEFS[dtype])
+            for topic, dtype in ms.state_topics(self.layout).items()
+        }
         self._seq = 0
 
     def write(self, sim, ns: int | None = None) -> None:
@@ -86,8 +102,9 @@ class McapRecorder:
         (default: its time sim.t)."""
         ns = ms.time_to_ns(sim.t) if ns is None else ns
         for topic, msg in ms.state_messages(sim, self.layout, ns, self.frame_id).items():
-            self._writer.write_message(topic, self._schemas[topic], msg, log_time=ns, publish_time=ns,
-                                       sequence=self._seq)
+            self._writer.write_message(
+                topic, self._schemas[topic], msg, log_time=ns, publish_time=ns, sequence=self._seq
+            )
         self._seq += 1
 
     def close(self) -> None:

@@ -9,14 +9,15 @@ and its legend outside the data; a figure holds at most PANELS_PER_PAGE panels, 
 ``joint_states_2.png``, ... Non-finite values are left out (gaps) and huge finite ones (a
 blow-up reaching 1e151) plot as they are: axis limits come from finite data only.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-TINY = 1e-300        # floor for log axes: an exactly conserved quantity plots at the bottom, not as a gap
-PER_PANEL = 10       # curves per panel (tab10: ten distinct colours)
+TINY = 1e-300  # floor for log axes: an exactly conserved quantity plots at the bottom, not as a gap
+PER_PANEL = 10  # curves per panel (tab10: ten distinct colours)
 PANELS_PER_PAGE = 8  # panels per PNG
 SPIN_RAD = 4 * np.pi  # a revolute joint turning more than this over the run plots its rate only
 
@@ -24,6 +25,7 @@ SPIN_RAD = 4 * np.pi  # a revolute joint turning more than this over the run plo
 def joint_kinds(model) -> dict[str, str]:
     """{joint name: "revolute" | "prismatic" | "wheel" | "spherical" | "free" | ...} of a Model."""
     from ..engine import joints
+
     names = {v: k for k, v in joints.JOINT_TYPES.items()}
     out = {name: names.get(int(model.tree.jtype[i]), "other") for i, name in enumerate(model.joint_names, start=1)}
     out.update({w: "wheel" for w in model.wheels})
@@ -32,6 +34,7 @@ def joint_kinds(model) -> dict[str, str]:
 
 def panel_groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, list[str]]]:
     """(panel title, y label, columns) in display order."""
+
     def joint_of(col: str) -> str:
         name = col.split(".", 1)[1]
         return name.rsplit("[", 1)[0] if name.endswith("]") else name
@@ -39,7 +42,7 @@ def panel_groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, lis
     q_cols = [c for c in traj if c.startswith("q.")]
     qd_cols = [c for c in traj if c.startswith("qd.")]
     kinds = dict(kinds or {})
-    for c in q_cols:                              # without a model: by the data (multi-DoF by [k])
+    for c in q_cols:  # without a model: by the data (multi-DoF by [k])
         j = joint_of(c)
         kinds.setdefault(j, "multi" if c.endswith("]") else "1dof")
     spinning = set()
@@ -50,21 +53,44 @@ def panel_groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, lis
             if kinds[j] == "wheel" or (x.size and np.ptp(x) > SPIN_RAD):
                 spinning.add(j)
     groups = [
-        ("joint angles", "q [rad]", [c for c in q_cols if kinds[joint_of(c)] == "revolute" and joint_of(c) not in spinning]),
+        (
+            "joint angles",
+            "q [rad]",
+            [c for c in q_cols if kinds[joint_of(c)] == "revolute" and joint_of(c) not in spinning],
+        ),
         ("joint offsets", "q [m]", [c for c in q_cols if kinds[joint_of(c)] == "prismatic"]),
-        ("joint coordinates", "q [rad or m]", [c for c in q_cols if kinds[joint_of(c)] == "1dof" and joint_of(c) not in spinning]),
-        ("joint rates", "qd [rad/s]", [c for c in qd_cols if kinds[joint_of(c)] == "revolute" and joint_of(c) not in spinning]),
+        (
+            "joint coordinates",
+            "q [rad or m]",
+            [c for c in q_cols if kinds[joint_of(c)] == "1dof" and joint_of(c) not in spinning],
+        ),
+        (
+            "joint rates",
+            "qd [rad/s]",
+            [c for c in qd_cols if kinds[joint_of(c)] == "revolute" and joint_of(c) not in spinning],
+        ),
         ("joint rates", "qd [m/s]", [c for c in qd_cols if kinds[joint_of(c)] == "prismatic"]),
-        ("joint rates", "qd [rad/s or m/s]", [c for c in qd_cols if kinds[joint_of(c)] == "1dof" and joint_of(c) not in spinning]),
-        ("wheel and spinning joint rates (angles omitted: they grow without bound)", "qd [rad/s]",
-         [c for c in qd_cols if joint_of(c) in spinning]),
+        (
+            "joint rates",
+            "qd [rad/s or m/s]",
+            [c for c in qd_cols if kinds[joint_of(c)] == "1dof" and joint_of(c) not in spinning],
+        ),
+        (
+            "wheel and spinning joint rates (angles omitted: they grow without bound)",
+            "qd [rad/s]",
+            [c for c in qd_cols if joint_of(c) in spinning],
+        ),
     ]
     for j in dict.fromkeys(joint_of(c) for c in q_cols if kinds[joint_of(c)] in ("free", "spherical", "multi")):
         qs = [c for c in q_cols if joint_of(c) == j]
         vs = [c for c in qd_cols if joint_of(c) == j]
         if kinds[j] == "free":
-            groups += [(f"{j}: base position", "q [m]", qs[:3]), (f"{j}: attitude quaternion (w, x, y, z)", "q [-]", qs[3:]),
-                       (f"{j}: angular velocity", "qd [rad/s]", vs[:3]), (f"{j}: linear velocity", "qd [m/s]", vs[3:])]
+            groups += [
+                (f"{j}: base position", "q [m]", qs[:3]),
+                (f"{j}: attitude quaternion (w, x, y, z)", "q [-]", qs[3:]),
+                (f"{j}: angular velocity", "qd [rad/s]", vs[:3]),
+                (f"{j}: linear velocity", "qd [m/s]", vs[3:]),
+            ]
         elif kinds[j] == "spherical":
             groups += [(f"{j}: quaternion (w, x, y, z)", "q [-]", qs), (f"{j}: angular velocity", "qd [rad/s]", vs)]
         else:
@@ -73,7 +99,7 @@ def panel_groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, lis
     for title, label, cols in groups:
         for k in range(0, len(cols), PER_PANEL):
             part = f" ({k // PER_PANEL + 1}/{-(-len(cols) // PER_PANEL)})" if len(cols) > PER_PANEL else ""
-            panels.append((title + part, label, cols[k: k + PER_PANEL]))
+            panels.append((title + part, label, cols[k : k + PER_PANEL]))
     return panels
 
 
@@ -90,21 +116,23 @@ def _set_ylim(ax, ys: list[np.ndarray], log: bool = False) -> None:
         return
     lo, hi = float(vals.min()), float(vals.max())
     if log:
-        hi = min(hi * 3, 1e290)                      # beyond, matplotlib's log ticks overflow
-        ax.set_ylim(max(lo / 3, hi * 1e-30, TINY), hi)   # at most 30 decades: a readable axis
+        hi = min(hi * 3, 1e290)  # beyond, matplotlib's log ticks overflow
+        ax.set_ylim(max(lo / 3, hi * 1e-30, TINY), hi)  # at most 30 decades: a readable axis
     else:
         pad = 0.05 * (hi - lo) if np.isfinite(hi - lo) and hi > lo else max(abs(hi) * 0.05, 1e-12)
         if np.isfinite(lo - pad) and np.isfinite(hi + pad):
             ax.set_ylim(lo - pad, hi + pad)
 
 
-def plot_run(traj, out: Path, title: str, kinds: dict[str, str] | None = None,
-             checks: dict | None = None) -> list[Path]:
+def plot_run(
+    traj, out: Path, title: str, kinds: dict[str, str] | None = None, checks: dict | None = None
+) -> list[Path]:
     """Write ``joint_states.png`` (and ``joint_states_<n>.png`` pages) and ``conservation.png``
     into ``out``; return their paths. kinds: ``joint_kinds(model)`` (without it, joints are
     grouped by their data); checks: {name: (series (T,) or None, report entry)} of the
     scenario's conservation checks (``conservation_report(..., series=...)``)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -113,9 +141,10 @@ def plot_run(traj, out: Path, title: str, kinds: dict[str, str] | None = None,
     panels = panel_groups(traj, kinds)
     colours = plt.get_cmap("tab10").colors
     for page in range(max(1, -(-len(panels) // PANELS_PER_PAGE))):
-        chunk = panels[page * PANELS_PER_PAGE: (page + 1) * PANELS_PER_PAGE]
-        fig, axes = plt.subplots(max(1, len(chunk)), 1, figsize=(11, 1.0 + 2.1 * max(1, len(chunk))), sharex=True,
-                                 squeeze=False)
+        chunk = panels[page * PANELS_PER_PAGE : (page + 1) * PANELS_PER_PAGE]
+        fig, axes = plt.subplots(
+            max(1, len(chunk)), 1, figsize=(11, 1.0 + 2.1 * max(1, len(chunk))), sharex=True, squeeze=False
+        )
         for ax, (ptitle, label, cols) in zip(axes[:, 0], chunk):
             ys = [_finite(traj[c]) for c in cols]
             for k, (c, y) in enumerate(zip(cols, ys)):
@@ -168,15 +197,21 @@ def _plot_conservation(plt, traj, out: Path, title: str, checks: dict | None) ->
             ax.axhline(max(bound, TINY), color="tab:red", ls="--", lw=1.0, label=f"bound {bound:.3g}")
             if series is not None and np.isfinite(y).any():
                 k = int(np.nanargmax(np.where(np.isfinite(y), y, -np.inf)))
-                ax.plot(t[k], np.clip(y[k], TINY, 1e290), "o", color="tab:red" if not passed else "tab:green",
-                        label="max")
+                ax.plot(
+                    t[k], np.clip(y[k], TINY, 1e290), "o", color="tab:red" if not passed else "tab:green", label="max"
+                )
             non_finite = series is not None and not np.isfinite(y).all()
             verdict = "PASS" if passed else "FAIL"
-            ax.set_title(f"{name}: {entry['quantity']}, {on} <= {bound:.3g}: {verdict}"
-                         + (" (non-finite values)" if non_finite else ""), fontsize=9, loc="left",
-                         color="black" if passed else "tab:red")
-            ax.set_ylabel(f"{on} [{entry['unit']}]" if on == "abs" and not entry["unit"].startswith("(") else on,
-                          fontsize=8)
+            ax.set_title(
+                f"{name}: {entry['quantity']}, {on} <= {bound:.3g}: {verdict}"
+                + (" (non-finite values)" if non_finite else ""),
+                fontsize=9,
+                loc="left",
+                color="black" if passed else "tab:red",
+            )
+            ax.set_ylabel(
+                f"{on} [{entry['unit']}]" if on == "abs" and not entry["unit"].startswith("(") else on, fontsize=8
+            )
             _set_ylim(ax, [y, np.array([max(bound, TINY)])], log=True)
             if not passed:
                 for side in ax.spines.values():
@@ -209,9 +244,11 @@ def _deviations(traj) -> dict[str, np.ndarray]:
         scaleH = max(np.nanmax(np.linalg.norm(H, axis=1)), TINY)
         P = _vec(traj, "P_sys")
         scaleP = max(np.nanmax(np.linalg.norm(P, axis=1)), TINY)
-        out = {"|p_sys| / max|P_sys|": np.linalg.norm(_vec(traj, "p_sys"), axis=1) / scaleP,
-               "|H_sys - H0| / max|H_sys|": np.linalg.norm(H - H[0], axis=1) / scaleH,
-               "|E - W - E0| / max(KE, |E0|)": np.abs(E - E[0]) / scaleE}
+        out = {
+            "|p_sys| / max|P_sys|": np.linalg.norm(_vec(traj, "p_sys"), axis=1) / scaleP,
+            "|H_sys - H0| / max|H_sys|": np.linalg.norm(H - H[0], axis=1) / scaleH,
+            "|E - W - E0| / max(KE, |E0|)": np.abs(E - E[0]) / scaleE,
+        }
         if all(f"g[{k}]" in traj for k in (1, 2, 3)) and not any(traj[f"g[{k}]"][0] for k in (1, 2, 3)):
             out["|P_sys - P0| / max|P_sys|"] = np.linalg.norm(P - P[0], axis=1) / scaleP
     return out

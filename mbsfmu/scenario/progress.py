@@ -1,9 +1,10 @@
 """The progress bar of a run on stderr (``mbsfmu run``, ``mbsfmu cosim``)."""
+
 from __future__ import annotations
 
 import sys
 
-ETA_AFTER_PCT = 5           # the progress bar extrapolates the time left from 5 % of the run on
+ETA_AFTER_PCT = 5  # the progress bar extrapolates the time left from 5 % of the run on
 
 
 class Progress:
@@ -21,8 +22,9 @@ class Progress:
         self.last, self.shown = pct, True
         # the time left is extrapolated only once 5 % of the run has shown its pace (before that
         # the first steps, with imports, compilation and the first step size search, dominate)
-        left = (f"~{elapsed / (k + 1) * (self.total - k):5.1f} s left" if pct >= ETA_AFTER_PCT
-                else "time left: after 5 %")
+        left = (
+            f"~{elapsed / (k + 1) * (self.total - k):5.1f} s left" if pct >= ETA_AFTER_PCT else "time left: after 5 %"
+        )
         bar = "#" * (pct // 4) + "-" * (25 - pct // 4)
         end = "" if sys.stderr.isatty() else "\n"
         if sys.stderr.isatty() or pct % 10 == 0:

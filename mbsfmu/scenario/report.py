@@ -1,5 +1,6 @@
 """The report of a run: the output folder, report.json (written atomically) with the scenario's
 conservation checks, references and final values judged on the trajectory, and the plots."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,13 @@ def make_out_dir(out_dir: str | Path) -> Path:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        why = ("it is an existing file" if out.is_file() else
-               "a part of its path is a file, not a folder" if isinstance(e, (FileExistsError, NotADirectoryError))
-               else e.strerror or str(e))
+        why = (
+            "it is an existing file"
+            if out.is_file()
+            else "a part of its path is a file, not a folder"
+            if isinstance(e, (FileExistsError, NotADirectoryError))
+            else e.strerror or str(e)
+        )
         raise MbsError(f"--out {out}: cannot create the output folder: {why}") from None
     if not os.access(out, os.W_OK):
         raise MbsError(f"--out {out}: the output folder is not writable")
@@ -44,9 +49,18 @@ def write_json(path: Path, data: dict) -> None:
             tmp.unlink()
 
 
-def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | None, solver: dict,
-               skip_checks: str | None = None, extra: dict | None = None, plot_traj=None,
-               kinds: dict | None = None) -> dict:
+def finish_run(
+    scn: Scenario,
+    out: Path,
+    T: float,
+    wall: float,
+    error: str | None,
+    solver: dict,
+    skip_checks: str | None = None,
+    extra: dict | None = None,
+    plot_traj=None,
+    kinds: dict | None = None,
+) -> dict:
     """Check ``out/trajectory.csv`` (joined with ``out/records.csv`` when the run wrote one) and
     write ``out/report.json`` (and the plots): the scenario's
     conservation checks (or, with ``skip_checks`` = the reason, none: each listed as skipped),
@@ -58,32 +72,46 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     plots could not be written."""
     from ..checker.checks import conservation_report
     from ..trajectory import TrajectoryError, join_trajectories, read_trajectory
+
     t_end = None
     try:
-        if not (out / "trajectory.csv").is_file():   # a device or FIFO (e.g. a link to /dev/full) is never read
+        if not (out / "trajectory.csv").is_file():  # a device or FIFO (e.g. a link to /dev/full) is never read
             raise TrajectoryError(f"{out / 'trajectory.csv'} is not a regular file")
         traj = read_trajectory(out / "trajectory.csv")
-        t_end = float(traj.time[-1])   # what was simulated: records.csv may lack the last row (Ctrl-C)
+        t_end = float(traj.time[-1])  # what was simulated: records.csv may lack the last row (Ctrl-C)
         if (out / "records.csv").is_file():
             traj = join_trajectories(traj, read_trajectory(out / "records.csv"))
-    except TrajectoryError as e:   # the run stopped before its first row
+    except TrajectoryError as e:  # the run stopped before its first row
         traj, error = None, error or str(e)
     steps = int(len(traj.time) - 1) if traj is not None else 0
-    series: dict = {}   # per-row values the checks bound, for conservation.png
-    report = {"scenario": scn.name, "scenario_file": str(scn.path), "model": str(scn.model_path),
-              "duration": T, "t_end": t_end, "dt": scn.dt, "integrator": scn.integrator, "procedure": scn.procedure,
-              "steps": steps, "wall_time_s": wall,
-              "real_time_factor": (t_end / wall) if wall > 0 and traj is not None else math.inf,
-              "solver": solver, "error": error, **(extra or {})}
+    series: dict = {}  # per-row values the checks bound, for conservation.png
+    report = {
+        "scenario": scn.name,
+        "scenario_file": str(scn.path),
+        "model": str(scn.model_path),
+        "duration": T,
+        "t_end": t_end,
+        "dt": scn.dt,
+        "integrator": scn.integrator,
+        "procedure": scn.procedure,
+        "steps": steps,
+        "wall_time_s": wall,
+        "real_time_factor": (t_end / wall) if wall > 0 and traj is not None else math.inf,
+        "solver": solver,
+        "error": error,
+        **(extra or {}),
+    }
     if skip_checks is not None or traj is None:
         why = skip_checks or "no trajectory rows"
         report.update({"checks": {}, "passed": True, "skipped_checks": {name: why for name in scn.checks}})
     else:
         try:
-            report.update(conservation_report(traj, scn.checks, scn.procedure, series=series)
-                          if len(traj.time) > 1 and scn.checks
-                          else {"checks": {}, "passed": True})
-        except MbsError as e:   # the trajectory stays; the report says why it could not be checked
+            report.update(
+                conservation_report(traj, scn.checks, scn.procedure, series=series)
+                if len(traj.time) > 1 and scn.checks
+                else {"checks": {}, "passed": True}
+            )
+        except MbsError as e:  # the trajectory stays; the report says why it could not be checked
             report.update({"checks": {}, "passed": False, "check_error": str(e)})
     if traj is None:
         report["references"] = {ref.key: {"passed": False, "error": "no trajectory rows"} for ref in scn.references}
@@ -91,8 +119,11 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
     else:
         report["references"] = reference_results(scn, traj)
         report["final"] = final_results(scn, traj, complete=error is None)
-    report["passed"] = bool(report["passed"] and error is None
-                            and all(e["passed"] for e in (*report["references"].values(), *report["final"].values())))
+    report["passed"] = bool(
+        report["passed"]
+        and error is None
+        and all(e["passed"] for e in (*report["references"].values(), *report["final"].values()))
+    )
     report["checked"] = bool(report["checks"] or report["references"] or report["final"])
     try:
         write_json(out / "report.json", report)
@@ -101,11 +132,13 @@ def finish_run(scn: Scenario, out: Path, T: float, wall: float, error: str | Non
         return report
     if scn.plots and traj is not None and not report.get("interrupted"):
         from .plots import plot_run
+
         checks = {name: (series.get(name), e) for name, e in report["checks"].items()}
         try:
-            report["plots"] = [str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name,
-                                                        kinds, checks)]
-        except Exception as e:   # any error: a plot is never worth the report: say why and go on
+            report["plots"] = [
+                str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name, kinds, checks)
+            ]
+        except Exception as e:  # noqa: BLE001 - a plot is never worth the report: say why and go on
             report["plot_error"] = f"{type(e).__name__}: {e}"
         try:
             write_json(out / "report.json", report)
@@ -118,6 +151,7 @@ def reference_results(scn: Scenario, traj) -> dict:
     """Per reference (``Reference.key``): max |column - expr(t)| over its time window t0 <= t <= t1
     [s] and where, against its tolerance."""
     from .expressions import evaluate
+
     out = {}
     for ref in scn.references:
         if ref.column not in traj:
@@ -126,12 +160,16 @@ def reference_results(scn: Scenario, traj) -> dict:
         sel = (traj.time >= ref.t0) & (traj.time <= ref.t1)
         try:
             err = np.abs(traj[ref.column][sel] - evaluate(ref.tree, traj.time[sel], ref.params))
-        except Exception as e:   # any error: checked at load; never lose the report over one reference
+        except Exception as e:  # noqa: BLE001 - checked at load; never lose the report over one reference
             out[ref.key] = {"passed": False, "error": f"the expression does not evaluate: {type(e).__name__}: {e}"}
             continue
         worst = float(np.max(err)) if err.size else math.nan
-        out[ref.key] = {"max_abs": worst, "at_t": float(traj.time[sel][np.argmax(err)]) if err.size else None,
-                        "tol": ref.tol, "passed": bool(err.size and worst <= ref.tol)}
+        out[ref.key] = {
+            "max_abs": worst,
+            "at_t": float(traj.time[sel][np.argmax(err)]) if err.size else None,
+            "tol": ref.tol,
+            "passed": bool(err.size and worst <= ref.tol),
+        }
     return out
 
 
@@ -144,6 +182,11 @@ def final_results(scn: Scenario, traj, complete: bool) -> dict:
             out[column] = {"passed": False, "error": f"no column {column!r} in the trajectory"}
             continue
         got = float(traj[column][-1])
-        out[column] = {"value": got, "expected": final.value, "tol": final.tol, "t": float(traj.time[-1]),
-                       "passed": bool(complete and abs(got - final.value) <= final.tol)}
+        out[column] = {
+            "value": got,
+            "expected": final.value,
+            "tol": final.tol,
+            "t": float(traj.time[-1]),
+            "passed": bool(complete and abs(got - final.value) <= final.tol),
+        }
     return out

@@ -1,6 +1,7 @@
 """The runner of a scenario (spec.py): build its Simulator, step it over the output grid
 (grid.py) with the inputs and the sampled controller, write trajectory.csv and records.csv row by
 row (and an MCAP recording), then the report (report.py); and the wall-time estimate of a run."""
+
 from __future__ import annotations
 
 import time as wallclock
@@ -12,7 +13,6 @@ from ..errors import MbsError
 from ..sim.pid import JointPID
 from ..sim.rows import records_row, trajectory_row
 from ..sim.simulator import SimulationError, Simulator
-
 from .grid import check_run_length, sample_times
 from .progress import Progress
 from .report import finish_run, make_out_dir
@@ -24,12 +24,19 @@ def build_simulator(scn: Scenario) -> Simulator:
     model = scenario_model(scn.path, scn.model_inline, scn.model_path)
     if scn.gravity is not None or scn.edits:
         from ..engine.spec.edits import edit_spec
+
         spec = model.spec if scn.gravity is None else replace(model.spec, gravity=scn.gravity)
         for path, value in scn.edits:
             spec = edit_spec(spec, path, value)
         model = Model(spec, source=model.source)
-    sim = Simulator(model, integrator=scn.integrator["method"], h_max=scn.integrator["h_max"],
-                    rtol=scn.integrator["rtol"], atol=scn.integrator["atol"], **scn.loops.simulator_options())
+    sim = Simulator(
+        model,
+        integrator=scn.integrator["method"],
+        h_max=scn.integrator["h_max"],
+        rtol=scn.integrator["rtol"],
+        atol=scn.integrator["atol"],
+        **scn.loops.simulator_options(),
+    )
     q, qd = model.initial_state()
     problems = []
     for key, vals, vec, slicer in (("q", scn.initial_q, q, model.q_slice), ("qd", scn.initial_qd, qd, model.v_slice)):
@@ -44,32 +51,46 @@ def build_simulator(scn: Scenario) -> Simulator:
             vec[sl] = v
     for name in scn.inputs:
         if name not in sim.input_names:
-            problems.append(f"inputs.{name}: unknown input; model {model.source} has: "
-                            f"{', '.join(sim.input_names) or 'none'}")
+            problems.append(
+                f"inputs.{name}: unknown input; model {model.source} has: {', '.join(sim.input_names) or 'none'}"
+            )
     for joint in scn.controller:
         if f"{joint}.tau" not in sim.input_names:
-            problems.append(f"controller.joints.{joint}: not an actuated 1-DoF joint; actuated inputs: "
-                            f"{', '.join(n for n in sim.input_names if n.endswith('.tau')) or 'none'}")
+            problems.append(
+                f"controller.joints.{joint}: not an actuated 1-DoF joint; actuated inputs: "
+                f"{', '.join(n for n in sim.input_names if n.endswith('.tau')) or 'none'}"
+            )
     if problems:
         raise MbsError(f"scenario {scn.path}:\n  " + "\n  ".join(problems))
     sim.set_configuration(q, qd)
     return sim
 
 
-def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = None, progress: bool = True,
-                 record: str | Path | None = None) -> dict:
+def run_scenario(
+    scn: Scenario,
+    out_dir: str | Path,
+    duration: float | None = None,
+    progress: bool = True,
+    record: str | Path | None = None,
+) -> dict:
     """Run, writing ``trajectory.csv`` row by row and ``report.json`` at the end (also after a
     failure or Ctrl-C, with what was computed). Rows at t_k = k dt and at the duration T (the last
     interval shortened when dt does not divide T). Returns the report; its "passed" says if every
     check held; "interrupted" is set when Ctrl-C stopped the run."""
     from ..sim.rows import RECORDS_FILE, TRAJECTORY_FILE
     from ..trajectory import TrajectoryError, TrajectoryWriter
+
     if scn.cosim is not None:
-        external = [(c.src[0], c.dst[1]) for c in scn.cosim.connections
-                    if c.dst[0] == "mbs" and c.src[0] != "mbs" and scn.cosim.fmus[c.src[0]].builtin is None]
+        external = [
+            (c.src[0], c.dst[1])
+            for c in scn.cosim.connections
+            if c.dst[0] == "mbs" and c.src[0] != "mbs" and scn.cosim.fmus[c.src[0]].builtin is None
+        ]
         if external:
-            raise MbsError(f"scenario {scn.path}: FMU {external[0][0]!r} drives mbs.{external[0][1]} (cosim.fmus): "
-                           "`mbsfmu run` cannot run it in-process; use `mbsfmu cosim`")
+            raise MbsError(
+                f"scenario {scn.path}: FMU {external[0][0]!r} drives mbs.{external[0][1]} (cosim.fmus): "
+                "`mbsfmu run` cannot run it in-process; use `mbsfmu cosim`"
+            )
     T = scn.duration if duration is None else duration
     check_run_length(T, scn.dt, scn.integrator, controller=bool(scn.controller))
     times = sample_times(T, scn.dt)
@@ -82,13 +103,14 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
     recorder = None
     if record is not None:
         from .mcap import McapRecorder
+
         try:
             recorder = McapRecorder(record, sim.model)
         except OSError as e:
             raise MbsError(f"--record {record}: cannot write the recording: {e.strerror or e}") from None
     pid = JointPID(scn.controller, scn.dt) if scn.controller else None
     joints = list(scn.controller)
-    (out / RECORDS_FILE).unlink(missing_ok=True)   # a previous run's records must not be checked with this run
+    (out / RECORDS_FILE).unlink(missing_ok=True)  # a previous run's records must not be checked with this run
     records = TrajectoryWriter(out / RECORDS_FILE) if scn.records else None
     with TrajectoryWriter(out / TRAJECTORY_FILE) as writer:
         try:
@@ -97,8 +119,11 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                     sim.set_input(name, sched(t))
                 if pid is not None:
                     q, qd = sim.q, sim.qd
-                    u = pid(t, {j: q[sim.model.q_slice(j)][0] for j in joints},
-                            {j: qd[sim.model.v_slice(j)][0] for j in joints})
+                    u = pid(
+                        t,
+                        {j: q[sim.model.q_slice(j)][0] for j in joints},
+                        {j: qd[sim.model.v_slice(j)][0] for j in joints},
+                    )
                     for j, value in u.items():
                         sim.set_input(f"{j}.tau", value)
                 row = trajectory_row(sim)
@@ -114,8 +139,9 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
             error = str(e)
         except KeyboardInterrupt:
             last = writer.last_time if writer.n_rows else None
-            interrupted = (f"interrupted at t = {sim.t:.9g} s" + ("" if last is None else
-                           f" (last row written: t = {last:.9g} s)"))
+            interrupted = f"interrupted at t = {sim.t:.9g} s" + (
+                "" if last is None else f" (last row written: t = {last:.9g} s)"
+            )
         finally:
             if recorder is not None:
                 recorder.close()
@@ -123,11 +149,19 @@ def run_scenario(scn: Scenario, out_dir: str | Path, duration: float | None = No
                 records.close()
     bar.close()
     from .plots import joint_kinds
+
     extra = {"interrupted": interrupted} if interrupted else None
-    return finish_run(scn, out, T, wallclock.perf_counter() - start, error or interrupted,
-                      {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs},
-                      skip_checks="the run was interrupted (Ctrl-C)" if interrupted else None, extra=extra,
-                      kinds=joint_kinds(sim.model))
+    return finish_run(
+        scn,
+        out,
+        T,
+        wallclock.perf_counter() - start,
+        error or interrupted,
+        {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs},
+        skip_checks="the run was interrupted (Ctrl-C)" if interrupted else None,
+        extra=extra,
+        kinds=joint_kinds(sim.model),
+    )
 
 
 def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 0.3) -> tuple[float, str]:
@@ -163,5 +197,7 @@ def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 
     if k == n or times[k] <= times[1]:
         return wall, "measured: the probe ran the whole duration"
     per_s = wall / (times[k] - times[1])
-    return per_s * T, (f"extrapolated from {times[k]:.3g} s simulated in {wall:.2g} s of wall time on this "
-                       f"machine, first interval not counted")
+    return per_s * T, (
+        f"extrapolated from {times[k]:.3g} s simulated in {wall:.2g} s of wall time on this "
+        f"machine, first interval not counted"
+    )

@@ -6,6 +6,7 @@ and lists every problem of the file in one ``ScenarioError``, each with its line
 The schema (version 1) is documented in docs/reference/scenario-file.md. Paths are relative to the
 scenario file.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,16 +20,33 @@ from ..io.model_file import parse_file
 from ..io.reader import Reader
 from ..sim.schedules import Schedule, parse_schedule
 from ..sim.simulator import INTEGRATORS
-
 from .grid import check_run_length
 
 if TYPE_CHECKING:
     from .cosim_section import CosimSpec
 
 SCENARIO_VERSION = 1
-TOP_KEYS = ("version", "name", "description", "model", "gravity", "duration", "quick_duration", "dt", "integrator",
-            "initial", "inputs", "controller", "checks", "references", "final", "outputs", "loops", "cosim",
-            "campaign")   # campaign: dispersions and outputs of `mbsfmu montecarlo` (mbsfmu/campaign)
+TOP_KEYS = (
+    "version",
+    "name",
+    "description",
+    "model",
+    "gravity",
+    "duration",
+    "quick_duration",
+    "dt",
+    "integrator",
+    "initial",
+    "inputs",
+    "controller",
+    "checks",
+    "references",
+    "final",
+    "outputs",
+    "loops",
+    "cosim",
+    "campaign",
+)  # campaign: dispersions and outputs of `mbsfmu montecarlo` (mbsfmu/campaign)
 REFERENCE_KEYS = ("column", "expr", "params", "tol", "t0", "t1")
 PID_KEYS = ("kp", "ki", "kd", "limit", "setpoint", "derivative")
 OUTPUT_KEYS = ("records", "plots")
@@ -38,6 +56,7 @@ LOOP_KEYS = ("method", "stabilisation", "baumgarte", "assemble")
 
 class ScenarioError(ModelError):
     """A scenario file that cannot be run; lists every problem with its line."""
+
     noun = "scenario"
 
 
@@ -45,6 +64,7 @@ class ScenarioError(ModelError):
 class InlineModel:
     """A model written in the scenario's ``model:`` section: the parsed document and its line map
     (paths relative to the ``model`` key -> line in the scenario file)."""
+
     doc: dict
     lines: dict
 
@@ -53,10 +73,11 @@ class InlineModel:
 class Reference:
     """One entry of ``references:``: the trajectory column ``column`` must follow the analytic
     curve ``expr``(t; params) within ``tol`` (the column's unit) over t0 <= t <= t1 [s]."""
+
     column: str
-    expr: str                    # the expression as written
-    tree: object                 # the compiled expression (expressions.compile_expression)
-    params: dict                 # parameter name -> value
+    expr: str  # the expression as written
+    tree: object  # the compiled expression (expressions.compile_expression)
+    params: dict  # parameter name -> value
     tol: float
     t0: float = -math.inf
     t1: float = math.inf
@@ -71,6 +92,7 @@ class Reference:
 class FinalValue:
     """One entry of ``final:``: the column's value at the last row must be ``value`` within
     ``tol`` (the column's unit)."""
+
     value: float
     tol: float
 
@@ -79,15 +101,20 @@ class FinalValue:
 class LoopOptions:
     """The ``loops:`` section: the Simulator's closed-loop options (mbsfmu/sim/simulator.py,
     docs/guides/closed-loops.md); None: the Simulator's default. False when no option is given."""
-    method: str | None = None                      # Simulator loop_method
-    stabilisation: str | None = None               # Simulator loop_stabilisation
-    baumgarte: tuple[float, float] | None = None   # (alpha, beta) [1/s]
+
+    method: str | None = None  # Simulator loop_method
+    stabilisation: str | None = None  # Simulator loop_stabilisation
+    baumgarte: tuple[float, float] | None = None  # (alpha, beta) [1/s]
     assemble: bool | None = None
 
     def simulator_options(self) -> dict:
         """The given options as Simulator keyword arguments."""
-        named = {"loop_method": self.method, "loop_stabilisation": self.stabilisation,
-                 "baumgarte": self.baumgarte, "assemble": self.assemble}
+        named = {
+            "loop_method": self.method,
+            "loop_stabilisation": self.stabilisation,
+            "baumgarte": self.baumgarte,
+            "assemble": self.assemble,
+        }
         return {k: v for k, v in named.items() if v is not None}
 
     def __bool__(self) -> bool:
@@ -97,11 +124,12 @@ class LoopOptions:
 @dataclass(frozen=True)
 class Scenario:
     """A parsed scenario; times in s."""
+
     path: Path
     name: str
     description: str
     model_path: Path
-    model_inline: InlineModel | None      # a model written in the scenario (model_path is then the scenario)
+    model_inline: InlineModel | None  # a model written in the scenario (model_path is then the scenario)
     gravity: tuple | None
     duration: float
     quick_duration: float
@@ -112,14 +140,14 @@ class Scenario:
     inputs: dict[str, Schedule]
     procedure: int
     checks: dict[str, object] = field(default_factory=dict)
-    controller: dict = field(default_factory=dict)          # joint -> PIDGains
+    controller: dict = field(default_factory=dict)  # joint -> PIDGains
     references: tuple[Reference, ...] = ()
-    final: dict[str, FinalValue] = field(default_factory=dict)   # column -> FinalValue
-    records: bool = True                                    # write records.csv (default: when there are checks)
+    final: dict[str, FinalValue] = field(default_factory=dict)  # column -> FinalValue
+    records: bool = True  # write records.csv (default: when there are checks)
     plots: bool = True
-    edits: tuple = ()                                        # (parameter path, value): model edits (sweeps)
+    edits: tuple = ()  # (parameter path, value): model edits (sweeps)
     loops: LoopOptions = LoopOptions()
-    cosim: CosimSpec | None = None                           # FMUs and connections for `mbsfmu cosim` (scenario/cosim_section.py)
+    cosim: CosimSpec | None = None  # FMUs and connections for `mbsfmu cosim` (scenario/cosim_section.py)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -132,8 +160,9 @@ def load_scenario(path: str | Path) -> Scenario:
     r = Reader(lines)
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
-        r.problem(("version",), f"unsupported scenario version {brief(doc['version'])}; "
-                                f"this mbsfmu reads {SCENARIO_VERSION}")
+        r.problem(
+            ("version",), f"unsupported scenario version {brief(doc['version'])}; this mbsfmu reads {SCENARIO_VERSION}"
+        )
     model_path, inline = _model_section(r, doc, path, lines)
     gravity = r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else None
     times = _times(r, doc)
@@ -153,6 +182,7 @@ def load_scenario(path: str | Path) -> Scenario:
     cosim = None
     if "cosim" in doc:
         from .cosim_section import parse_cosim
+
         cosim = parse_cosim(r, doc["cosim"], path.parent, has_controller="controller" in doc)
     name = r.string(doc["name"], ("name",)) if "name" in doc else path.stem
     description = doc.get("description", "")
@@ -163,15 +193,34 @@ def load_scenario(path: str | Path) -> Scenario:
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     duration = times.get("duration", math.nan)
-    return Scenario(path=path, name=name,
-                    description=description, model_path=model_path, gravity=gravity, duration=duration,
-                    quick_duration=min(times.get("quick_duration", duration), duration), dt=times["dt"],
-                    integrator=integ, initial_q=init_q, initial_qd=init_qd, inputs=inputs, procedure=procedure,
-                    checks=checks, model_inline=inline, controller=controller, references=references, final=final,
-                    records=records, plots=plots, loops=loops, cosim=cosim)
+    return Scenario(
+        path=path,
+        name=name,
+        description=description,
+        model_path=model_path,
+        gravity=gravity,
+        duration=duration,
+        quick_duration=min(times.get("quick_duration", duration), duration),
+        dt=times["dt"],
+        integrator=integ,
+        initial_q=init_q,
+        initial_qd=init_qd,
+        inputs=inputs,
+        procedure=procedure,
+        checks=checks,
+        model_inline=inline,
+        controller=controller,
+        references=references,
+        final=final,
+        records=records,
+        plots=plots,
+        loops=loops,
+        cosim=cosim,
+    )
 
 
 # ---- the sections, in the order load_scenario reads them ----------------------------------------
+
 
 def _model_section(r, doc: dict, path: Path, lines: dict) -> tuple[Path, InlineModel | None]:
     """``model:``, a file name relative to the scenario or a model written inline:
@@ -180,8 +229,10 @@ def _model_section(r, doc: dict, path: Path, lines: dict) -> tuple[Path, InlineM
         return path, InlineModel(doc["model"], {p[1:]: line for p, line in lines.items() if p[:1] == ("model",)})
     model_path = path.parent / (r.string(doc["model"], ("model",)) if "model" in doc else "?")
     if "model" in doc and isinstance(doc["model"], str) and not model_path.is_file():
-        r.problem(("model",), f"model file {str(model_path)!r} " + ("is not a regular file" if model_path.exists()
-                                                                   else "does not exist"))
+        r.problem(
+            ("model",),
+            f"model file {str(model_path)!r} " + ("is not a regular file" if model_path.exists() else "does not exist"),
+        )
     return model_path, None
 
 
@@ -205,10 +256,11 @@ def _integrator(r, raw) -> dict:
         if key in raw:
             integ[key] = raw[key] if key == "method" else r.number(raw[key], ("integrator", key))
     if not isinstance(integ["method"], str) or integ["method"] not in INTEGRATORS:
-        r.problem(("integrator", "method"), f"unknown integrator {brief(integ['method'])}; "
-                                            f"expected {', '.join(INTEGRATORS)}")
+        r.problem(
+            ("integrator", "method"), f"unknown integrator {brief(integ['method'])}; expected {', '.join(INTEGRATORS)}"
+        )
         integ["method"] = "rk4"
-    integ.setdefault("h_max", 1e-3 if integ["method"] == "rk4" else 0.0)   # dop853: unlimited
+    integ.setdefault("h_max", 1e-3 if integ["method"] == "rk4" else 0.0)  # dop853: unlimited
     for key in ("rtol", "atol"):
         if not integ[key] > 0:
             r.problem(("integrator", key), f"{key} must be a positive number, got {integ[key]:g}")
@@ -255,6 +307,7 @@ def _checks(r, raw) -> tuple[dict, int]:
         r.problem(("checks",), "expected a mapping of check name to bound")
         return checks, procedure
     from ..checker.checks import CHECKS, CheckError, parse_bound
+
     for name, bound in raw.items():
         if name == "procedure":
             if bound not in (1, 2, 3, 4):
@@ -263,9 +316,13 @@ def _checks(r, raw) -> tuple[dict, int]:
                 procedure = bound
         elif name not in CHECKS:
             import difflib
+
             close = difflib.get_close_matches(str(name), CHECKS, n=1)
-            r.problem(("checks", name), f"unknown check {name!r}"
-                      + (f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(CHECKS)}"))
+            r.problem(
+                ("checks", name),
+                f"unknown check {name!r}"
+                + (f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(CHECKS)}"),
+            )
         else:
             try:
                 parse_bound(name, bound)
@@ -288,6 +345,7 @@ def _check_run_lengths(r, times: dict, integ: dict, controller: bool, cosim: boo
 def _controller(r, raw, base: Path) -> dict:
     """``controller: {type: pid, joints: {joint: {kp, ki, kd, limit, setpoint}}}``."""
     from ..sim.pid import PIDGains
+
     m = r.mapping(raw, ("controller",), ("type", "joints"), required=("type", "joints"))
     if m.get("type", "pid") != "pid":
         r.problem(("controller", "type"), f"unknown controller type {brief(m.get('type'))}; expected 'pid'")
@@ -299,8 +357,10 @@ def _controller(r, raw, base: Path) -> dict:
     for joint, g in joints.items():
         at = ("controller", "joints", joint)
         g = r.mapping(g, at, PID_KEYS, required=("kp", "setpoint"))
-        vals = {k: r.number(g[k], at + (k,)) if k in g else d for k, d in (("kp", 0.0), ("ki", 0.0), ("kd", 0.0),
-                                                                             ("limit", math.inf))}
+        vals = {
+            k: r.number(g[k], at + (k,)) if k in g else d
+            for k, d in (("kp", 0.0), ("ki", 0.0), ("kd", 0.0), ("limit", math.inf))
+        }
         for k, v in vals.items():
             if not v >= 0:
                 r.problem(at + (k,), f"{k} must be >= 0, got {v}")
@@ -316,6 +376,7 @@ def _controller(r, raw, base: Path) -> dict:
 def _references(r, raw) -> tuple[Reference, ...]:
     """``references: [{column, expr, params, tol, t0, t1}]``: analytic curves a column must follow."""
     from .expressions import ExpressionError, compile_expression
+
     if not isinstance(raw, list):
         r.problem(("references",), "expected a list of {column, expr, params, tol, t0, t1}")
         return ()
@@ -336,11 +397,22 @@ def _references(r, raw) -> tuple[Reference, ...]:
         except ExpressionError as e:
             r.problem(at + ("expr",), str(e))
             continue
-        if "column" in ref and "expr" in ref and "tol" in ref:   # else: a missing key, listed by r.mapping
-            t0, t1 = (r.number(ref[key], at + (key,)) if key in ref else default
-                      for key, default in (("t0", -math.inf), ("t1", math.inf)))
-            out.append(Reference(column=r.string(ref["column"], at + ("column",)), expr=str(ref["expr"]), tree=tree,
-                                 params=params, tol=r.number(ref["tol"], at + ("tol",)), t0=t0, t1=t1))
+        if "column" in ref and "expr" in ref and "tol" in ref:  # else: a missing key, listed by r.mapping
+            t0, t1 = (
+                r.number(ref[key], at + (key,)) if key in ref else default
+                for key, default in (("t0", -math.inf), ("t1", math.inf))
+            )
+            out.append(
+                Reference(
+                    column=r.string(ref["column"], at + ("column",)),
+                    expr=str(ref["expr"]),
+                    tree=tree,
+                    params=params,
+                    tol=r.number(ref["tol"], at + ("tol",)),
+                    t0=t0,
+                    t1=t1,
+                )
+            )
     return tuple(out)
 
 
@@ -353,8 +425,9 @@ def _final(r, raw) -> dict[str, FinalValue]:
     for col, spec in raw.items():
         m = r.mapping(spec, ("final", col), ("value", "tol"), required=("value", "tol"))
         if "value" in m and "tol" in m:
-            final[str(col)] = FinalValue(r.number(m["value"], ("final", col, "value")),
-                                         r.number(m["tol"], ("final", col, "tol")))
+            final[str(col)] = FinalValue(
+                r.number(m["value"], ("final", col, "value")), r.number(m["tol"], ("final", col, "tol"))
+            )
     return final
 
 
@@ -366,8 +439,10 @@ def _outputs(r, raw, checks: dict) -> tuple[bool, bool]:
         if key in outputs and not isinstance(outputs[key], bool):
             r.problem(("outputs", key), f"expected true or false, got {brief(outputs[key])}")
     if outputs.get("records") is False and checks:
-        r.problem(("outputs", "records"), "the checks recompute momentum and energy from the body records: "
-                  "keep records on, or drop the checks")
+        r.problem(
+            ("outputs", "records"),
+            "the checks recompute momentum and energy from the body records: keep records on, or drop the checks",
+        )
     return outputs.get("records", bool(checks)) is not False, outputs.get("plots", True) is not False
 
 
@@ -375,6 +450,7 @@ def _loop_options(r, raw) -> LoopOptions:
     """``loops: {method, stabilisation, baumgarte: [alpha, beta], assemble}``: the Simulator's
     closed-loop options (mbsfmu/sim/simulator.py)."""
     from ..sim.simulator import LOOP_METHODS, LOOP_STABILISATION
+
     m = r.mapping(raw, ("loops",), LOOP_KEYS)
     out = {}
     for key, allowed in (("method", LOOP_METHODS), ("stabilisation", LOOP_STABILISATION)):
@@ -398,33 +474,46 @@ def _loop_options(r, raw) -> LoopOptions:
 
 # ---- the model and the names the scenario uses in it -----------------------------------------------
 
+
 def scenario_model(path: Path, inline: InlineModel | None, model_path: Path) -> Model:
     """The scenario's model (``inline``, or the file ``model_path``), without gravity or edits;
     path: the scenario file. ScenarioError (inline) or ModelError (file) for a bad model."""
     if inline is not None:
         from ..io.model_file import spec_from_dict
+
         try:
             return Model(spec_from_dict(inline.doc, inline.lines, str(path)), source=str(path), lines=inline.lines)
-        except ModelError as e:   # the inline model's paths start at the scenario's ``model`` key
+        except ModelError as e:  # the inline model's paths start at the scenario's ``model`` key
             raise ScenarioError([replace(p, path=("model", *p.path)) for p in e.problems], str(path)) from None
     from .. import load_model
+
     return load_model(model_path)
 
 
 def _close(name: str, names) -> str:
-    """" (did you mean 'x'?); known: a, b, c" (at most 20 names listed)."""
+    """ " (did you mean 'x'?); known: a, b, c" (at most 20 names listed)."""
     import difflib
+
     names = list(names)
     close = difflib.get_close_matches(name, names, n=1)
     known = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
     return (f" (did you mean {close[0]!r}?)" if close else "") + f"; known: {known or 'none'}"
 
 
-def _check_names(r, path: Path, inline: InlineModel | None, model_path: Path, init_q: dict, init_qd: dict,
-                 inputs: dict, controller: dict) -> None:
+def _check_names(
+    r,
+    path: Path,
+    inline: InlineModel | None,
+    model_path: Path,
+    init_q: dict,
+    init_qd: dict,
+    inputs: dict,
+    controller: dict,
+) -> None:
     """Joint and input names of ``initial``, ``inputs`` and ``controller`` against the model, each
     problem with its line (so that one round lists every problem of the scenario)."""
     from ..engine.forces import ForceElements
+
     try:
         model = scenario_model(path, inline, model_path)
     except ScenarioError as e:
@@ -432,8 +521,9 @@ def _check_names(r, path: Path, inline: InlineModel | None, model_path: Path, in
         return
     except ModelError as e:
         for p in e.problems:
-            r.problem(("model",), f"model file {e.source}{':' + str(p.line) if p.line else ''}: {p.where()}: "
-                                  f"{p.message}")
+            r.problem(
+                ("model",), f"model file {e.source}{':' + str(p.line) if p.line else ''}: {p.where()}: {p.message}"
+            )
         return
     input_names = ForceElements(model).layout.names
     for key, vals, slicer in (("q", init_q, model.q_slice), ("qd", init_qd, model.v_slice)):
@@ -443,13 +533,14 @@ def _check_names(r, path: Path, inline: InlineModel | None, model_path: Path, in
                 continue
             sl = slicer(jname)
             if len(v) != sl.stop - sl.start:
-                r.problem(("initial", key, jname), f"joint {jname!r} takes {sl.stop - sl.start} value(s), "
-                                                   f"got {len(v)}")
+                r.problem(("initial", key, jname), f"joint {jname!r} takes {sl.stop - sl.start} value(s), got {len(v)}")
     for name in inputs:
         if name not in input_names:
             r.problem(("inputs", name), f"unknown input {name!r}{_close(name, input_names)}")
     actuated = [n for n in input_names if n.endswith(".tau")]
     for joint in controller:
         if f"{joint}.tau" not in input_names:
-            r.problem(("controller", "joints", joint), f"{joint!r} is not an actuated 1-DoF joint"
-                      + _close(joint, [n[:-len(".tau")] for n in actuated]))
+            r.problem(
+                ("controller", "joints", joint),
+                f"{joint!r} is not an actuated 1-DoF joint" + _close(joint, [n[: -len(".tau")] for n in actuated]),
+            )

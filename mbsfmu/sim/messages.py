@@ -35,6 +35,7 @@ Momentum, centre of mass and energy are the engine's own (``mbsfmu.sim.outputs.e
 the spatial momenta of RBDA Sec. 2.13 summed about the system CM, *MBS Momentum Testing* Eqs. 9
 and 10; PE of *MBS Energy Testing* Eq. 2; KE = 1/2 qd^T M qd with M from CRBA).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,9 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import InputError
 from ..engine.joints import FREE, SPHERICAL
 from ..engine.spatial import R_to_quat
+from ..errors import InputError
 
 Array = NDArray[np.float64]
 
@@ -59,7 +60,7 @@ COM = "/mbs/com"
 COM_VELOCITY = "/mbs/com_velocity"
 ENERGY = "/mbs/energy"
 TF = "/tf"
-STATE_TOPICS = {      # topic -> message type of every state output, in publishing order
+STATE_TOPICS = {  # topic -> message type of every state output, in publishing order
     CLOCK: "rosgraph_msgs/msg/Clock",
     JOINT_STATES: "sensor_msgs/msg/JointState",
     MULTI_DOF_JOINT_STATES: "sensor_msgs/msg/MultiDOFJointState",
@@ -69,12 +70,12 @@ STATE_TOPICS = {      # topic -> message type of every state output, in publishi
     ENERGY: "std_msgs/msg/Float64MultiArray",
     TF: "tf2_msgs/msg/TFMessage",
 }
-INVARIANT_TOPICS = (CENTROIDAL_MOMENTUM, COM, COM_VELOCITY, ENERGY, TF)   # every invariants_decimation-th cycle
+INVARIANT_TOPICS = (CENTROIDAL_MOMENTUM, COM, COM_VELOCITY, ENERGY, TF)  # every invariants_decimation-th cycle
 
 ENERGY_LABELS = ("KE", "PE", "E", "W_in", "W_diss")
-ENERGY_LAYOUT_LABEL = ",".join(ENERGY_LABELS)   # Float64MultiArray layout.dim[0].label of /mbs/energy
+ENERGY_LAYOUT_LABEL = ",".join(ENERGY_LABELS)  # Float64MultiArray layout.dim[0].label of /mbs/energy
 NS = 1_000_000_000
-WORLD = "world"                                 # the root bodies' parent in /tf (renamed to frame_id)
+WORLD = "world"  # the root bodies' parent in /tf (renamed to frame_id)
 
 
 # ---- time ----------------------------------------------------------------------------------
@@ -111,6 +112,7 @@ class JointLayout:
     names, q_index, v_index: the 1-DoF joints of /joint_states (entry e has q[q_index[e]],
     qd[v_index[e]], tau[v_index[e]]); multi_names, multi_q, multi_v, multi_free: the spherical and
     free joints of /mbs/multi_dof_joint_states (first index of each in q and qd, True for free)."""
+
     names: tuple[str, ...]
     q_index: np.ndarray
     v_index: np.ndarray
@@ -138,8 +140,17 @@ def joint_layout(model) -> JointLayout:
             names.append(name)
             qi.append(qs.start)
             vi.append(vs.start)
-    return JointLayout(tuple(names), np.array(qi, dtype=np.int64), np.array(vi, dtype=np.int64), tuple(multi),
-                       tuple(mq), tuple(mv), tuple(mfree), model.nq, model.nv)
+    return JointLayout(
+        tuple(names),
+        np.array(qi, dtype=np.int64),
+        np.array(vi, dtype=np.int64),
+        tuple(multi),
+        tuple(mq),
+        tuple(mv),
+        tuple(mfree),
+        model.nq,
+        model.nv,
+    )
 
 
 def state_topics(layout: JointLayout) -> dict[str, str]:
@@ -152,8 +163,13 @@ def joint_state(layout: JointLayout, q: Array, qd: Array, tau: Array, ns: int, f
     """sensor_msgs/JointState of the 1-DoF joints: position q [rad or m], velocity qd [rad/s or
     m/s], effort = the applied actuator force tau [N m or N] (0.0 where no actuator acts)."""
     q, qd, tau = (np.asarray(x, dtype=np.float64) for x in (q, qd, tau))
-    return {"header": header(ns, frame_id), "name": list(layout.names), "position": q[layout.q_index].tolist(),
-            "velocity": qd[layout.v_index].tolist(), "effort": tau[layout.v_index].tolist()}
+    return {
+        "header": header(ns, frame_id),
+        "name": list(layout.names),
+        "position": q[layout.q_index].tolist(),
+        "velocity": qd[layout.v_index].tolist(),
+        "effort": tau[layout.v_index].tolist(),
+    }
 
 
 def _xyz(v) -> dict:
@@ -167,23 +183,39 @@ def multi_dof_joint_state(layout: JointLayout, q: Array, qd: Array, tau: Array, 
     zero = {"x": 0.0, "y": 0.0, "z": 0.0}
     transforms, twists, wrenches = [], [], []
     for iq, iv, free in zip(layout.multi_q, layout.multi_v, layout.multi_free):
-        if free:      # q = (x, y, z, qw, qx, qy, qz), qd = (v, omega), tau = (force, torque)
-            xyz, quat = _xyz(q[iq:iq + 3]), q[iq + 3:iq + 7]
-            lin, ang = _xyz(qd[iv:iv + 3]), _xyz(qd[iv + 3:iv + 6])
-            force, torque = _xyz(tau[iv:iv + 3]), _xyz(tau[iv + 3:iv + 6])
-        else:         # q = (qw, qx, qy, qz), qd = omega, tau = torque
-            xyz, quat, lin, ang, force, torque = (zero, q[iq:iq + 4], zero, _xyz(qd[iv:iv + 3]), zero,
-                                                  _xyz(tau[iv:iv + 3]))
+        if free:  # q = (x, y, z, qw, qx, qy, qz), qd = (v, omega), tau = (force, torque)
+            xyz, quat = _xyz(q[iq : iq + 3]), q[iq + 3 : iq + 7]
+            lin, ang = _xyz(qd[iv : iv + 3]), _xyz(qd[iv + 3 : iv + 6])
+            force, torque = _xyz(tau[iv : iv + 3]), _xyz(tau[iv + 3 : iv + 6])
+        else:  # q = (qw, qx, qy, qz), qd = omega, tau = torque
+            xyz, quat, lin, ang, force, torque = (
+                zero,
+                q[iq : iq + 4],
+                zero,
+                _xyz(qd[iv : iv + 3]),
+                zero,
+                _xyz(tau[iv : iv + 3]),
+            )
         w, x, y, z = (float(c) for c in quat)
         transforms.append({"translation": dict(xyz), "rotation": {"x": x, "y": y, "z": z, "w": w}})
         twists.append({"linear": dict(lin), "angular": ang})
         wrenches.append({"force": dict(force), "torque": torque})
-    return {"header": header(ns, frame_id), "joint_names": list(layout.multi_names), "transforms": transforms,
-            "twist": twists, "wrench": wrenches}
+    return {
+        "header": header(ns, frame_id),
+        "joint_names": list(layout.multi_names),
+        "transforms": transforms,
+        "twist": twists,
+        "wrench": wrenches,
+    }
 
 
-def state_from_joint_state(layout: JointLayout, names: Sequence[str], position: Sequence[float],
-                            velocity: Sequence[float], multi: dict | None = None) -> tuple[Array, Array]:
+def state_from_joint_state(
+    layout: JointLayout,
+    names: Sequence[str],
+    position: Sequence[float],
+    velocity: Sequence[float],
+    multi: dict | None = None,
+) -> tuple[Array, Array]:
     """(q (nq,), qd (nv,)) from a /joint_states message's name, position, velocity (any entry
     order) and, for a model with spherical or free joints, the /mbs/multi_dof_joint_states
     content of the same state (``multi``: a dict as ``multi_dof_joint_state`` returns, or a
@@ -212,12 +244,13 @@ def state_from_joint_state(layout: JointLayout, names: Sequence[str], position: 
 
         def vec(m, key):
             return [get(get(m, key), c) for c in "xyz"]
+
         if free:
-            q[iq:iq + 7] = vec(tr, "translation") + quat
-            qd[iv:iv + 6] = vec(tw, "linear") + vec(tw, "angular")
+            q[iq : iq + 7] = vec(tr, "translation") + quat
+            qd[iv : iv + 6] = vec(tw, "linear") + vec(tw, "angular")
         else:
-            q[iq:iq + 4] = quat
-            qd[iv:iv + 3] = vec(tw, "angular")
+            q[iq : iq + 4] = quat
+            qd[iv : iv + 3] = vec(tw, "angular")
     return q, qd
 
 
@@ -247,8 +280,10 @@ def energy(inv, work: tuple[float, float]) -> dict:
     MultiArrayLayout: dim[0].stride is the total number of elements)."""
     W_in, W_diss = work
     n = len(ENERGY_LABELS)
-    return {"layout": {"dim": [{"label": ENERGY_LAYOUT_LABEL, "size": n, "stride": n}], "data_offset": 0},
-            "data": [float(inv.KE), float(inv.PE), float(inv.E), float(W_in), float(W_diss)]}
+    return {
+        "layout": {"dim": [{"label": ENERGY_LAYOUT_LABEL, "size": n, "stride": n}], "data_offset": 0},
+        "data": [float(inv.KE), float(inv.PE), float(inv.E), float(W_in), float(W_diss)],
+    }
 
 
 def transforms(model, kin) -> list[tuple[str, str, list[float], list[float]]]:
@@ -261,23 +296,36 @@ def transforms(model, kin) -> list[tuple[str, str, list[float], list[float]]]:
         R = Rp.T @ kin.R[i]
         xyz = Rp.T @ (kin.p[i] - pp)
         w, x, y, z = R_to_quat(R)
-        out.append((WORLD if p == 0 else model.body_names[p - 1], model.body_names[i - 1],
-                    [float(v) for v in xyz], [float(x), float(y), float(z), float(w)]))
+        out.append(
+            (
+                WORLD if p == 0 else model.body_names[p - 1],
+                model.body_names[i - 1],
+                [float(v) for v in xyz],
+                [float(x), float(y), float(z), float(w)],
+            )
+        )
     return out
 
 
 def tf(model, kin, ns: int, frame_id: str) -> dict:
     """tf2_msgs/TFMessage: every body relative to its parent (``transforms``), roots relative to
     frame_id."""
-    return {"transforms": [{"header": header(ns, frame_id if parent == WORLD else parent), "child_frame_id": child,
-                            "transform": {"translation": dict(zip("xyz", xyz)),
-                                          "rotation": dict(zip("xyzw", quat))}}
-                           for parent, child, xyz, quat in transforms(model, kin)]}
+    return {
+        "transforms": [
+            {
+                "header": header(ns, frame_id if parent == WORLD else parent),
+                "child_frame_id": child,
+                "transform": {"translation": dict(zip("xyz", xyz)), "rotation": dict(zip("xyzw", quat))},
+            }
+            for parent, child, xyz, quat in transforms(model, kin)
+        ]
+    }
 
 
 # ---- everything of one state -----------------------------------------------------------------
-def state_messages(sim, layout: JointLayout, ns: int, frame_id: str = WORLD, invariants: bool = True,
-                   with_tf: bool = True) -> dict[str, dict]:
+def state_messages(
+    sim, layout: JointLayout, ns: int, frame_id: str = WORLD, invariants: bool = True, with_tf: bool = True
+) -> dict[str, dict]:
     """The contents of every state topic (``state_topics(layout)``) for the simulator's current
     state, stamped ns [ns]: /clock, the joint states and, with ``invariants``, momentum, CM, energy
     and (``with_tf``) /tf. The node skips the invariants on cycles between its

@@ -12,6 +12,7 @@ The engine's own p_sys, H_sys, KE come from other formulas than the checker's: e
 spatial momentum I_i v_i (RBDA Sec. 2.13) split into its CoM angular momentum and linear
 momentum, summed about the system CM; KE = 1/2 qd^T M qd (CRBA).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,9 +23,21 @@ from ..engine.dynamics.crba import crba
 from ..engine.kinematics import Kinematics
 from ..engine.spatial import Array, cross_rows
 
-VEC3 = ("omega", "omega_b1", "r_abs", "rdot_abs", "r_cm", "rdot_cm", "r_cm_b1", "rdot_cm_b1",
-        "r_j1", "rdot_j1", "r_j1_b1", "rdot_j1_b1")
-SYM6 = ("I", "I_b1")             # inertia about the CoM: xx, yy, zz, xy, xz, yz
+VEC3 = (
+    "omega",
+    "omega_b1",
+    "r_abs",
+    "rdot_abs",
+    "r_cm",
+    "rdot_cm",
+    "r_cm_b1",
+    "rdot_cm_b1",
+    "r_j1",
+    "rdot_j1",
+    "r_j1_b1",
+    "rdot_j1_b1",
+)
+SYM6 = ("I", "I_b1")  # inertia about the CoM: xx, yy, zz, xy, xz, yz
 SYM_INDEX = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 
 
@@ -33,6 +46,7 @@ class Invariants:
     """Engine's system quantities, world axes: p_sys = sum m_i rhatdot_i (MBS Momentum Testing Eq. 9, ~0)
     [N s]; P_sys = M_tot Rdot total linear momentum [N s]; H_sys about the system CM incl.
     wheels (Eq. 10) [N m s]; R, Rdot CM position [m] and velocity [m/s]; KE, PE [J]."""
+
     p_sys: Array
     P_sys: Array
     H_sys: Array
@@ -46,16 +60,17 @@ class Invariants:
         return self.KE + self.PE
 
 
-def engine_invariants(model, kin: Kinematics, q: Array, qd: Array, spring_pe: float,
-                      M: Array | None = None) -> Invariants:
+def engine_invariants(
+    model, kin: Kinematics, q: Array, qd: Array, spring_pe: float, M: Array | None = None
+) -> Invariants:
     """p_sys, P_sys, H_sys, R, Rdot from spatial momenta; KE by the joint-space inertia M (CRBA
     when not given); PE = springs + gravity (MBS Energy Testing Eq. 2: 1/2 sum k theta^2 - sum m g^T rbar)."""
     t = model.tree
     Rw, com = kin.R[1:], t.com[1:]
-    h = np.einsum("nij,nj->ni", t.I[1:], kin.v[1:])   # spatial momenta about the body origins, body axes
-    L_c = np.einsum("nij,nj->ni", Rw, h[:, :3] - cross_rows(com, h[:, 3:]))   # about each CoM, world axes
-    P = np.einsum("nij,nj->ni", Rw, h[:, 3:])          # linear momenta, world axes
-    c = kin.p[1:] + np.einsum("nij,nj->ni", Rw, com)   # CoM positions, world
+    h = np.einsum("nij,nj->ni", t.I[1:], kin.v[1:])  # spatial momenta about the body origins, body axes
+    L_c = np.einsum("nij,nj->ni", Rw, h[:, :3] - cross_rows(com, h[:, 3:]))  # about each CoM, world axes
+    P = np.einsum("nij,nj->ni", Rw, h[:, 3:])  # linear momenta, world axes
+    c = kin.p[1:] + np.einsum("nij,nj->ni", Rw, com)  # CoM positions, world
     m = t.mass[1:]
     m_tot = m.sum()
     R_cm = m @ c / m_tot
@@ -106,10 +121,20 @@ def body_records(model, kin: Kinematics) -> dict[str, Array]:
     R = m @ rbar / M
     Rdot = m @ rbardot / M
     eta1, etadot1 = kin.p[1], kin.point_velocity(1, np.zeros(3))
-    vec = {"omega": omega, "omega_b1": omega @ C1, "r_abs": rbar, "rdot_abs": rbardot,
-           "r_cm": rbar - R, "rdot_cm": rbardot - Rdot, "r_cm_b1": (rbar - R) @ C1, "rdot_cm_b1": (rbardot - Rdot) @ C1,
-           "r_j1": rbar - eta1, "rdot_j1": rbardot - etadot1,
-           "r_j1_b1": (rbar - eta1) @ C1, "rdot_j1_b1": (rbardot - etadot1) @ C1}
+    vec = {
+        "omega": omega,
+        "omega_b1": omega @ C1,
+        "r_abs": rbar,
+        "rdot_abs": rbardot,
+        "r_cm": rbar - R,
+        "rdot_cm": rbardot - Rdot,
+        "r_cm_b1": (rbar - R) @ C1,
+        "rdot_cm_b1": (rbardot - Rdot) @ C1,
+        "r_j1": rbar - eta1,
+        "rdot_j1": rbardot - etadot1,
+        "r_j1_b1": (rbar - eta1) @ C1,
+        "rdot_j1_b1": (rbardot - etadot1) @ C1,
+    }
     inert = {"I": I_w, "I_b1": np.einsum("ji,njk,kl->nil", C1, I_w, C1)}
     out: dict[str, Array] = {}
     for k, i in enumerate(idx):
@@ -121,9 +146,9 @@ def body_records(model, kin: Kinematics) -> dict[str, Array]:
         for key in VEC3:
             for c in range(3):
                 out[f"{name}.{key}[{c + 1}]"] = vec[key][k, c]
-    for wname, (i, w) in model.wheels.items():
+    for wname, (i, _w) in model.wheels.items():
         g = t.axis[i]
-        h = t.I_c[i] @ kin.v[i, :3]                        # = g I_w thetadot, rotor axes
+        h = t.I_c[i] @ kin.v[i, :3]  # = g I_w thetadot, rotor axes
         h_world = kin.R[i] @ h
         for c in range(3):
             out[f"{wname}.h[{c + 1}]"] = h_world[c]

@@ -8,6 +8,7 @@ is frozen while the output saturates in the direction of e (conditional-integrat
 The same class runs in-process (scenario runs) and inside the bundled controller FMU, so a
 co-simulation that steps it identically reproduces the in-process run bit for bit.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,6 +22,7 @@ class PIDGains:
     """Gains of one 1-DoF joint: kp [N m/rad or N/m], ki [N m/(rad s)], kd [N m s/rad],
     limit: |u| <= limit [N m or N] (inf: none), setpoint q_ref(t) [rad or m], derivative:
     "measurement" or "error"."""
+
     kp: float
     ki: float
     kd: float
@@ -39,7 +41,7 @@ class JointPID:
 
     def reset(self) -> None:
         self.integral = {name: 0.0 for name in self.gains}
-        self.previous = {name: None for name in self.gains}   # last sample's setpoint
+        self.previous = {name: None for name in self.gains}  # last sample's setpoint
 
     def __call__(self, t: float, q: dict[str, float], qd: dict[str, float]) -> dict[str, float]:
         """Actuator commands at sample time t [s] from joint positions and rates by joint name."""

@@ -10,6 +10,7 @@ the engine.* columns (compared by ``engine_agreement``, and W_in/W_diss used by
 ``energy_balance``). Body records are ~50 columns per body, so they go to their own file, written
 only when a scenario's checks need them (docs/reference/trajectory-format.md).
 """
+
 from __future__ import annotations
 
 INVARIANT_VECTORS = ("p_sys", "P_sys", "H_sys", "R", "Rdot")
@@ -22,8 +23,9 @@ def engine_columns(sim) -> dict[str, float]:
     inv = sim.invariants()
     row = {f"engine.{key}[{c + 1}]": float(v) for key in INVARIANT_VECTORS for c, v in enumerate(getattr(inv, key))}
     W_in, W_diss = sim.work
-    row.update({"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in,
-                "engine.W_diss": W_diss})
+    row.update(
+        {"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in, "engine.W_diss": W_diss}
+    )
     return row
 
 
@@ -34,10 +36,10 @@ def trajectory_row(sim, t: float | None = None) -> dict[str, float]:
     names = sim.state_names
     q, qd = sim.q, sim.qd
     row.update(zip(names[: len(q)], q))
-    row.update(zip(names[len(q): len(q) + len(qd)], qd))
+    row.update(zip(names[len(q) : len(q) + len(qd)], qd))
     row.update({f"u.{name}": v for name, v in zip(sim.input_names, sim.u)})
     row.update(engine_columns(sim))
-    for loop, out in sim.loop_outputs().items():   # closed loops: violation norms and constraint forces
+    for loop, out in sim.loop_outputs().items():  # closed loops: violation norms and constraint forces
         row[f"loop.{loop}.phi"], row[f"loop.{loop}.phidot"] = out["phi"], out["phidot"]
         for k, lam in enumerate(out["lambda"]):
             row[f"loop.{loop}.lambda[{k + 1}]"] = lam

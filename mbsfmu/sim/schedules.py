@@ -1,6 +1,7 @@
 """Input schedules u(t) for scenarios: constant, step, pulse, ramp, sine, piecewise-linear
 tables and CSV files (read into a table). Each is a pure function of time [s]; the runner samples
 it at the start of every communication step and holds it (zero-order hold)."""
+
 from __future__ import annotations
 
 import csv
@@ -13,18 +14,31 @@ import numpy as np
 from ..errors import brief
 from ..files import open_regular
 
-KINDS = {"constant": ("value",), "step": ("t0", "value", "before"), "pulse": ("t0", "t1", "value"),
-         "ramp": ("t0", "t1", "start", "end"), "sine": ("amplitude", "frequency", "phase", "offset"),
-         "table": ("t", "value"), "csv": ("file", "time", "value")}
-REQUIRED = {"constant": ("value",), "step": ("t0", "value"), "pulse": ("t0", "t1", "value"),
-            "ramp": ("t0", "t1", "end"), "sine": ("amplitude", "frequency"), "table": ("t", "value"),
-            "csv": ("file", "value")}
+KINDS = {
+    "constant": ("value",),
+    "step": ("t0", "value", "before"),
+    "pulse": ("t0", "t1", "value"),
+    "ramp": ("t0", "t1", "start", "end"),
+    "sine": ("amplitude", "frequency", "phase", "offset"),
+    "table": ("t", "value"),
+    "csv": ("file", "time", "value"),
+}
+REQUIRED = {
+    "constant": ("value",),
+    "step": ("t0", "value"),
+    "pulse": ("t0", "t1", "value"),
+    "ramp": ("t0", "t1", "end"),
+    "sine": ("amplitude", "frequency"),
+    "table": ("t", "value"),
+    "csv": ("file", "value"),
+}
 
 
 @dataclass(frozen=True)
 class Schedule:
     """u(t) of one input; ``params`` as in the scenario file (SI units, frequency in Hz,
     phase in rad)."""
+
     kind: str
     params: dict
 
@@ -41,7 +55,9 @@ class Schedule:
             s = min(max((t - p["t0"]) / (p["t1"] - p["t0"]), 0.0), 1.0)
             return start + s * (p["end"] - start)
         if self.kind == "sine":
-            return p.get("offset", 0.0) + p["amplitude"] * math.sin(2 * math.pi * p["frequency"] * t + p.get("phase", 0.0))
+            return p.get("offset", 0.0) + p["amplitude"] * math.sin(
+                2 * math.pi * p["frequency"] * t + p.get("phase", 0.0)
+            )
         return float(np.interp(t, p["t"], p["value"]))
 
 
@@ -53,8 +69,11 @@ def parse_schedule(r, raw, at, base: Path = Path(".")) -> Schedule | None:
         return Schedule("constant", {"value": r.number(raw, at)})
     kind = raw.get("type") if isinstance(raw, dict) else None
     if not isinstance(kind, str) or kind not in KINDS:
-        r.problem(at, f"expected a number or a schedule {{type: {'|'.join(KINDS)}, ...}}"
-                  + (f", got type {brief(kind)}" if kind is not None else ""))
+        r.problem(
+            at,
+            f"expected a number or a schedule {{type: {'|'.join(KINDS)}, ...}}"
+            + (f", got type {brief(kind)}" if kind is not None else ""),
+        )
         return None
     kind = raw["type"]
     m = r.mapping(raw, at, ("type",) + KINDS[kind], required=REQUIRED[kind])
@@ -99,8 +118,11 @@ def _csv_table(r, m: dict, at: tuple, base: Path) -> Schedule | None:
         return None
     missing = [c for c in (tcol, vcol) if not rows or c not in rows[0]]
     if missing:
-        r.problem(at, f"input file {str(path)!r} has no column(s) {', '.join(map(repr, missing))}"
-                  + (f"; columns: {', '.join(rows[0])}" if rows else " (no data rows)"))
+        r.problem(
+            at,
+            f"input file {str(path)!r} has no column(s) {', '.join(map(repr, missing))}"
+            + (f"; columns: {', '.join(rows[0])}" if rows else " (no data rows)"),
+        )
         return None
     t, v = [], []
     for k, row in enumerate(rows, start=2):

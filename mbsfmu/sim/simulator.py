@@ -15,6 +15,7 @@ sub-step, each DOP853 step(dt)), "both" (default) or "none". The initial state (
 ``set_configuration``) is assembled unless ``assemble=False``, which instead rejects a state that
 violates a loop.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,18 +26,18 @@ import numpy as np
 from ..engine import joints
 from ..engine.dynamics import closed_loops as loop_dyn
 from ..engine.dynamics.aba import aba
-from ..errors import InputError, MbsError
 from ..engine.forces import ForceElements
-from .integrators import IntegrationError, dop853, rk4_step
 from ..engine.kinematics import forward_kinematics
-from .outputs import Invariants, body_records, engine_invariants
 from ..engine.spatial import Array
+from ..errors import InputError, MbsError
+from .integrators import IntegrationError, dop853, rk4_step
+from .outputs import Invariants, body_records, engine_invariants
 
 INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
 LOOP_STABILISATION = ("baumgarte", "projection", "both", "none")
 BACKENDS = ("auto", "python", "native")
-MAX_SUBSTEPS = 10**12       # integrator sub-steps (of h_max) in one step(dt): beyond any run's wall time
+MAX_SUBSTEPS = 10**12  # integrator sub-steps (of h_max) in one step(dt): beyond any run's wall time
 
 
 class SimulationError(MbsError):
@@ -46,6 +47,7 @@ class SimulationError(MbsError):
 @dataclass(frozen=True)
 class SimState:
     """A full copy of the simulator's state, for rollback: time [s], x, inputs u, statistics."""
+
     t: float
     x: Array
     u: Array
@@ -66,17 +68,28 @@ class Simulator:
     "auto" (native where it applies and the core loads, else python).
     """
 
-    def __init__(self, model, integrator: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10,
-                 atol: float = 1e-12, *, loop_method: str = "multipliers", loop_stabilisation: str = "both",
-                 baumgarte: tuple[float, float] = (loop_dyn.ALPHA, loop_dyn.BETA), assemble: bool = True,
-                 backend: str = "auto"):
+    def __init__(
+        self,
+        model,
+        integrator: str = "rk4",
+        h_max: float = 1e-3,
+        rtol: float = 1e-10,
+        atol: float = 1e-12,
+        *,
+        loop_method: str = "multipliers",
+        loop_stabilisation: str = "both",
+        baumgarte: tuple[float, float] = (loop_dyn.ALPHA, loop_dyn.BETA),
+        assemble: bool = True,
+        backend: str = "auto",
+    ):
         if integrator not in INTEGRATORS:
             raise InputError(f"integrator {integrator!r}: expected one of {', '.join(INTEGRATORS)}")
         if loop_method not in LOOP_METHODS:
             raise InputError(f"loop_method {loop_method!r}: expected one of {', '.join(LOOP_METHODS)}")
         if loop_stabilisation not in LOOP_STABILISATION:
-            raise InputError(f"loop_stabilisation {loop_stabilisation!r}: expected one of "
-                             f"{', '.join(LOOP_STABILISATION)}")
+            raise InputError(
+                f"loop_stabilisation {loop_stabilisation!r}: expected one of {', '.join(LOOP_STABILISATION)}"
+            )
         try:
             alpha, beta = (float(v) for v in baumgarte)
         except (TypeError, ValueError):
@@ -95,8 +108,11 @@ class Simulator:
         self.input_names = self.forces.layout.names
         self._nq, self._nv = model.nq, model.nv
         t = model.tree
-        self._quat = [slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
-                      for i in range(1, model.N + 1) if t.jtype[i] in (joints.SPHERICAL, joints.FREE)]
+        self._quat = [
+            slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
+            for i in range(1, model.N + 1)
+            if t.jtype[i] in (joints.SPHERICAL, joints.FREE)
+        ]
         self.state_names = _state_names(model)
         self.loops = model.loops
         self.loop_method, self.loop_stabilisation, self.assemble = loop_method, loop_stabilisation, bool(assemble)
@@ -110,6 +126,7 @@ class Simulator:
         self.backend, self._native = _backend(backend, integrator, model, loop_method), None
         if self.backend == "native":
             from ..engine.native.core import Core
+
             self._native = Core(model)
             self._native.set_solver(integrator, self.h_max, self.rtol, self.atol)
             self._native.set_loops(loop_stabilisation in ("baumgarte", "both"), self._project, alpha, beta)
@@ -122,7 +139,7 @@ class Simulator:
 
     @property
     def qd(self) -> Array:
-        return self.x[self._nq: self._nq + self._nv].copy()
+        return self.x[self._nq : self._nq + self._nv].copy()
 
     @property
     def work(self) -> tuple[float, float]:
@@ -137,7 +154,9 @@ class Simulator:
         qd = self.model.checked_vector("qd", qd, self._nv)
         for s in self._quat:
             if abs(np.linalg.norm(q[s]) - 1.0) > 1e-9:
-                raise InputError(f"q[{s.start}:{s.stop}] is a quaternion of norm {np.linalg.norm(q[s]):.12g}, must be 1")
+                raise InputError(
+                    f"q[{s.start}:{s.stop}] is a quaternion of norm {np.linalg.norm(q[s]):.12g}, must be 1"
+                )
         if self.loops:
             t = self.model.tree
             if self.assemble:
@@ -152,10 +171,13 @@ class Simulator:
         """Set one named input (see ``input_names``) [SI units]."""
         if name not in self.input_names:
             import difflib
+
             close = difflib.get_close_matches(name, self.input_names, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InputError(f"unknown input {name!r}{hint}; model {self.model.source} has inputs: "
-                             f"{', '.join(self.input_names) or 'none'}")
+            raise InputError(
+                f"unknown input {name!r}{hint}; model {self.model.source} has inputs: "
+                f"{', '.join(self.input_names) or 'none'}"
+            )
         try:
             v = float(value)
         except (TypeError, ValueError):
@@ -183,7 +205,7 @@ class Simulator:
             self.n_rhs += 1
             return np.concatenate((self.model.config_rate(q, qd), qdd, [p_in, p_damp]))
         m, nq, nv = self.model, self._nq, self._nv
-        q, qd = x[:nq], x[nq: nq + nv]
+        q, qd = x[:nq], x[nq : nq + nv]
         tau_u = self.forces.joint_forces(self.u)
         f_ext, p_in, p_damp = None, 0.0, 0.0
         if self.forces.springs or self.forces.thrusters or self.forces.wrenches:
@@ -198,15 +220,16 @@ class Simulator:
         """(q, qd, qdd, lambda, input power [W], damper power [W]) at x with the loops closed;
         with partitioned loops q and qd are first made consistent from their independent part."""
         m, nq, nv = self.model, self._nq, self._nv
-        q, qd = x[:nq], x[nq: nq + nv]
+        q, qd = x[:nq], x[nq : nq + nv]
         if self._part is not None:
             q, qd, _J = loop_dyn.consistent_state(m.tree, self.loops, self._part, q, qd)
         tau_u = self.forces.joint_forces(self.u)
         f_ext, p_in, p_damp = None, 0.0, 0.0
         if self.forces.springs or self.forces.thrusters or self.forces.wrenches:
             f_ext, p_in, p_damp = self.forces.body_wrenches(forward_kinematics(m.tree, q, qd), self.u)
-        qdd, lam, _ld = loop_dyn.loop_forward_dynamics(m.tree, self.loops, q, qd, tau_u + m.passive_forces(q, qd),
-                                                       f_ext, self._part, self._alpha, self._beta)
+        qdd, lam, _ld = loop_dyn.loop_forward_dynamics(
+            m.tree, self.loops, q, qd, tau_u + m.passive_forces(q, qd), f_ext, self._part, self._alpha, self._beta
+        )
         p_in += tau_u @ qd
         p_damp -= m.damping @ (qd * qd)
         return q, qd, qdd, lam, p_in, p_damp
@@ -223,8 +246,10 @@ class Simulator:
         if not (math.isfinite(dt) and dt > 0):
             raise InputError(f"dt must be a positive, finite time step [s], got {dt!r}")
         if self.h_max > 0 and not dt / self.h_max <= MAX_SUBSTEPS:
-            raise InputError(f"dt = {dt:g} s needs {dt / self.h_max:.3g} sub-steps of h_max = {self.h_max:g} s; "
-                             f"at most {MAX_SUBSTEPS:.0e} per step (raise h_max or take shorter steps)")
+            raise InputError(
+                f"dt = {dt:g} s needs {dt / self.h_max:.3g} sub-steps of h_max = {self.h_max:g} s; "
+                f"at most {MAX_SUBSTEPS:.0e} per step (raise h_max or take shorter steps)"
+            )
         x = self.x
         try:
             with np.errstate(all="ignore"):
@@ -242,7 +267,9 @@ class Simulator:
                 elif self.backend == "native":
                     x = self._native_step(x, dt)
                 else:
-                    x, _nfev, self.h_last = dop853(self.rhs, x, dt, self.rtol, self.atol, self.h_max, self.h_last or None)
+                    x, _nfev, self.h_last = dop853(
+                        self.rhs, x, dt, self.rtol, self.atol, self.h_max, self.h_last or None
+                    )
                     x = self._close_loops(self._normalise(x))
                     self.n_steps += 1
         except (IntegrationError, FloatingPointError, np.linalg.LinAlgError, loop_dyn.PartitionError) as e:
@@ -271,15 +298,15 @@ class Simulator:
         if not self.loops or not (self._project or self._part is not None):
             return x
         nq, nv = self._nq, self._nv
-        q, qd = x[:nq], x[nq: nq + nv]
+        q, qd = x[:nq], x[nq : nq + nv]
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-            return x          # reported by _check_finite
+            return x  # reported by _check_finite
         if self._project:
             q, qd = loop_dyn.project(self.model.tree, self.loops, q, qd, self._part)
         else:
             q, qd, _J = loop_dyn.consistent_state(self.model.tree, self.loops, self._part, q, qd)
         x = x.copy()
-        x[:nq], x[nq: nq + nv] = q, qd
+        x[:nq], x[nq : nq + nv] = q, qd
         return x
 
     def _normalise(self, x: Array) -> Array:
@@ -291,13 +318,15 @@ class Simulator:
         bad = np.flatnonzero(~np.isfinite(x))
         if bad.size:
             names = [self.state_names[k] for k in bad[:5]]
-            raise SimulationError(f"non-finite state at t = {t:.9g} s in {', '.join(names)}"
-                                  f"{' and more' if bad.size > 5 else ''} (last good t = {self.t:.9g} s)")
+            raise SimulationError(
+                f"non-finite state at t = {t:.9g} s in {', '.join(names)}"
+                f"{' and more' if bad.size > 5 else ''} (last good t = {self.t:.9g} s)"
+            )
 
     # ---- outputs ------------------------------------------------------------------------
     def kinematics(self):
         """Poses and velocities of every body at the current state (by the C core on the native backend)."""
-        q, qd = self.x[: self._nq], self.x[self._nq: self._nq + self._nv]
+        q, qd = self.x[: self._nq], self.x[self._nq : self._nq + self._nv]
         if self.backend == "native":
             return _native_kinematics(self.model, self._native, q, qd)
         return forward_kinematics(self.model.tree, q, qd)
@@ -307,8 +336,15 @@ class Simulator:
         q, qd = self.q, self.qd
         if self.backend == "native":
             inv = self._native.invariants_at(q, qd)
-            return Invariants(p_sys=np.array(inv.p_sys), P_sys=np.array(inv.P_sys), H_sys=np.array(inv.H_sys),
-                              R=np.array(inv.R), Rdot=np.array(inv.Rdot), KE=inv.KE, PE=inv.PE)
+            return Invariants(
+                p_sys=np.array(inv.p_sys),
+                P_sys=np.array(inv.P_sys),
+                H_sys=np.array(inv.H_sys),
+                R=np.array(inv.R),
+                Rdot=np.array(inv.Rdot),
+                KE=inv.KE,
+                PE=inv.PE,
+            )
         kin = self.kinematics()
         return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin))
 
@@ -320,14 +356,22 @@ class Simulator:
             return {}
         q, qd, _qdd, lam, _p, _d = self._loop_dynamics(self.x)
         ld = loop_dyn.constraints(self.model.tree, self.loops, q, qd)
-        return {c.name: {"phi": float(np.linalg.norm(ld.Phi[c.rows])), "phidot": float(np.linalg.norm(ld.Phidot[c.rows])),
-                         "lambda": lam[c.rows].copy()} for c in self.loops.closures}
+        return {
+            c.name: {
+                "phi": float(np.linalg.norm(ld.Phi[c.rows])),
+                "phidot": float(np.linalg.norm(ld.Phidot[c.rows])),
+                "lambda": lam[c.rows].copy(),
+            }
+            for c in self.loops.closures
+        }
 
     def spring_energy(self, kin=None) -> float:
         """PE of joint springs and point-to-point springs [J] (MBS Energy Testing Eq. 2, first term)."""
         kin = kin or self.kinematics()
-        return float(sum(0.5 * k * x * x for k, x in self.model.joint_spring_deflections(self.q).values())
-                     + sum(0.5 * k * x * x for _n, k, x in self.forces.spring_state(kin)))
+        return float(
+            sum(0.5 * k * x * x for k, x in self.model.joint_spring_deflections(self.q).values())
+            + sum(0.5 * k * x * x for _n, k, x in self.forces.spring_state(kin))
+        )
 
     def spring_records(self, kin=None) -> dict[str, float]:
         """``<spring>.k`` [N/m or N m/rad] and ``<spring>.x`` (deflection) of every spring."""
@@ -348,6 +392,7 @@ class Simulator:
 def _real(name: str, value) -> float:
     """``value`` as a float (Python or NumPy real numbers alike); InputError naming ``name``."""
     import numbers
+
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputError(f"{name} must be a number, got {type(value).__name__} {value!r}"[:200])
     return float(value)
@@ -360,9 +405,14 @@ def _backend(backend: str, integrator: str, model, loop_method: str) -> str:
     if backend == "python":
         return backend
     from ..engine.native.core import usable
-    why = ("the C core closes loops by multipliers only (loop_method 'partitioning' runs in Python)"
-           if model.loops and loop_method != "multipliers" else
-           "the C core cannot be loaded or built" if not usable() else "")
+
+    why = (
+        "the C core closes loops by multipliers only (loop_method 'partitioning' runs in Python)"
+        if model.loops and loop_method != "multipliers"
+        else "the C core cannot be loaded or built"
+        if not usable()
+        else ""
+    )
     if why and backend == "native":
         raise InputError(f"backend 'native' cannot run this simulation: {why} (use backend='python' or 'auto')")
     return "python" if why else "native"
@@ -372,6 +422,7 @@ def _native_kinematics(model, core, q: Array, qd: Array):
     """kinematics.Kinematics from the C core's outward pass; Xup_i = plucker(E_i, r_i) from the
     poses (E_i = R_i^T R_lambda, r_i = R_lambda^T (p_i - p_lambda))."""
     from ..engine.kinematics import Kinematics
+
     R, p, v, a = core.kinematics(q, qd)
     par = model.tree.parent
     E = np.einsum("nji,njk->nik", R, R[par])

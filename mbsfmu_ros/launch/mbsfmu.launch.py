@@ -3,6 +3,7 @@
 
 Starts the mbsfmu node (name ``mbsfmu``); every other parameter (docs/reference/ros-interface.md) can be set with
 a parameters file: ``params_file:=/path/params.yaml``."""
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition, UnlessCondition
@@ -21,14 +22,17 @@ ARGS = {  # name: (default, type, description)
 
 def generate_launch_description():
     params = {"model": LaunchConfiguration("model")}
-    params.update({name: ParameterValue(LaunchConfiguration(name), value_type=typ)
-                   for name, (_d, typ, _t) in ARGS.items()})
+    params.update(
+        {name: ParameterValue(LaunchConfiguration(name), value_type=typ) for name, (_d, typ, _t) in ARGS.items()}
+    )
     has_file = PythonExpression(["'", LaunchConfiguration("params_file"), "' != ''"])
     common = dict(package="mbsfmu_ros", executable="mbs_node", name="mbsfmu", output="screen")
-    return LaunchDescription([
-        DeclareLaunchArgument("model", description="model file (YAML/JSON/URDF), absolute path"),
-        DeclareLaunchArgument("params_file", default_value="", description="optional YAML parameters file"),
-        *[DeclareLaunchArgument(name, default_value=d, description=t) for name, (d, _typ, t) in ARGS.items()],
-        Node(**common, parameters=[params], condition=UnlessCondition(has_file)),
-        Node(**common, parameters=[params, LaunchConfiguration("params_file")], condition=IfCondition(has_file)),
-    ])
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument("model", description="model file (YAML/JSON/URDF), absolute path"),
+            DeclareLaunchArgument("params_file", default_value="", description="optional YAML parameters file"),
+            *[DeclareLaunchArgument(name, default_value=d, description=t) for name, (d, _typ, t) in ARGS.items()],
+            Node(**common, parameters=[params], condition=UnlessCondition(has_file)),
+            Node(**common, parameters=[params, LaunchConfiguration("params_file")], condition=IfCondition(has_file)),
+        ]
+    )

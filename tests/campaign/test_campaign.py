@@ -1,6 +1,7 @@
 """Monte Carlo campaigns and the sweep on the campaign engine: dispersions,
 seeding, lazy grids, execution on dask.distributed vs serial, failed runs as rows, Ctrl-C and
 --resume, statistics against numpy, SIGTERM without orphaned workers."""
+
 import itertools
 import json
 import os
@@ -32,15 +33,21 @@ from mbsfmu.campaign.statistics import statistics
 from mbsfmu.campaign.sweep import grid
 from mbsfmu.errors import InputError, ModelError
 from mbsfmu.scenario.spec import load_scenario
-from mbsfmu.campaign.sweep import grid
 from tests.support.paths import DATA, ROOT
 
 SPRING = DATA / "campaign_spring.yaml"
 
 
 def _cli(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "mbsfmu", *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "mbsfmu", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        **kw,
+    )
 
 
 def _wait_rows(journal, n, proc, deadline_s=240):
@@ -56,10 +63,12 @@ def _wait_rows(journal, n, proc, deadline_s=240):
 
 def _table(path):
     import pyarrow.parquet as pq
+
     return pq.read_table(path).drop_columns(["wall_time_s"])
 
 
 # --- fast tier: designs, seeding, addressing, statistics ------------------------------------
+
 
 def test_run_i_draws_the_same_values_in_any_order():
     design = MonteCarlo({"a": Normal(1.0, 0.1), "b": Uniform(-1.0, 2.0), "c": Choice((1.0, 5.0, 7.0))}, 50, seed=42)
@@ -107,15 +116,17 @@ def test_huge_grid_is_enumerated_lazily_in_bounded_memory():
     assert Grid(g.params).n_runs == 400_000_000 and g.n_runs == 1000
     assert first[1] == {"body.mass.mass": 0.5, "joint.q1.spring.k": values[1]}
     assert last == {"body.mass.mass": 1.5, "joint.q1.spring.k": 1.5}
-    assert peak < 5e6, f"peak {peak / 1e6:.1f} MB"   # 1000 small dicts and two tuples of 20000 floats
+    assert peak < 5e6, f"peak {peak / 1e6:.1f} MB"  # 1000 small dicts and two tuples of 20000 floats
 
 
 def test_points_address_model_initial_state_and_inputs(tmp_path):
     scn = load_scenario(SPRING)
     s = apply_point(scn, {"body.mass.mass": 0.8, "initial.q.q1": 0.2, "initial.qd.q1": -1.0})
     assert ("body.mass.mass", 0.8) in s.edits and s.initial_q["q1"] == [0.2] and s.initial_qd["q1"] == [-1.0]
-    src = SPRING.read_text().replace("initial: {q: {q1: 0.1}}", "initial: {q: {q1: 0.1}}\ninputs: {q1.tau: {type: "
-                                                                  "sine, amplitude: 1.0, frequency: 2.0}}")
+    src = SPRING.read_text().replace(
+        "initial: {q: {q1: 0.1}}",
+        "initial: {q: {q1: 0.1}}\ninputs: {q1.tau: {type: sine, amplitude: 1.0, frequency: 2.0}}",
+    )
     src = src.replace("../../scenarios", str(ROOT / "scenarios"))
     (tmp_path / "s.yaml").write_text(src)
     scn = load_scenario(tmp_path / "s.yaml")
@@ -132,15 +143,22 @@ def test_points_address_model_initial_state_and_inputs(tmp_path):
 
 def test_campaign_file_problems_are_listed_with_lines(tmp_path):
     f = tmp_path / "c.yaml"
-    f.write_text("dispersions:\n  body.a.mass: {type: normal, mean: 1.0, std: -1}\n"
-                 "  gravity[3]: {type: gauss, mean: 1}\n  body.b.mass: {type: uniform, low: 2, high: 1}\n"
-                 "  body.c.mass: {type: normal, mean: 0, std: 1, min: 40, max: 41}\noutputs: q.q1\n")
+    f.write_text(
+        "dispersions:\n  body.a.mass: {type: normal, mean: 1.0, std: -1}\n"
+        "  gravity[3]: {type: gauss, mean: 1}\n  body.b.mass: {type: uniform, low: 2, high: 1}\n"
+        "  body.c.mass: {type: normal, mean: 0, std: 1, min: 40, max: 41}\noutputs: q.q1\n"
+    )
     with pytest.raises(ModelError) as e:
         parse_campaign(f)
     text = str(e.value)
     assert "5 problem(s)" in text
-    for line, what in ((2, "std must be > 0"), (3, "type 'gauss'"), (4, "must exceed low"),
-                       (5, "holds a probability of"), (6, "expected a list of trajectory column names")):
+    for line, what in (
+        (2, "std must be > 0"),
+        (3, "type 'gauss'"),
+        (4, "must exceed low"),
+        (5, "holds a probability of"),
+        (6, "expected a list of trajectory column names"),
+    ):
         assert f"c.yaml:{line}:" in text and what in text, (line, what, text)
 
 
@@ -148,16 +166,21 @@ def test_statistics_match_numpy_on_the_raw_rows():
     rng = np.random.default_rng(5)
     x = rng.normal(size=101)
     rows = [{"run": i, "v": float(v), "passed": True} for i, v in enumerate(x)]
-    rows[3]["v"] = float("nan")                    # a diverged run: not counted
-    del rows[4]["v"]                               # a failed run without the value
+    rows[3]["v"] = float("nan")  # a diverged run: not counted
+    del rows[4]["v"]  # a failed run without the value
     s = statistics(rows, ["v"])[0]
     ref = np.delete(x, [3, 4])
     assert s["n"] == 99
-    assert np.allclose([s["min"], s["p5"], s["p50"], s["p95"], s["max"], s["mean"]],
-                       [ref.min(), *np.percentile(ref, [5, 50, 95]), ref.max(), ref.mean()], rtol=0, atol=1e-15)
+    assert np.allclose(
+        [s["min"], s["p5"], s["p50"], s["p95"], s["max"], s["mean"]],
+        [ref.min(), *np.percentile(ref, [5, 50, 95]), ref.max(), ref.mean()],
+        rtol=0,
+        atol=1e-15,
+    )
 
 
 # --- campaigns (serial in-process, and dask.distributed) ------------------------------------
+
 
 class Shuffled(Serial):
     """Runs every spec in a shuffled order (another completion order than Serial's)."""
@@ -177,12 +200,14 @@ def serial_campaign(tmp_path_factory):
 
 def _design(runs):
     from mbsfmu.campaign import montecarlo_design
+
     return montecarlo_design(SPRING, runs, seed=11)
 
 
 @pytest.mark.integration
 def test_campaign_table_statistics_and_picture(serial_campaign):
     import pyarrow.parquet as pq
+
     result, out = serial_campaign
     t = pq.read_table(out / "campaign.parquet").to_pydict()
     assert t["run"] == list(range(10)) and all(t["passed"]) and set(t["error"]) == {""}
@@ -201,30 +226,38 @@ def test_campaign_table_statistics_and_picture(serial_campaign):
 @pytest.mark.integration
 def test_two_worker_cluster_and_another_order_equal_the_serial_table(serial_campaign, tmp_path):
     from mbsfmu.campaign import Dask
+
     _, serial_out = serial_campaign
     design, _ = _design(10)
     from distributed import LocalCluster
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      scheduler_port=0) as cluster:
-        runs = (("dask", Dask(workers=2)), ("scheduler", Dask(scheduler=cluster.scheduler_address)),
-                ("shuffled", Shuffled()))     # a 2-worker LocalCluster, a running cluster by address, another order
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0", scheduler_port=0
+    ) as cluster:
+        runs = (
+            ("dask", Dask(workers=2)),
+            ("scheduler", Dask(scheduler=cluster.scheduler_address)),
+            ("shuffled", Shuffled()),
+        )  # a 2-worker LocalCluster, a running cluster by address, another order
         for name, execution in runs:
-            run_campaign(SPRING, design, tmp_path / name, execution=execution, progress=False,
-                         outputs=["q.q1", "engine.E"])
+            run_campaign(
+                SPRING, design, tmp_path / name, execution=execution, progress=False, outputs=["q.q1", "engine.E"]
+            )
             assert _table(tmp_path / name / "campaign.parquet").equals(_table(serial_out / "campaign.parquet")), name
             journal = (tmp_path / name / "runs.jsonl").read_text().splitlines()
             order = [json.loads(line)["row"]["run"] for line in journal]
             assert sorted(order) == list(range(10))
-    assert order != list(range(10))   # the shuffled execution really finished out of order
+    assert order != list(range(10))  # the shuffled execution really finished out of order
 
 
 @pytest.mark.integration
 def test_a_run_that_raises_is_a_row_and_the_campaign_completes(tmp_path):
-    design = MonteCarlo({"body.mass.mass": Uniform(-0.7, 0.9)}, 6, seed=2)     # runs 0 and 3 draw negative masses
+    design = MonteCarlo({"body.mass.mass": Uniform(-0.7, 0.9)}, 6, seed=2)  # runs 0 and 3 draw negative masses
     masses = [design.point(i)["body.mass.mass"] for i in range(6)]
     assert any(m < 0 for m in masses) and any(m > 0 for m in masses)
-    result = run_campaign(SPRING, design, tmp_path, execution=Serial(), progress=False,
-                          trajectories="trajectories/run_{run:04d}.csv")
+    result = run_campaign(
+        SPRING, design, tmp_path, execution=Serial(), progress=False, trajectories="trajectories/run_{run:04d}.csv"
+    )
     assert [r["run"] for r in result.rows] == list(range(6))
     for r, m in zip(result.rows, masses):
         traj = tmp_path / "trajectories" / f"run_{r['run']:04d}.csv"
@@ -234,7 +267,8 @@ def test_a_run_that_raises_is_a_row_and_the_campaign_completes(tmp_path):
         else:
             assert r["passed"] and r["error"] == "" and np.isfinite(r["final.q.q1"])
             from mbsfmu.trajectory import read_trajectory
-            t = read_trajectory(traj)                 # the client wrote what the worker sent back
+
+            t = read_trajectory(traj)  # the client wrote what the worker sent back
             assert t["q.q1"][-1] == r["final.q.q1"] and t.time[-1] == pytest.approx(0.1, rel=0, abs=1e-15)
     csv = (tmp_path / "campaign.csv").read_text()
     assert csv.count("ModelError") == sum(m < 0 for m in masses)
@@ -247,11 +281,25 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(serial_campaign, tm
     --resume completes the table, equal to the uninterrupted one (serial_campaign: same seed)."""
     _, serial_out = serial_campaign
     out = tmp_path / "mc"
-    args = ("montecarlo", SPRING, "--runs", 10, "--seed", 11, "--out", out, "--workers", 2,
-            "--output", "q.q1", "--output", "engine.E")
+    args = (
+        "montecarlo",
+        SPRING,
+        "--runs",
+        10,
+        "--seed",
+        11,
+        "--out",
+        out,
+        "--workers",
+        2,
+        "--output",
+        "q.q1",
+        "--output",
+        "engine.E",
+    )
     proc = _cli(*args, start_new_session=True)
     _wait_rows(out / "runs.jsonl", 2, proc)
-    os.killpg(proc.pid, signal.SIGINT)          # as a terminal's Ctrl-C: the whole process group, workers included
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group, workers included
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "--resume" in stderr and "Traceback" not in stderr
@@ -270,9 +318,21 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(serial_campaign, tm
 
 # --- sweep on the campaign engine: Ctrl-C and SIGTERM on a huge grid ----------------------------------------
 
+
 def _sweep_huge(out):
-    return _cli("sweep", SPRING, "--param", "body.mass.mass=0.5:1.5:20000", "--param",
-                "joint.q1.spring.k=30:40:20000", "--out", out, "--workers", 2, "--no-progress")
+    return _cli(
+        "sweep",
+        SPRING,
+        "--param",
+        "body.mass.mass=0.5:1.5:20000",
+        "--param",
+        "joint.q1.spring.k=30:40:20000",
+        "--out",
+        out,
+        "--workers",
+        2,
+        "--no-progress",
+    )
 
 
 @pytest.mark.integration
@@ -296,7 +356,7 @@ def test_sweep_sigterm_leaves_no_worker_processes(tmp_path):
     proc = _sweep_huge(tmp_path)
     _wait_rows(tmp_path / "runs.jsonl", 1, proc)
     children = psutil.Process(proc.pid).children(recursive=True)
-    assert len(children) >= 2                     # the worker processes (and multiprocessing's helpers)
+    assert len(children) >= 2  # the worker processes (and multiprocessing's helpers)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stderr
@@ -306,8 +366,15 @@ def test_sweep_sigterm_leaves_no_worker_processes(tmp_path):
 
 
 def test_paths_that_address_nothing_are_refused_before_any_run(tmp_path):
-    design = MonteCarlo({"body.link9.mass": Uniform(1.0, 2.0), "initial.q.q7": Uniform(0.0, 1.0),
-                         "inputs.q1.tau.value": Uniform(0.0, 1.0)}, 3, seed=0)
+    design = MonteCarlo(
+        {
+            "body.link9.mass": Uniform(1.0, 2.0),
+            "initial.q.q7": Uniform(0.0, 1.0),
+            "inputs.q1.tau.value": Uniform(0.0, 1.0),
+        },
+        3,
+        seed=0,
+    )
     with pytest.raises(InputError) as e:
         run_campaign(SPRING, design, tmp_path / "x", execution=Serial(), progress=False)
     text = str(e.value)
@@ -317,13 +384,14 @@ def test_paths_that_address_nothing_are_refused_before_any_run(tmp_path):
 
 def test_resume_refuses_another_campaign_and_a_fresh_run_refuses_an_old_dir(tmp_path):
     from mbsfmu.campaign.table import open_campaign
+
     open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=False)
     with pytest.raises(InputError, match="already holds a campaign"):
         open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=False)
     with pytest.raises(InputError, match="different campaign: seed differ"):
         open_campaign(tmp_path, {"seed": 2, "runs": 4}, resume=True)
     (tmp_path / "runs.jsonl").write_text('{"row": {"run": 2, "passed": true}, "series": {}}\n{"row": {"run": 0, "pa')
-    assert list(open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=True)) == [2]   # the cut line is dropped
+    assert list(open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=True)) == [2]  # the cut line is dropped
     assert (tmp_path / "runs.jsonl").read_text().endswith("}\n")
 
 
@@ -337,12 +405,15 @@ def test_a_stop_request_keeps_finished_runs_and_drops_the_interrupted_one(serial
 
     def stop():
         seen.append(1)
-        return len(seen) > 3                    # "the signal arrived while the 4th run was running"
-    first = run_campaign(SPRING, design, tmp_path, execution=Serial(), progress=False, outputs=["q.q1", "engine.E"],
-                         stop=stop)
+        return len(seen) > 3  # "the signal arrived while the 4th run was running"
+
+    first = run_campaign(
+        SPRING, design, tmp_path, execution=Serial(), progress=False, outputs=["q.q1", "engine.E"], stop=stop
+    )
     assert first.interrupted and [r["run"] for r in first.rows] == [0, 1, 2]
-    done = run_campaign(SPRING, design, tmp_path, execution=Serial(), progress=False, outputs=["q.q1", "engine.E"],
-                        resume=True)
+    done = run_campaign(
+        SPRING, design, tmp_path, execution=Serial(), progress=False, outputs=["q.q1", "engine.E"], resume=True
+    )
     assert not done.interrupted and len(done.rows) == 10
     assert _table(tmp_path / "campaign.parquet").equals(_table(serial_out / "campaign.parquet"))
 
@@ -350,6 +421,7 @@ def test_a_stop_request_keeps_finished_runs_and_drops_the_interrupted_one(serial
 def test_inertia_paths_set_symmetric_entries():
     from mbsfmu import load_model
     from mbsfmu.engine.spec.edits import edit_spec
+
     spec = load_model(ROOT / "scenarios" / "models" / "scara.yaml").spec
     body = spec.bodies[0].name
     I = edit_spec(edit_spec(spec, f"body.{body}.inertia.Ixy", 0.01), f"body.{body}.inertia.Izz", 0.5).bodies[0].inertia
@@ -362,18 +434,27 @@ def test_inertia_paths_set_symmetric_entries():
 @pytest.mark.integration
 def test_an_unwritable_output_is_a_clear_error_and_keeps_the_journal(tmp_path):
     from mbsfmu.errors import MbsError
+
     design, outputs = _design(2)
     out = tmp_path / "mc"
     out.mkdir()
     (out / "blocker").write_text("a file where the trajectories folder should go")
     with pytest.raises(MbsError, match="cannot write .*--resume continues"):
-        run_campaign(SPRING, design, out, execution=Serial(), progress=False, outputs=outputs,
-                     trajectories="blocker/run_{run:04d}.csv")
+        run_campaign(
+            SPRING,
+            design,
+            out,
+            execution=Serial(),
+            progress=False,
+            outputs=outputs,
+            trajectories="blocker/run_{run:04d}.csv",
+        )
     assert (out / "campaign.json").exists() and (out / "runs.jsonl").read_text() == ""
 
 
 def test_cli_refuses_a_campaign_without_dispersions_or_with_bad_numbers(tmp_path, capsys):
     from mbsfmu.cli import main
+
     plain = ROOT / "scenarios" / "spring_pendulum.yaml"
     assert main(["montecarlo", str(plain), "--runs", "2", "--seed", "1", "--out", str(tmp_path / "a")]) == 2
     assert "no dispersions" in capsys.readouterr().err and not (tmp_path / "a").exists()
@@ -382,6 +463,22 @@ def test_cli_refuses_a_campaign_without_dispersions_or_with_bad_numbers(tmp_path
             main(["montecarlo", str(SPRING), *bad, "--out", str(tmp_path / "b")])
         assert e.value.code == 2
     assert "expected an integer >= 0, got '-1'" in capsys.readouterr().err
-    assert main(["montecarlo", str(SPRING), "--runs", "2", "--seed", "1", "--out", str(tmp_path / "c"),
-                 "--serial", "--duration", "-1"]) == 2
+    assert (
+        main(
+            [
+                "montecarlo",
+                str(SPRING),
+                "--runs",
+                "2",
+                "--seed",
+                "1",
+                "--out",
+                str(tmp_path / "c"),
+                "--serial",
+                "--duration",
+                "-1",
+            ]
+        )
+        == 2
+    )
     assert "duration must be a positive finite time" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 Energy Testing Eqs. 1, 2 by
 Procedures 1-4 on a synthetic system with known motion (no engine), the conservation report, the
 errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
+
 import ast
 import json
 import subprocess
@@ -47,14 +48,14 @@ def free_bodies(rng, t, g=(0.0, 0.0, 0.0), zero_momentum=True, kick=None, h_drif
     m = np.array([3.0, 1.5])
     Ib = [np.diag([0.3, 0.5, 0.7]), np.diag([0.2, 0.4, 0.9])]
     C0 = [random_rotation(rng), random_rotation(rng)]
-    n = [C0[0][:, 2], C0[1][:, 0]]                  # spin axes in world axes (principal axes)
+    n = [C0[0][:, 2], C0[1][:, 0]]  # spin axes in world axes (principal axes)
     w = [1.3, -2.1]
     a = rng.uniform(-1, 1, (2, 3))
     v = rng.uniform(-1, 1, (2, 3))
     if zero_momentum:
         v[1] = -m[0] * v[0] / m[1]
     C = [np.einsum("tij,jk->tik", rot(n[i], w[i] * t), C0[i]) for i in range(2)]
-    omega = np.stack([np.tile(w[i] * n[i], (T, 1)) for i in range(2)], axis=1)       # (T, 2, 3)
+    omega = np.stack([np.tile(w[i] * n[i], (T, 1)) for i in range(2)], axis=1)  # (T, 2, 3)
     I = np.stack([C[i] @ Ib[i] @ np.transpose(C[i], (0, 2, 1)) for i in range(2)], axis=1)
     rbar = a[None] + v[None] * t[:, None, None] + 0.5 * g * (t * t)[:, None, None]
     rbardot = v[None] + g * t[:, None, None]
@@ -64,22 +65,31 @@ def free_bodies(rng, t, g=(0.0, 0.0, 0.0), zero_momentum=True, kick=None, h_drif
         rbar[:, 1] += np.outer(after, dv)
         rbardot[:, 1] += np.outer(t >= tk, dv)
     Iw, spin = 0.05, 40.0
-    h = np.outer(Iw * spin + h_drift * t, n[0])[:, None]                              # (T, 1, 3)
+    h = np.outer(Iw * spin + h_drift * t, n[0])[:, None]  # (T, 1, 3)
     k, x0 = 30.0, 0.2
     x = np.sqrt(x0 * x0 + 2 * pe_drift * t / k)
     C1 = C[0]
     M = m.sum()
     R = np.einsum("n,tni->ti", m, rbar) / M
     Rdot = np.einsum("n,tni->ti", m, rbardot) / M
-    s1 = np.array([0.1, -0.2, 0.05])                 # joint 1: a point of b1, body-1 axes from its CoM
+    s1 = np.array([0.1, -0.2, 0.05])  # joint 1: a point of b1, body-1 axes from its CoM
     eta1 = rbar[:, 0] + np.einsum("tij,j->ti", C1, s1)
     etadot1 = rbardot[:, 0] + np.cross(omega[:, 0], np.einsum("tij,j->ti", C1, s1))
-    to_b1 = lambda u: np.einsum("tji,tnj->tni", C1, u)                                 # noqa: E731
-    vec = {"omega": omega, "omega_b1": to_b1(omega), "r_abs": rbar, "rdot_abs": rbardot,
-           "r_cm": rbar - R[:, None], "rdot_cm": rbardot - Rdot[:, None],
-           "r_cm_b1": to_b1(rbar - R[:, None]), "rdot_cm_b1": to_b1(rbardot - Rdot[:, None]),
-           "r_j1": rbar - eta1[:, None], "rdot_j1": rbardot - etadot1[:, None],
-           "r_j1_b1": to_b1(rbar - eta1[:, None]), "rdot_j1_b1": to_b1(rbardot - etadot1[:, None])}
+    to_b1 = lambda u: np.einsum("tji,tnj->tni", C1, u)  # noqa: E731
+    vec = {
+        "omega": omega,
+        "omega_b1": to_b1(omega),
+        "r_abs": rbar,
+        "rdot_abs": rbardot,
+        "r_cm": rbar - R[:, None],
+        "rdot_cm": rbardot - Rdot[:, None],
+        "r_cm_b1": to_b1(rbar - R[:, None]),
+        "rdot_cm_b1": to_b1(rbardot - Rdot[:, None]),
+        "r_j1": rbar - eta1[:, None],
+        "rdot_j1": rbardot - etadot1[:, None],
+        "r_j1_b1": to_b1(rbar - eta1[:, None]),
+        "rdot_j1_b1": to_b1(rbardot - etadot1[:, None]),
+    }
     tens = {"I": I, "I_b1": np.einsum("tji,tnjk,tkl->tnil", C1, I, C1)}
     cols = {"time": t}
     for j, body in enumerate(("b1", "b2")):
@@ -101,13 +111,21 @@ def free_bodies(rng, t, g=(0.0, 0.0, 0.0), zero_momentum=True, kick=None, h_drif
         for c in range(3):
             cols[f"{key}[{c + 1}]"] = val[:, c]
     rhat, rhatdot = rbar - R[:, None], rbardot - Rdot[:, None]
-    known = {"p_sys": np.zeros((T, 3)), "R": R, "Rdot": Rdot,
-             "H_sys": (0.7 * w[0] * n[0] + 0.2 * w[1] * n[1]             # I_j omega_j: principal moments
-                       + np.einsum("n,tni->ti", m, np.cross(rhat, rhatdot)) + h[:, 0]),
-             "KE": 0.5 * (0.7 * w[0] ** 2 + 0.2 * w[1] ** 2)
-             + 0.5 * np.einsum("n,tni,tni->t", m, rbardot, rbardot)
-             + 0.5 * np.einsum("ti,ti->t", h[:, 0], h[:, 0]) / Iw,
-             "PE": 0.5 * k * x * x - np.einsum("n,i,tni->t", m, g, rbar)}
+    known = {
+        "p_sys": np.zeros((T, 3)),
+        "R": R,
+        "Rdot": Rdot,
+        "H_sys": (
+            0.7 * w[0] * n[0]
+            + 0.2 * w[1] * n[1]  # I_j omega_j: principal moments
+            + np.einsum("n,tni->ti", m, np.cross(rhat, rhatdot))
+            + h[:, 0]
+        ),
+        "KE": 0.5 * (0.7 * w[0] ** 2 + 0.2 * w[1] ** 2)
+        + 0.5 * np.einsum("n,tni,tni->t", m, rbardot, rbardot)
+        + 0.5 * np.einsum("ti,ti->t", h[:, 0], h[:, 0]) / Iw,
+        "PE": 0.5 * k * x * x - np.einsum("n,i,tni->t", m, g, rbar),
+    }
     return cols, known
 
 
@@ -131,15 +149,16 @@ def test_four_procedures_agree_with_each_other_and_the_known_motion(rng, g):
     for N in (1, 2, 3, 4):
         p_sys, H_sys, R, Rdot = inv.momentum(traj, N)
         KE, PE = inv.energy(traj, N)
-        np.testing.assert_allclose(p_sys, 0.0, rtol=0, atol=1e-12 * 4.5)        # sum m |rhatdot| ~ 4.5 N s
+        np.testing.assert_allclose(p_sys, 0.0, rtol=0, atol=1e-12 * 4.5)  # sum m |rhatdot| ~ 4.5 N s
         np.testing.assert_allclose(H_sys, known["H_sys"], rtol=0, atol=1e-12 * H_ref)
         np.testing.assert_allclose(R, known["R"], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(Rdot, known["Rdot"], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(KE, known["KE"], rtol=1e-12, atol=1e-12 * E_ref)
         np.testing.assert_allclose(PE, known["PE"], rtol=1e-12, atol=1e-12 * E_ref)
     # the known values are what MBS Momentum/Energy Testing say: H_sys constant, KE + PE constant, R parabolic
-    np.testing.assert_allclose(known["H_sys"], np.broadcast_to(known["H_sys"][0], (len(T_GRID), 3)),
-                               rtol=0, atol=1e-12 * H_ref)
+    np.testing.assert_allclose(
+        known["H_sys"], np.broadcast_to(known["H_sys"][0], (len(T_GRID), 3)), rtol=0, atol=1e-12 * H_ref
+    )
     E = known["KE"] + known["PE"]
     np.testing.assert_allclose(E, np.full(len(T_GRID), E[0]), rtol=0, atol=1e-12 * E_ref)
 
@@ -155,7 +174,7 @@ def test_wheel_and_spring_terms_enter_as_the_seeds_say(rng):
     h = np.column_stack([cols[f"rw.h[{c}]"] for c in (1, 2, 3)])
     np.testing.assert_allclose(H0 - H1, h, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(KE0 - KE1, 0.5 * (h * h).sum(axis=1) / 0.05, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(PE0 - PE1, 0.5 * 30.0 * 0.2 ** 2, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(PE0 - PE1, 0.5 * 30.0 * 0.2**2, rtol=1e-13, atol=1e-13)
     assert inv.discover(Trajectory.from_columns(cols)) == inv.System(("b1", "b2"), ("rw",), ("sp",))
 
 
@@ -168,12 +187,13 @@ def all_checks(g):
 @pytest.mark.parametrize("procedure", [1, 2, 3, 4])
 def test_clean_motion_passes_every_check(rng, g, procedure):
     cols, known = free_bodies(rng, T_GRID, g=g)
-    report = inv.conservation_report(with_engine_columns(cols, known),
-                                     {name: "rel:1e-11" for name in all_checks(g)}, procedure)
+    report = inv.conservation_report(
+        with_engine_columns(cols, known), {name: "rel:1e-11" for name in all_checks(g)}, procedure
+    )
     assert report["passed"], inv.summary_table(report)
     assert report["procedure"] == procedure and report["rows"] == len(T_GRID)
     assert report["g"] == list(g) and report["wheels"] == ["rw"] and report["springs"] == ["sp"]
-    json.dumps(report, allow_nan=False)                                   # JSON-serialisable as is
+    json.dumps(report, allow_nan=False)  # JSON-serialisable as is
     if any(g):
         e = report["checks"]["R_parabolic"]
         np.testing.assert_allclose(e["V0"], known["Rdot"][0], rtol=1e-12, atol=1e-12)
@@ -183,12 +203,17 @@ def test_clean_motion_passes_every_check(rng, g, procedure):
 def test_an_impulse_in_linear_momentum_is_flagged(rng):
     dv = np.array([0.0, 0.4, -0.3])
     cols, _ = free_bodies(rng, T_GRID, kick=(1.0, dv))
-    checks = {"p_sys_zero": 1e-12, "P_sys_constant": 1e-9, "R_constant": 1e-9, "H_sys_constant": "rel:1e-9",
-              "KE_constant": "rel:1e-9"}
+    checks = {
+        "p_sys_zero": 1e-12,
+        "P_sys_constant": 1e-9,
+        "R_constant": 1e-9,
+        "H_sys_constant": "rel:1e-9",
+        "KE_constant": "rel:1e-9",
+    }
     report = inv.conservation_report(cols, checks, procedure=2)
     res = report["checks"]
     assert not report["passed"]
-    assert res["p_sys_zero"]["passed"]                   # p_sys = 0 about the CM, impulse or not
+    assert res["p_sys_zero"]["passed"]  # p_sys = 0 about the CM, impulse or not
     assert not res["P_sys_constant"]["passed"]
     np.testing.assert_allclose(res["P_sys_constant"]["max_abs"], 1.5 * np.linalg.norm(dv), rtol=1e-12, atol=0)
     assert res["P_sys_constant"]["bound_on"] == "max_abs" and res["P_sys_constant"]["bound"] == 1e-9
@@ -202,14 +227,14 @@ def test_an_impulse_in_linear_momentum_is_flagged(rng):
 def test_inconsistent_records_break_p_sys_zero_and_engine_agreement(rng):
     cols, known = free_bodies(rng, T_GRID)
     cols = with_engine_columns(cols, known)
-    cols["b2.rdot_cm[1]"] = cols["b2.rdot_cm[1]"] + 1e-3          # a wrong CM-centric velocity
-    report = inv.conservation_report(cols, None, procedure=1)      # defaults: engine_agreement, p_sys_zero
+    cols["b2.rdot_cm[1]"] = cols["b2.rdot_cm[1]"] + 1e-3  # a wrong CM-centric velocity
+    report = inv.conservation_report(cols, None, procedure=1)  # defaults: engine_agreement, p_sys_zero
     assert list(report["checks"]) == ["engine_agreement", "p_sys_zero"]
     np.testing.assert_allclose(report["checks"]["p_sys_zero"]["max_abs"], 1.5e-3, rtol=1e-9, atol=0)
     assert not report["checks"]["p_sys_zero"]["passed"]
     assert not report["checks"]["engine_agreement"]["passed"]
     assert report["checks"]["engine_agreement"]["worst"] in ("p_sys", "H_sys", "KE")
-    assert inv.conservation_report(cols, None, procedure=4)["passed"]   # joint(1)-centric records are intact
+    assert inv.conservation_report(cols, None, procedure=4)["passed"]  # joint(1)-centric records are intact
 
 
 def test_drift_slope_is_recovered(rng):
@@ -225,14 +250,14 @@ def test_drift_slope_is_recovered(rng):
     assert not H["passed"] and not E["passed"]
     # energy: KE grows by the wheel's (h0 + c t)^2 / (2 I_w) - h0^2 / (2 I_w), PE falls 3e-3 J/s
     h0, c, Iw = 0.05 * 40.0, 2e-4, 0.05
-    dE = ((h0 + c * t) ** 2 - h0 ** 2) / (2 * Iw) - 3e-3 * t
+    dE = ((h0 + c * t) ** 2 - h0**2) / (2 * Iw) - 3e-3 * t
     np.testing.assert_allclose(E["drift_per_s"], inv.drift_slope(t, dE), rtol=1e-9, atol=0)
     np.testing.assert_allclose(E["max_abs"], np.abs(dE).max(), rtol=1e-9, atol=0)
 
 
 def test_energy_balance_uses_input_and_damper_work(rng):
     t = T_GRID
-    cols, _ = free_bodies(rng, t, pe_drift=0.7)                   # energy grows 0.7 J/s ...
+    cols, _ = free_bodies(rng, t, pe_drift=0.7)  # energy grows 0.7 J/s ...
     cols["engine.W_in"], cols["engine.W_diss"] = 0.9 * t, -0.2 * t  # ... = work in + damper work
     report = inv.conservation_report(cols, {"energy_balance": "rel:1e-12", "energy_constant": 1e-6})
     assert report["checks"]["energy_balance"]["passed"]
@@ -255,13 +280,14 @@ def test_missing_columns_are_listed_with_the_procedure(rng):
     with pytest.raises(inv.CheckError, match=r"energy by procedure 4 .*: b2.omega\[2\]$"):
         inv.energy(cols, 4)
     cols = without("g[3]", "R[1]", "b1.r_cm_b1[2]")
-    inv.momentum(cols, 2)                               # procedure 2 reads none of them
-    with pytest.raises(inv.CheckError,
-                       match=r"energy by procedure 3 .* 3 column\(s\) .*: b1.r_cm_b1\[2\], R\[1\], g\[3\]$"):
+    inv.momentum(cols, 2)  # procedure 2 reads none of them
+    with pytest.raises(
+        inv.CheckError, match=r"energy by procedure 3 .* 3 column\(s\) .*: b1.r_cm_b1\[2\], R\[1\], g\[3\]$"
+    ):
         inv.energy(cols, 3)
     with pytest.raises(inv.CheckError, match=r"momentum by procedure 1 .*: R\[1\]$"):
         inv.momentum(cols, 1)
-    inv.momentum(cols, 1, with_R=False)                 # p_sys, H_sys only: no R needed
+    inv.momentum(cols, 1, with_R=False)  # p_sys, H_sys only: no R needed
     with pytest.raises(inv.CheckError, match=r"engine_agreement needs engine columns"):
         inv.conservation_report(cols, ["engine_agreement"], 2)
     with pytest.raises(inv.CheckError, match=r"energy_balance .* engine.W_in, engine.W_diss"):
@@ -283,8 +309,11 @@ def test_unknown_check_and_bad_bounds_are_named(rng):
     cols, _ = free_bodies(rng, T_GRID[:2])
     with pytest.raises(inv.CheckError, match=r"unknown check 'H_constant': expected one of p_sys_zero, "):
         inv.conservation_report(cols, ["H_constant"])
-    for bound, msg in (("lots", "bound 'lots' is not a number"), ("-1", "bound '-1' must be a finite number >= 0"),
-                       ("max:1", "bound kind 'max' must be 'abs' or 'rel'")):
+    for bound, msg in (
+        ("lots", "bound 'lots' is not a number"),
+        ("-1", "bound '-1' must be a finite number >= 0"),
+        ("max:1", "bound kind 'max' must be 'abs' or 'rel'"),
+    ):
         with pytest.raises(inv.CheckError, match=rf"check H_sys_constant: {msg}"):
             inv.conservation_report(cols, {"H_sys_constant": bound})
     assert inv.parse_bound("engine_agreement", 1e-9) == ("rel", 1e-9)
@@ -292,15 +321,26 @@ def test_unknown_check_and_bad_bounds_are_named(rng):
     assert inv.parse_bound("p_sys_zero", None) == ("rel", 1e-9)
 
 
-STDLIB_OR_NUMPY = ("__future__", "numpy", "argparse", "collections", "csv", "dataclasses", "functools", "json",
-                   "math", "os", "sys")
+STDLIB_OR_NUMPY = (
+    "__future__",
+    "numpy",
+    "argparse",
+    "collections",
+    "csv",
+    "dataclasses",
+    "functools",
+    "json",
+    "math",
+    "os",
+    "sys",
+)
 
 
 def test_checker_imports_no_engine_module():
     """The checker package and trajectory.py read only columns: numpy, stdlib and the base modules
     (errors, files, trajectory); the import-linter contracts (tests/test_architecture.py) say the
     same for the whole import graph, this test also rules out any third-party import."""
-    allowed = {"mbsfmu.errors", "mbsfmu.files", "mbsfmu.trajectory"}   # files.py: stdlib only
+    allowed = {"mbsfmu.errors", "mbsfmu.files", "mbsfmu.trajectory"}  # files.py: stdlib only
     files = [*sorted((ROOT / "mbsfmu" / "checker").glob("*.py")), ROOT / "mbsfmu" / "trajectory.py"]
     assert len(files) >= 3
     for path in files:
@@ -334,27 +374,60 @@ def wheel_model(gravity=(0.0, 0.0, 0.0)):
     and a point spring between base and arm."""
     from mbsfmu import Body, Joint, Model, ModelSpec, Origin, Spring
     from mbsfmu.engine.spec.description import Anchor, SpringDamper, Wheel
+
     I = ((0.3, 0.01, 0.0), (0.01, 0.4, 0.02), (0.0, 0.02, 0.5))
     bodies = (
-        Body("base", "world", Joint("root", "free"), mass=5.0, com=(0.1, 0.0, 0.0), inertia=I,
-             wheels=(Wheel("rw1", (1.0, 0.0, 0.0), 0.02, (0.1, 0.2, 0.0)), Wheel("rw2", (0.0, 0.6, 0.8), 0.03))),
-        Body("arm", "base", Joint("j1", "revolute", axis=(0.0, 0.0, 1.0), origin=Origin(xyz=(0.3, 0.0, 0.0)),
-                                  spring=Spring(k=4.0, d=0.0, q0=0.2)),
-             mass=1.0, com=(0.2, 0.0, 0.0), inertia=((0.01, 0.0, 0.0), (0.0, 0.02, 0.0), (0.0, 0.0, 0.02))))
-    return Model(ModelSpec("wheels", bodies, gravity=gravity,
-                           forces=(SpringDamper("sp", Anchor("base", (0.0, 0.1, 0.0)), Anchor("arm", (0.3, 0.0, 0.0)),
-                                                k=10.0, l0=0.1),)))
+        Body(
+            "base",
+            "world",
+            Joint("root", "free"),
+            mass=5.0,
+            com=(0.1, 0.0, 0.0),
+            inertia=I,
+            wheels=(Wheel("rw1", (1.0, 0.0, 0.0), 0.02, (0.1, 0.2, 0.0)), Wheel("rw2", (0.0, 0.6, 0.8), 0.03)),
+        ),
+        Body(
+            "arm",
+            "base",
+            Joint(
+                "j1",
+                "revolute",
+                axis=(0.0, 0.0, 1.0),
+                origin=Origin(xyz=(0.3, 0.0, 0.0)),
+                spring=Spring(k=4.0, d=0.0, q0=0.2),
+            ),
+            mass=1.0,
+            com=(0.2, 0.0, 0.0),
+            inertia=((0.01, 0.0, 0.0), (0.0, 0.02, 0.0), (0.0, 0.0, 0.02)),
+        ),
+    )
+    return Model(
+        ModelSpec(
+            "wheels",
+            bodies,
+            gravity=gravity,
+            forces=(
+                SpringDamper("sp", Anchor("base", (0.0, 0.1, 0.0)), Anchor("arm", (0.3, 0.0, 0.0)), k=10.0, l0=0.1),
+            ),
+        )
+    )
 
 
 def engine_models(rng):
     import mbsfmu
     from tests.support.trees import random_tree
-    return [mbsfmu.load_model(ROOT / "scenarios" / "models" / "branched_robot.yaml"), random_tree(rng, 9),
-            random_tree(rng, 7, springs=True), wheel_model(gravity=(0.5, -9.81, 1.0))]
+
+    return [
+        mbsfmu.load_model(ROOT / "scenarios" / "models" / "branched_robot.yaml"),
+        random_tree(rng, 9),
+        random_tree(rng, 7, springs=True),
+        wheel_model(gravity=(0.5, -9.81, 1.0)),
+    ]
 
 
 def test_every_procedure_agrees_with_the_engine_at_random_states(rng):
     from mbsfmu.sim.simulator import Simulator
+
     worst = {N: 0.0 for N in (1, 2, 3, 4)}
     for model in engine_models(rng):
         sim = Simulator(model)
@@ -381,6 +454,7 @@ def test_every_procedure_agrees_with_the_engine_at_random_states(rng):
 def test_wheel_momentum_and_energy_come_from_the_rotors(rng):
     """With the wheels spun up and the bodies at rest, H_sys = sum h_k and KE = sum |h_k|^2 / (2 I_w)."""
     from mbsfmu.sim.simulator import Simulator
+
     model = wheel_model()
     sim = Simulator(model)
     q, _ = model.random_state(rng)
@@ -389,19 +463,21 @@ def test_wheel_momentum_and_energy_come_from_the_rotors(rng):
     sim.set_configuration(q, qd)
     row = engine_row(sim)
     h = [np.array([row[f"{w}.h[{c}]"] for c in (1, 2, 3)]) for w in ("rw1", "rw2")]
-    np.testing.assert_allclose([np.linalg.norm(h[0]), np.linalg.norm(h[1])], [0.02 * 30.0, 0.03 * 20.0],
-                               rtol=1e-12, atol=0)
+    np.testing.assert_allclose(
+        [np.linalg.norm(h[0]), np.linalg.norm(h[1])], [0.02 * 30.0, 0.03 * 20.0], rtol=1e-12, atol=0
+    )
     for N in (1, 2, 3, 4):
         _, H_sys, _, _ = inv.momentum(row, N)
         KE, _ = inv.energy(row, N)
         np.testing.assert_allclose(H_sys[0], h[0] + h[1], rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(KE[0], 0.5 * (0.02 * 30.0 ** 2 + 0.03 * 20.0 ** 2), rtol=1e-12, atol=0)
+        np.testing.assert_allclose(KE[0], 0.5 * (0.02 * 30.0**2 + 0.03 * 20.0**2), rtol=1e-12, atol=0)
 
 
 def engine_run(path, model, q, qd, h, n=20, dt=0.01):
     """RK4 run with internal step h, one row per dt, through the streaming writer."""
     from mbsfmu.sim.simulator import Simulator
     from mbsfmu.trajectory import write_trajectory
+
     sim = Simulator(model, h_max=h)
     sim.set_configuration(q, qd)
     with write_trajectory(path) as w:
@@ -418,9 +494,15 @@ def test_short_engine_run_conserves_and_converges(tmp_path, rng):
     model = wheel_model()
     q, qd = model.random_state(rng)
     conserved = ("P_sys_constant", "H_sys_constant", "R_parabolic", "energy_constant")
-    checks = {"engine_agreement": 1e-12, "p_sys_zero": "rel:1e-12", "P_sys_constant": "rel:1e-6",
-              "H_sys_constant": "rel:1e-6", "R_parabolic": 1e-6, "energy_constant": "rel:1e-6",
-              "energy_balance": "rel:1e-6"}
+    checks = {
+        "engine_agreement": 1e-12,
+        "p_sys_zero": "rel:1e-12",
+        "P_sys_constant": "rel:1e-6",
+        "H_sys_constant": "rel:1e-6",
+        "R_parabolic": 1e-6,
+        "energy_constant": "rel:1e-6",
+        "energy_balance": "rel:1e-6",
+    }
     errors = {}
     for h in (0.01, 0.005):
         path = engine_run(tmp_path / f"run_{h}.csv", model, q, qd, h)
@@ -430,7 +512,7 @@ def test_short_engine_run_conserves_and_converges(tmp_path, rng):
         errors[h] = {c: report["checks"][c]["max_abs"] for c in conserved}
     for c in conserved:
         assert errors[0.01][c] / errors[0.005][c] > 10, (c, errors)
-    report, ok = inv.run_check(path, 1, {"KE_constant": "rel:1e-3"})     # the springs exchange KE and PE
+    report, ok = inv.run_check(path, 1, {"KE_constant": "rel:1e-3"})  # the springs exchange KE and PE
     assert not ok
 
 
@@ -440,6 +522,7 @@ def cli_wired() -> bool:
     import argparse
 
     from mbsfmu.cli import build_parser
+
     subs = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return any("check" in a.choices for a in subs)
 
@@ -471,10 +554,12 @@ def test_cli_exit_codes_table_and_json(files, tmp_path):
     assert report["passed"] and report["procedure"] == 3
     r = run_cli(bad, "--procedure", "2", "--expect", "P_sys_constant=1e-9", "--expect", "H_sys_constant")
     assert r.returncode == 1 and "P_sys_constant" in r.stdout and "overall: FAIL" in r.stdout
-    for args, msg in (((good, "--procedure", "7"), "unknown procedure 7"),
-                      ((good, "--expect", "H_const=1"), "unknown check 'H_const'"),
-                      ((tmp_path / "none.csv",), "cannot read trajectory file"),
-                      ((bad, "--expect", "engine_agreement"), "engine_agreement needs engine columns")):
+    for args, msg in (
+        ((good, "--procedure", "7"), "unknown procedure 7"),
+        ((good, "--expect", "H_const=1"), "unknown check 'H_const'"),
+        ((tmp_path / "none.csv",), "cannot read trajectory file"),
+        ((bad, "--expect", "engine_agreement"), "engine_agreement needs engine columns"),
+    ):
         r = run_cli(*args)
         assert r.returncode == 2 and "mbsfmu: error: " in r.stderr and msg in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
@@ -511,6 +596,7 @@ def test_mujoco_export_is_checked_like_ours(tmp_path, rng):
     d.qvel[:] = rng.normal(size=m.nv)
     path = tmp_path / "mujoco.csv"
     from mbsfmu.trajectory import write_trajectory
+
     with write_trajectory(path) as w:
         for k in range(201):
             if k:
@@ -520,7 +606,7 @@ def test_mujoco_export_is_checked_like_ours(tmp_path, rng):
             row = {"time": d.time, **{f"g[{c + 1}]": m.opt.gravity[c] for c in range(3)}}
             for b in range(1, m.nbody):
                 name, X, v6 = m.body(b).name, d.ximat[b].reshape(3, 3), np.zeros(6)
-                mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, b, v6, 0)   # [omega; v_CoM], world
+                mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, b, v6, 0)  # [omega; v_CoM], world
                 I = X @ np.diag(m.body_inertia[b]) @ X.T
                 row[f"{name}.m"] = m.body_mass[b]
                 row.update({f"{name}.I[{lab}]": I[r, c] for lab, r, c in SYM})
@@ -528,9 +614,13 @@ def test_mujoco_export_is_checked_like_ours(tmp_path, rng):
                     row[f"{name}.omega[{c + 1}]"], row[f"{name}.rdot_abs[{c + 1}]"] = v6[c], v6[3 + c]
                     row[f"{name}.r_abs[{c + 1}]"] = d.xipos[b, c]
             w.write(row)
-    checks = {"p_sys_zero": "rel:1e-12", "H_sys_constant": "rel:1e-8", "R_parabolic": 1e-8,
-              "energy_constant": "rel:1e-8"}
-    report, ok = inv.run_check(path, 2, checks, energy_procedure=1)    # absolute: momentum 2, energy 1
+    checks = {
+        "p_sys_zero": "rel:1e-12",
+        "H_sys_constant": "rel:1e-8",
+        "R_parabolic": 1e-8,
+        "energy_constant": "rel:1e-8",
+    }
+    report, ok = inv.run_check(path, 2, checks, energy_procedure=1)  # absolute: momentum 2, energy 1
     assert ok, inv.summary_table(report)
     assert report["energy_procedure"] == 1
     assert "energy procedure 1 (inertial axes, absolute)" in inv.summary_table(report)

@@ -2,6 +2,7 @@
 exact run lengths, one-round scenario errors, Ctrl-C and closed pipes, option hints,
 wall-time estimates, clear messages instead of tracebacks, nothing lost when a write or a plot
 fails. In-process (``mbsfmu.cli.main``) wherever no real signal or pipe is needed."""
+
 import json
 import math
 import os
@@ -45,14 +46,19 @@ def line_of(path, fragment: str) -> int:
 # ---- the run length ----------------------------------------------------------
 @pytest.mark.parametrize("duration, dt, times", [(0.5, 1.0, [0.0, 0.5]), (1.0, 0.3, [0.0, 0.3, 0.6, 0.9, 1.0])])
 def test_run_ends_exactly_at_the_duration_with_a_shortened_last_step(tmp_path, capsys, duration, dt, times):
-    path = scenario(tmp_path, f"version: 1\nmodel: {{pendulum}}\nduration: {duration}\ndt: {dt}\n" + FAST
-                    + "checks: {energy_constant: rel:1.0e-6}\n")
+    path = scenario(
+        tmp_path,
+        f"version: 1\nmodel: {{pendulum}}\nduration: {duration}\ndt: {dt}\n"
+        + FAST
+        + "checks: {energy_constant: rel:1.0e-6}\n",
+    )
     code, out, _err = run(capsys, "run", path, "-o", tmp_path / "o", "--no-progress")
     assert code == 0, out
     from mbsfmu.trajectory import read_trajectory
+
     t = read_trajectory(tmp_path / "o" / "trajectory.csv").time
     np.testing.assert_allclose(t, times, rtol=0, atol=1e-15)
-    assert t[-1] == duration                       # exactly, not 0.8999999999999999 or 1.0 for 0.5
+    assert t[-1] == duration  # exactly, not 0.8999999999999999 or 1.0 for 0.5
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["t_end"] == duration and report["checks"]["energy_constant"]["passed"]
     assert f"{duration:g} s simulated" in out
@@ -67,8 +73,12 @@ def test_a_run_with_nothing_to_check_does_not_say_pass(tmp_path, capsys):
 
 
 def test_a_sampled_controller_refuses_a_dt_that_does_not_divide_the_duration(tmp_path, capsys):
-    path = scenario(tmp_path, "version: 1\nmodel: {scara}\nduration: 1.0\ndt: 0.3\n" + FAST
-                    + "controller: {type: pid, joints: {q1: {kp: 10, setpoint: 0.1}}}\n")
+    path = scenario(
+        tmp_path,
+        "version: 1\nmodel: {scara}\nduration: 1.0\ndt: 0.3\n"
+        + FAST
+        + "controller: {type: pid, joints: {q1: {kp: 10, setpoint: 0.1}}}\n",
+    )
     with pytest.raises(ScenarioError, match=r"s.yaml:4: dt: duration: dt = 0.3 s does not divide"):
         load_scenario(path)
 
@@ -94,8 +104,10 @@ def test_a_tiny_duration_simulates_exactly_that(tmp_path, capsys):
 def test_check_names_a_body_column_missing_its_mass(tmp_path, capsys):
     from mbsfmu.checker.checks import CheckError, discover
     from mbsfmu.trajectory import Trajectory
-    cols = {c: [0.0, 1.0] for c in ("time", "a.m", "b.omega[1]", "b.omega[2]", "b.omega[3]", "b.r_abs[1]",
-                                     "w.Iw", "w.h[1]")}
+
+    cols = {
+        c: [0.0, 1.0] for c in ("time", "a.m", "b.omega[1]", "b.omega[2]", "b.omega[3]", "b.r_abs[1]", "w.Iw", "w.h[1]")
+    }
     with pytest.raises(CheckError, match=r"b\.m missing"):
         discover(Trajectory.from_columns(cols))
     csv = tmp_path / "t.csv"
@@ -111,6 +123,7 @@ def test_p_sys_and_H_sys_scales_cover_the_round_off_of_absolute_records():
     (not to sum m |rhatdot| ~ 1e-2) the check holds at a few eps."""
     from mbsfmu.checker.checks import conservation_report
     from mbsfmu.trajectory import Trajectory
+
     rng = np.random.default_rng(7)
     T = 5
     one = np.ones(T)
@@ -118,7 +131,7 @@ def test_p_sys_and_H_sys_scales_cover_the_round_off_of_absolute_records():
     V, P = np.array([3.0, -4.0, -1000.0]), np.array([100.0, 200.0, -5.0e4])
     m = np.array([310.0, 7.0, 7.0])
     rel = rng.normal(size=(3, 3)) * 1e-2
-    rel -= (m[:, None] * rel).sum(axis=0) / m.sum()          # zero relative momentum
+    rel -= (m[:, None] * rel).sum(axis=0) / m.sum()  # zero relative momentum
     for j, name in enumerate(("hub", "a1", "a2")):
         cols[f"{name}.m"] = m[j] * one
         for s, v in zip(("xx", "yy", "zz", "xy", "xz", "yz"), (1.0, 1.0, 1.0, 0.0, 0.0, 0.0)):
@@ -127,8 +140,9 @@ def test_p_sys_and_H_sys_scales_cover_the_round_off_of_absolute_records():
             cols[f"{name}.omega[{c + 1}]"] = 0 * one
             cols[f"{name}.r_abs[{c + 1}]"] = P[c] + rel[j, c] * np.arange(T)
             cols[f"{name}.rdot_abs[{c + 1}]"] = V[c] + rel[j, c] * np.ones(T)
-    report = conservation_report(Trajectory.from_columns(cols), {"p_sys_zero": "rel:1e-14",
-                                                                  "H_sys_constant": "rel:1e-14"}, procedure=2)
+    report = conservation_report(
+        Trajectory.from_columns(cols), {"p_sys_zero": "rel:1e-14", "H_sys_constant": "rel:1e-14"}, procedure=2
+    )
     p = report["checks"]["p_sys_zero"]
     assert p["max_abs"] > 0 and p["scale"] >= m.sum() * np.linalg.norm(V) * (1 - 1e-9)
     assert report["passed"], report["checks"]
@@ -140,6 +154,7 @@ def test_bundled_scenario_passes_at_full_duration(name, tmp_path):
     """Every bundled scenario at its full duration (CI's fast tier runs --quick): minutes for
     chain7_energy and crank_slider_torque with the Python engine."""
     from mbsfmu.scenario.run import run_scenario
+
     scn = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
     report = run_scenario(scn, tmp_path, progress=False)
     failed = {k: e for k, e in report["checks"].items() if not e["passed"]}
@@ -149,7 +164,9 @@ def test_bundled_scenario_passes_at_full_duration(name, tmp_path):
 
 # ---- scenario errors in one round ----------------------------------------------------
 def test_scenario_names_are_checked_against_the_model_in_the_same_round(tmp_path):
-    path = scenario(tmp_path, """version: 1
+    path = scenario(
+        tmp_path,
+        """version: 1
 model: {scara}
 duration: 1.0
 dt: 0.1
@@ -161,18 +178,21 @@ inputs:
   q1.taux: 2.0
 controller: {type: pid, joints: {q4: {kp: 1, setpoint: 0}}}
 checks: {energy_constnt: rel:1e-9}
-""")
+""",
+    )
     with pytest.raises(ScenarioError) as e:
         load_scenario(path)
     text = str(e.value)
     assert text.startswith(f"7 problem(s) in scenario {path}:"), text
-    for fragment in ("s.yaml:6: initial.q.q3: unknown joint 'q3'; known: q1, q2",
-                     "s.yaml:7: initial.qd.knee: unknown joint 'knee'",
-                     "s.yaml:7: initial.qd.q2: joint 'q2' takes 1 value(s), got 2",
-                     "s.yaml:9: inputs.shoulderr.tau: unknown input 'shoulderr.tau'",
-                     "s.yaml:10: inputs.q1.taux: unknown input 'q1.taux' (did you mean 'q1.tau'?)",
-                     "s.yaml:11: controller.joints.q4: 'q4' is not an actuated 1-DoF joint",
-                     "s.yaml:12: checks.energy_constnt: unknown check"):
+    for fragment in (
+        "s.yaml:6: initial.q.q3: unknown joint 'q3'; known: q1, q2",
+        "s.yaml:7: initial.qd.knee: unknown joint 'knee'",
+        "s.yaml:7: initial.qd.q2: joint 'q2' takes 1 value(s), got 2",
+        "s.yaml:9: inputs.shoulderr.tau: unknown input 'shoulderr.tau'",
+        "s.yaml:10: inputs.q1.taux: unknown input 'q1.taux' (did you mean 'q1.tau'?)",
+        "s.yaml:11: controller.joints.q4: 'q4' is not an actuated 1-DoF joint",
+        "s.yaml:12: checks.energy_constnt: unknown check",
+    ):
         assert fragment in text, text
 
 
@@ -186,43 +206,95 @@ def test_a_bad_model_file_is_reported_with_the_scenario_problems(tmp_path):
 
 # ---- integrator fields, run lengths, hostile fields ---------------------------
 def test_integrator_fields_are_checked_with_line_and_field(tmp_path):
-    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 1.0\ndt: 0.1\n"
-                              "integrator: {method: rk4, h_max: 0, rtol: -1, atol: 0}\n")
+    path = scenario(
+        tmp_path,
+        "version: 1\nmodel: {pendulum}\nduration: 1.0\ndt: 0.1\n"
+        "integrator: {method: rk4, h_max: 0, rtol: -1, atol: 0}\n",
+    )
     text = str(pytest.raises(ScenarioError, load_scenario, path).value)
-    for fragment in ("s.yaml:5: integrator.h_max: h_max must be a positive step [s] for rk4, got 0",
-                     "s.yaml:5: integrator.rtol: rtol must be a positive number, got -1",
-                     "s.yaml:5: integrator.atol: atol must be a positive number, got 0"):
+    for fragment in (
+        "s.yaml:5: integrator.h_max: h_max must be a positive step [s] for rk4, got 0",
+        "s.yaml:5: integrator.rtol: rtol must be a positive number, got -1",
+        "s.yaml:5: integrator.atol: atol must be a positive number, got 0",
+    ):
         assert fragment in text, text
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ("duration: 1.0e300\ndt: 1.0e-300\n", "s.yaml:4: dt: duration: duration 1e+300 s / dt 1e-300 s = inf output rows"),
-    ("duration: 1.0\ndt: 0.1\nintegrator: {method: dop853, h_max: 1.0e-300}\n",
-     "s.yaml:5: integrator.h_max: duration: duration 1 s / integrator.h_max 1e-300 s = 1e+300 integrator steps"),
-    ("duration: 1.0\ndt: 0.1\ninputs: {q1.tau: {type: [1]}}\n",
-     "s.yaml:5: inputs.q1.tau: expected a number or a schedule"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '0 < t < 1', tol: 1}]\n",
-     "s.yaml:5: references[0].expr: chained comparison"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: 'sin + t', tol: 1}]\n",
-     "function 'sin' used as a value"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: 'sin()', tol: 1}]\n",
-     "sin() takes 1 argument(s), got 0"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: 'where(t)', tol: 1}]\n", "where() takes 3 argument(s)"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '0x" + "f" * 400 + "', tol: 1}]\n",
-     "number beyond the float range"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '" + "(" * 20000 + "t" + ")" * 20000 + "', tol: 1}]\n",
-     "expression of 40001 characters; at most 10000"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '" + "-" * 100000 + "1', tol: 1}]\n",
-     "expression of 100001 characters"),
-    ("duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '" + "-(" * 150 + "t" + ")" * 150 + "', tol: 1}]\n",
-     "nested more than 100 deep"),
-], ids=["rows", "h_max", "schedule-type", "chained", "function-value", "arity0", "arity-where", "hex400",
-        "nested20000", "minus100000", "nested150"])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        (
+            "duration: 1.0e300\ndt: 1.0e-300\n",
+            "s.yaml:4: dt: duration: duration 1e+300 s / dt 1e-300 s = inf output rows",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nintegrator: {method: dop853, h_max: 1.0e-300}\n",
+            "s.yaml:5: integrator.h_max: duration: duration 1 s / integrator.h_max 1e-300 s = 1e+300 integrator steps",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\ninputs: {q1.tau: {type: [1]}}\n",
+            "s.yaml:5: inputs.q1.tau: expected a number or a schedule",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '0 < t < 1', tol: 1}]\n",
+            "s.yaml:5: references[0].expr: chained comparison",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: 'sin + t', tol: 1}]\n",
+            "function 'sin' used as a value",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: 'sin()', tol: 1}]\n",
+            "sin() takes 1 argument(s), got 0",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: 'where(t)', tol: 1}]\n",
+            "where() takes 3 argument(s)",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '0x" + "f" * 400 + "', tol: 1}]\n",
+            "number beyond the float range",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '"
+            + "(" * 20000
+            + "t"
+            + ")" * 20000
+            + "', tol: 1}]\n",
+            "expression of 40001 characters; at most 10000",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '" + "-" * 100000 + "1', tol: 1}]\n",
+            "expression of 100001 characters",
+        ),
+        (
+            "duration: 1.0\ndt: 0.1\nreferences: [{column: q.q1, expr: '"
+            + "-(" * 150
+            + "t"
+            + ")" * 150
+            + "', tol: 1}]\n",
+            "nested more than 100 deep",
+        ),
+    ],
+    ids=[
+        "rows",
+        "h_max",
+        "schedule-type",
+        "chained",
+        "function-value",
+        "arity0",
+        "arity-where",
+        "hex400",
+        "nested20000",
+        "minus100000",
+        "nested150",
+    ],
+)
 def test_hostile_scenario_fields_are_problems_not_tracebacks(tmp_path, capsys, body, fragment):
     path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\n" + body)
     text = str(pytest.raises(ScenarioError, load_scenario, path).value)
     assert fragment in text, text[:2000]
-    code, out, _err = run(capsys, "list", tmp_path, "--no-estimate")   # the listing goes on
+    code, out, _err = run(capsys, "list", tmp_path, "--no-estimate")  # the listing goes on
     assert code == 0 and "does not load: 1 problem(s)" in out
 
 
@@ -230,8 +302,11 @@ def test_out_and_record_paths_that_cannot_be_written_are_errors(tmp_path, capsys
     path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 0.2\ndt: 0.1\n" + FAST)
     afile = tmp_path / "afile"
     afile.write_text("x")
-    for out, why in ((afile, "it is an existing file"), (afile / "sub", "a part of its path is a file"),
-                     ("/proc/mbsfmu_out", "cannot create the output folder")):
+    for out, why in (
+        (afile, "it is an existing file"),
+        (afile / "sub", "a part of its path is a file"),
+        ("/proc/mbsfmu_out", "cannot create the output folder"),
+    ):
         code, _o, err = run(capsys, "run", path, "-o", out, "--no-progress")
         assert code == 2 and why in err and "Traceback" not in err, err
     pytest.importorskip("mcap_ros2")
@@ -243,6 +318,7 @@ def test_out_and_record_paths_that_cannot_be_written_are_errors(tmp_path, capsys
 def test_build_fmu_into_a_path_under_a_file_is_an_error(tmp_path, capsys, monkeypatch):
     """... and before the compile (which takes seconds): no C file is compiled for a bad --out."""
     import mbsfmu.fmu.native
+
     pytest.importorskip("pythonfmu")
     compiled = []
     monkeypatch.setattr(mbsfmu.fmu.native, "compile_target", lambda platform, *_a, **_k: compiled.append(platform))
@@ -255,6 +331,7 @@ def test_build_fmu_into_a_path_under_a_file_is_an_error(tmp_path, capsys, monkey
 def test_simulator_arguments_are_numbers_of_any_kind_with_clear_errors():
     import mbsfmu
     from mbsfmu.sim.simulator import Simulator
+
     model = mbsfmu.load_model(PENDULUM)
     sim = Simulator(model, integrator="dop853", h_max=np.float64(0.0), rtol=np.float32(1e-6))
     sim.step(np.float32(0.01))
@@ -268,6 +345,7 @@ def test_simulator_arguments_are_numbers_of_any_kind_with_clear_errors():
 def test_total_mass_message_shows_a_number_not_a_repr():
     from mbsfmu.checker.checks import CheckError, field_columns, momentum
     from mbsfmu.trajectory import Trajectory
+
     cols = {"time": [0.0], "a.m": math.nan}
     for f in ("I", "omega", "r_cm", "rdot_cm"):
         cols.update({c: 0.0 for c in field_columns("a", f)})
@@ -285,6 +363,7 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
 
     from mbsfmu import trajectory as trajectory_module
     from mbsfmu.trajectory import TrajectoryError, TrajectoryWriter, read_trajectory
+
     if os.path.exists("/dev/full"):
         w = TrajectoryWriter("/dev/full")
         with pytest.raises(TrajectoryError, match="No space left on device"):
@@ -295,19 +374,22 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
         lines = 0
 
         def write(self, data):
-            if not str(self.name).endswith("trajectory.csv"):   # records.csv is written beside it
+            if not str(self.name).endswith("trajectory.csv"):  # records.csv is written beside it
                 return super().write(data)
             FillsUp.lines += 1
-            if FillsUp.lines == 5:                         # header + 3 rows, then half of row 4
+            if FillsUp.lines == 5:  # header + 3 rows, then half of row 4
                 super().write(bytes(data)[: len(data) // 2])
                 raise OSError(errno.ENOSPC, "No space left on device")
             return super().write(data)
 
     def fake_open(path, mode="r", *args, **kw):
         return FillsUp(path, "w") if mode == "wb" else open(path, mode, *args, **kw)
+
     monkeypatch.setattr(trajectory_module, "open", fake_open, raising=False)
-    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 1.0\ndt: 0.1\n" + FAST
-                    + "checks: {energy_constant: rel:1.0e-6}\n")
+    path = scenario(
+        tmp_path,
+        "version: 1\nmodel: {pendulum}\nduration: 1.0\ndt: 0.1\n" + FAST + "checks: {energy_constant: rel:1.0e-6}\n",
+    )
     code, _out, err = run(capsys, "run", path, "-o", tmp_path / "o", "--no-progress")
     assert code == 1 and "No space left on device" in err and "Traceback" not in err
     assert "cannot write row 4" in err and "3 row(s) written before" in err
@@ -320,16 +402,18 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
 
 def test_report_json_is_replaced_atomically(tmp_path, monkeypatch):
     from mbsfmu.scenario import report as scenario_module
+
     target = tmp_path / "report.json"
     target.write_text('{"old": true}')
 
     def refuse(src, dst):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(scenario_module.os, "replace", refuse)
     with pytest.raises(OSError):
         scenario_module.write_json(target, {"new": True})
     assert json.loads(target.read_text()) == {"old": True}
-    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]      # no temporary file left
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
 
 
 def test_a_failing_plot_costs_the_plots_only(tmp_path, capsys, monkeypatch):
@@ -337,9 +421,13 @@ def test_a_failing_plot_costs_the_plots_only(tmp_path, capsys, monkeypatch):
 
     def broken(*_a, **_k):
         raise ValueError("Axis limits cannot be NaN or Inf")
+
     monkeypatch.setattr(mbsfmu.scenario.plots, "plot_run", broken)
-    path = scenario(tmp_path, ("version: 1\nmodel: {pendulum}\nduration: 0.2\ndt: 0.1\n" + FAST).replace(
-        "plots: false", "plots: true") + "checks: {energy_constant: rel:1.0e-6}\n")
+    path = scenario(
+        tmp_path,
+        ("version: 1\nmodel: {pendulum}\nduration: 0.2\ndt: 0.1\n" + FAST).replace("plots: false", "plots: true")
+        + "checks: {energy_constant: rel:1.0e-6}\n",
+    )
     code, out, err = run(capsys, "run", path, "-o", tmp_path / "o", "--no-progress")
     assert code == 0 and "scenario s: PASS" in out
     assert "plots not written: ValueError: Axis limits cannot be NaN or Inf" in err
@@ -359,9 +447,23 @@ def test_info_and_run_count_bodies_and_wheels_alike(capsys):
     code, out, _err = run(capsys, "info", MODELS / "spacecraft.yaml")
     assert code == 0 and "3 bodies and 4 reaction wheels" in out
     from mbsfmu.checker.checks import summary_table
-    report = {"file": "f", "procedure": 1, "procedure_is": "", "energy_procedure": 1, "energy_procedure_is": "",
-              "rows": 2, "t0": 0.0, "t1": 1.0, "bodies": ["a", "b", "c"], "wheels": ["w1", "w2", "w3", "w4"],
-              "springs": [], "g": [0, 0, 0], "checks": {}, "passed": True}
+
+    report = {
+        "file": "f",
+        "procedure": 1,
+        "procedure_is": "",
+        "energy_procedure": 1,
+        "energy_procedure_is": "",
+        "rows": 2,
+        "t0": 0.0,
+        "t1": 1.0,
+        "bodies": ["a", "b", "c"],
+        "wheels": ["w1", "w2", "w3", "w4"],
+        "springs": [],
+        "g": [0, 0, 0],
+        "checks": {},
+        "passed": True,
+    }
     assert "3 bodies and 4 reaction wheels, 0 springs" in summary_table(report)
 
 
@@ -391,7 +493,7 @@ def test_a_mistyped_option_suggests_the_close_one(tmp_path, capsys):
         cli.main(["run", "x.yaml", "--output", str(tmp_path)])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "unknown option --output: did you mean --out?" in err
-    assert cli.main(["list", "--no-estimat"]) == 0      # an accepted abbreviation is not "unknown"
+    assert cli.main(["list", "--no-estimat"]) == 0  # an accepted abbreviation is not "unknown"
     with pytest.raises(SystemExit):
         cli.main(["check", "t.csv", "--procdure", "2"])
     assert "did you mean --procedure?" in capsys.readouterr().err
@@ -399,9 +501,10 @@ def test_a_mistyped_option_suggests_the_close_one(tmp_path, capsys):
 
 def test_progress_shows_no_time_left_before_it_means_something(capsys, monkeypatch):
     from mbsfmu.scenario.progress import Progress
+
     bar = Progress(1000, True)
-    bar.update(0, 30.0)         # 0 %: 30 s of imports and compilation say nothing about the rest
-    bar.update(100, 40.0)       # 10 %
+    bar.update(0, 30.0)  # 0 %: 30 s of imports and compilation say nothing about the rest
+    bar.update(100, 40.0)  # 10 %
     err = capsys.readouterr().err
     first, second = [line for line in err.replace("\r", "\n").splitlines() if line.strip()]
     assert "left" not in first.replace("time left: after 5 %", "") and "time left: after 5 %" in first
@@ -410,8 +513,10 @@ def test_progress_shows_no_time_left_before_it_means_something(capsys, monkeypat
 
 def test_wall_time_is_estimated_before_the_run_and_in_the_list(tmp_path, capsys):
     from mbsfmu.scenario.run import estimate_wall
-    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 100.0\ndt: 0.05\n" + FAST
-                    + "description: long\n")
+
+    path = scenario(
+        tmp_path, "version: 1\nmodel: {pendulum}\nduration: 100.0\ndt: 0.05\n" + FAST + "description: long\n"
+    )
     wall, how = estimate_wall(load_scenario(path), budget=0.05)
     assert wall > 0 and "extrapolated from" in how
     code, out, _err = run(capsys, "list", tmp_path)
@@ -443,8 +548,9 @@ def _default_sigint() -> None:
 
 def _spawn(*argv, **kw):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-m", "mbsfmu", *map(str, argv)], cwd=ROOT, env=env,
-                            preexec_fn=_default_sigint, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "mbsfmu", *map(str, argv)], cwd=ROOT, env=env, preexec_fn=_default_sigint, **kw
+    )
 
 
 @pytest.mark.integration
@@ -453,14 +559,17 @@ def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path)
     # is still short of a few thousand rows when the signal lands, however loaded the machine (with a
     # fast row the run wrote millions of rows before a starved test process sent SIGINT, and reading
     # them back for the report outlasted the timeout)
-    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 1.0e4\ndt: 0.01\n"
-                    "integrator: {method: rk4, h_max: 1.0e-6}\noutputs: {plots: false}\n"
-                    "checks: {energy_constant: rel:1.0e-6}\n")
+    path = scenario(
+        tmp_path,
+        "version: 1\nmodel: {pendulum}\nduration: 1.0e4\ndt: 0.01\n"
+        "integrator: {method: rk4, h_max: 1.0e-6}\noutputs: {plots: false}\n"
+        "checks: {energy_constant: rel:1.0e-6}\n",
+    )
     out = tmp_path / "o"
     proc = _spawn("run", path, "-o", out, "--no-progress", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     csv = out / "trajectory.csv"
     try:
-        while not (csv.exists() and csv.read_text().count("\n") >= 20):   # wait on state: rows written
+        while not (csv.exists() and csv.read_text().count("\n") >= 20):  # wait on state: rows written
             assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGINT)
         _stdout, stderr = proc.communicate(timeout=120)
@@ -471,25 +580,41 @@ def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path)
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
     assert stderr.startswith("mbsfmu: interrupted at t = ")
     from mbsfmu.trajectory import read_trajectory
-    traj = read_trajectory(csv)                       # every row whole and valid
+
+    traj = read_trajectory(csv)  # every row whole and valid
     report = json.loads((out / "report.json").read_text())
     assert report["interrupted"].startswith("interrupted at t = ") and report["passed"] is False
     assert report["t_end"] == traj.time[-1] and traj.n_rows >= 19
 
 
-@pytest.mark.slow            # builds two FMUs: minutes on a loaded machine
+@pytest.mark.slow  # builds two FMUs: minutes on a loaded machine
 @pytest.mark.integration
 def test_ctrl_c_during_cosim_keeps_rows_and_writes_an_interrupted_report(tmp_path):
     pytest.importorskip("fmpy")
     pytest.importorskip("pythonfmu")
-    path = scenario(tmp_path, (ROOT / "scenarios" / "scara_tracking_cosim.yaml").read_text()
-                    .replace("models/scara.yaml", "{scara}").replace("duration: 6.0", "duration: 1000.0"))
+    path = scenario(
+        tmp_path,
+        (ROOT / "scenarios" / "scara_tracking_cosim.yaml")
+        .read_text()
+        .replace("models/scara.yaml", "{scara}")
+        .replace("duration: 6.0", "duration: 1000.0"),
+    )
     out = tmp_path / "o"
-    proc = _spawn("cosim", path, "-o", out, "--no-progress", "--fmu-dir", tmp_path / "fmus",
-                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _spawn(
+        "cosim",
+        path,
+        "-o",
+        out,
+        "--no-progress",
+        "--fmu-dir",
+        tmp_path / "fmus",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     csv = out / "trajectory.csv"
     try:
-        while not (csv.exists() and csv.read_text().count("\n") >= 20):   # wait on state: rows written
+        while not (csv.exists() and csv.read_text().count("\n") >= 20):  # wait on state: rows written
             assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGINT)
         _stdout, stderr = proc.communicate(timeout=120)
@@ -499,6 +624,7 @@ def test_ctrl_c_during_cosim_keeps_rows_and_writes_an_interrupted_report(tmp_pat
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("mbsfmu: interrupted at t = ")
     from mbsfmu.trajectory import read_trajectory
+
     traj = read_trajectory(csv)
     report = json.loads((out / "report.json").read_text())
     assert report["interrupted"].startswith("interrupted at t = ") and report["t_end"] == traj.time[-1]
@@ -507,7 +633,7 @@ def test_ctrl_c_during_cosim_keeps_rows_and_writes_an_interrupted_report(tmp_pat
 @pytest.mark.integration
 def test_info_into_a_closed_pipe_ends_quietly():
     r, w = os.pipe()
-    os.close(r)                                       # the reader is gone before anything is written
+    os.close(r)  # the reader is gone before anything is written
     proc = _spawn("info", MODELS / "spacecraft.yaml", stdout=w, stderr=subprocess.PIPE)
     os.close(w)
     _out, err = proc.communicate(timeout=120)

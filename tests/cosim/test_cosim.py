@@ -11,6 +11,7 @@ fixed-step loop or by libcosim.
 
 FMU-building tests are ``integration``; the FMUs are built once per session into one cache folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ from mbsfmu.trajectory import read_trajectory
 from tests.support.paths import ROOT
 
 SCENARIO = ROOT / "scenarios" / "scara_tracking_cosim.yaml"
-T = 1.5          # s: past the references' t0 = 1 s, 1500 communication steps of 1 ms
+T = 1.5  # s: past the references' t0 = 1 s, 1500 communication steps of 1 ms
 STATES = ("q.q1", "q.q2", "qd.q1", "qd.q2")
 
 
@@ -59,13 +60,14 @@ def line_of(path: Path, fragment: str) -> int:
 
 # ---- the schema (fast: nothing is built) ---------------------------------------------------------------
 
+
 def test_bundled_cosim_section_is_parsed_and_listed(run_cli):
     scn = load_scenario(SCENARIO)
     c = scn.cosim
     assert list(c.fmus) == ["ctrl"] and c.fmus["ctrl"].builtin == "pid" and c.fmus["ctrl"].path is None
     assert [(x.src, x.dst) for x in c.connections][0] == (("mbs", "q1.q"), ("ctrl", "q1.q"))
     assert len(c.connections) == 6 and c.scheme == "gauss-seidel" and c.order == ("ctrl", "mbs")
-    res = run_cli("list", "--no-estimate", ROOT / "scenarios")   # the estimates: test_cli, test_features
+    res = run_cli("list", "--no-estimate", ROOT / "scenarios")  # the estimates: test_cli, test_features
     assert res.returncode == 0 and "scara_tracking_cosim.yaml" in res.stdout and "co-simulated" in res.stdout
 
 
@@ -78,25 +80,61 @@ CONNECTIONS = """    - [mbs.q1.q, ctrl.q1.q]
 """
 
 
-@pytest.mark.parametrize("old, new, field, message", [
-    ("    - [mbs.q1.qd, ctrl.q1.qd]\n", "    - [mbs.q1.qd, ctl.q1.qd]\n", "cosim.connections[1][1]",
-     "unknown FMU 'ctl' in 'ctl.q1.qd' (did you mean 'ctrl'?)"),
-    ("    - [mbs.q1.qd, ctrl.q1.qd]\n", "    - [mbs_q1_qd, ctrl.q1.qd]\n", "cosim.connections[1][0]",
-     "'mbs_q1_qd': expected <fmu>.<variable>"),
-    ("    - [mbs.q1.qd, ctrl.q1.qd]\n", "    - {from: mbs.q1.qd, to: ctrl.q1.qd}\n", "cosim.connections[1]",
-     "expected a pair [<fmu>.<output>, <fmu>.<input>]"),
-    ("ctrl: {builtin: pid}", "ctrl: {builtin: pdi}", "cosim.fmus.ctrl.builtin",
-     "unknown builtin FMU 'pdi'; expected one of pid"),
-    ("ctrl: {builtin: pid}", "ctrl: {path: missing.fmu}", "cosim.fmus.ctrl.path", "missing.fmu' does not exist"),
-    ("ctrl: {builtin: pid}", "ctrl: {builtin: pid, path: c.fmu}", "cosim.fmus.ctrl",
-     "expected exactly one of builtin (pid) or path"),
-    ("    ctrl: {builtin: pid}", "    ctrl: {builtin: pid}\n    mbs: {path: c.fmu}", "cosim.fmus.mbs",
-     "'mbs' is the scenario's own model FMU"),
-    ("  order: [ctrl, mbs]", "  order: [ctrl]", "cosim.order", "order must name every FMU once; missing: mbs"),
-    ("  scheme: gauss-seidel", "  scheme: gauss_seidel", "cosim.scheme",
-     "unknown scheme 'gauss_seidel' (did you mean 'gauss-seidel'?)"),
-    ("  connections:", "  conections:", "cosim.conections", "unknown key 'conections' (did you mean 'connections'?)"),
-])
+@pytest.mark.parametrize(
+    "old, new, field, message",
+    [
+        (
+            "    - [mbs.q1.qd, ctrl.q1.qd]\n",
+            "    - [mbs.q1.qd, ctl.q1.qd]\n",
+            "cosim.connections[1][1]",
+            "unknown FMU 'ctl' in 'ctl.q1.qd' (did you mean 'ctrl'?)",
+        ),
+        (
+            "    - [mbs.q1.qd, ctrl.q1.qd]\n",
+            "    - [mbs_q1_qd, ctrl.q1.qd]\n",
+            "cosim.connections[1][0]",
+            "'mbs_q1_qd': expected <fmu>.<variable>",
+        ),
+        (
+            "    - [mbs.q1.qd, ctrl.q1.qd]\n",
+            "    - {from: mbs.q1.qd, to: ctrl.q1.qd}\n",
+            "cosim.connections[1]",
+            "expected a pair [<fmu>.<output>, <fmu>.<input>]",
+        ),
+        (
+            "ctrl: {builtin: pid}",
+            "ctrl: {builtin: pdi}",
+            "cosim.fmus.ctrl.builtin",
+            "unknown builtin FMU 'pdi'; expected one of pid",
+        ),
+        ("ctrl: {builtin: pid}", "ctrl: {path: missing.fmu}", "cosim.fmus.ctrl.path", "missing.fmu' does not exist"),
+        (
+            "ctrl: {builtin: pid}",
+            "ctrl: {builtin: pid, path: c.fmu}",
+            "cosim.fmus.ctrl",
+            "expected exactly one of builtin (pid) or path",
+        ),
+        (
+            "    ctrl: {builtin: pid}",
+            "    ctrl: {builtin: pid}\n    mbs: {path: c.fmu}",
+            "cosim.fmus.mbs",
+            "'mbs' is the scenario's own model FMU",
+        ),
+        ("  order: [ctrl, mbs]", "  order: [ctrl]", "cosim.order", "order must name every FMU once; missing: mbs"),
+        (
+            "  scheme: gauss-seidel",
+            "  scheme: gauss_seidel",
+            "cosim.scheme",
+            "unknown scheme 'gauss_seidel' (did you mean 'gauss-seidel'?)",
+        ),
+        (
+            "  connections:",
+            "  conections:",
+            "cosim.conections",
+            "unknown key 'conections' (did you mean 'connections'?)",
+        ),
+    ],
+)
 def test_malformed_cosim_section_names_file_line_and_field(tmp_path, old, new, field, message):
     path = scenario_file(tmp_path, bundled_text(**{old: new}))
     with pytest.raises(ScenarioError) as e:
@@ -105,17 +143,20 @@ def test_malformed_cosim_section_names_file_line_and_field(tmp_path, old, new, f
     assert f"{path}:{line}: {field}: " in str(e.value) and message in str(e.value), str(e.value)
 
 
-BAD_NAMES = bundled_text(**{
-    "ctrl: {builtin: pid}": "ctrl: {builtin: pid, parameters: {q1.kq: 1.0, q1.tau: 2.0}}",
-    "    q2: {kp: 1500.0": "    #q2: {kp: 1500.0",
-    CONNECTIONS: """    - [mbs.q1.qq, ctrl.q1.q]
+BAD_NAMES = bundled_text(
+    **{
+        "ctrl: {builtin: pid}": "ctrl: {builtin: pid, parameters: {q1.kq: 1.0, q1.tau: 2.0}}",
+        "    q2: {kp: 1500.0": "    #q2: {kp: 1500.0",
+        CONNECTIONS: """    - [mbs.q1.qq, ctrl.q1.q]
     - [mbs.solver.n_steps, ctrl.q1.qd]
     - [ctrl.q1.q, mbs.q1.tau]
     - [ctrl.q1.tau, mbs.q1.tau]
     - [ctrl.q1.tau, mbs.q1.tau]
     - [ctrl.q1.tau, mbs.q2.tau]
 """,
-    "initial: {q: {q1: 0.0, q2: 0.0}}": "initial: {q: {q1: 0.0, q2: 0.0}}\ninputs: {q2.tau: 1.0}"})
+        "initial: {q: {q1: 0.0, q2: 0.0}}": "initial: {q: {q1: 0.0, q2: 0.0}}\ninputs: {q2.tau: 1.0}",
+    }
+)
 
 
 def test_names_are_checked_against_the_fmus_variables_all_at_once(tmp_path):
@@ -123,6 +164,7 @@ def test_names_are_checked_against_the_fmus_variables_all_at_once(tmp_path):
     also scheduled, parameters and the builtin pid's unconnected input: one error, every line."""
     pytest.importorskip("pythonfmu")
     from mbsfmu.cosim import check_cosim
+
     path = scenario_file(tmp_path, BAD_NAMES)
     scn = load_scenario(path)
     with pytest.raises(ScenarioError) as e:
@@ -133,10 +175,16 @@ def test_names_are_checked_against_the_fmus_variables_all_at_once(tmp_path):
         (c0, "cosim.connections[0][0]", "FMU 'mbs' has no variable 'q1.qq' (did you mean mbs.q1.q?)"),
         (c0 + 1, "cosim.connections[1]", "type mismatch: mbs.solver.n_steps is Integer, ctrl.q1.qd is Real"),
         (c0 + 2, "cosim.connections[2][0]", "ctrl.q1.q is an input, not an output: a connection runs from an output"),
-        (c0 + 4, "cosim.connections[4][1]", f"input mbs.q1.tau is connected twice: also by connections[3] "
-                                            f"(line {c0 + 3})"),
-        (c0 + 5, "cosim.connections[5][1]", f"input mbs.q2.tau is connected and also scheduled by inputs.q2.tau "
-                                            f"(line {inputs})"),
+        (
+            c0 + 4,
+            "cosim.connections[4][1]",
+            f"input mbs.q1.tau is connected twice: also by connections[3] (line {c0 + 3})",
+        ),
+        (
+            c0 + 5,
+            "cosim.connections[5][1]",
+            f"input mbs.q2.tau is connected and also scheduled by inputs.q2.tau (line {inputs})",
+        ),
         (fmus, "cosim.fmus.ctrl.parameters.q1.kq", "FMU 'ctrl' has no variable 'q1.kq' (did you mean 'q1.kp'?)"),
         (fmus, "cosim.fmus.ctrl.parameters.q1.tau", "ctrl.q1.tau is an output: only parameters and inputs"),
         (fmus, "cosim.fmus.ctrl", "the builtin pid's input(s) ctrl.q1.q are not connected"),
@@ -152,13 +200,13 @@ def test_cli_rejects_a_bad_cosim_section_with_exit_code_2(tmp_path, run_cli):
     res = run_cli("cosim", path, "--out", tmp_path / "out", "--fmu-dir", tmp_path / "fmus")
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"{path}:{line_of(path, '[mbs.q1.qq')}: cosim.connections[0][0]: FMU 'mbs' has no variable" in res.stderr
-    assert not (tmp_path / "fmus").exists()          # checked before anything is built
+    assert not (tmp_path / "fmus").exists()  # checked before anything is built
 
 
 def test_run_refuses_a_scenario_whose_external_fmu_drives_the_model(tmp_path):
     (tmp_path / "ctrl.fmu").write_bytes(b"")
     text = bundled_text(**{"ctrl: {builtin: pid}": "ctrl: {path: ctrl.fmu}"})
-    text = text[:text.index("\ncontroller:\n")] + text[text.index("\ncosim:\n"):]
+    text = text[: text.index("\ncontroller:\n")] + text[text.index("\ncosim:\n") :]
     scn = load_scenario(scenario_file(tmp_path, text))
     with pytest.raises(MbsError, match="FMU 'ctrl' drives mbs.q1.tau .* use `mbsfmu cosim`"):
         run_scenario(scn, tmp_path / "out")
@@ -170,8 +218,13 @@ def test_the_model_fmu_is_built_from_the_scenarios_model_with_its_overrides(tmp_
     (an inline model as a file named like the scenario): its Model starts where `mbsfmu run` does."""
     import mbsfmu
     from mbsfmu.cosim import model_files
-    text = bundled_text(**{"dt: 0.001\n": "dt: 0.001\ngravity: [0, -1.62, 0]\n",
-                           "initial: {q: {q1: 0.0, q2: 0.0}}": "initial: {q: {q1: 0.1, q2: -0.2}, qd: {q2: 0.5}}"})
+
+    text = bundled_text(
+        **{
+            "dt: 0.001\n": "dt: 0.001\ngravity: [0, -1.62, 0]\n",
+            "initial: {q: {q1: 0.0, q2: 0.0}}": "initial: {q: {q1: 0.1, q2: -0.2}, qd: {q2: 0.5}}",
+        }
+    )
     if inline:
         model = (ROOT / "scenarios/models/scara.yaml").read_text().replace("\n", "\n  ")
         text = text.replace(f"model: {ROOT / 'scenarios/models/scara.yaml'}", "model:\n  " + model.rstrip())
@@ -188,6 +241,7 @@ def test_the_model_fmu_is_built_from_the_scenarios_model_with_its_overrides(tmp_
 
 
 # ---- runs (integration: FMUs built once per session) -----------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def fmu_dir(tmp_path_factory) -> Path:
@@ -206,6 +260,7 @@ class Runs:
     def __getitem__(self, kind: str):
         if kind not in self.done:
             from mbsfmu.cosim import run_cosim
+
             scn, out = load_scenario(SCENARIO), self.base / kind
             if kind == "inprocess":
                 # the engine backend the model FMU runs (the numpy reference): the FMUs' columns
@@ -215,15 +270,34 @@ class Runs:
 
                 import mbsfmu.scenario.run
                 from mbsfmu.fmu.slave import BACKEND
+
                 same = functools.partial(mbsfmu.scenario.run.Simulator, backend=BACKEND)
                 with mock.patch.object(mbsfmu.scenario.run, "Simulator", same):
                     report = run_scenario(scn, out, duration=T, progress=False)
             elif kind == "libcosim":
                 # as a user runs it: the CLI in its own process
                 pytest.importorskip("libcosimpy")
-                res = subprocess.run([sys.executable, "-m", "mbsfmu", "cosim", str(SCENARIO), "--master", "libcosim",
-                                      "--out", str(out), "--duration", str(T), "--fmu-dir", str(self.fmu_dir),
-                                      "--no-progress"], capture_output=True, text=True, cwd=ROOT)
+                res = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "mbsfmu",
+                        "cosim",
+                        str(SCENARIO),
+                        "--master",
+                        "libcosim",
+                        "--out",
+                        str(out),
+                        "--duration",
+                        str(T),
+                        "--fmu-dir",
+                        str(self.fmu_dir),
+                        "--no-progress",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    cwd=ROOT,
+                )
                 assert res.returncode == 0, res.stdout + res.stderr
                 report = json.loads((out / "report.json").read_text())
             else:
@@ -247,6 +321,7 @@ def test_controller_fmu_is_the_joint_pid(fmu_dir, rng):
 
     from mbsfmu.cosim.fmus import build_fmus, extracted
     from mbsfmu.sim.pid import JointPID
+
     scn = load_scenario(SCENARIO)
     fmu = build_fmus(scn, fmu_dir)["ctrl"]
     assert validate_fmu(str(fmu)) == []
@@ -254,8 +329,12 @@ def test_controller_fmu_is_the_joint_pid(fmu_dir, rng):
     vr = {v.name: v.valueReference for v in md.modelVariables}
     assert [v.name for v in md.modelVariables if v.causality == "output"] == ["q1.tau", "q2.tau"]
     assert all(not u.dependencies for u in md.outputs)
-    f = FMU2Slave(guid=md.guid, unzipDirectory=str(extracted(fmu)), modelIdentifier=md.coSimulation.modelIdentifier,
-                  instanceName="ctrl")
+    f = FMU2Slave(
+        guid=md.guid,
+        unzipDirectory=str(extracted(fmu)),
+        modelIdentifier=md.coSimulation.modelIdentifier,
+        instanceName="ctrl",
+    )
     f.instantiate()
     f.setupExperiment(startTime=0.0)
     f.enterInitializationMode()
@@ -271,7 +350,7 @@ def test_controller_fmu_is_the_joint_pid(fmu_dir, rng):
             assert f.getReal(outputs) == [0.0, 0.0]
         before = f.getReal(outputs)
         f.setReal(inputs, list(x))
-        assert f.getReal(outputs) == before                  # setting inputs changes nothing until the step
+        assert f.getReal(outputs) == before  # setting inputs changes nothing until the step
         if k == 150:
             saved = (f.serializeFMUstate(f.getFMUstate()), k, x)
         f.doStep(currentCommunicationPoint=t, communicationStepSize=(k + 1) * dt - t)
@@ -295,9 +374,12 @@ def test_gauss_seidel_cosim_equals_the_in_process_run_bit_for_bit(runs):
     report, traj = runs["gauss-seidel"]
     scn = load_scenario(SCENARIO)
     from mbsfmu.sim.rows import trajectory_row
+
     engine_cols = list(trajectory_row(build_simulator(scn)))
-    assert list(traj.names) == [c for c in engine_cols if not c.startswith("engine.P_sys")] + ["ctrl.q1.tau",
-                                                                                               "ctrl.q2.tau"]
+    assert list(traj.names) == [c for c in engine_cols if not c.startswith("engine.P_sys")] + [
+        "ctrl.q1.tau",
+        "ctrl.q2.tau",
+    ]
     assert traj.n_rows == ref.n_rows == round(T / scn.dt) + 1
     for c in traj.names:
         if c in ref:
@@ -317,6 +399,7 @@ def test_gauss_seidel_cosim_equals_the_in_process_run_bit_for_bit(runs):
 def in_process_controller_one_step_late(traj, dt: float) -> np.ndarray:
     """u_k = JointPID(t_k-1, q_k-1, qd_k-1), u_0 = 0, recomputed from a trajectory's own states."""
     from mbsfmu.sim.pid import JointPID
+
     pid = JointPID(load_scenario(SCENARIO).controller, dt)
     u = np.zeros((traj.n_rows, 2))
     for k in range(traj.n_rows - 1):
@@ -364,7 +447,7 @@ def test_libcosim_agrees_with_the_in_process_run_to_the_one_step_delay(runs):
         np.testing.assert_allclose(traj[c][late], ref[c][late], rtol=0, atol=1e-4, err_msg=c)
     for c in ("qd.q1", "qd.q2"):
         np.testing.assert_allclose(traj[c][late], ref[c][late], rtol=0, atol=1e-3, err_msg=c)
-    assert np.abs(traj["q.q1"] - ref["q.q1"]).max() > 1e-4            # the delay is there
+    assert np.abs(traj["q.q1"] - ref["q.q1"]).max() > 1e-4  # the delay is there
     for key, e in report["references"].items():
         assert e["passed"] and abs(e["max_abs"] - ref_report["references"][key]["max_abs"]) < 1e-3
 
@@ -374,24 +457,35 @@ def test_an_fmu_file_runs_like_the_builtin_controller(runs, fmu_dir, tmp_path):
     """``{path: ctrl.fmu}``: the same controller FMU given as a file (parameters set by the
     master) runs exactly like the builtin, in the same process as the builtin's run."""
     from mbsfmu.cosim import build_fmus, run_cosim
+
     _, gs = runs["gauss-seidel"]
     shutil.copy(build_fmus(load_scenario(SCENARIO), fmu_dir)["ctrl"], tmp_path / "ctrl.fmu")
     text = bundled_text(**{"ctrl: {builtin: pid}": "ctrl: {path: ctrl.fmu, parameters: {q2.kd: 60.0}}"})
-    text = text[:text.index("\ncontroller:\n")] + text[text.index("\ncosim:\n"):]
-    report = run_cosim(load_scenario(scenario_file(tmp_path, text)), tmp_path / "out", duration=0.3, fmu_dir=fmu_dir,
-                       progress=False)
+    text = text[: text.index("\ncontroller:\n")] + text[text.index("\ncosim:\n") :]
+    report = run_cosim(
+        load_scenario(scenario_file(tmp_path, text)), tmp_path / "out", duration=0.3, fmu_dir=fmu_dir, progress=False
+    )
     traj = read_trajectory(tmp_path / "out" / "trajectory.csv")
     assert report["cosim"]["fmus"]["ctrl"] == {"path": str(tmp_path / "ctrl.fmu"), "builtin": None}
     for c in traj.names:
-        np.testing.assert_array_equal(traj[c], gs[c][:traj.n_rows], err_msg=c)
+        np.testing.assert_array_equal(traj[c], gs[c][: traj.n_rows], err_msg=c)
 
 
 @pytest.mark.integration
 def test_failing_check_exits_nonzero_and_keeps_trajectory_and_report(runs, fmu_dir, tmp_path):
-    runs["gauss-seidel"]              # the FMUs (and the model FMU's compiled kernels) exist
+    runs["gauss-seidel"]  # the FMUs (and the model FMU's compiled kernels) exist
     path = scenario_file(tmp_path, bundled_text(**{"tol: 0.015, t0: 1.0}": "tol: 1.0e-6, t0: 1.0}"}))
-    res = mbsfmu("cosim", str(path), "--out", str(tmp_path / "out"), "--duration", "1.1", "--fmu-dir", str(fmu_dir),
-                 "--no-progress")
+    res = mbsfmu(
+        "cosim",
+        str(path),
+        "--out",
+        str(tmp_path / "out"),
+        "--duration",
+        "1.1",
+        "--fmu-dir",
+        str(fmu_dir),
+        "--no-progress",
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     assert "reference q.q1" in res.stdout and "FAIL" in res.stdout and "SKIPPED" in res.stdout
     assert "co-simulated by fmpy, gauss-seidel (ctrl -> mbs)" in res.stdout
@@ -409,6 +503,7 @@ def test_controller_fmu_without_torque_limit_writes_xsd_infinity(tmp_path):
     from fmpy.validation import validate_fmu
 
     from mbsfmu.cosim import build_fmus
+
     text = bundled_text(**{"limit: 120.0, ": "", "limit: 60.0, ": ""})
     fmu = build_fmus(load_scenario(scenario_file(tmp_path, text)), tmp_path / "fmus")["ctrl"]
     assert validate_fmu(str(fmu)) == []
@@ -423,11 +518,14 @@ def test_a_discarded_step_stops_the_run_with_the_fmus_reason(runs, fmu_dir, tmp_
     FMU discards a step (fmi2Discard, its log names the non-finite state); the run stops there,
     keeps its rows and fails."""
     from mbsfmu.cosim import run_cosim
+
     runs["gauss-seidel"]
-    text = bundled_text(**{"ctrl: {builtin: pid}": "ctrl: {builtin: pid, parameters: {q1.kp: 1.0e10, "
-                                                   "q1.limit: 1.0e300}}"})
-    report = run_cosim(load_scenario(scenario_file(tmp_path, text)), tmp_path / "out", duration=0.1, fmu_dir=fmu_dir,
-                       progress=False)
+    text = bundled_text(
+        **{"ctrl: {builtin: pid}": "ctrl: {builtin: pid, parameters: {q1.kp: 1.0e10, q1.limit: 1.0e300}}"}
+    )
+    report = run_cosim(
+        load_scenario(scenario_file(tmp_path, text)), tmp_path / "out", duration=0.1, fmu_dir=fmu_dir, progress=False
+    )
     traj = read_trajectory(tmp_path / "out" / "trajectory.csv")
     assert not report["passed"] and "mbs: fmi2DoStep from t = " in report["error"]
     assert "non-finite state" in report["error"] and 1 < traj.n_rows < 101
@@ -442,11 +540,13 @@ def test_the_delay_error_is_first_order_in_the_step(runs, fmu_dir, tmp_path):
     between the Jacobi co-simulation and the in-process run (measured over 3 s: 6.2e-3 rad at 1 ms,
     3.1e-3 rad at 0.5 ms)."""
     from mbsfmu.cosim import run_cosim
+
     runs["gauss-seidel"]
     worst = {}
     for dt in (0.001, 0.0005):
-        path = scenario_file(tmp_path, bundled_text(**{"dt: 0.001": f"dt: {dt}", "h_max: 0.001": f"h_max: {dt}"}),
-                             f"dt{dt}.yaml")
+        path = scenario_file(
+            tmp_path, bundled_text(**{"dt: 0.001": f"dt: {dt}", "h_max: 0.001": f"h_max: {dt}"}), f"dt{dt}.yaml"
+        )
         scn = load_scenario(path)
         run_scenario(scn, tmp_path / f"ref{dt}", duration=0.5, progress=False)
         run_cosim(scn, tmp_path / f"jac{dt}", duration=0.5, scheme="jacobi", fmu_dir=fmu_dir, progress=False)

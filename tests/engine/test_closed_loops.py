@@ -1,6 +1,7 @@
 """Closed kinematic loops: cut-joint constraints, multipliers (No's method, Eq. 24) and
 coordinate partitioning (PyMbs Background), against finite differences, the Freudenstein closed form,
 Pinocchio's constrained dynamics, each other, and energy conservation; bad loop input."""
+
 from __future__ import annotations
 
 import copy
@@ -29,7 +30,7 @@ from tests.support.pin_twin import q_to_pin, to_pinocchio
 from tests.support.trees import random_tree
 
 FOURBAR = MODELS / "fourbar.yaml"
-A_CRANK, B_COUPLER, C_ROCKER, D_GROUND = 0.2, 0.6, 0.5, 0.7     # fourbar.yaml link lengths [m]
+A_CRANK, B_COUPLER, C_ROCKER, D_GROUND = 0.2, 0.6, 0.5, 0.7  # fourbar.yaml link lengths [m]
 
 
 def load(name: str) -> mbsfmu.Model:
@@ -61,8 +62,13 @@ def closed_loop(model, name, kind, body_a, body_b, rng) -> Loop:
     P, E = kin.p[ia] + kin.R[ia] @ ra, kin.R[ia] @ rpy_to_R(rpy_a)
     rb, Eb = kin.R[ib].T @ (P - kin.p[ib]), kin.R[ib].T @ E
     axis = rng.normal(size=3)
-    return Loop(name=name, type=kind, a=LoopSide(body_a, tuple(ra), tuple(rpy_a)),
-                b=LoopSide(body_b, tuple(rb), R_to_rpy(Eb)), axis=tuple(axis / np.linalg.norm(axis)))
+    return Loop(
+        name=name,
+        type=kind,
+        a=LoopSide(body_a, tuple(ra), tuple(rpy_a)),
+        b=LoopSide(body_b, tuple(rb), R_to_rpy(Eb)),
+        axis=tuple(axis / np.linalg.norm(axis)),
+    )
 
 
 def random_looped(rng, n: int, loops: list[tuple[str, str, str]]) -> mbsfmu.Model:
@@ -88,20 +94,29 @@ def test_jacobian_and_bias_match_finite_differences(seed):
     every cut-joint type at random, inconsistent states: central differences along q (+) eps e_k
     and along the motion q (+) t qd (qdd = 0). Phidot = A qd row by row."""
     rng = np.random.default_rng(seed)
-    model = random_looped(rng, 7, [("ball", "b1", "b4"), ("revolute", "b2", "world"), ("prismatic", "b5", "b3"),
-                                   ("planar", "b6", "b0")])
+    model = random_looped(
+        rng, 7, [("ball", "b1", "b4"), ("revolute", "b2", "world"), ("prismatic", "b5", "b3"), ("planar", "b6", "b0")]
+    )
     q, qd = model.random_state(rng)
     ld = model.loop_constraints(q, qd)
     eps = 1e-6
-    A_fd = np.column_stack([(model.loop_constraints(model.integrate(q, eps * e)).Phi
-                             - model.loop_constraints(model.integrate(q, -eps * e)).Phi) / (2 * eps)
-                            for e in np.eye(model.nv)])
+    A_fd = np.column_stack(
+        [
+            (
+                model.loop_constraints(model.integrate(q, eps * e)).Phi
+                - model.loop_constraints(model.integrate(q, -eps * e)).Phi
+            )
+            / (2 * eps)
+            for e in np.eye(model.nv)
+        ]
+    )
     np.testing.assert_allclose(ld.A, A_fd, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(ld.Phidot, ld.A @ qd, rtol=1e-12, atol=1e-12)
 
     def Phidot(t):
         qt = model.integrate(q, t * qd)
         return model.loop_constraints(qt).A @ qd
+
     gamma_fd = -(Phidot(eps) - Phidot(-eps)) / (2 * eps)
     np.testing.assert_allclose(ld.gamma, gamma_fd, rtol=1e-6, atol=1e-6)
 
@@ -128,13 +143,13 @@ def test_assembly_matches_freudenstein_closed_form():
     worst = 0.0
     for theta2 in np.linspace(0.0, 2 * np.pi, 37)[1:]:
         q[0] = theta2
-        q, _ = model.assemble(q)                          # previous solution as the guess: same branch
+        q, _ = model.assemble(q)  # previous solution as the guess: same branch
         wrapped = [abs(math.remainder(q[2] - t4, 2 * np.pi)) for t4 in freudenstein(theta2)]
         t4 = freudenstein(theta2)[int(np.argmin(wrapped))]
-        assert np.argmin(wrapped) == 0 and 0 < q[2] < np.pi   # one branch: the open one, rocker tip above ground
+        assert np.argmin(wrapped) == 0 and 0 < q[2] < np.pi  # one branch: the open one, rocker tip above ground
         z3 = D_GROUND + C_ROCKER * np.exp(1j * t4) - A_CRANK * np.exp(1j * theta2)
         worst = max(worst, min(wrapped), abs(math.remainder(q[0] + q[1] - np.angle(z3), 2 * np.pi)))
-        assert q[0] == theta2                             # held exactly
+        assert q[0] == theta2  # held exactly
     print(f"four-bar assembly vs Freudenstein over a crank turn: max angle error {worst:.3g} rad")
     assert worst <= 1e-12
 
@@ -183,11 +198,15 @@ def test_constrained_accelerations_match_pinocchio(case, rng):
         np.testing.assert_allclose(qdd, qdd_pin, rtol=1e-9, atol=1e-9 * scale)
         worst = max(worst, np.abs(qdd - qdd_pin).max() / scale)
         A = model.loop_constraints(q).A
-        if np.linalg.matrix_rank(A) == A.shape[0]:   # else only A^T lambda is determined (tested below)
+        if np.linalg.matrix_rank(A) == A.shape[0]:  # else only A^T lambda is determined (tested below)
             kin = model.forward_kinematics(q)
             for c, cd in zip(model.loops.closures, cds):
-                np.testing.assert_allclose(lam[c.rows], -kin.R[c.a] @ cd.contact_force.linear, rtol=1e-8,
-                                           atol=1e-8 * max(1.0, np.abs(lam).max()))
+                np.testing.assert_allclose(
+                    lam[c.rows],
+                    -kin.R[c.a] @ cd.contact_force.linear,
+                    rtol=1e-8,
+                    atol=1e-8 * max(1.0, np.abs(lam).max()),
+                )
     print(f"{case}: max |qdd - qdd_pinocchio| / max(1, |qdd|) = {worst:.3g}")
 
 
@@ -223,7 +242,7 @@ def test_redundant_rows_get_minimum_norm_multipliers(rng):
         qdd, lam = model.constrained_forward_dynamics(q, qd, tau)
         assert np.abs(lam[2:]).max() <= 1e-12 * np.abs(lam).max()
         A = model.loop_constraints(q).A
-        lhs = model.inverse_dynamics(q, qd, qdd)       # M qdd + C (springs and dampers: none)
+        lhs = model.inverse_dynamics(q, qd, qdd)  # M qdd + C (springs and dampers: none)
         np.testing.assert_allclose(lhs, tau - A.T @ lam, rtol=1e-10, atol=1e-10 * np.abs(lhs).max())
         qdd2, lam2 = twin.constrained_forward_dynamics(q, qd, tau)
         np.testing.assert_allclose(qdd2, qdd, rtol=1e-10, atol=1e-10 * np.abs(qdd).max())
@@ -273,15 +292,29 @@ def test_prismatic_cut_joint_equals_a_tree_prismatic_joint():
     del doc["bodies"][2]["joint"]["spring"]
     rail = copy.deepcopy(doc)
     rail["bodies"][2]["parent"] = "rod"
-    rail["bodies"][2]["joint"] = {"name": "q3", "type": "revolute", "axis": [0, 0, 1], "origin": {"xyz": [0.35, 0, 0]},
-                                  "actuated": False}
-    rail["loops"] = [{"name": "rail", "type": "prismatic", "a": {"body": "world"}, "b": {"body": "slider"},
-                      "axis": [1, 0, 0], "independent": ["q1"]}]
+    rail["bodies"][2]["joint"] = {
+        "name": "q3",
+        "type": "revolute",
+        "axis": [0, 0, 1],
+        "origin": {"xyz": [0.35, 0, 0]},
+        "actuated": False,
+    }
+    rail["loops"] = [
+        {
+            "name": "rail",
+            "type": "prismatic",
+            "a": {"body": "world"},
+            "b": {"body": "slider"},
+            "axis": [1, 0, 0],
+            "independent": ["q1"],
+        }
+    ]
     rail["initial"]["q"]["q3"] = 0.14
     crank = []
     for d in (doc, rail):
-        sim = Simulator(mbsfmu.Model(spec_from_dict(d, source="cs"), source="cs"), "dop853", rtol=1e-12, atol=1e-12,
-                        h_max=0)
+        sim = Simulator(
+            mbsfmu.Model(spec_from_dict(d, source="cs"), source="cs"), "dop853", rtol=1e-12, atol=1e-12, h_max=0
+        )
         sim.set_input("q1.tau", 0.3)
         for _ in range(5):
             sim.step(0.1)
@@ -295,15 +328,28 @@ def test_planar_cut_joint_gives_planar_free_flight():
     out-of-plane part: assembly removes the out-of-plane rates; the CoM then flies the in-plane
     parabola, the spin about z stays constant, and the plane carries the weight's z part: the
     offset row's force on the plate, -n lambda, is m |g_z| = 6 N up, so lambda = -6 N."""
-    doc = {"version": 1, "name": "plate", "gravity": [0.0, -9.81, -3.0],
-           "bodies": [{"name": "plate", "parent": "world", "joint": {"name": "free", "type": "free"}, "mass": 2.0,
-                       "com": [0.1, 0.05, 0.0], "inertia": {"Ixx": 0.02, "Iyy": 0.03, "Izz": 0.04, "Ixy": 0.005}}],
-           "loops": [{"name": "table", "type": "planar", "a": {"body": "world"}, "b": {"body": "plate"},
-                      "axis": [0, 0, 1]}],
-           "initial": {"q": {"free": [0, 0, 0, 1, 0, 0, 0]}, "qd": {"free": [1.0, 2.0, 0.7, 0.3, -0.2, 1.5]}}}
+    doc = {
+        "version": 1,
+        "name": "plate",
+        "gravity": [0.0, -9.81, -3.0],
+        "bodies": [
+            {
+                "name": "plate",
+                "parent": "world",
+                "joint": {"name": "free", "type": "free"},
+                "mass": 2.0,
+                "com": [0.1, 0.05, 0.0],
+                "inertia": {"Ixx": 0.02, "Iyy": 0.03, "Izz": 0.04, "Ixy": 0.005},
+            }
+        ],
+        "loops": [
+            {"name": "table", "type": "planar", "a": {"body": "world"}, "b": {"body": "plate"}, "axis": [0, 0, 1]}
+        ],
+        "initial": {"q": {"free": [0, 0, 0, 1, 0, 0, 0]}, "qd": {"free": [1.0, 2.0, 0.7, 0.3, -0.2, 1.5]}},
+    }
     model = mbsfmu.Model(spec_from_dict(doc, source="plate"), source="plate")
     sim = Simulator(model, "dop853", rtol=1e-12, atol=1e-12, h_max=0)
-    np.testing.assert_allclose(sim.qd[[2, 3, 4]], 0.0, atol=1e-14)       # vz, wx, wy removed
+    np.testing.assert_allclose(sim.qd[[2, 3, 4]], 0.0, atol=1e-14)  # vz, wx, wy removed
     np.testing.assert_allclose(sim.qd[[0, 1, 5]], [1.0, 2.0, 1.5], atol=1e-14)
     com = np.array([0.1, 0.05, 0.0])
     c0 = sim.q[:3] + com
@@ -312,8 +358,9 @@ def test_planar_cut_joint_gives_planar_free_flight():
     for _ in range(6):
         sim.step(T / 6)
     R = model.forward_kinematics(sim.q).R[1]
-    np.testing.assert_allclose(sim.q[:3] + R @ com, c0 + v0 * T + 0.5 * np.array([0.0, -9.81, 0.0]) * T * T,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        sim.q[:3] + R @ com, c0 + v0 * T + 0.5 * np.array([0.0, -9.81, 0.0]) * T * T, rtol=0, atol=1e-10
+    )
     np.testing.assert_allclose(sim.qd[5], 1.5, rtol=0, atol=1e-12)
     np.testing.assert_allclose(sim.loop_outputs()["table"]["lambda"][0], -6.0, rtol=1e-10)
 
@@ -359,14 +406,15 @@ def test_fourbar_energy_and_agreement_10s():
     constraint violation <= 1e-9 with multipliers (Baumgarte + projection) and with
     partitioning; the two trajectories agree to 1e-8."""
     out, diff = fourbar_runs(10.0)
-    assert np.ptp(out["partitioning"][2][:, 0]) > 4 * np.pi     # the crank turned fully, several times
+    assert np.ptp(out["partitioning"][2][:, 0]) > 4 * np.pi  # the crank turned fully, several times
     for err, viol, _ in out.values():
         assert err <= 1e-9 and viol <= 1e-9
     assert diff <= 1e-8
 
 
-@pytest.mark.parametrize("method, stabilisation", [("multipliers", "none"), ("multipliers", "both"),
-                                                   ("partitioning", "none")])
+@pytest.mark.parametrize(
+    "method, stabilisation", [("multipliers", "none"), ("multipliers", "both"), ("partitioning", "none")]
+)
 def test_rk4_energy_error_converges_at_fourth_order(method, stabilisation):
     """Halving the RK4 step cuts the four-bar's energy error by >= 12x (16x ideal): the loop
     formulations (and the projection after each sub-step) keep the integrator's order."""
@@ -443,22 +491,41 @@ def test_loop_between_a_body_and_itself_is_reported(tmp_path):
 
 def test_schema_problems_are_all_reported_with_lines(tmp_path):
     doc = fourbar_doc()
-    doc["loops"] = [{"name": "closure", "type": "revolut", "a": {"frame": "coupler_nd"},
-                     "b": {"body": "rockr", "point": [0.5, 0, 0]}, "axis": [0, 0, 0], "independent": ["q9"]},
-                    {"name": "closure", "type": "ball", "a": {"body": "crank"}, "b": {"body": "world"}, "spin": 1,
-                     "independent": ["q3"]},
-                    {"name": "bad name", "type": "ball", "a": {"frame": "rocker_tip", "point": [0, 0, 0]},
-                     "b": {"body": "world"}}]
+    doc["loops"] = [
+        {
+            "name": "closure",
+            "type": "revolut",
+            "a": {"frame": "coupler_nd"},
+            "b": {"body": "rockr", "point": [0.5, 0, 0]},
+            "axis": [0, 0, 0],
+            "independent": ["q9"],
+        },
+        {
+            "name": "closure",
+            "type": "ball",
+            "a": {"body": "crank"},
+            "b": {"body": "world"},
+            "spin": 1,
+            "independent": ["q3"],
+        },
+        {"name": "bad name", "type": "ball", "a": {"frame": "rocker_tip", "point": [0, 0, 0]}, "b": {"body": "world"}},
+    ]
     with pytest.raises(ModelError) as e:
         model_from(doc, tmp_path)
     msg = str(e.value)
-    for fragment in ("unknown cut-joint type 'revolut'; expected one of ball, revolute, prismatic, planar (did you "
-                     "mean 'revolute'?)",
-                     "unknown frame 'coupler_nd' (did you mean 'coupler_end'?)",
-                     "unknown body 'rockr' (did you mean 'rocker'?)", "axis [0.0, 0.0, 0.0] must be a finite, non-zero",
-                     "unknown joint 'q9'", "duplicate loop name 'closure'", "unknown key 'spin'",
-                     "joint 'q3' is not on the loop (joints on the loop: q1)", "loop name 'bad name'",
-                     "give either 'frame' or 'point'/'rpy'"):
+    for fragment in (
+        "unknown cut-joint type 'revolut'; expected one of ball, revolute, prismatic, planar (did you "
+        "mean 'revolute'?)",
+        "unknown frame 'coupler_nd' (did you mean 'coupler_end'?)",
+        "unknown body 'rockr' (did you mean 'rocker'?)",
+        "axis [0.0, 0.0, 0.0] must be a finite, non-zero",
+        "unknown joint 'q9'",
+        "duplicate loop name 'closure'",
+        "unknown key 'spin'",
+        "joint 'q3' is not on the loop (joints on the loop: q1)",
+        "loop name 'bad name'",
+        "give either 'frame' or 'point'/'rpy'",
+    ):
         assert fragment in msg, msg
     assert all(p.line for p in e.value.problems), msg
 
@@ -499,7 +566,7 @@ def test_inconsistent_initial_state_without_assembly_is_rejected():
     sim = Simulator(model)
     q, qd = sim.q, sim.qd
     sim.assemble = False
-    sim.set_configuration(q, qd)                        # consistent: accepted as is
+    sim.set_configuration(q, qd)  # consistent: accepted as is
     np.testing.assert_array_equal(sim.q, q)
     with pytest.raises(InputError, match="loop 'closure': max \\|A qd\\|"):
         sim.set_configuration(q, qd + [0.0, 0.0, 1.0])
@@ -522,21 +589,34 @@ def test_partitioning_needs_a_valid_declaration():
 
 def test_scenario_loop_options_are_checked(tmp_path):
     scn = tmp_path / "s.yaml"
-    scn.write_text(f"version: 1\nmodel: {FOURBAR}\nduration: 0.1\ndt: 0.01\n"
-                   "loops: {method: lagrange, stabilisation: both, baumgarte: [1, -2], assemble: 3}\n")
+    scn.write_text(
+        f"version: 1\nmodel: {FOURBAR}\nduration: 0.1\ndt: 0.01\n"
+        "loops: {method: lagrange, stabilisation: both, baumgarte: [1, -2], assemble: 3}\n"
+    )
     from mbsfmu.scenario.spec import ScenarioError
+
     with pytest.raises(ScenarioError) as e:
         load_scenario(scn)
     msg = str(e.value)
-    for fragment in ("loops.method: unknown loop method 'lagrange'", "loops.baumgarte: baumgarte [alpha, beta] must be",
-                     "loops.assemble: expected true or false"):
+    for fragment in (
+        "loops.method: unknown loop method 'lagrange'",
+        "loops.baumgarte: baumgarte [alpha, beta] must be",
+        "loops.assemble: expected true or false",
+    ):
         assert fragment in msg, msg
 
 
-LOOP_JUNK = st.one_of(st.none(), st.booleans(), st.text(max_size=5), st.integers(-2, 2),
-                      st.floats(allow_nan=True, allow_infinity=True), st.lists(st.floats(-2, 2), max_size=4),
-                      st.sampled_from(["world", "crank", "coupler", "rocker", "q1", "q2", "coupler_end", "ball",
-                                       "prismatic", "planar", "revolute"]))
+LOOP_JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.text(max_size=5),
+    st.integers(-2, 2),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.lists(st.floats(-2, 2), max_size=4),
+    st.sampled_from(
+        ["world", "crank", "coupler", "rocker", "q1", "q2", "coupler_end", "ball", "prismatic", "planar", "revolute"]
+    ),
+)
 
 
 @given(data=st.data())
@@ -550,7 +630,7 @@ def test_mutated_loops_section_raises_only_model_error(data):
         if loop is None or op == "junk":
             doc["loops"] = data.draw(st.one_of(LOOP_JUNK, st.lists(LOOP_JUNK, max_size=2)))
         elif op == "key":
-            value = data.draw(LOOP_JUNK)        # drawn before the key, as in loop[draw(keys)] = draw(junk)
+            value = data.draw(LOOP_JUNK)  # drawn before the key, as in loop[draw(keys)] = draw(junk)
             loop[data.draw(st.sampled_from(["name", "type", "a", "b", "axis", "independent", "extra"]))] = value
         elif op == "side":
             side = data.draw(st.sampled_from(["a", "b"]))

@@ -1,4 +1,5 @@
 """Identities between the recursive algorithms at random states of random trees (tier 1)."""
+
 import numpy as np
 import pytest
 
@@ -26,8 +27,12 @@ def test_aba_equals_crba_solve(rng):
             q, qd = model.random_state(rng)
             tau = rng.normal(size=model.nv)
             f_ext = rng.normal(size=(model.N, 6))
-            np.testing.assert_allclose(model.forward_dynamics(q, qd, tau, f_ext),
-                                       model.forward_dynamics(q, qd, tau, f_ext, method="crba"), rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(
+                model.forward_dynamics(q, qd, tau, f_ext),
+                model.forward_dynamics(q, qd, tau, f_ext, method="crba"),
+                rtol=RTOL,
+                atol=ATOL,
+            )
 
 
 def test_rnea_inverts_aba(rng):
@@ -61,8 +66,9 @@ def test_kinetic_energy_body_by_body(rng):
     """1/2 qd^T M qd == sum over bodies of 1/2 (w^T I_c w + m |v_c|^2) (MBS Energy Testing Eq. 1)."""
     for model in cases(rng):
         q, qd = model.random_state(rng)
-        np.testing.assert_allclose(0.5 * qd @ model.mass_matrix(q) @ qd, model.kinetic_energy(q, qd),
-                                   rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(
+            0.5 * qd @ model.mass_matrix(q) @ qd, model.kinetic_energy(q, qd), rtol=RTOL, atol=ATOL
+        )
 
 
 def test_passive_forces_enter_as_joint_forces(rng):
@@ -72,9 +78,13 @@ def test_passive_forces_enter_as_joint_forces(rng):
     tau = rng.normal(size=model.nv)
     tau_passive = model.passive_forces(q, qd)
     assert np.all(tau_passive != 0)
-    bias = model.inverse_dynamics(q, qd, np.zeros(model.nv)) + tau_passive   # rigid-body C qd + G
-    np.testing.assert_allclose(model.forward_dynamics(q, qd, tau),
-                               np.linalg.solve(model.mass_matrix(q), tau + tau_passive - bias), rtol=RTOL, atol=ATOL)
+    bias = model.inverse_dynamics(q, qd, np.zeros(model.nv)) + tau_passive  # rigid-body C qd + G
+    np.testing.assert_allclose(
+        model.forward_dynamics(q, qd, tau),
+        np.linalg.solve(model.mass_matrix(q), tau + tau_passive - bias),
+        rtol=RTOL,
+        atol=ATOL,
+    )
 
 
 def test_bad_call_arguments_name_the_argument():

@@ -1,4 +1,5 @@
 """Direct kinematics: frame Jacobians, velocities and accelerations against time derivatives."""
+
 import numpy as np
 
 import mbsfmu
@@ -24,7 +25,7 @@ def test_frame_velocity_is_jacobian_times_qd_and_derivative_of_position(rng):
             qm, _ = flow(model, q, qd, np.zeros(model.nv), -h)
             (Rp, pp), (Rm, pm), (R, _) = (model.frame_pose(x, frame) for x in (qp, qm, q))
             np.testing.assert_allclose((pp - pm) / (2 * h), v, rtol=1e-7, atol=1e-7)
-            W = (Rp - Rm) / (2 * h) @ R.T   # skew(omega) = Rdot R^T
+            W = (Rp - Rm) / (2 * h) @ R.T  # skew(omega) = Rdot R^T
             np.testing.assert_allclose([W[2, 1], W[0, 2], W[1, 0]], omega, rtol=1e-7, atol=1e-7)
 
 
@@ -59,6 +60,6 @@ def test_body_poses_compose_along_the_path(rng):
     for i in range(1, model.N + 1):
         lam = model.L[i]
         X = kin.Xup[i]
-        E = X[:3, :3]   # rotation parent -> body coordinates
+        E = X[:3, :3]  # rotation parent -> body coordinates
         np.testing.assert_allclose(kin.R[i], kin.R[lam] @ E.T, rtol=0, atol=1e-12)
         np.testing.assert_allclose(np.linalg.det(kin.R[i]), 1.0, rtol=0, atol=1e-12)

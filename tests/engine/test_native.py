@@ -11,6 +11,7 @@ the same formulas but summed in another order than numpy's BLAS; the difference 
 is a few eps (2.2e-16) times the largest term, ~1e-13, so 1e-12 leaves a factor 10 of margin and
 still catches any wrong term (an error of one term is at least ~1e-8 of the result).
 """
+
 import shutil
 import subprocess
 import sys
@@ -44,8 +45,11 @@ from tests.support.paths import MODELS, ROOT
 from tests.support.trees import random_tree
 
 RTOL = 1e-12
-BUNDLED = sorted(p.name for p in MODELS.glob("*.yaml") if "overlay" not in p.name) + \
-    sorted(p.name for p in MODELS.glob("*.urdf")) + ["urdf_quadruped_overlay.yaml"]
+BUNDLED = (
+    sorted(p.name for p in MODELS.glob("*.yaml") if "overlay" not in p.name)
+    + sorted(p.name for p in MODELS.glob("*.urdf"))
+    + ["urdf_quadruped_overlay.yaml"]
+)
 
 
 def close(got, ref, rtol=RTOL):
@@ -69,13 +73,17 @@ def forced_model(rng):
     thruster, body wrenches in world and body axes, point spring-dampers (one to the world)."""
     base = random_tree(rng, 6, springs=True)
     b = base.body_names
-    bodies = tuple(replace(body, wheels=(Wheel("rw", (0.0, 0.6, 0.8), 0.2, (0.1, 0.0, 0.0)),))
-                   if body.name == b[2] else body for body in base.spec.bodies)
-    forces = (Thruster("thr", b[1], (0.1, 0.2, 0.0), (0.0, 0.0, 1.0)),
-              BodyWrench("pw", b[3], (0.0, 0.1, 0.2), "world"),
-              BodyWrench("pb", b[4], (0.2, 0.0, 0.1), "body"),
-              SpringDamper("s1", Anchor(b[1], (0.2, 0, 0)), Anchor("world", (0.5, 0.5, 0.5)), k=30.0, d=0.5, l0=0.3),
-              SpringDamper("s2", Anchor(b[0], (0, 0.1, 0)), Anchor(b[5], (0.1, 0, 0)), k=20.0, d=0.2, l0=0.1))
+    bodies = tuple(
+        replace(body, wheels=(Wheel("rw", (0.0, 0.6, 0.8), 0.2, (0.1, 0.0, 0.0)),)) if body.name == b[2] else body
+        for body in base.spec.bodies
+    )
+    forces = (
+        Thruster("thr", b[1], (0.1, 0.2, 0.0), (0.0, 0.0, 1.0)),
+        BodyWrench("pw", b[3], (0.0, 0.1, 0.2), "world"),
+        BodyWrench("pb", b[4], (0.2, 0.0, 0.1), "body"),
+        SpringDamper("s1", Anchor(b[1], (0.2, 0, 0)), Anchor("world", (0.5, 0.5, 0.5)), k=30.0, d=0.5, l0=0.3),
+        SpringDamper("s2", Anchor(b[0], (0, 0.1, 0)), Anchor(b[5], (0.1, 0, 0)), k=20.0, d=0.2, l0=0.1),
+    )
     return mbsfmu.Model(replace(base.spec, bodies=bodies, forces=forces))
 
 
@@ -92,8 +100,10 @@ def check_dynamics(model, rng, n_states=3):
         close(core.rnea(q, qd, qdd), rnea(t, q, qd, qdd))
         close(core.rnea(q, qd, qdd, f_ext), rnea(t, q, qd, qdd, f_ext))
         close(core.crba(q), crba(t, q))
-        close(core.forward_dynamics(q, qd, tau, f_ext[1:]),
-              model.forward_dynamics(q, qd, tau, f_ext[1:], backend="python"))
+        close(
+            core.forward_dynamics(q, qd, tau, f_ext[1:]),
+            model.forward_dynamics(q, qd, tau, f_ext[1:], backend="python"),
+        )
         close(core.inverse_dynamics(q, qd, qdd), model.inverse_dynamics(q, qd, qdd, backend="python"))
         R, p, v, a = core.kinematics(q, qd, qdd)
         ref = forward_kinematics(t, q, qd, qdd)
@@ -144,7 +154,7 @@ def test_equations_of_motion_and_invariants_match_the_simulator(rng):
             close(np.array(getattr(inv, key)), getattr(ref, key))
         close([inv.KE, inv.PE], [ref.KE, ref.PE])
         kin = forward_kinematics(model.tree, sim.q, sim.qd)
-        close(inv.H_scale, angular_momentum_scale(model, kin))     # drift.H_sys's scale
+        close(inv.H_scale, angular_momentum_scale(model, kin))  # drift.H_sys's scale
 
 
 def test_model_methods_run_the_core_by_default(rng):
@@ -155,10 +165,12 @@ def test_model_methods_run_the_core_by_default(rng):
     tau = rng.normal(size=model.nv)
     fx = {model.body_names[1]: rng.normal(size=6)}
     for be in ("auto", "native"):
-        close(model.forward_dynamics(q, qd, tau, fx, backend=be),
-              model.forward_dynamics(q, qd, tau, fx, backend="python"))
-        close(model.inverse_dynamics(q, qd, tau, fx, backend=be),
-              model.inverse_dynamics(q, qd, tau, fx, backend="python"))
+        close(
+            model.forward_dynamics(q, qd, tau, fx, backend=be), model.forward_dynamics(q, qd, tau, fx, backend="python")
+        )
+        close(
+            model.inverse_dynamics(q, qd, tau, fx, backend=be), model.inverse_dynamics(q, qd, tau, fx, backend="python")
+        )
         close(model.mass_matrix(q, backend=be), model.mass_matrix(q, backend="python"))
     assert model_core(model) is model_core(model)
     with pytest.raises(mbsfmu.InputError, match="backend 'numba'"):
@@ -229,8 +241,9 @@ def test_closed_loops_match_the_python_simulator(name, integrator, rng):
     multipliers equal loop_outputs' lambda."""
     model = mbsfmu.load_model(MODELS / name)
     for stab in ("both", "baumgarte", "projection", "none"):
-        sims = [Simulator(model, integrator, h_max=2e-3, loop_stabilisation=stab, backend=be)
-                for be in ("native", "python")]
+        sims = [
+            Simulator(model, integrator, h_max=2e-3, loop_stabilisation=stab, backend=be) for be in ("native", "python")
+        ]
         assert [s.backend for s in sims] == ["native", "python"]
         u = rng.normal(size=sims[0].u.size)
         for sim in sims:
@@ -243,7 +256,7 @@ def test_closed_loops_match_the_python_simulator(name, integrator, rng):
     core.set_state(sims[1].x)
     core.set_inputs(sims[1].u)
     lam = np.concatenate([v["lambda"] for v in sims[1].loop_outputs().values()])
-    close(core.loop_lambda(), lam, rtol=1e-10)     # minimum-norm multipliers: an eigen-solve apart
+    close(core.loop_lambda(), lam, rtol=1e-10)  # minimum-norm multipliers: an eigen-solve apart
 
 
 def test_partitioned_loops_run_on_python():
@@ -262,15 +275,15 @@ def test_arguments_are_checked_and_converted(rng):
     q, qd = model.random_state(rng)
     tau = np.zeros(model.nv)
     ref = core.aba(q, qd, tau)
-    close(core.aba(list(q), qd, tau.tolist()), ref)                               # lists: converted
+    close(core.aba(list(q), qd, tau.tolist()), ref)  # lists: converted
     close(core.aba(q, qd.astype(np.float32), tau), core.aba(q, qd.astype(np.float32).astype(float), tau))
-    close(core.aba(np.asfortranarray(np.c_[q, q])[:, 0], qd, tau), ref)            # strided: converted
+    close(core.aba(np.asfortranarray(np.c_[q, q])[:, 0], qd, tau), ref)  # strided: converted
     out = np.empty(model.nv)
     assert core.aba(q, qd, tau, out=out) is out
     with pytest.raises(mbsfmu.InputError, match=r"q has shape \(3,\), model .*scara.yaml has nq = 2"):
         core.aba(np.zeros(3), qd, tau)
     with pytest.raises(mbsfmu.InputError, match=r"q has shape \(1,\)"):
-        core.aba(np.zeros(1), qd, tau)                                             # no broadcasting
+        core.aba(np.zeros(1), qd, tau)  # no broadcasting
     with pytest.raises(mbsfmu.InputError, match="qd has non-finite entries at indices"):
         core.aba(q, np.array([np.nan, 0.0]), tau)
     with pytest.raises(mbsfmu.InputError, match=r"f_ext has shape \(2, 6\), expected \(3, 6\)"):
@@ -291,14 +304,18 @@ def test_malformed_tables_are_refused_with_a_reason():
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     tb = Tables(model)
     for change, reason in (
-            (lambda ti, tf: (ti[:-3], tf), "inconsistent"),
-            (lambda ti, tf: (ti, tf[:10]), "inconsistent"),
-            (lambda ti, tf: (np.r_[np.int32(99), ti[1:]].astype(np.int32), tf), "version 99"),
-            (lambda ti, tf: (ti, np.r_[tf[:6], tf[6] + 1, tf[7:]]), "hash"),
-            (lambda ti, tf: (ti[:4], tf[:4]), "too short")):
+        (lambda ti, tf: (ti[:-3], tf), "inconsistent"),
+        (lambda ti, tf: (ti, tf[:10]), "inconsistent"),
+        (lambda ti, tf: (np.r_[np.int32(99), ti[1:]].astype(np.int32), tf), "version 99"),
+        (lambda ti, tf: (ti, np.r_[tf[:6], tf[6] + 1, tf[7:]]), "hash"),
+        (lambda ti, tf: (ti[:4], tf[:4]), "too short"),
+    ):
         ti, tf = change(tb.ti.copy(), tb.tf.copy())
-        bad = type("T", (), {"ti": np.ascontiguousarray(ti, np.int32), "tf": np.ascontiguousarray(tf),
-                             "input_names": tb.input_names})()
+        bad = type(
+            "T",
+            (),
+            {"ti": np.ascontiguousarray(ti, np.int32), "tf": np.ascontiguousarray(tf), "input_names": tb.input_names},
+        )()
         with pytest.raises(mbsfmu.InputError, match=reason):
             Core(model, bad)
 
@@ -310,9 +327,14 @@ def test_parameters_change_and_are_validated(rng):
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     core = Core(model)
     b = model.spec.bodies
-    changed = replace(model.spec, gravity=(0.0, -9.81, 0.0), bodies=(
-        replace(b[0], mass=2.5, com=(0.1, 0.02, 0.0)), replace(b[1], inertia=((0.02, 0.001, 0.0), (0.001, 0.03, 0.0),
-                                                                              (0.0, 0.0, 0.04)))))
+    changed = replace(
+        model.spec,
+        gravity=(0.0, -9.81, 0.0),
+        bodies=(
+            replace(b[0], mass=2.5, com=(0.1, 0.02, 0.0)),
+            replace(b[1], inertia=((0.02, 0.001, 0.0), (0.001, 0.03, 0.0), (0.0, 0.0, 0.04))),
+        ),
+    )
     ref_model = mbsfmu.Model(changed)
     i1, i2 = model.body_index[b[0].name], model.body_index[b[1].name]
     core.set_param(P_MASS, i1, 0, 2.5)
@@ -331,15 +353,15 @@ def test_parameters_change_and_are_validated(rng):
     close(core.crba(q), crba(ref_model.tree, q))
     good = core.aba(q, qd, tau)
     core.set_param(P_MASS, i1, 0, -1.0)
-    for comp, val in enumerate((1.0, 1.0, 3.0, 0.0, 0.0, 0.0)):     # 1 + 1 < 3: no rigid body
+    for comp, val in enumerate((1.0, 1.0, 3.0, 0.0, 0.0, 0.0)):  # 1 + 1 < 3: no rigid body
         core.set_param(P_INERTIA, i2, comp, val)
     with pytest.raises(mbsfmu.InputError) as e:
         core.apply_params()
     msg = str(e.value)
     assert f"body {b[0].name}: negative mass -1 kg" in msg and f"body {b[1].name}: principal moments violate" in msg
-    close(core.aba(q, qd, tau), good)                                # the last good parameters work on
+    close(core.aba(q, qd, tau), good)  # the last good parameters work on
     assert core.get_param(P_MASS, i1) == -1.0 and core.get_param(P_INERTIA, i2, 2) == 3.0
-    core.set_param(P_MASS, i2, 0, 0.0)                               # a joint that moves nothing
+    core.set_param(P_MASS, i2, 0, 0.0)  # a joint that moves nothing
     for comp in range(6):
         core.set_param(P_INERTIA, i2, comp, 0.0)
     core.set_param(P_MASS, i1, 0, 1.0)
@@ -445,12 +467,20 @@ def test_library_name_follows_the_sources(tmp_path, monkeypatch):
 def test_build_into_an_empty_cache_and_load(tmp_path):
     """zig builds the core into a fresh folder (with a progress message) in a subprocess that
     then loads it and computes the same qdd as this process."""
-    code = ("import sys, numpy as np, mbsfmu; from mbsfmu.engine.native import build, core;"
-            "msgs = []; p = build.build_library(sys.argv[1], progress=msgs.append); assert msgs, 'no progress';"
-            "build.library = lambda progress=None: p; m = mbsfmu.load_model(sys.argv[2]);"
-            "q, qd = m.initial_state(); print(repr(core.Core(m).aba(q, qd, np.zeros(m.nv)).tolist()))")
-    res = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(MODELS / "chain7.yaml")], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, check=False)
+    code = (
+        "import sys, numpy as np, mbsfmu; from mbsfmu.engine.native import build, core;"
+        "msgs = []; p = build.build_library(sys.argv[1], progress=msgs.append); assert msgs, 'no progress';"
+        "build.library = lambda progress=None: p; m = mbsfmu.load_model(sys.argv[2]);"
+        "q, qd = m.initial_state(); print(repr(core.Core(m).aba(q, qd, np.zeros(m.nv)).tolist()))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), str(MODELS / "chain7.yaml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     m = mbsfmu.load_model(MODELS / "chain7.yaml")
     q, qd = m.initial_state()
@@ -502,10 +532,31 @@ def test_c_sources_strict_and_sanitized(name, tmp_path):
     (tmp_path / "tables.c").write_text(c_source(model, "m"))
     (tmp_path / "host.c").write_text(C_HOST)
     exe = tmp_path / "host"
-    res = subprocess.run([cc, "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-ffp-contract=off",
-                          "-fsanitize=address,undefined", "-fno-sanitize-recover=all", f"-I{build.HERE}",
-                          f"-I{tmp_path}", str(tmp_path / "host.c"), *[str(build.HERE / s) for s in build.SOURCES],
-                          "-lm", "-o", str(exe)], capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [
+            cc,
+            "-std=c99",
+            "-pedantic",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O1",
+            "-g",
+            "-ffp-contract=off",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+            f"-I{build.HERE}",
+            f"-I{tmp_path}",
+            str(tmp_path / "host.c"),
+            *[str(build.HERE / s) for s in build.SOURCES],
+            "-lm",
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -524,16 +575,24 @@ def test_c_sources_strict_and_sanitized(name, tmp_path):
 def test_scenario_start_runs_native_without_scipy_integrate():
     """A fresh process running the first step of a scenario: the native backend, and neither
     scipy.integrate (the Python DOP853 path, ~0.2 s of start-up) nor a JIT compiler imported."""
-    code = ("import sys, mbsfmu.scenario as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
-            "sim.step(scn.dt); assert sim.backend == 'native', sim.backend; print(' '.join(sys.modules))")
-    res = subprocess.run([sys.executable, "-c", code, str(ROOT / "scenarios" / "scara_tracking.yaml")], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, check=False)
+    code = (
+        "import sys, mbsfmu.scenario as s; scn = s.load_scenario(sys.argv[1]); sim = s.build_simulator(scn);"
+        "sim.step(scn.dt); assert sim.backend == 'native', sim.backend; print(' '.join(sys.modules))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "scenarios" / "scara_tracking.yaml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     mods = res.stdout.split()
     assert "scipy.integrate" not in mods and "numba" not in mods and "llvmlite" not in mods
 
 
-CHAOTIC = {"chain7.yaml": 1e-9, "branched_robot.yaml": 1e-9}   # round-off grows ~e^(lambda t): 5e-11 measured
+CHAOTIC = {"chain7.yaml": 1e-9, "branched_robot.yaml": 1e-9}  # round-off grows ~e^(lambda t): 5e-11 measured
 
 
 @pytest.mark.slow
@@ -581,7 +640,7 @@ def test_a_heavy_link_does_not_make_a_light_joint_massless():
     b = model.spec.bodies
     huge = ((1e300, 0.0, 0.0), (0.0, 1e300, 0.0), (0.0, 0.0, 1e300))
     heavy = replace(model.spec, bodies=(replace(b[0], inertia=huge), b[1]))
-    mbsfmu.Model(heavy)                                             # no "moves no mass" problem
+    mbsfmu.Model(heavy)  # no "moves no mass" problem
     core = Core(model)
     i1 = model.body_index[b[0].name]
     for comp, val in enumerate((1e300, 1e300, 1e300, 0.0, 0.0, 0.0)):

@@ -1,4 +1,5 @@
 """Pinocchio (`pin`) as a test-only oracle: M, RNEA and ABA on the same trees to 1e-10."""
+
 import numpy as np
 import pytest
 
@@ -61,6 +62,7 @@ def test_frame_placement_and_jacobian_as_pinocchio(rng):
         np.testing.assert_allclose(kin.p[i], pd.oMi[jid].translation, rtol=0, atol=1e-12)
         J_pin = pin.getJointJacobian(pm, pd, jid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)  # [v; w] at joint origin
         from mbsfmu.engine.kinematics import point_jacobian
+
         J = point_jacobian(model.tree, kin, i, np.zeros(3))
         np.testing.assert_allclose(J[3:], J_pin[:3], rtol=0, atol=1e-12)
         np.testing.assert_allclose(J[:3], J_pin[3:], rtol=0, atol=1e-12)

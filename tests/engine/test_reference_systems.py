@@ -18,6 +18,7 @@ Tolerances: rtol = RTOL = 1e-10 with atol = ATOL = 1e-12 in the SI unit of the c
 (m, m/s, m/s^2, rad/s, kg, kg m^2, N, N m, ...); every compared quantity is O(1e-2..1e2).
 States come from the seeded ``rng`` fixture of conftest.py.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -53,8 +54,10 @@ def check(actual, desired, system: str, what: str) -> None:
     actual, desired = np.asarray(actual, dtype=float), np.asarray(desired, dtype=float)
     err = np.abs(actual - desired)
     old = WORST.get((system, what), (0.0, 0.0))
-    WORST[(system, what)] = (max(old[0], float(err.max(initial=0.0))),
-                             max(old[1], float((err / (ATOL + RTOL * np.abs(desired))).max(initial=0.0))))
+    WORST[(system, what)] = (
+        max(old[0], float(err.max(initial=0.0))),
+        max(old[1], float((err / (ATOL + RTOL * np.abs(desired))).max(initial=0.0))),
+    )
     np.testing.assert_allclose(actual, desired, rtol=RTOL, atol=ATOL, err_msg=f"{system}: {what}")
 
 
@@ -133,12 +136,13 @@ class System:
     (printed direct kinematics and their derivatives; the frame's angle is Jtheta . q);
     ``bodies(p, q)`` the planar motion of each body's frame for the Lagrange derivation:
     [(body, theta, Jtheta (nv,), origin (2,), Jorigin (2, nv))]."""
+
     name: str
     params: Callable
     check_file: Callable
     frames: Callable
-    tau: Callable      # printed inverse dynamics (errata applied): tau(p, q, qd, qdd)
-    qdd: Callable      # printed direct dynamics: qdd(p, q, qd, tau)
+    tau: Callable  # printed inverse dynamics (errata applied): tau(p, q, qd, qdd)
+    qdd: Callable  # printed direct dynamics: qdd(p, q, qd, tau)
     bodies: Callable
 
 
@@ -177,8 +181,13 @@ COMPOUND = System(
     name="compound_pendulum",
     params=_compound_params,
     check_file=_compound_file,
-    frames=lambda p, q: {"tip": (np.array([p.l * np.sin(q[0]), -p.l * np.cos(q[0])]),
-                                 np.array([[p.l * np.cos(q[0])], [p.l * np.sin(q[0])]]), np.array([1.0]))},
+    frames=lambda p, q: {
+        "tip": (
+            np.array([p.l * np.sin(q[0]), -p.l * np.cos(q[0])]),
+            np.array([[p.l * np.cos(q[0])], [p.l * np.sin(q[0])]]),
+            np.array([1.0]),
+        )
+    },
     tau=lambda p, q, qd, qdd: np.array([p.m * p.l**2 / 3 * qdd[0] + p.m * p.g * p.l / 2 * np.sin(q[0])]),
     qdd=lambda p, q, qd, tau: np.array([3 * (tau[0] - p.m * p.g * p.l / 2 * np.sin(q[0])) / (p.m * p.l**2)]),
     bodies=lambda p, q: [("rod", q[0], np.array([1.0]), np.zeros(2), np.zeros((2, 1)))],
@@ -215,8 +224,13 @@ SPRING = System(
 # 3. Compound pendulum on a massless trolley -------------------------------------------------
 def _trolley_params(model):
     i, b = body(model, "pendulum")
-    return SimpleNamespace(m=model.tree.mass[i], l=-frame_point(model, "tip")[1], k=b.joint.spring.k,
-                           d=b.joint.spring.d, g=gravity_g(model))
+    return SimpleNamespace(
+        m=model.tree.mass[i],
+        l=-frame_point(model, "tip")[1],
+        k=b.joint.spring.k,
+        d=b.joint.spring.d,
+        g=gravity_g(model),
+    )
 
 
 def _trolley_file(model, p):
@@ -236,9 +250,12 @@ def _trolley_tau(p, q, qd, qdd):
     """Printed inverse dynamics with erratum 1 (+1/3 m l^2 qdd2 in tau2)."""
     m, l, g, k, d = p.m, p.l, p.g, p.k, p.d
     s2, c2 = np.sin(q[1]), np.cos(q[1])
-    return np.array([
-        qdd[0] * m + 0.5 * qdd[1] * m * l * c2 - 0.5 * qd[1] ** 2 * m * l * s2,
-        0.5 * qdd[0] * m * l * c2 + 1 / 3 * qdd[1] * m * l**2 + qd[1] * d + q[1] * k + 0.5 * g * m * l * s2])
+    return np.array(
+        [
+            qdd[0] * m + 0.5 * qdd[1] * m * l * c2 - 0.5 * qd[1] ** 2 * m * l * s2,
+            0.5 * qdd[0] * m * l * c2 + 1 / 3 * qdd[1] * m * l**2 + qd[1] * d + q[1] * k + 0.5 * g * m * l * s2,
+        ]
+    )
 
 
 def _trolley_tau_printed(p, q, qd, qdd):
@@ -250,11 +267,28 @@ def _trolley_qdd(p, q, qd, tau):
     """Printed direct dynamics (correct as printed, see the errata)."""
     m, l, g, k, d = p.m, p.l, p.g, p.k, p.d
     s2, c2 = np.sin(q[1]), np.cos(q[1])
-    return np.array([
-        (2 * m * l**2 * s2 * qd[1] ** 2 + 6 * d * c2 * qd[1] + 6 * k * c2 * q[1] + 3 * g * m * l * c2 * s2
-         + 4 * l * tau[0] - 6 * c2 * tau[1]) / (4 * m * l - 3 * m * l * c2**2),
-        (3 * m * l**2 * c2 * s2 * qd[1] ** 2 + 12 * d * qd[1] + 12 * k * q[1] + 6 * g * m * l * s2
-         + 6 * l * c2 * tau[0] - 12 * tau[1]) / (3 * m * l**2 * c2**2 - 4 * m * l**2)])
+    return np.array(
+        [
+            (
+                2 * m * l**2 * s2 * qd[1] ** 2
+                + 6 * d * c2 * qd[1]
+                + 6 * k * c2 * q[1]
+                + 3 * g * m * l * c2 * s2
+                + 4 * l * tau[0]
+                - 6 * c2 * tau[1]
+            )
+            / (4 * m * l - 3 * m * l * c2**2),
+            (
+                3 * m * l**2 * c2 * s2 * qd[1] ** 2
+                + 12 * d * qd[1]
+                + 12 * k * q[1]
+                + 6 * g * m * l * s2
+                + 6 * l * c2 * tau[0]
+                - 12 * tau[1]
+            )
+            / (3 * m * l**2 * c2**2 - 4 * m * l**2),
+        ]
+    )
 
 
 TROLLEY = System(
@@ -263,13 +297,18 @@ TROLLEY = System(
     check_file=_trolley_file,
     frames=lambda p, q: {
         "cart": (np.array([q[0], 0 * q[0]]), np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([0.0, 0.0])),
-        "tip": (np.array([q[0] + p.l * np.sin(q[1]), -p.l * np.cos(q[1])]),
-                np.array([[1.0, p.l * np.cos(q[1])], [0.0, p.l * np.sin(q[1])]]), np.array([0.0, 1.0]))},
+        "tip": (
+            np.array([q[0] + p.l * np.sin(q[1]), -p.l * np.cos(q[1])]),
+            np.array([[1.0, p.l * np.cos(q[1])], [0.0, p.l * np.sin(q[1])]]),
+            np.array([0.0, 1.0]),
+        ),
+    },
     tau=_trolley_tau,
     qdd=_trolley_qdd,
     bodies=lambda p, q: [
         ("trolley", 0 * q[0], np.array([0.0, 0.0]), np.array([q[0], 0 * q[0]]), np.array([[1.0, 0.0], [0.0, 0.0]])),
-        ("pendulum", q[1], np.array([0.0, 1.0]), np.array([q[0], 0 * q[0]]), np.array([[1.0, 0.0], [0.0, 0.0]]))],
+        ("pendulum", q[1], np.array([0.0, 1.0]), np.array([q[0], 0 * q[0]]), np.array([[1.0, 0.0], [0.0, 0.0]])),
+    ],
 )
 
 
@@ -279,10 +318,21 @@ def _scara_params(model):
     i2, b2 = body(model, "link2")
     t = model.tree
     l1, l2 = b2.joint.origin.xyz[0], frame_point(model, "tip")[0]
-    r1 = t.com[i1] - np.array([l1, 0.0, 0.0])   # errata: r_i from the link's distal end
+    r1 = t.com[i1] - np.array([l1, 0.0, 0.0])  # errata: r_i from the link's distal end
     r2 = t.com[i2] - np.array([l2, 0.0, 0.0])
-    return SimpleNamespace(m1=t.mass[i1], m2=t.mass[i2], l1=l1, l2=l2, r1x=r1[0], r1y=r1[1], r2x=r2[0], r2y=r2[1],
-                           I1zz=t.I_c[i1][2, 2], I2zz=t.I_c[i2][2, 2], g=gravity_g(model))
+    return SimpleNamespace(
+        m1=t.mass[i1],
+        m2=t.mass[i2],
+        l1=l1,
+        l2=l2,
+        r1x=r1[0],
+        r1y=r1[1],
+        r2x=r2[0],
+        r2y=r2[1],
+        I1zz=t.I_c[i1][2, 2],
+        I2zz=t.I_c[i2][2, 2],
+        g=gravity_g(model),
+    )
 
 
 def _scara_file(model, p):
@@ -296,8 +346,8 @@ def _scara_file(model, p):
     assert np.all(frame_point(model, "elbow") == [p.l1, 0, 0]) and np.all(frame_point(model, "tip") == [p.l2, 0, 0])
     for i in (i1, i2):
         I = model.tree.I_c[i]
-        assert np.all(I == np.diag(np.diag(I)))   # the seed's I_i is diagonal
-    assert abs(p.r2y) > 0.01   # makes erratum 2 visible (and r1y != 0 exercises G1's r1y term)
+        assert np.all(I == np.diag(np.diag(I)))  # the seed's I_i is diagonal
+    assert abs(p.r2y) > 0.01  # makes erratum 2 visible (and r1y != 0 exercises G1's r1y term)
     assert p.r1y != 0
 
 
@@ -305,9 +355,22 @@ def scara_M(p, q, printed: bool = False) -> np.ndarray:
     """Seed's M(q); erratum 2 (-2 l1 r2y sin q2 in M11) unless printed=True."""
     c2, s2 = np.cos(q[1]), np.sin(q[1])
     sign = 1.0 if printed else -1.0
-    M11 = (p.m1 * (p.l1**2 + p.r1x**2 + p.r1y**2 + 2 * p.l1 * p.r1x)
-           + p.m2 * (p.l1**2 + p.l2**2 + p.r2x**2 + p.r2y**2 + 2 * p.l2 * p.r2x + 2 * p.l1 * p.l2 * c2
-                     + 2 * p.l1 * p.r2x * c2 + sign * 2 * p.l1 * p.r2y * s2) + p.I1zz + p.I2zz)
+    M11 = (
+        p.m1 * (p.l1**2 + p.r1x**2 + p.r1y**2 + 2 * p.l1 * p.r1x)
+        + p.m2
+        * (
+            p.l1**2
+            + p.l2**2
+            + p.r2x**2
+            + p.r2y**2
+            + 2 * p.l2 * p.r2x
+            + 2 * p.l1 * p.l2 * c2
+            + 2 * p.l1 * p.r2x * c2
+            + sign * 2 * p.l1 * p.r2y * s2
+        )
+        + p.I1zz
+        + p.I2zz
+    )
     M12 = p.m2 * ((p.r2x + p.l2) ** 2 + p.r2y**2 + p.l1 * p.l2 * c2 + p.l1 * (p.r2x * c2 - p.r2y * s2)) + p.I2zz
     M22 = p.m2 * ((p.r2x + p.l2) ** 2 + p.r2y**2) + p.I2zz
     return np.array([[M11, M12], [M12, M22]])
@@ -315,18 +378,24 @@ def scara_M(p, q, printed: bool = False) -> np.ndarray:
 
 def scara_C(p, q, qd) -> np.ndarray:
     c2, s2 = np.cos(q[1]), np.sin(q[1])
-    return np.array([
-        -p.m2 * p.l1 * qd[1] * (2 * qd[0] + qd[1]) * (p.r2y * c2 + p.l2 * s2 + p.r2x * s2),
-        p.m2 * p.l1 * ((p.r2x + p.l2) * s2 + p.r2y * c2) * qd[0] ** 2])
+    return np.array(
+        [
+            -p.m2 * p.l1 * qd[1] * (2 * qd[0] + qd[1]) * (p.r2y * c2 + p.l2 * s2 + p.r2x * s2),
+            p.m2 * p.l1 * ((p.r2x + p.l2) * s2 + p.r2y * c2) * qd[0] ** 2,
+        ]
+    )
 
 
 def scara_G(p, q) -> np.ndarray:
     c1, s1, c2, s2 = np.cos(q[0]), np.sin(q[0]), np.cos(q[1]), np.sin(q[1])
     c12, s12 = np.cos(q[0] + q[1]), np.sin(q[0] + q[1])
-    return np.array([
-        p.m1 * p.g * ((p.l1 + p.r1x) * c1 - p.r1y * s1)
-        + p.m2 * p.g * (p.l1 * s2 * s12 + p.l1 * c2 * c12 + (p.r2x + p.l2) * c12 - p.r2y * s12),
-        p.m2 * p.g * ((p.r2x + p.l2) * c12 - p.r2y * s12)])
+    return np.array(
+        [
+            p.m1 * p.g * ((p.l1 + p.r1x) * c1 - p.r1y * s1)
+            + p.m2 * p.g * (p.l1 * s2 * s12 + p.l1 * c2 * c12 + (p.r2x + p.l2) * c12 - p.r2y * s12),
+            p.m2 * p.g * ((p.r2x + p.l2) * c12 - p.r2y * s12),
+        ]
+    )
 
 
 def scara_qdd(p, q, qd, tau, printed: bool = False) -> np.ndarray:
@@ -339,11 +408,17 @@ def scara_qdd(p, q, qd, tau, printed: bool = False) -> np.ndarray:
 def _scara_frames(p, q):
     c1, s1, c12, s12 = np.cos(q[0]), np.sin(q[0]), np.cos(q[0] + q[1]), np.sin(q[0] + q[1])
     return {
-        "elbow": (np.array([p.l1 * c1, p.l1 * s1]), np.array([[-p.l1 * s1, 0 * c1], [p.l1 * c1, 0 * c1]]),
-                  np.array([1.0, 0.0])),
-        "tip": (np.array([p.l1 * c1 + p.l2 * c12, p.l1 * s1 + p.l2 * s12]),
-                np.array([[-p.l1 * s1 - p.l2 * s12, -p.l2 * s12], [p.l1 * c1 + p.l2 * c12, p.l2 * c12]]),
-                np.array([1.0, 1.0]))}
+        "elbow": (
+            np.array([p.l1 * c1, p.l1 * s1]),
+            np.array([[-p.l1 * s1, 0 * c1], [p.l1 * c1, 0 * c1]]),
+            np.array([1.0, 0.0]),
+        ),
+        "tip": (
+            np.array([p.l1 * c1 + p.l2 * c12, p.l1 * s1 + p.l2 * s12]),
+            np.array([[-p.l1 * s1 - p.l2 * s12, -p.l2 * s12], [p.l1 * c1 + p.l2 * c12, p.l2 * c12]]),
+            np.array([1.0, 1.0]),
+        ),
+    }
 
 
 SCARA = System(
@@ -355,8 +430,14 @@ SCARA = System(
     qdd=scara_qdd,
     bodies=lambda p, q: [
         ("link1", q[0], np.array([1.0, 0.0]), np.zeros(2), np.zeros((2, 2))),
-        ("link2", q[0] + q[1], np.array([1.0, 1.0]), p.l1 * np.array([np.cos(q[0]), np.sin(q[0])]),
-         p.l1 * np.array([[-np.sin(q[0]), 0 * q[0]], [np.cos(q[0]), 0 * q[0]]]))],
+        (
+            "link2",
+            q[0] + q[1],
+            np.array([1.0, 1.0]),
+            p.l1 * np.array([np.cos(q[0]), np.sin(q[0])]),
+            p.l1 * np.array([[-np.sin(q[0]), 0 * q[0]], [np.cos(q[0]), 0 * q[0]]]),
+        ),
+    ],
 )
 
 SYSTEMS = [COMPOUND, SPRING, TROLLEY, SCARA]
@@ -441,9 +522,17 @@ def test_inverse_dynamics(system, rng):
         check(model.inverse_dynamics(q, qd, qdd), system.tau(p, q, qd, qdd), system.name, "inverse dynamics")
 
 
-METHODS = ["aba", "crba", pytest.param("transform", marks=pytest.mark.skipif(
-    importlib.util.find_spec("mbsfmu.engine.dynamics.transform") is None,
-    reason="mbsfmu.engine.dynamics.transform (No's formulation) not written yet"))]
+METHODS = [
+    "aba",
+    "crba",
+    pytest.param(
+        "transform",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("mbsfmu.engine.dynamics.transform") is None,
+            reason="mbsfmu.engine.dynamics.transform (No's formulation) not written yet",
+        ),
+    ),
+]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -453,8 +542,12 @@ def test_direct_dynamics(system, method, rng):
     model = load(system.name)
     p = system.params(model)
     for q, qd, _, tau in random_states(rng, model):
-        check(model.forward_dynamics(q, qd, tau, method=method), system.qdd(p, q, qd, tau), system.name,
-              f"direct dynamics ({method})")
+        check(
+            model.forward_dynamics(q, qd, tau, method=method),
+            system.qdd(p, q, qd, tau),
+            system.name,
+            f"direct dynamics ({method})",
+        )
 
 
 @pytest.mark.parametrize("system", SYSTEMS, ids=IDS)
@@ -465,8 +558,7 @@ def test_mass_matrix(system, rng):
     p = system.params(model)
     E = np.eye(model.nv)
     for q, qd, _, _ in random_states(rng, model):
-        M_seed = np.column_stack([system.tau(p, q, qd, E[k]) - system.tau(p, q, qd, 0 * E[k])
-                                  for k in range(model.nv)])
+        M_seed = np.column_stack([system.tau(p, q, qd, E[k]) - system.tau(p, q, qd, 0 * E[k]) for k in range(model.nv)])
         M = model.mass_matrix(q)
         check(M, M_seed, system.name, "M (from the seed's tau)")
         if system is SCARA:
@@ -521,7 +613,7 @@ def test_printed_scara_M11_is_wrong(rng):
         assert clearly_differ(tau_printed[0], tau_engine[0])
         check(tau_printed - tau_engine, [delta * qdd[0], 0.0], "scara", "printed tau - engine tau")
         assert clearly_differ(scara_qdd(p, q, qd, tau, printed=True), model.forward_dynamics(q, qd, tau))
-        for q2 in (0.0, np.pi):   # sin q2 = 0: the typo hides
+        for q2 in (0.0, np.pi):  # sin q2 = 0: the typo hides
             q0 = np.array([q[0], q2])
             check(scara_M(p, q0, printed=True), model.mass_matrix(q0), "scara", "printed M at sin q2 = 0")
 
@@ -535,10 +627,22 @@ def test_printed_trolley_tau2_is_wrong(rng):
         tau_engine = model.inverse_dynamics(q, qd, qdd)
         tau_printed = _trolley_tau_printed(p, q, qd, qdd)
         assert clearly_differ(tau_printed[1], tau_engine[1])
-        check(tau_printed - tau_engine, [0.0, -2 / 3 * p.m * p.l**2 * qdd[1]], "trolley_pendulum",
-              "printed tau - engine tau")
-        qdd0 = np.array([qdd[0], 0.0])   # qdd2 = 0: the typo hides
-        check(_trolley_tau_printed(p, q, qd, qdd0), model.inverse_dynamics(q, qd, qdd0), "trolley_pendulum",
-              "printed tau at qdd2 = 0")
-        check(_trolley_qdd(p, q, qd, tau), model.forward_dynamics(q, qd, tau), "trolley_pendulum",
-              "printed direct dynamics")
+        check(
+            tau_printed - tau_engine,
+            [0.0, -2 / 3 * p.m * p.l**2 * qdd[1]],
+            "trolley_pendulum",
+            "printed tau - engine tau",
+        )
+        qdd0 = np.array([qdd[0], 0.0])  # qdd2 = 0: the typo hides
+        check(
+            _trolley_tau_printed(p, q, qd, qdd0),
+            model.inverse_dynamics(q, qd, qdd0),
+            "trolley_pendulum",
+            "printed tau at qdd2 = 0",
+        )
+        check(
+            _trolley_qdd(p, q, qd, tau),
+            model.forward_dynamics(q, qd, tau),
+            "trolley_pendulum",
+            "printed direct dynamics",
+        )

@@ -1,4 +1,5 @@
 """Spatial algebra: rotations, quaternions and Plucker transforms."""
+
 import numpy as np
 
 from mbsfmu.engine import spatial as sp
@@ -44,9 +45,10 @@ def test_plucker_inverse_and_inertia_transform(rng):
     # spatial inertia about the CoM moved to the origin equals the parallel-axis formula
     m, c = 2.5, rng.normal(size=3)
     Ic = np.diag([0.3, 0.4, 0.5])
-    X_oc = sp.plucker(np.eye(3), c)   # origin -> CoM frame
-    np.testing.assert_allclose(X_oc.T @ sp.spatial_inertia(m, np.zeros(3), Ic) @ X_oc,
-                               sp.spatial_inertia(m, c, Ic), atol=1e-13)
+    X_oc = sp.plucker(np.eye(3), c)  # origin -> CoM frame
+    np.testing.assert_allclose(
+        X_oc.T @ sp.spatial_inertia(m, np.zeros(3), Ic) @ X_oc, sp.spatial_inertia(m, c, Ic), atol=1e-13
+    )
 
 
 def test_bias_force_equals_cross_product_and_is_accurate_at_speed(rng):

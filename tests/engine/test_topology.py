@@ -1,4 +1,5 @@
 """No's method topology: reference body operator L(j), path matrix pi, supports and subtrees."""
+
 import numpy as np
 
 from mbsfmu import Body, Joint, Model, ModelSpec
@@ -7,8 +8,16 @@ from mbsfmu import Body, Joint, Model, ModelSpec
 def seed003_fig2(order):
     """The 7-body tree of No's method Fig. 2/3: L(2) = L(3) = 1, L(4) = L(5) = 2, L(6) = L(7) = 3."""
     parents = {1: "world", 2: "b1", 3: "b1", 4: "b2", 5: "b2", 6: "b3", 7: "b3"}
-    bodies = [Body(name=f"b{j}", parent=parents[j], joint=Joint(f"j{j}", "revolute" if j > 1 else "free"),
-                   mass=1.0, inertia=((0.1, 0, 0), (0, 0.1, 0), (0, 0, 0.1))) for j in order]
+    bodies = [
+        Body(
+            name=f"b{j}",
+            parent=parents[j],
+            joint=Joint(f"j{j}", "revolute" if j > 1 else "free"),
+            mass=1.0,
+            inertia=((0.1, 0, 0), (0, 0.1, 0), (0, 0, 0.1)),
+        )
+        for j in order
+    ]
     return Model(ModelSpec(name="fig2", bodies=tuple(bodies)))
 
 

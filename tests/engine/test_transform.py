@@ -1,5 +1,6 @@
 """No's method velocity transformation (mbsfmu/engine/dynamics/transform.py) against the recursive algorithms
 and the kinematics, at random states of random trees and on the SCARA model (tier 1)."""
+
 import ast
 import inspect
 
@@ -44,12 +45,26 @@ def states(model, rng):
 def test_independent_of_spatial_recursions():
     """transform.py imports none of the spatial-algebra recursion (it is the cross-check)."""
     tree = ast.parse(inspect.getsource(transform))
-    used = ({a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
-            | {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-            | {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)})
+    used = (
+        {a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
+        | {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        | {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    )
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not used & {"crm", "crf", "plucker", "spatial_inertia", "joint_transforms", "Xup", "Xtree", "I",
-                       "rnea", "aba", "crba", "forward_kinematics"}
+    assert not used & {
+        "crm",
+        "crf",
+        "plucker",
+        "spatial_inertia",
+        "joint_transforms",
+        "Xup",
+        "Xtree",
+        "I",
+        "rnea",
+        "aba",
+        "crba",
+        "forward_kinematics",
+    }
     assert not modules & {"rnea", "aba", "crba", "kinematics"}
 
 
@@ -67,7 +82,7 @@ def test_B_follows_path_matrix(rng):
         B = velocity_transformation(t, q).reshape(2, n, 3, model.nv)
         for j in range(1, n + 1):
             for k in range(1, n + 1):
-                block = B[:, j - 1, :, t.iv[k]: t.iv[k] + t.nv[k]]
+                block = B[:, j - 1, :, t.iv[k] : t.iv[k] + t.nv[k]]
                 if model.pi[j - 1, k - 1] == 0:
                     assert np.all(block == 0.0), (j, k)
                 elif t.nv[k] > 0:
@@ -121,8 +136,10 @@ def test_Bdot_qd_equals_derivative_of_B_qd(rng):
     for model in cases(rng)[::4]:
         q, qd = model.random_state(rng)
         C, R = body_poses(model.tree, q)
-        fd = (velocity_transformation(model.tree, model.integrate(q, h * qd)) @ qd
-              - velocity_transformation(model.tree, model.integrate(q, -h * qd)) @ qd) / (2 * h)
+        fd = (
+            velocity_transformation(model.tree, model.integrate(q, h * qd)) @ qd
+            - velocity_transformation(model.tree, model.integrate(q, -h * qd)) @ qd
+        ) / (2 * h)
         np.testing.assert_allclose(velocity_product(model.tree, C, R, qd), fd, rtol=1e-6, atol=1e-7)
 
 
@@ -140,8 +157,12 @@ def test_forward_dynamics_equals_aba(rng):
             tau = rng.normal(size=model.nv)
             f_ext = rng.normal(size=(model.N, 6))
             for fx in (None, f_ext):
-                np.testing.assert_allclose(model.forward_dynamics(q, qd, tau, fx, method="transform"),
-                                           model.forward_dynamics(q, qd, tau, fx), rtol=RTOL, atol=ATOL)
+                np.testing.assert_allclose(
+                    model.forward_dynamics(q, qd, tau, fx, method="transform"),
+                    model.forward_dynamics(q, qd, tau, fx),
+                    rtol=RTOL,
+                    atol=ATOL,
+                )
 
 
 def test_forward_dynamics_direct_call(rng):
@@ -150,8 +171,12 @@ def test_forward_dynamics_direct_call(rng):
     q, qd = model.random_state(rng)
     tau = rng.normal(size=model.nv)
     f_ext = rng.normal(size=(model.N + 1, 6))
-    np.testing.assert_allclose(transform_forward_dynamics(model.tree, q, qd, tau, f_ext),
-                               model.forward_dynamics(q, qd, tau, f_ext[1:]), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(
+        transform_forward_dynamics(model.tree, q, qd, tau, f_ext),
+        model.forward_dynamics(q, qd, tau, f_ext[1:]),
+        rtol=RTOL,
+        atol=ATOL,
+    )
 
 
 @pytest.mark.parametrize("q2", [0.7, -2.1])
@@ -161,12 +186,13 @@ def test_scara_mass_matrix_closed_form(q2):
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     t = model.tree
     m1, m2, l1 = t.mass[1], t.mass[2], t.p_tree[2, 0]
-    (c1x, c1y, _), (c2x, c2y, _) = t.com[1], t.com[2]      # c1x = l1 + r1x, c2x = l2 + r2x, ciy = riy
+    (c1x, c1y, _), (c2x, c2y, _) = t.com[1], t.com[2]  # c1x = l1 + r1x, c2x = l2 + r2x, ciy = riy
     I1, I2 = t.I_c[1, 2, 2], t.I_c[2, 2, 2]
     assert c2y != 0.0  # otherwise erratum 2 is invisible
     c, s = np.cos(q2), np.sin(q2)
-    M22 = m2 * (c2x ** 2 + c2y ** 2) + I2
+    M22 = m2 * (c2x**2 + c2y**2) + I2
     M12 = M22 + m2 * l1 * (c2x * c - c2y * s)
-    M11 = m1 * (c1x ** 2 + c1y ** 2) + I1 + m2 * l1 ** 2 + M22 + 2 * m2 * l1 * (c2x * c - c2y * s)
-    np.testing.assert_allclose(transform_mass_matrix(t, np.array([0.3, q2])), [[M11, M12], [M12, M22]],
-                               rtol=RTOL, atol=ATOL)
+    M11 = m1 * (c1x**2 + c1y**2) + I1 + m2 * l1**2 + M22 + 2 * m2 * l1 * (c2x * c - c2y * s)
+    np.testing.assert_allclose(
+        transform_mass_matrix(t, np.array([0.3, q2])), [[M11, M12], [M12, M22]], rtol=RTOL, atol=ATOL
+    )

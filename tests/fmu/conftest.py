@@ -1,5 +1,6 @@
 """Fixtures of the FMU tests: the FMUs of each runtime, built on demand into one folder per
 session (the file is the cache: every test that asks for the same FMU gets the same file)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """The FMU built by ``mbsfmu build-fmu``, run in fmpy (integration tier): validation, agreement
 with the engine run directly, variable steps, FMU state round trips, several instances, the
 Discard path and rejected values."""
+
 from __future__ import annotations
 
 import subprocess
@@ -23,17 +24,20 @@ SCARA_STATE = ["q1.q", "q2.q", "q1.qd", "q2.qd"]
 
 def fmi_call_exception():
     from fmpy.fmi1 import FMICallException
+
     return FMICallException
 
 
 @pytest.mark.parametrize("name", BUNDLED)
 def test_fmpy_validate(fmus, name):
     from fmpy.validation import validate_fmu
+
     assert validate_fmu(str(fmus.fmu(name))) == []
 
 
 def test_fmpy_validate_flat(fmus):
     from fmpy.validation import validate_fmu
+
     fmu = fmus.fmu("scara", naming="flat")
     assert validate_fmu(str(fmu)) == []
     f = instance(fmus, fmu)
@@ -108,7 +112,7 @@ def test_pd_control_matches_engine(fmus):
     fmu_run = run_fmu_pd(f, steps)
     direct = run_engine_pd(engine("scara", integrator="rk4", h_max=1e-3), steps)
     np.testing.assert_allclose(fmu_run, direct, rtol=0.0, atol=1e-12)
-    assert np.abs(fmu_run[-1, :2] - [0.8, -0.6]).max() < 0.05          # the controller did its job
+    assert np.abs(fmu_run[-1, :2] - [0.8, -0.6]).max() < 0.05  # the controller did its job
     assert f.getInteger([f.vr["solver.n_steps"], f.vr["solver.n_rhs"]]) == [1000, 4000]
     close(f)
 
@@ -132,8 +136,9 @@ def test_dop853_selected_by_parameter(fmus):
 
 def test_outputs_equal_engine_quantities(fmus):
     """p_sys, H_sys, R, Rdot, KE, PE, qdd and the work outputs equal the engine's own."""
-    f = instance(fmus, fmus.fmu("spacecraft"), params={"solver.h_max": 0.01},
-                 inputs={"rw2.torque": 0.02, "thr1.thrust": 0.5})
+    f = instance(
+        fmus, fmus.fmu("spacecraft"), params={"solver.h_max": 0.01}, inputs={"rw2.torque": 0.02, "thr1.thrust": 0.5}
+    )
     sim = engine("spacecraft", h_max=0.01)
     sim.set_input("rw2.torque", 0.02)
     sim.set_input("thr1.thrust", 0.5)
@@ -147,11 +152,12 @@ def test_outputs_equal_engine_quantities(fmus):
         np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-12 * max(1.0, np.abs(want).max()))
     KE, PE, E, W_in, W_diss = f.getReal([vr[n] for n in ("KE", "PE", "E", "W_in", "W_diss")])
     assert (KE, PE, W_in, W_diss) == (inv.KE, inv.PE, *sim.work) and E == inv.KE + inv.PE
-    qdd = sim.rhs(sim.x)[sim.model.nq: sim.model.nq + sim.model.nv]
+    qdd = sim.rhs(sim.x)[sim.model.nq : sim.model.nq + sim.model.nv]
     got = f.getReal([vr[f"base.qdd[{k}]"] for k in range(1, 7)] + [vr["hinge_l.qdd"], vr["rw2.qdd"]])
     v = sim.model.v_slice
-    np.testing.assert_allclose(got, np.concatenate((qdd[v("base")], qdd[v("hinge_l")], qdd[v("rw2")])),
-                               rtol=0.0, atol=1e-12)
+    np.testing.assert_allclose(
+        got, np.concatenate((qdd[v("base")], qdd[v("hinge_l")], qdd[v("rw2")])), rtol=0.0, atol=1e-12
+    )
     # energy balance: E - W_in - W_diss stays at E(t0) to integration accuracy
     assert abs(f.getReal([vr["drift.E_balance_abs"]])[0]) < 1e-9 and W_in != 0.0
     close(f)
@@ -174,6 +180,7 @@ def test_drift_outputs_follow_their_definitions(fmus):
     SCARA starts at rest: H_sys(t0) = 0 and KE(t0) = 0, where the old floor made a round-off
     residual read ~1e-6."""
     from mbsfmu.sim.outputs import angular_momentum_scale
+
     f = instance(fmus, fmus.fmu("scara"), inputs={"q1.tau": 0.5})
     sim = engine("scara")
     sim.set_input("q1.tau", 0.5)
@@ -185,8 +192,9 @@ def test_drift_outputs_follow_their_definitions(fmus):
         sim.step(0.01)
     inv = sim.invariants()
     W_in, W_diss = sim.work
-    H_rel, H_abs, E_rel, E_abs = f.getReal([f.vr[n] for n in ("drift.H_sys", "drift.H_sys_abs", "drift.E_balance",
-                                                               "drift.E_balance_abs")])
+    H_rel, H_abs, E_rel, E_abs = f.getReal(
+        [f.vr[n] for n in ("drift.H_sys", "drift.H_sys_abs", "drift.E_balance", "drift.E_balance_abs")]
+    )
     dH = float(np.linalg.norm(inv.H_sys - inv0.H_sys))
     S = max(S0, angular_momentum_scale(sim.model, sim.kinematics()))
     dE = inv.E - W_in - W_diss - inv0.E
@@ -194,7 +202,7 @@ def test_drift_outputs_follow_their_definitions(fmus):
     assert H_abs == pytest.approx(dH, rel=1e-9) and H_rel == pytest.approx(dH / S, rel=1e-9)
     assert E_abs == pytest.approx(dE, abs=1e-13 * E_scale)
     assert E_rel == pytest.approx(abs(dE) / E_scale, abs=1e-13)
-    assert 0.0 < E_scale and E_rel < 1e-9      # RK4 at h = 1e-3 s over 0.1 s balances energy to ~1e-12
+    assert 0.0 < E_scale and E_rel < 1e-9  # RK4 at h = 1e-3 s over 0.1 s balances energy to ~1e-12
     close(f)
 
 
@@ -264,6 +272,7 @@ def test_discard_on_numerical_trouble(fmus):
     """A huge torque makes the state non-finite: fmi2DoStep returns fmi2Discard, the log says
     why, the state stays at the start of the step and the host can go on."""
     from fmpy.fmi2 import fmi2Discard
+
     log = Logged()
     f = instance(fmus, fmus.fmu("scara"), logged=log)
     f.doStep(0.0, 0.01)
@@ -284,6 +293,7 @@ def test_nan_input_rejected(fmus):
     """A NaN input: fmi2SetReal returns fmi2Error with the reason logged (even with logging off),
     the input keeps its value and the simulation goes on."""
     from fmpy.fmi2 import fmi2Error
+
     log = Logged()
     f = instance(fmus, fmus.fmu("scara"), logged=log, logging_on=False)
     f.setReal([f.vr["q1.tau"]], [0.7])
@@ -291,7 +301,7 @@ def test_nan_input_rejected(fmus):
         f.setReal([f.vr["q1.tau"], f.vr["q2.tau"]], [1.0, float("nan")])
     assert e.value.status == fmi2Error
     assert "q2.tau = nan rejected" in log.text()
-    assert f.getReal([f.vr["q1.tau"], f.vr["q2.tau"]]) == [0.7, 0.0]       # all-or-nothing
+    assert f.getReal([f.vr["q1.tau"], f.vr["q2.tau"]]) == [0.7, 0.0]  # all-or-nothing
     f.doStep(0.0, 0.01)
     close(f)
 
@@ -299,10 +309,14 @@ def test_nan_input_rejected(fmus):
 def test_settings_rejected(fmus):
     """Fixed parameters after initialisation, outputs, out-of-range values: fmi2Error, logged."""
     from fmpy.fmi2 import fmi2Error
+
     log = Logged()
     f = instance(fmus, fmus.fmu("scara"), logged=log)
-    for vr, value, expect in ((f.vr["link1.mass"], 3.0, "is fixed"), (f.vr["KE"], 1.0, "is an output"),
-                              (f.vr["q1.tau"], float("inf"), "must be finite")):
+    for vr, value, expect in (
+        (f.vr["link1.mass"], 3.0, "is fixed"),
+        (f.vr["KE"], 1.0, "is an output"),
+        (f.vr["q1.tau"], float("inf"), "must be finite"),
+    ):
         with pytest.raises(fmi_call_exception()) as e:
             f.setReal([vr], [value])
         assert e.value.status == fmi2Error and expect in log.messages[-1][2]
@@ -310,7 +324,7 @@ def test_settings_rejected(fmus):
     g = instance(fmus, fmus.fmu("scara"), "g", init=False, logged=log)
     with pytest.raises(fmi_call_exception()):
         g.setReal([g.vr["link1.mass"]], [-1.0])
-    assert "link1.mass = -1 rejected: below the minimum 0;" in log.messages[-1][2]     # bounds as numbers (no nan)
+    assert "link1.mass = -1 rejected: below the minimum 0;" in log.messages[-1][2]  # bounds as numbers (no nan)
     with pytest.raises(fmi_call_exception()):
         g.setInteger([g.vr["solver.method"]], [3])
     assert "solver.method = 3 rejected: outside [1, 2];" in log.messages[-1][2]
@@ -337,7 +351,7 @@ def test_invalid_parameters_fail_initialisation(fmus):
     """Parameters that make no valid model: fmi2ExitInitializationMode fails, the log lists why."""
     log = Logged()
     f = instance(fmus, fmus.fmu("scara"), init=False, logged=log)
-    f.setReal([f.vr["link1.I[1,1]"], f.vr["link1.I[2,2]"]], [0.01, 5.0])     # violates the triangle inequality
+    f.setReal([f.vr["link1.I[1,1]"], f.vr["link1.I[2,2]"]], [0.01, 5.0])  # violates the triangle inequality
     f.enterInitializationMode()
     with pytest.raises(fmi_call_exception()):
         f.exitInitializationMode()
@@ -351,8 +365,8 @@ def test_fmu_runs_its_bundled_engine(fmus):
     f = instance(fmus, fmu)
     with zipfile.ZipFile(fmu) as z:
         engine_pkg = next(n.split("/")[1] for n in z.namelist() if n.startswith("resources/mbsfmu_engine_"))
-    mod = sys.modules[engine_pkg + ".sim.simulator"]   # shared by every FMU built from this engine
-    path = Path(mod.__file__).resolve()                 # (maybe another test's FMU unpacked it first)
+    mod = sys.modules[engine_pkg + ".sim.simulator"]  # shared by every FMU built from this engine
+    path = Path(mod.__file__).resolve()  # (maybe another test's FMU unpacked it first)
     assert path.parts[-4:] == ("resources", engine_pkg, "sim", "simulator.py")
     assert not path.is_relative_to(Path(mbsfmu.__file__).resolve().parent)
     assert f.getReal([f.vr["q1.q"]]) == [0.3]
@@ -362,11 +376,12 @@ def test_fmu_runs_its_bundled_engine(fmus):
 def test_simulate_fmu(fmus):
     """fmpy's own driver runs the FMU with inputs from a signal table."""
     import fmpy
+
     fmu = fmus.fmu("scara")
-    signals = np.array([(0.0, 1.0, -0.5), (1.0, 1.0, -0.5)], dtype=[("time", float), ("q1.tau", float),
-                                                                     ("q2.tau", float)])
-    res = fmpy.simulate_fmu(str(fmu), stop_time=0.2, output_interval=0.01, input=signals,
-                            output=["q1.q", "q2.q", "KE"])
+    signals = np.array(
+        [(0.0, 1.0, -0.5), (1.0, 1.0, -0.5)], dtype=[("time", float), ("q1.tau", float), ("q2.tau", float)]
+    )
+    res = fmpy.simulate_fmu(str(fmu), stop_time=0.2, output_interval=0.01, input=signals, output=["q1.q", "q2.q", "KE"])
     sim = engine("scara")
     sim.set_input("q1.tau", 1.0)
     sim.set_input("q2.tau", -0.5)
@@ -377,9 +392,25 @@ def test_simulate_fmu(fmus):
 
 def test_cli_build_fmu(tmp_path, capsys):
     from mbsfmu.cli import main
+
     out = tmp_path / "pend.fmu"
-    assert main(["build-fmu", str(MODELS / "compound_pendulum.yaml"), "-o", str(out), "--naming", "flat",
-                 "--integrator", "dop853", "--h-max", "0.01"]) == 0
+    assert (
+        main(
+            [
+                "build-fmu",
+                str(MODELS / "compound_pendulum.yaml"),
+                "-o",
+                str(out),
+                "--naming",
+                "flat",
+                "--integrator",
+                "dop853",
+                "--h-max",
+                "0.01",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "wrote" in text and "flat names" in text and out.is_file()
     with zipfile.ZipFile(out) as z:
@@ -393,10 +424,11 @@ def test_python_checks_without_loader(fmus):
     itself rejects a NaN input: logged as an error, not applied, and the next step is discarded
     with the reason until the input gets a finite value."""
     from fmpy.fmi2 import fmi2Discard, fmi2Error
+
     log = Logged()
     f = instance(fmus, fmus.fmu("scara", loader=False), logged=log, logging_on=True)
     f.setReal([f.vr["q1.tau"]], [0.4])
-    f.setReal([f.vr["q1.tau"]], [float("nan")])              # pythonfmu returns fmi2OK here
+    f.setReal([f.vr["q1.tau"]], [float("nan")])  # pythonfmu returns fmi2OK here
     assert (fmi2Error, "logStatusError") == log.messages[-1][:2] and "q1.tau = nan rejected" in log.messages[-1][2]
     assert f.getReal([f.vr["q1.tau"]]) == [0.4]
     with pytest.raises(fmi_call_exception()) as e:
@@ -414,7 +446,9 @@ def test_simulate_fmu_twice_in_one_process(fmus):
     aborts at exit with a corrupted heap, found by scipy's libgfortran exit handler
     (_gfortrani_close_units; 4 of 120 runs under gdb, the corrupting write not found), so only the
     run itself is checked."""
-    code = (f"import fmpy\nr = [fmpy.simulate_fmu({str(fmus.fmu('scara'))!r}, stop_time=0.01, output_interval=0.005)"
-            f" for _ in range(2)]\nassert (r[0] == r[1]).all()\nprint('same', flush=True)\n")
+    code = (
+        f"import fmpy\nr = [fmpy.simulate_fmu({str(fmus.fmu('scara'))!r}, stop_time=0.01, output_interval=0.005)"
+        f" for _ in range(2)]\nassert (r[0] == r[1]).all()\nprint('same', flush=True)\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "same" in res.stdout.split(), res.stdout + res.stderr

@@ -3,6 +3,7 @@ Platform's libcosim, which loads FMUs through the FMI Library like OpenModelica)
 host compiled here against fmpy's FMI 2.0 headers, run with a clean environment (env -i: no
 LD_PRELOAD, no PYTHONPATH). The same unconnected instance gives the same outputs to 1e-12 in
 fmpy, libcosimpy and the C host."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,16 @@ pytestmark = pytest.mark.integration
 
 # one unconnected spacecraft instance: wheel torque and thrust held, 2 s in 40 steps of 50 ms
 SETTINGS = {"solver.h_max": 0.01, "rw1.torque": 0.01, "thr1.thrust": 0.2}
-OUTPUTS = [f"base.q[{k}]" for k in range(1, 8)] + ["hinge_l.q", "rw1.qd", "H_sys[1]", "H_sys[2]", "H_sys[3]",
-                                                   "KE", "E", "drift.H_sys"]
+OUTPUTS = [f"base.q[{k}]" for k in range(1, 8)] + [
+    "hinge_l.q",
+    "rw1.qd",
+    "H_sys[1]",
+    "H_sys[2]",
+    "H_sys[3]",
+    "KE",
+    "E",
+    "drift.H_sys",
+]
 DT, STEPS = 0.05, 40
 
 
@@ -32,8 +41,12 @@ def atol(ref: np.ndarray) -> float:
 
 
 def run_fmpy(fmus, fmu) -> np.ndarray:
-    f = instance(fmus, fmu, params={"solver.h_max": SETTINGS["solver.h_max"]},
-                 inputs={k: v for k, v in SETTINGS.items() if k != "solver.h_max"})
+    f = instance(
+        fmus,
+        fmu,
+        params={"solver.h_max": SETTINGS["solver.h_max"]},
+        inputs={k: v for k, v in SETTINGS.items() if k != "solver.h_max"},
+    )
     out, rows = [f.vr[n] for n in OUTPUTS], []
     for k in range(STEPS):
         f.doStep(k * DT, DT)
@@ -48,9 +61,10 @@ def run_libcosim(fmu) -> np.ndarray:
     from libcosimpy.CosimLogging import CosimLogLevel, log_output_level
     from libcosimpy.CosimObserver import CosimObserver
     from libcosimpy.CosimSlave import CosimLocalSlave
+
     vr = value_refs(fmu)
     log_output_level(CosimLogLevel.WARNING)
-    ex = CosimExecution.from_step_size(step_size=round(DT * 1e9))        # nanoseconds
+    ex = CosimExecution.from_step_size(step_size=round(DT * 1e9))  # nanoseconds
     slave = CosimLocalSlave(fmu_path=str(fmu), instance_name="spacecraft")
     assert slave.ptr(), "libcosim could not load the FMU"
     idx = ex.add_local_slave(local_slave=slave)
@@ -74,8 +88,17 @@ def host_args(fmus, fmu, steps: int, dt: float, outputs, settings: dict, extra=(
         root = ET.fromstring(z.read("modelDescription.xml"))
     x = fmus.extracted(fmu)
     lib = x / "binaries" / "linux64" / f"{root.find('CoSimulation').get('modelIdentifier')}.so"
-    args = [str(fmus.c_host()), str(lib), root.get("guid"), f"file://{x}/resources", str(steps), repr(dt), "--tag",
-            "--real", ",".join(str(vr[n]) for n in outputs)]
+    args = [
+        str(fmus.c_host()),
+        str(lib),
+        root.get("guid"),
+        f"file://{x}/resources",
+        str(steps),
+        repr(dt),
+        "--tag",
+        "--real",
+        ",".join(str(vr[n]) for n in outputs),
+    ]
     for n, v in settings.items():
         args += ["--set", f"{vr[n]}={v!r}"]
     return args + list(extra)
@@ -86,6 +109,7 @@ def execution_tool() -> dict[str, str]:
     this test's Python, whose libpython is not on the library search path (the FMU ships no path
     of the machine that built it)."""
     import sysconfig
+
     lib = Path(sysconfig.get_config_var("LIBDIR")) / sysconfig.get_config_var("INSTSONAME")
     return {"MBSFMU_LIBPYTHON": str(lib), "MBSFMU_PYTHON": sys.executable}
 
@@ -126,8 +150,11 @@ def test_c_host_clean_environment_matches_fmpy(fmus):
 def test_three_importers_agree(fmus):
     """fmpy, libcosimpy and the C host: the same outputs to 1e-12 for one unconnected instance."""
     fmu = fmus.fmu("spacecraft")
-    runs = {"fmpy": run_fmpy(fmus, fmu), "libcosim": run_libcosim(fmu),
-            "c_host": parse_host(run_host(host_args(fmus, fmu, STEPS, DT, OUTPUTS, SETTINGS)).stdout)[0, 0][:, 1:]}
+    runs = {
+        "fmpy": run_fmpy(fmus, fmu),
+        "libcosim": run_libcosim(fmu),
+        "c_host": parse_host(run_host(host_args(fmus, fmu, STEPS, DT, OUTPUTS, SETTINGS)).stdout)[0, 0][:, 1:],
+    }
     for a in runs:
         for b in runs:
             np.testing.assert_allclose(runs[a], runs[b], rtol=0.0, atol=atol(runs["fmpy"]), err_msg=f"{a} vs {b}")
@@ -138,8 +165,15 @@ def test_c_host_two_instances_and_reload(fmus):
     FMU again three times: every load gives the same trajectories."""
     fmu = fmus.fmu("scara")
     vr = value_refs(fmu)
-    args = host_args(fmus, fmu, 25, 0.004, ["q1.q", "q2.q", "q1.qd"], {"q1.tau": 0.5, "q2.tau": -0.2},
-                     extra=["--instances", "2", "--param2", f"{vr['link2.mass']}=3.0", "--loads", "3"])
+    args = host_args(
+        fmus,
+        fmu,
+        25,
+        0.004,
+        ["q1.q", "q2.q", "q1.qd"],
+        {"q1.tau": 0.5, "q2.tau": -0.2},
+        extra=["--instances", "2", "--param2", f"{vr['link2.mass']}=3.0", "--loads", "3"],
+    )
     out = parse_host(run_host(args).stdout)
     assert set(out) == {(load, k) for load in range(3) for k in range(2)}
     for load in (1, 2):
@@ -174,8 +208,9 @@ def test_loader_reports_missing_python(fmus):
     """Without the Python it needs, instantiation fails with a message that says what is missing
     and how to point the FMU at a Python."""
     fmu = fmus.fmu("scara")
-    run = run_host(host_args(fmus, fmu, 1, 0.01, ["q1.q"], {}), env={"MBSFMU_LIBPYTHON": "/nonexistent/libpython.so"},
-                   ok=False)
+    run = run_host(
+        host_args(fmus, fmu, 1, 0.01, ["q1.q"], {}), env={"MBSFMU_LIBPYTHON": "/nonexistent/libpython.so"}, ok=False
+    )
     assert run.returncode != 0
     assert "cannot load the Python library /nonexistent/libpython.so" in run.stderr and "MBSFMU_LIBPYTHON" in run.stderr
 

@@ -10,6 +10,7 @@ the numpy engine, so results differ only by rounding: 1e-12 relative to the outp
 error estimates that themselves differ by rounding, so two implementations agree to the integration
 tolerance, not to rounding: 1e-7 relative (1e3 x rtol, covering the error growth over 2 s).
 """
+
 from __future__ import annotations
 
 import os
@@ -39,15 +40,18 @@ from tests.support.paths import MODELS, ROOT
 
 pytestmark = pytest.mark.integration
 
-MODEL_NAMES = sorted(p.stem if p.suffix == ".yaml" else p.name for p in MODELS.iterdir()
-                     if p.suffix in (".yaml", ".urdf"))
-T, DT = 2.0, 0.01              # 2 s in 200 communication steps of 10 ms, rk4 h_max = 1 ms
+MODEL_NAMES = sorted(
+    p.stem if p.suffix == ".yaml" else p.name for p in MODELS.iterdir() if p.suffix in (".yaml", ".urdf")
+)
+T, DT = 2.0, 0.01  # 2 s in 200 communication steps of 10 ms, rk4 h_max = 1 ms
 
 
 def outputs_of(fmu: Path) -> tuple[list[str], list[str]]:
     v = variables(fmu)
-    return ([n for n, (_, t, c) in v.items() if c == "output" and t == "Real"],
-            [n for n, (_, t, c) in v.items() if c == "output" and t == "Integer"])
+    return (
+        [n for n, (_, t, c) in v.items() if c == "output" and t == "Real"],
+        [n for n, (_, t, c) in v.items() if c == "output" and t == "Integer"],
+    )
 
 
 def input_settings(fmu: Path) -> dict:
@@ -61,6 +65,7 @@ def scale_tol(ref: np.ndarray, rel: float) -> np.ndarray:
 
 # ---- the variables ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("model", ["scara", "spacecraft"])
 def test_model_description_equals_the_python_runtime_s(native, model):
     """Names, value references, types, units, start/min/max, descriptions, ModelStructure and
@@ -68,6 +73,7 @@ def test_model_description_equals_the_python_runtime_s(native, model):
     model_description); only the runtime's flags and SourceFiles differ."""
     pytest.importorskip("pythonfmu")
     from mbsfmu.fmu import build_fmu
+
     nat = description(native.fmu(model))
     py_path = native.base / f"{model}-python.fmu"
     if not py_path.exists():
@@ -82,11 +88,12 @@ def test_model_description_equals_the_python_runtime_s(native, model):
     assert cs.get("canSerializeFMUstate") == "true" and cs.get("canNotUseMemoryManagementFunctions") == "false"
     with zipfile.ZipFile(native.fmu(model)) as z:
         listed = {f.get("name") for f in cs.find("SourceFiles")}
-        shipped = {n[len("sources/"):] for n in z.namelist() if n.startswith("sources/")}
+        shipped = {n[len("sources/") :] for n in z.namelist() if n.startswith("sources/")}
     assert listed == {n for n in shipped if n.endswith(".c")} and "mbsfmu_model.c" in listed
 
 
 # ---- numbers: native vs python runtime vs in-process ------------------------------------------
+
 
 def _native_or_refused(native, model, **solver):
     return native.fmu(model, **solver)
@@ -114,8 +121,10 @@ def drift_tolerances(tol: np.ndarray, names: list[str], values: np.ndarray, S_ro
     col = {n: k for k, n in enumerate(names)}
     if "drift.E_balance" in col:
         E_scale = np.max(np.abs(values[:, [col["KE"], col["W_in"], col["W_diss"]]]), axis=1)
-        for rel_name, abs_name, scale in (("drift.H_sys", "drift.H_sys_abs", S_rows),
-                                          ("drift.E_balance", "drift.E_balance_abs", E_scale)):
+        for rel_name, abs_name, scale in (
+            ("drift.H_sys", "drift.H_sys_abs", S_rows),
+            ("drift.E_balance", "drift.E_balance_abs", E_scale),
+        ):
             k, ka = col[rel_name], col[abs_name]
             with np.errstate(divide="ignore"):
                 out[:, k] = tol[ka] / scale + 1e-11 * np.abs(values[:, k])
@@ -141,10 +150,10 @@ def test_every_output_equals_the_python_runtime_fmu_and_the_simulator_rk4(native
     for backend, perturb in (("auto", 0.0), ("python", 0.0), ("python", 1e-15)):
         sim = simulator(model, settings, "rk4", 1e-3, backend)
         names = names or state_output_names(fmu, sim.model)
-        if perturb:                 # qd(0) moved by one part in 1e15: the model's sensitivity to rounding
+        if perturb:  # qd(0) moved by one part in 1e15: the model's sensitivity to rounding
             x = sim.x.copy()
             nq, nv = sim.model.nq, sim.model.nv
-            x[nq:nq + nv] += perturb * max(1.0, float(np.abs(x[nq:nq + nv]).max()))
+            x[nq : nq + nv] += perturb * max(1.0, float(np.abs(x[nq : nq + nv]).max()))
             sim.set_state(replace(sim.get_state(), x=x))
         ref = []
         for _ in range(steps):
@@ -158,16 +167,22 @@ def test_every_output_equals_the_python_runtime_fmu_and_the_simulator_rk4(native
     sensitivity = float(np.abs(runs["python", 1e-15] - runs["python", 0.0]).max()) / scale
     rel = max(1e-11, 10 * sensitivity)
     np.testing.assert_allclose(got, runs["auto", 0.0], rtol=0, atol=1e-12 * scale, err_msg="Simulator on the C core")
-    np.testing.assert_allclose(got, runs["python", 0.0], rtol=0, atol=rel * scale,
-                               err_msg=f"numpy reference Simulator (sensitivity {sensitivity:.3g})")
+    np.testing.assert_allclose(
+        got,
+        runs["python", 0.0],
+        rtol=0,
+        atol=rel * scale,
+        err_msg=f"numpy reference Simulator (sensitivity {sensitivity:.3g})",
+    )
     # the python-runtime FMU, in its own process, on every output
     pytest.importorskip("pythonfmu")
     py = run_python_fmu(native.base, model, DT, steps, reals, settings, ints)
     tol = output_tolerances(fmu, reals + ints, py[:, 1:], rel)
     from mbsfmu.engine.kinematics import forward_kinematics
     from mbsfmu.sim.outputs import angular_momentum_scale
+
     m, x_ref = sim.model, runs["python", 0.0]
-    S_rows = np.array([angular_momentum_scale(m, forward_kinematics(m.tree, x[: m.nq], x[m.nq:])) for x in x_ref])
+    S_rows = np.array([angular_momentum_scale(m, forward_kinematics(m.tree, x[: m.nq], x[m.nq :])) for x in x_ref])
     tol = drift_tolerances(tol, reals + ints, py[:, 1:], S_rows)
     over = np.abs(nat[:, 1:] - py[:, 1:]) - tol
     worst = over.argmax(axis=0)
@@ -198,6 +213,7 @@ def test_dop853_agrees_with_the_simulator_within_its_tolerance(native, model):
 def simulator(model: str, settings: dict, method: str, h_max: float, backend: str = "python"):
     import mbsfmu
     from mbsfmu.sim.simulator import Simulator
+
     sim = Simulator(mbsfmu.load_model(model_file(model)), integrator=method, h_max=h_max, backend=backend)
     for name, value in settings.items():
         if not name.startswith("solver."):
@@ -208,6 +224,7 @@ def simulator(model: str, settings: dict, method: str, h_max: float, backend: st
 def state_output_names(fmu: Path, model) -> list[str]:
     """The output names of the state entries x[0 .. nq + nv - 1], in that order (from the table)."""
     from mbsfmu.fmu.variables import variable_table
+
     by_x = {v.source[1]: v.name for v in variable_table(model) if v.source[0] == "x"}
     return [by_x[k] for k in range(model.nq + model.nv)]
 
@@ -230,14 +247,27 @@ def run_python_fmu(base: Path, model: str, dt: float, steps: int, reals, setting
     import json
 
     from mbsfmu.fmu import build_fmu
+
     path = base / f"{Path(model).stem}-python.fmu"
     if not path.exists():
         build_fmu(model_file(model), path)
     out = base / f"{Path(model).stem}-python-run.npy"
-    args = {"fmu": str(path), "dt": dt, "steps": steps, "reals": reals, "settings": settings, "ints": ints,
-            "out": str(out)}
-    run = subprocess.run([sys.executable, "-c", PY_RUNNER, json.dumps(args)], cwd=ROOT,  # cwd: tests.support
-                         capture_output=True, text=True, timeout=900)
+    args = {
+        "fmu": str(path),
+        "dt": dt,
+        "steps": steps,
+        "reals": reals,
+        "settings": settings,
+        "ints": ints,
+        "out": str(out),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", PY_RUNNER, json.dumps(args)],
+        cwd=ROOT,  # cwd: tests.support
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return np.load(out)
 
@@ -250,6 +280,7 @@ SPACECRAFT_SETTINGS = {"solver.h_max": 0.001, "rw1.torque": 0.01, "thr1.thrust":
 def relocated(native, tmp_path, model="spacecraft", platforms=("linux64",)) -> tuple[Path, Path]:
     """The FMU built into a folder that is then deleted, copied and extracted elsewhere."""
     from mbsfmu.fmu.native import build_native_fmu
+
     build_dir = tmp_path / "build"
     fmu = build_native_fmu(model_file(model), build_dir / f"{model}.fmu", platforms=platforms, progress=None)
     moved = copy_fmu(fmu, tmp_path / "elsewhere")
@@ -265,25 +296,35 @@ def test_c_host_under_env_i_equals_fmpy_and_restores_a_serialised_state(native, 
     v = variables(fmu)
     reals, ints = outputs_of(fmu)
     sets = {v[n][0]: val for n, val in SPACECRAFT_SETTINGS.items()}
-    run = subprocess.run(host_command(native.host(), x, 400, 0.005, [v[n][0] for n in reals], [v[n][0] for n in ints],
-                                      sets, state=True), env={}, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        host_command(native.host(), x, 400, 0.005, [v[n][0] for n in reals], [v[n][0] for n in ints], sets, state=True),
+        env={},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert "state: identical (200 steps repeated" in run.stderr
     ref = fmpy_run(fmu, x, 0.005, 400, reals, SPACECRAFT_SETTINGS, ints)
-    np.testing.assert_allclose(parse_rows(run.stdout), ref, rtol=0, atol=0)     # same binary, same numbers
+    np.testing.assert_allclose(parse_rows(run.stdout), ref, rtol=0, atol=0)  # same binary, same numbers
 
 
 def test_no_build_machine_path_in_the_fmu(native, tmp_path):
     fmu, x = relocated(native, tmp_path, platforms=("linux64", "win64", "darwin64"))
     needles = [str(ROOT).encode(), b"/root", str(tmp_path).encode(), b"/tmp/", b"mbsfmu_native_"]
-    found = [(str(f.relative_to(x)), n.decode()) for f in x.rglob("*") if f.is_file() for n in needles
-             if n in f.read_bytes()]
+    found = [
+        (str(f.relative_to(x)), n.decode()) for f in x.rglob("*") if f.is_file() for n in needles if n in f.read_bytes()
+    ]
     assert not found, found
 
 
 def test_fmpy_validate_is_clean(native):
-    run = subprocess.run([sys.executable, "-m", "fmpy", "validate", str(native.fmu("spacecraft"))],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "fmpy", "validate", str(native.fmu("spacecraft"))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0 and "No problems found" in run.stdout, run.stdout + run.stderr
 
 
@@ -315,13 +356,20 @@ LIBCOSIM_RUNNER = textwrap.dedent("""
 def test_libcosim_equals_fmpy(native, tmp_path):
     pytest.importorskip("libcosimpy")
     import json
+
     fmu, x = relocated(native, tmp_path)
     v = variables(fmu)
     reals, _ = outputs_of(fmu)
-    args = {"fmu": str(fmu), "dt": 0.01, "steps": 100, "reals": [v[n][0] for n in reals],
-            "sets": [[v[n][0], val] for n, val in SPACECRAFT_SETTINGS.items()]}
-    run = subprocess.run([sys.executable, "-c", LIBCOSIM_RUNNER, json.dumps(args)], capture_output=True, text=True,
-                         timeout=300)
+    args = {
+        "fmu": str(fmu),
+        "dt": 0.01,
+        "steps": 100,
+        "reals": [v[n][0] for n in reals],
+        "sets": [[v[n][0], val] for n, val in SPACECRAFT_SETTINGS.items()],
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", LIBCOSIM_RUNNER, json.dumps(args)], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     got = np.array(json.loads(run.stdout.strip().splitlines()[-1]))
     ref = fmpy_run(fmu, x, 0.01, 100, reals, SPACECRAFT_SETTINGS)[:, 1:]
@@ -344,30 +392,49 @@ def test_fresh_venv_with_fmpy_only_runs_the_fmu(native, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
-    pip = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "fmpy"], capture_output=True, text=True,
-                         timeout=900)
+    pip = subprocess.run(
+        [str(py), "-m", "pip", "install", "--quiet", "fmpy"], capture_output=True, text=True, timeout=900
+    )
     if pip.returncode != 0:
         pytest.skip(f"pip install fmpy failed (no network?): {pip.stderr.strip()[-300:]}")
-    run = subprocess.run([str(py), "-c", VENV_RUNNER, str(fmu)], capture_output=True, text=True, timeout=300,
-                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}, cwd=tmp_path)
+    run = subprocess.run(
+        [str(py), "-c", VENV_RUNNER, str(fmu)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)},
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     import json
+
     got = np.array(json.loads(run.stdout.strip().splitlines()[-1]))
     from fmpy import simulate_fmu
-    r = simulate_fmu(str(fmu), stop_time=1.0, step_size=0.01, output_interval=0.01,
-                     start_values={"rw1.torque": 0.01, "thr1.thrust": 0.2}, output=["base.q[1]", "KE", "H_sys[3]"])
+
+    r = simulate_fmu(
+        str(fmu),
+        stop_time=1.0,
+        step_size=0.01,
+        output_interval=0.01,
+        start_values={"rw1.torque": 0.01, "thr1.thrust": 0.2},
+        output=["base.q[1]", "KE", "H_sys[3]"],
+    )
     ref = np.array([[float(v) for v in row] for row in r.tolist()])
     np.testing.assert_array_equal(got, ref)
 
 
 # ---- Windows for real, and the binaries' tables -----------------------------------------------
 
+
 def test_win64_under_wine_equals_linux64(native, tmp_path):
     """The win64 DLL run by a host cross-compiled by zig for Windows under wine: instantiate, 1000
     steps, get/serialise/deserialise/set state (bit-identical repeat), and the same outputs as the
     linux64 binary to 1e-12 (different C runtimes' libm: sin/cos/sqrt may differ in the last bit)."""
-    wine = shutil.which("wine") or shutil.which("wine64") or next(
-        (str(p) for p in (Path("/usr/lib/wine/wine64"),) if p.is_file()), None)
+    wine = (
+        shutil.which("wine")
+        or shutil.which("wine64")
+        or next((str(p) for p in (Path("/usr/lib/wine/wine64"),) if p.is_file()), None)
+    )
     if wine is None:
         pytest.skip("wine is not installed (.ci/run installs Debian's wine64; apt-get install -y wine64)")
     fmu, x = relocated(native, tmp_path, platforms=("linux64", "win64"))
@@ -375,14 +442,27 @@ def test_win64_under_wine_equals_linux64(native, tmp_path):
     reals, ints = outputs_of(fmu)
     sets = {v[n][0]: val for n, val in SPACECRAFT_SETTINGS.items()}
     rv, iv = [v[n][0] for n in reals], [v[n][0] for n in ints]
-    lin = subprocess.run(host_command(native.host(), x, 1000, 0.001, rv, iv, sets, state=True), env={},
-                         capture_output=True, text=True, timeout=300)
+    lin = subprocess.run(
+        host_command(native.host(), x, 1000, 0.001, rv, iv, sets, state=True),
+        env={},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert lin.returncode == 0, lin.stderr
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "WINEPREFIX": str(wine_prefix(native)),
-           "WINEDEBUG": "-all", "HOME": str(tmp_path)}
-    win = subprocess.run([wine, *host_command(native.host("win64"), x, 1000, 0.001, rv, iv, sets, state=True,
-                                              platform="win64")], env=env, capture_output=True, text=True,
-                         timeout=900)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "WINEPREFIX": str(wine_prefix(native)),
+        "WINEDEBUG": "-all",
+        "HOME": str(tmp_path),
+    }
+    win = subprocess.run(
+        [wine, *host_command(native.host("win64"), x, 1000, 0.001, rv, iv, sets, state=True, platform="win64")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert win.returncode == 0, win.stderr[-3000:]
     assert "state: identical (500 steps repeated" in win.stderr
     a, b = parse_rows(win.stdout), parse_rows(lin.stdout)
@@ -396,12 +476,14 @@ def wine_prefix(native) -> Path:
     return d
 
 
-FMI2_FUNCTIONS = ("GetTypesPlatform GetVersion SetDebugLogging Instantiate FreeInstance SetupExperiment "
-                  "EnterInitializationMode ExitInitializationMode Terminate Reset GetReal GetInteger GetBoolean "
-                  "GetString SetReal SetInteger SetBoolean SetString GetFMUstate SetFMUstate FreeFMUstate "
-                  "SerializedFMUstateSize SerializeFMUstate DeSerializeFMUstate GetDirectionalDerivative "
-                  "SetRealInputDerivatives GetRealOutputDerivatives DoStep CancelStep GetStatus GetRealStatus "
-                  "GetIntegerStatus GetBooleanStatus GetStringStatus").split()
+FMI2_FUNCTIONS = (
+    "GetTypesPlatform GetVersion SetDebugLogging Instantiate FreeInstance SetupExperiment "
+    "EnterInitializationMode ExitInitializationMode Terminate Reset GetReal GetInteger GetBoolean "
+    "GetString SetReal SetInteger SetBoolean SetString GetFMUstate SetFMUstate FreeFMUstate "
+    "SerializedFMUstateSize SerializeFMUstate DeSerializeFMUstate GetDirectionalDerivative "
+    "SetRealInputDerivatives GetRealOutputDerivatives DoStep CancelStep GetStatus GetRealStatus "
+    "GetIntegerStatus GetBooleanStatus GetStringStatus"
+).split()
 
 
 def test_binaries_import_only_the_c_runtime_and_export_the_fmi2_functions(native):
@@ -413,8 +495,11 @@ def test_binaries_import_only_the_c_runtime_and_export_the_fmi2_functions(native
     # linux64: NEEDED libc/libm only, no glibc symbol version newer than 2.17
     elf = lief.parse(str(library(x, "linux64")))
     assert set(elf.libraries) <= {"libc.so.6", "libm.so.6"}, elf.libraries
-    versions = {s.symbol_version.symbol_version_auxiliary.name for s in elf.imported_symbols
-                if s.has_version and s.symbol_version.has_auxiliary_version}
+    versions = {
+        s.symbol_version.symbol_version_auxiliary.name
+        for s in elf.imported_symbols
+        if s.has_version and s.symbol_version.has_auxiliary_version
+    }
     glibc = [tuple(map(int, v.split("_")[1].split("."))) for v in versions if v.startswith("GLIBC_")]
     assert glibc and max(glibc) <= (2, 17), sorted(versions)
     assert want <= {s.name for s in elf.exported_symbols}
@@ -428,26 +513,45 @@ def test_binaries_import_only_the_c_runtime_and_export_the_fmi2_functions(native
     # darwin64: a Mach-O dylib linking libSystem only, exporting the fmi2 functions
     macho = lief.parse(str(library(x, "darwin64")))
     assert macho.header.cpu_type == lief.MachO.Header.CPU_TYPE.X86_64
-    linked = {lib.name for lib in macho.libraries
-              if lib.command != lief.MachO.LoadCommand.TYPE.ID_DYLIB}
+    linked = {lib.name for lib in macho.libraries if lib.command != lief.MachO.LoadCommand.TYPE.ID_DYLIB}
     assert linked == {"/usr/lib/libSystem.B.dylib"}, linked
     assert {"_" + n for n in want} <= {s.name for s in macho.exported_symbols}
 
 
 # ---- the command line -------------------------------------------------------------------------
 
+
 def test_build_fmu_cli_defaults_to_native_and_keeps_python(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = subprocess.run([sys.executable, "-m", "mbsfmu", "build-fmu", str(MODELS / "scara.yaml"), "-o",
-                          str(tmp_path / "n.fmu")], capture_output=True, text=True, timeout=900, env=env)
+    run = subprocess.run(
+        [sys.executable, "-m", "mbsfmu", "build-fmu", str(MODELS / "scara.yaml"), "-o", str(tmp_path / "n.fmu")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     assert "native C engine core for darwin64, linux64, win64" in run.stdout
     with zipfile.ZipFile(tmp_path / "n.fmu") as z:
         assert not [n for n in z.namelist() if n.startswith("resources/")]
     pytest.importorskip("pythonfmu")
-    run = subprocess.run([sys.executable, "-m", "mbsfmu", "build-fmu", str(MODELS / "scara.yaml"), "-o",
-                          str(tmp_path / "p.fmu"), "--runtime", "python"], capture_output=True, text=True,
-                         timeout=900, env=env)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mbsfmu",
+            "build-fmu",
+            str(MODELS / "scara.yaml"),
+            "-o",
+            str(tmp_path / "p.fmu"),
+            "--runtime",
+            "python",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     with zipfile.ZipFile(tmp_path / "p.fmu") as z:
         assert [n for n in z.namelist() if n.startswith("resources/")]
@@ -458,6 +562,7 @@ def test_instances_in_one_process_are_independent(native):
     give exactly what it gives alone (no state shared through globals)."""
     from fmpy import read_model_description
     from fmpy.fmi2 import FMU2Slave
+
     fmu = native.fmu("scara")
     x = native.extracted(fmu)
     md = read_model_description(str(fmu))
@@ -465,8 +570,9 @@ def test_instances_in_one_process_are_independent(native):
     outs = [vr[n] for n in ("q1.q", "q2.qd", "KE", "drift.E_balance_abs")]
 
     def start(name, mass):
-        f = FMU2Slave(guid=md.guid, unzipDirectory=str(x), modelIdentifier=md.coSimulation.modelIdentifier,
-                      instanceName=name)
+        f = FMU2Slave(
+            guid=md.guid, unzipDirectory=str(x), modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name
+        )
         f.instantiate()
         f.setupExperiment(startTime=0.0)
         f.setReal([vr["link1.mass"], vr["q1.tau"]], [mass, 0.5])
@@ -501,17 +607,36 @@ def test_sources_compile_with_a_plain_c_compiler_and_give_the_same_outputs(nativ
     x = native.extracted(fmu)
     files = [f.get("name") for f in description(fmu).find("CoSimulation").find("SourceFiles")]
     lib = tmp_path / "spacecraft.so"
-    run = subprocess.run([gcc, "-std=c99", "-O2", "-shared", "-fPIC", f"-I{x / 'sources'}",
-                          *[str(x / "sources" / f) for f in files], "-o", str(lib), "-lm"],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            gcc,
+            "-std=c99",
+            "-O2",
+            "-shared",
+            "-fPIC",
+            f"-I{x / 'sources'}",
+            *[str(x / "sources" / f) for f in files],
+            "-o",
+            str(lib),
+            "-lm",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     v = variables(fmu)
     reals, _ = outputs_of(fmu)
     sets = {v[n][0]: val for n, val in SPACECRAFT_SETTINGS.items()}
     rows = []
     for path in (str(lib), None):
-        res = subprocess.run(host_command(native.host(), x, 300, 0.005, [v[n][0] for n in reals], (), sets, lib=path),
-                             env={}, capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            host_command(native.host(), x, 300, 0.005, [v[n][0] for n in reals], (), sets, lib=path),
+            env={},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert res.returncode == 0, res.stderr
         rows.append(parse_rows(res.stdout))
     np.testing.assert_allclose(rows[0], rows[1], rtol=0, atol=1e-12 * max(1.0, float(np.abs(rows[1]).max())))

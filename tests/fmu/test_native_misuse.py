@@ -2,6 +2,7 @@
 its own process: the host survives, gets the documented status and a log message saying why.
 
 Statuses: 0 fmi2OK, 1 fmi2Warning, 2 fmi2Discard, 3 fmi2Error."""
+
 from __future__ import annotations
 
 import json
@@ -23,44 +24,88 @@ def scara(native):
 
 
 def run(extracted, case: str) -> tuple[list, str]:
-    res = subprocess.run([sys.executable, str(RUNNER), str(extracted), case], capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(RUNNER), str(extracted), case], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, f"host did not survive {case} ({res.returncode}):\n{res.stderr[-2000:]}"
     out = json.loads(res.stdout.strip().splitlines()[-1])
     return out["status"], "\n".join(m for _s, m in out["log"])
 
 
-@pytest.mark.parametrize("case, statuses, words", [
-    ("dostep_before_init", [ERROR], ["fmi2DoStep: not allowed in instantiated"]),
-    ("exit_without_enter", [ERROR], ["fmi2ExitInitializationMode: not allowed in instantiated"]),
-    ("enter_twice", [OK, ERROR], ["not allowed in initialization mode"]),
-    ("dostep_after_terminate", [OK, OK, OK, OK, ERROR], ["fmi2DoStep: not allowed in terminated"]),
-    ("setup_after_init", [OK, OK, OK, ERROR], ["fmi2SetupExperiment: not allowed in step mode"]),
-    ("unknown_vr", [OK, OK, OK, ERROR, ERROR], ["unknown value reference 99999"]),
-    ("wrong_type", [OK, OK, OK, ERROR, ERROR, ERROR], ["KE (value reference", "is of type Real",
-                                                       "solver.n_steps (value reference", "is of type Integer"]),
-    ("nan_input", [OK, OK, OK, OK, ERROR, ERROR, OK, 1, OK], ["= nan rejected: values must be finite",
-                                                              "keeps its previous value"]),
-    ("set_output_and_fixed_parameter", [OK, OK, OK, ERROR, ERROR],
-     ["is an output and cannot be set", "is fixed: set it before fmi2ExitInitializationMode"]),
-    ("bad_steps", [OK, OK, OK, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, OK],
-     ["communicationStepSize -0.001 s rejected", "must be finite, > 0 and <= 1e+09 s", "or more steps of solver.h_max",
-      "currentCommunicationPoint nan rejected"]),
-    ("negative_mass", [ERROR, OK, OK, OK], ["link1.mass = -1 rejected: outside [0, "]),
-    ("nonfinite_state", [OK, OK, OK, OK, DISCARD, OK, 1], ["fmi2DoStep: step from t = 0 s by 1 s discarded"]),
-    ("garbage_blobs", [OK, OK, OK, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, OK],
-     ["not an mbsfmu FMU state", "truncated or another model's state", "checksum mismatch",
-      "the state is of another model", "state format version 99"]),
-    ("double_free_state", [OK, OK, OK, OK, OK, ERROR, ERROR, ERROR],
-     ["fmi2FreeFMUstate: not a live FMU state of this instance (already freed?)",
-      "fmi2SetFMUstate: not a live FMU state of this instance"]),
-    ("foreign_state", [OK, OK, OK, OK, OK, OK, OK, ERROR, OK], ["made by another instance"]),
-    ("null_pointers", [OK, OK, OK, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, OK],
-     ["fmi2GetReal: vr is NULL", "fmi2GetReal: value is NULL", "fmi2GetFMUstate: FMUstate is NULL"]),
-    ("freed_component", [OK, OK, OK, ERROR], []),
-    ("bad_instantiate", [0, 0, 0, 0, 0, 1], ["is not a URI", "does not match this FMU's",
-                                             "instanceName is NULL or empty", "supports Co-Simulation only"]),
-])
+@pytest.mark.parametrize(
+    "case, statuses, words",
+    [
+        ("dostep_before_init", [ERROR], ["fmi2DoStep: not allowed in instantiated"]),
+        ("exit_without_enter", [ERROR], ["fmi2ExitInitializationMode: not allowed in instantiated"]),
+        ("enter_twice", [OK, ERROR], ["not allowed in initialization mode"]),
+        ("dostep_after_terminate", [OK, OK, OK, OK, ERROR], ["fmi2DoStep: not allowed in terminated"]),
+        ("setup_after_init", [OK, OK, OK, ERROR], ["fmi2SetupExperiment: not allowed in step mode"]),
+        ("unknown_vr", [OK, OK, OK, ERROR, ERROR], ["unknown value reference 99999"]),
+        (
+            "wrong_type",
+            [OK, OK, OK, ERROR, ERROR, ERROR],
+            ["KE (value reference", "is of type Real", "solver.n_steps (value reference", "is of type Integer"],
+        ),
+        (
+            "nan_input",
+            [OK, OK, OK, OK, ERROR, ERROR, OK, 1, OK],
+            ["= nan rejected: values must be finite", "keeps its previous value"],
+        ),
+        (
+            "set_output_and_fixed_parameter",
+            [OK, OK, OK, ERROR, ERROR],
+            ["is an output and cannot be set", "is fixed: set it before fmi2ExitInitializationMode"],
+        ),
+        (
+            "bad_steps",
+            [OK, OK, OK, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, OK],
+            [
+                "communicationStepSize -0.001 s rejected",
+                "must be finite, > 0 and <= 1e+09 s",
+                "or more steps of solver.h_max",
+                "currentCommunicationPoint nan rejected",
+            ],
+        ),
+        ("negative_mass", [ERROR, OK, OK, OK], ["link1.mass = -1 rejected: outside [0, "]),
+        ("nonfinite_state", [OK, OK, OK, OK, DISCARD, OK, 1], ["fmi2DoStep: step from t = 0 s by 1 s discarded"]),
+        (
+            "garbage_blobs",
+            [OK, OK, OK, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, OK],
+            [
+                "not an mbsfmu FMU state",
+                "truncated or another model's state",
+                "checksum mismatch",
+                "the state is of another model",
+                "state format version 99",
+            ],
+        ),
+        (
+            "double_free_state",
+            [OK, OK, OK, OK, OK, ERROR, ERROR, ERROR],
+            [
+                "fmi2FreeFMUstate: not a live FMU state of this instance (already freed?)",
+                "fmi2SetFMUstate: not a live FMU state of this instance",
+            ],
+        ),
+        ("foreign_state", [OK, OK, OK, OK, OK, OK, OK, ERROR, OK], ["made by another instance"]),
+        (
+            "null_pointers",
+            [OK, OK, OK, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, OK],
+            ["fmi2GetReal: vr is NULL", "fmi2GetReal: value is NULL", "fmi2GetFMUstate: FMUstate is NULL"],
+        ),
+        ("freed_component", [OK, OK, OK, ERROR], []),
+        (
+            "bad_instantiate",
+            [0, 0, 0, 0, 0, 1],
+            [
+                "is not a URI",
+                "does not match this FMU's",
+                "instanceName is NULL or empty",
+                "supports Co-Simulation only",
+            ],
+        ),
+    ],
+)
 def test_misuse_is_refused_with_a_reason(scara, case, statuses, words):
     status, log = run(scara, case)
     assert status == statuses, log

@@ -1,5 +1,6 @@
 """The FMU's variable map (mbsfmu/fmu/variables.py): names, units, causalities, dependencies and
 parameters, without building an FMU (fast tier)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,10 +22,35 @@ def table(name: str, naming: str = "structured"):
 
 def test_scara_names():
     names = [v.name for v in table("scara")]
-    for expected in ("q1.tau", "q2.tau", "q1.q", "q1.qd", "q1.qdd", "q2.q", "p_sys[1]", "H_sys[3]", "R[2]",
-                     "Rdot[1]", "KE", "PE", "E", "W_in", "W_diss", "drift.H_sys", "drift.E_balance",
-                     "solver.n_steps", "solver.n_rhs", "solver.method", "solver.h_max", "solver.rtol",
-                     "solver.atol", "gravity[2]", "link1.mass", "link2.com[1]", "link1.I[1,2]"):
+    for expected in (
+        "q1.tau",
+        "q2.tau",
+        "q1.q",
+        "q1.qd",
+        "q1.qdd",
+        "q2.q",
+        "p_sys[1]",
+        "H_sys[3]",
+        "R[2]",
+        "Rdot[1]",
+        "KE",
+        "PE",
+        "E",
+        "W_in",
+        "W_diss",
+        "drift.H_sys",
+        "drift.E_balance",
+        "solver.n_steps",
+        "solver.n_rhs",
+        "solver.method",
+        "solver.h_max",
+        "solver.rtol",
+        "solver.atol",
+        "gravity[2]",
+        "link1.mass",
+        "link2.com[1]",
+        "link1.I[1,2]",
+    ):
         assert expected in names
     assert "time" not in names
 
@@ -51,7 +77,7 @@ def test_every_variable_is_described(name):
         if v.causality in ("parameter", "input"):
             assert v.start is not None
     inputs = [v.name for v in tab if v.causality == "input"]
-    assert inputs == list(Simulator(model).input_names)     # the Simulator's names map directly
+    assert inputs == list(Simulator(model).input_names)  # the Simulator's names map directly
     assert len({v.name for v in tab}) == len(tab)
 
 
@@ -68,8 +94,9 @@ def test_quoted_structured_names():
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     b = model.spec.bodies[0]
     spec = dataclasses.replace(model.spec, bodies=(dataclasses.replace(b, name="link-1"), *model.spec.bodies[1:]))
-    spec = dataclasses.replace(spec, bodies=tuple(dataclasses.replace(x, parent="link-1") if x.parent == "link1" else x
-                                                  for x in spec.bodies))
+    spec = dataclasses.replace(
+        spec, bodies=tuple(dataclasses.replace(x, parent="link-1") if x.parent == "link1" else x for x in spec.bodies)
+    )
     names = [v.name for v in variable_table(mbsfmu.Model(spec))]
     assert "'link-1'.mass" in names and "'link-1'.I[1,1]" in names
 
@@ -86,9 +113,12 @@ def test_two_arms_on_the_world_do_not_couple():
     """qdd of one world-attached arm does not depend on the other arm's actuators."""
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     b1, b2 = model.spec.bodies
-    arm2 = (dataclasses.replace(b1, name="other1", joint=dataclasses.replace(b1.joint, name="p1"), frames={}),
-            dataclasses.replace(b2, name="other2", parent="other1", joint=dataclasses.replace(b2.joint, name="p2"),
-                                frames={}))
+    arm2 = (
+        dataclasses.replace(b1, name="other1", joint=dataclasses.replace(b1.joint, name="p1"), frames={}),
+        dataclasses.replace(
+            b2, name="other2", parent="other1", joint=dataclasses.replace(b2.joint, name="p2"), frames={}
+        ),
+    )
     t = {v.name: v for v in variable_table(mbsfmu.Model(dataclasses.replace(model.spec, bodies=(b1, b2, *arm2))))}
     assert t["q2.qdd"].deps == ("q1.tau", "q2.tau")
     assert t["p1.qdd"].deps == ("p1.tau", "p2.tau")
@@ -105,8 +135,16 @@ def test_parameters_at_start_values_rebuild_the_same_model(name):
 
 def test_parameters_change_the_model(rng):
     model = mbsfmu.load_model(MODELS / "spacecraft.yaml")
-    spec = apply_parameters(model.spec, {("mass", "hub"): 600.0, ("inertia", "hub", 0, 1): 1.5,
-                                         ("wheel", "rw2"): 0.07, ("spring_k", "hinge_l"): 55.0, ("gravity", 2): -1.0})
+    spec = apply_parameters(
+        model.spec,
+        {
+            ("mass", "hub"): 600.0,
+            ("inertia", "hub", 0, 1): 1.5,
+            ("wheel", "rw2"): 0.07,
+            ("spring_k", "hinge_l"): 55.0,
+            ("gravity", 2): -1.0,
+        },
+    )
     hub = next(b for b in spec.bodies if b.name == "hub")
     assert hub.mass == 600.0 and hub.inertia[0][1] == hub.inertia[1][0] == 1.5
     assert hub.wheels[1].inertia == 0.07 and spec.gravity == (0.0, 0.0, -1.0)

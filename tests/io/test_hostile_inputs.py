@@ -2,6 +2,7 @@
 directories given as files. Every case runs in a child process with a wall-clock timeout and an
 address-space limit, so a regression (an eager repr of a 43-million-item list, a read of
 /dev/zero) fails the test instead of hanging the suite or eating the machine's memory."""
+
 from __future__ import annotations
 
 import json
@@ -16,19 +17,27 @@ import pytest
 from tests.support.hostile_yaml import ANCHORS
 from tests.support.paths import MODELS, ROOT, SUPPORT
 
-TIMEOUT_S = 30          # a healthy child needs ~1 s (interpreter start); a regression never ends
+TIMEOUT_S = 30  # a healthy child needs ~1 s (interpreter start); a regression never ends
 MEMORY_BYTES = 2 << 30  # RLIMIT_AS of the child: a bomb expanding in memory hits MemoryError
 
 
-def _limit() -> None:   # runs in the child before exec
+def _limit() -> None:  # runs in the child before exec
     import resource
+
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
 
 
 def run_child(code: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT_S, preexec_fn=_limit)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        preexec_fn=_limit,
+    )
 
 
 MODEL = """version: 1
@@ -48,13 +57,15 @@ def _files(tmp: Path) -> dict[str, Path]:
     out = {"model mass": tmp / "bomb_model.yaml"}
     out["model mass"].write_text(ANCHORS + "\n" + MODEL.replace("MASS", "*a8"))
     scenario = "version: 1\nmodel: good.yaml\nduration: 1\ndt: 0.1\n"
-    for case, extra in (("scenario check bound", "checks: {energy_balance: *a8}"),
-                        ("scenario description", "description: *a8"),
-                        ("scenario input type", "inputs: {b.tau: {type: *a8}}"),
-                        ("scenario csv columns", "inputs: {b.tau: {type: csv, file: in.csv, value: *a8}}"),
-                        ("scenario reference", "references: [{column: q.b, expr: *a8, tol: 1}]"),
-                        ("scenario integrator", "integrator: {method: *a8}"),
-                        ("scenario version", "version: *a8\nmodel: good.yaml\nduration: 1\ndt: 0.1")):
+    for case, extra in (
+        ("scenario check bound", "checks: {energy_balance: *a8}"),
+        ("scenario description", "description: *a8"),
+        ("scenario input type", "inputs: {b.tau: {type: *a8}}"),
+        ("scenario csv columns", "inputs: {b.tau: {type: csv, file: in.csv, value: *a8}}"),
+        ("scenario reference", "references: [{column: q.b, expr: *a8, tol: 1}]"),
+        ("scenario integrator", "integrator: {method: *a8}"),
+        ("scenario version", "version: *a8\nmodel: good.yaml\nduration: 1\ndt: 0.1"),
+    ):
         path = tmp / "scn" / f"{case.replace(' ', '_')}.yaml"
         path.parent.mkdir(exist_ok=True)
         moved = scenario.replace("model: good.yaml", "model: ../good.yaml")
@@ -87,10 +98,16 @@ def test_alias_bombs_give_errors_in_milliseconds(tmp_path):
     assert [r["case"] for r in results] == list(files)
     for r in results:
         assert r["msg"] is not None, f"{r['case']}: a bomb loaded without an error"
-        assert r["s"] < 5.0 and len(r["msg"]) < 5000, r   # ms in practice; 5 s leaves room for a loaded machine
-    listing = subprocess.run([sys.executable, "-m", "mbsfmu", "list", str(tmp_path / "scn")], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=TIMEOUT_S, preexec_fn=_limit,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r["s"] < 5.0 and len(r["msg"]) < 5000, r  # ms in practice; 5 s leaves room for a loaded machine
+    listing = subprocess.run(
+        [sys.executable, "-m", "mbsfmu", "list", str(tmp_path / "scn")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        preexec_fn=_limit,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert listing.returncode == 0, listing.stderr[-3000:]
     assert listing.stdout.count("does not load") == len(files) - 1, listing.stdout
 
@@ -103,8 +120,9 @@ def test_devices_fifos_and_directories_are_refused(tmp_path):
     os.mkfifo(fifo)
     (tmp_path / "good.yaml").write_text(MODEL.replace("MASS", "1.0"))
     scn = tmp_path / "csv_zero.yaml"
-    scn.write_text("version: 1\nmodel: good.yaml\nduration: 1\ndt: 0.1\n"
-                   "inputs: {b.tau: {type: csv, file: /dev/zero, value: u}}\n")
+    scn.write_text(
+        "version: 1\nmodel: good.yaml\nduration: 1\ndt: 0.1\ninputs: {b.tau: {type: csv, file: /dev/zero, value: u}}\n"
+    )
     code = f"""
         import json
         from mbsfmu import MbsError, load_model
@@ -126,23 +144,39 @@ def test_devices_fifos_and_directories_are_refused(tmp_path):
     res = run_child(code, tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     got = {r["case"]: r["msg"] for r in map(json.loads, res.stdout.splitlines())}
-    expect = {"model": "character device", "fifo": "FIFO", "dir": "directory", "urdf": "directory",
-              "trajectory": "character device", "fifo trajectory": "FIFO", "scenario fifo": "FIFO",
-              "csv input": "character device"}
+    expect = {
+        "model": "character device",
+        "fifo": "FIFO",
+        "dir": "directory",
+        "urdf": "directory",
+        "trajectory": "character device",
+        "fifo trajectory": "FIFO",
+        "scenario fifo": "FIFO",
+        "csv input": "character device",
+    }
     for case, word in expect.items():
         assert got[case] is not None and word in got[case] and "not a regular file" in got[case], (case, got[case])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, rel", [("model", p.relative_to(ROOT)) for p in sorted(MODELS.glob("*.yaml"))]
-                         + [("scenario", p.relative_to(ROOT)) for p in sorted((ROOT / "scenarios").glob("*.yaml"))],
-                         ids=str)
+@pytest.mark.parametrize(
+    "kind, rel",
+    [("model", p.relative_to(ROOT)) for p in sorted(MODELS.glob("*.yaml"))]
+    + [("scenario", p.relative_to(ROOT)) for p in sorted((ROOT / "scenarios").glob("*.yaml"))],
+    ids=str,
+)
 def test_alias_bomb_at_every_field_of_bundled_files(kind, rel):
     """The bomb at every value of every bundled model and scenario: loads or errors, in bounded
     time and memory (tests/support/hostile_yaml.py prints one line per variant)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, str(SUPPORT / "hostile_yaml.py"), kind, str(ROOT / rel)],
-                         capture_output=True, text=True, timeout=600, preexec_fn=_limit, env=env)
+    res = subprocess.run(
+        [sys.executable, str(SUPPORT / "hostile_yaml.py"), kind, str(ROOT / rel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=_limit,
+        env=env,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     results = [json.loads(line) for line in res.stdout.splitlines()]
     assert results, "no variants ran"

@@ -1,4 +1,5 @@
 """Bad model files: one test per validation rule, each checking the file line and field path."""
+
 from __future__ import annotations
 
 import json
@@ -49,75 +50,194 @@ initial:
 
 # rule: (edits of GOOD, field path named, text on the reported line, message fragment)
 RULES = {
-    "unknown parent": ([("parent: link1", "parent: lnk1")], "bodies[1].parent", "parent: lnk1",
-                       "unknown parent 'lnk1' of body 'link2' (did you mean 'link1'?)"),
-    "cycle": ([("parent: world", "parent: hand")], "bodies[0].parent", "parent: hand",
-              "body 'link1' is on a cycle of parents (link1 -> hand -> link2 -> link1)"),
-    "own parent": ([("parent: link2", "parent: hand")], "bodies[2].parent", "parent: hand",
-                   "cycle of parents (hand -> hand)"),
-    "duplicate body": ([("name: hand", "name: link1")], "bodies[2].name", "name: link1\n    parent: link2",
-                       "duplicate body name 'link1' (also bodies[0].name)"),
-    "duplicate joint": ([("name: wrist", "name: q1")], "bodies[2].joint.name", "type: spherical",
-                        "duplicate joint name 'q1' (also bodies[0].joint.name)"),
-    "duplicate frame": ([("tip: [0.8", "elbow: [0.8")], "bodies[1].frames.elbow", "elbow: [0.8",
-                        "duplicate frame name 'elbow' (also bodies[0].frames.elbow)"),
+    "unknown parent": (
+        [("parent: link1", "parent: lnk1")],
+        "bodies[1].parent",
+        "parent: lnk1",
+        "unknown parent 'lnk1' of body 'link2' (did you mean 'link1'?)",
+    ),
+    "cycle": (
+        [("parent: world", "parent: hand")],
+        "bodies[0].parent",
+        "parent: hand",
+        "body 'link1' is on a cycle of parents (link1 -> hand -> link2 -> link1)",
+    ),
+    "own parent": (
+        [("parent: link2", "parent: hand")],
+        "bodies[2].parent",
+        "parent: hand",
+        "cycle of parents (hand -> hand)",
+    ),
+    "duplicate body": (
+        [("name: hand", "name: link1")],
+        "bodies[2].name",
+        "name: link1\n    parent: link2",
+        "duplicate body name 'link1' (also bodies[0].name)",
+    ),
+    "duplicate joint": (
+        [("name: wrist", "name: q1")],
+        "bodies[2].joint.name",
+        "type: spherical",
+        "duplicate joint name 'q1' (also bodies[0].joint.name)",
+    ),
+    "duplicate frame": (
+        [("tip: [0.8", "elbow: [0.8")],
+        "bodies[1].frames.elbow",
+        "elbow: [0.8",
+        "duplicate frame name 'elbow' (also bodies[0].frames.elbow)",
+    ),
     "world body": ([("name: hand", "name: world")], "bodies[2].name", "name: world", "'world' is the inertial frame"),
     "negative mass": ([("mass: 1.5", "mass: -1.5")], "bodies[1].mass", "mass: -1.5", "negative mass -1.5 kg"),
-    "inertia not symmetric": ([("[0, 0.001, 0], [0, 0, 0.001]]", "[0.0005, 0.001, 0], [0, 0, 0.001]]")],
-                              "bodies[2].inertia", "[0.0005", "inertia is not symmetric"),
-    "inertia not PSD": ([("Ixx: 0.005", "Ixx: -0.005")], "bodies[1].inertia", "# of link2",
-                        "inertia is not positive semi-definite"),
-    "triangle inequality": ([("Ixx: 0.005", "Ixx: 0.2")], "bodies[1].inertia", "# of link2",
-                            "violate the triangle inequality I1 + I2 >= I3 (0.08 + 0.08 < 0.2)"),
-    "zero-length axis": ([("axis: [0, 1, 0]", "axis: [0, 0, 0]")], "bodies[1].joint.axis", "axis: [0, 0, 0]",
-                         "zero-length axis"),
+    "inertia not symmetric": (
+        [("[0, 0.001, 0], [0, 0, 0.001]]", "[0.0005, 0.001, 0], [0, 0, 0.001]]")],
+        "bodies[2].inertia",
+        "[0.0005",
+        "inertia is not symmetric",
+    ),
+    "inertia not PSD": (
+        [("Ixx: 0.005", "Ixx: -0.005")],
+        "bodies[1].inertia",
+        "# of link2",
+        "inertia is not positive semi-definite",
+    ),
+    "triangle inequality": (
+        [("Ixx: 0.005", "Ixx: 0.2")],
+        "bodies[1].inertia",
+        "# of link2",
+        "violate the triangle inequality I1 + I2 >= I3 (0.08 + 0.08 < 0.2)",
+    ),
+    "zero-length axis": (
+        [("axis: [0, 1, 0]", "axis: [0, 0, 0]")],
+        "bodies[1].joint.axis",
+        "axis: [0, 0, 0]",
+        "zero-length axis",
+    ),
     "nan": ([("mass: 1.5", "mass: .nan")], "bodies[1].mass", "mass: .nan", "expected a finite number, got nan"),
-    "inf in a vector": ([("com: [0.4, 0, 0]", "com: [0.4, .inf, 0]")], "bodies[1].com[1]", "com: [0.4, .inf",
-                        "expected a finite number, got inf"),
+    "inf in a vector": (
+        [("com: [0.4, 0, 0]", "com: [0.4, .inf, 0]")],
+        "bodies[1].com[1]",
+        "com: [0.4, .inf",
+        "expected a finite number, got inf",
+    ),
     "-inf stiffness": ([("k: 10.0", "k: -.inf")], "bodies[1].joint.spring.k", "k: -.inf", "got -inf"),
-    "beyond float range": ([("mass: 1.5", "mass: 1" + "0" * 400)], "bodies[1].mass", "mass: 1000",
-                           "beyond the float range"),
-    "boolean is not a number": ([("mass: 1.5", "mass: true")], "bodies[1].mass", "mass: true",
-                                "expected a number, got the boolean True"),
-    "text is not a number": ([("Iyy: 0.08", "Iyy: heavy")], "bodies[1].inertia.Iyy", "Iyy: heavy",
-                             "expected a number, got the text 'heavy'"),
-    "vector length": ([("com: [0.4, 0, 0]", "com: [0.4, 0]")], "bodies[1].com", "com: [0.4, 0]",
-                      "expected a list of 3 numbers, got 2 entries"),
-    "gravity length": ([("gravity: [0, 0, -9.81]", "gravity: [0, -9.81]")], "gravity", "gravity:",
-                       "expected a list of 3 numbers, got 2 entries"),
-    "inertia row length": ([("[0, 0, 0.001]]", "[0, 0.001]]")], "bodies[2].inertia[2]", "[[0.001",
-                           "expected a list of 3 numbers, got 2 entries"),
+    "beyond float range": (
+        [("mass: 1.5", "mass: 1" + "0" * 400)],
+        "bodies[1].mass",
+        "mass: 1000",
+        "beyond the float range",
+    ),
+    "boolean is not a number": (
+        [("mass: 1.5", "mass: true")],
+        "bodies[1].mass",
+        "mass: true",
+        "expected a number, got the boolean True",
+    ),
+    "text is not a number": (
+        [("Iyy: 0.08", "Iyy: heavy")],
+        "bodies[1].inertia.Iyy",
+        "Iyy: heavy",
+        "expected a number, got the text 'heavy'",
+    ),
+    "vector length": (
+        [("com: [0.4, 0, 0]", "com: [0.4, 0]")],
+        "bodies[1].com",
+        "com: [0.4, 0]",
+        "expected a list of 3 numbers, got 2 entries",
+    ),
+    "gravity length": (
+        [("gravity: [0, 0, -9.81]", "gravity: [0, -9.81]")],
+        "gravity",
+        "gravity:",
+        "expected a list of 3 numbers, got 2 entries",
+    ),
+    "inertia row length": (
+        [("[0, 0, 0.001]]", "[0, 0.001]]")],
+        "bodies[2].inertia[2]",
+        "[[0.001",
+        "expected a list of 3 numbers, got 2 entries",
+    ),
     "null value": ([("Izz: 0.08", "Izz:")], "bodies[1].inertia.Izz", "Izz:\n", "expected a number, got nothing"),
-    "unknown body key": ([("mass: 1.5", "mas: 1.5")], "bodies[1].mas", "mas: 1.5",
-                         "unknown key 'mas' (did you mean 'mass'?)"),
-    "unknown top key": ([("gravity:", "gravty:")], "gravty", "gravty:",
-                        "unknown key 'gravty' (did you mean 'gravity'?)"),
-    "unknown joint key": ([("axis: [0, 1, 0]", "axes: [0, 1, 0]")], "bodies[1].joint.axes", "axes:",
-                          "unknown key 'axes' (did you mean 'axis'?)"),
-    "missing joint": ([("    joint: {name: wrist, type: spherical, origin: {xyz: [0.8, 0, 0]}}\n", "")],
-                      "bodies[2].joint", "name: hand", "missing required key 'joint'"),
-    "unknown joint type": ([("type: spherical", "type: sphericl")], "bodies[2].joint.type", "sphericl",
-                           "unknown joint type 'sphericl'; expected one of fixed, revolute"),
-    "spring on 3-DoF joint": ([("type: spherical,", "type: spherical, spring: {k: 1},")], "bodies[2].joint.spring",
-                              "spring: {k: 1}", "a joint spring needs a 1-DoF joint, this one is spherical"),
+    "unknown body key": (
+        [("mass: 1.5", "mas: 1.5")],
+        "bodies[1].mas",
+        "mas: 1.5",
+        "unknown key 'mas' (did you mean 'mass'?)",
+    ),
+    "unknown top key": (
+        [("gravity:", "gravty:")],
+        "gravty",
+        "gravty:",
+        "unknown key 'gravty' (did you mean 'gravity'?)",
+    ),
+    "unknown joint key": (
+        [("axis: [0, 1, 0]", "axes: [0, 1, 0]")],
+        "bodies[1].joint.axes",
+        "axes:",
+        "unknown key 'axes' (did you mean 'axis'?)",
+    ),
+    "missing joint": (
+        [("    joint: {name: wrist, type: spherical, origin: {xyz: [0.8, 0, 0]}}\n", "")],
+        "bodies[2].joint",
+        "name: hand",
+        "missing required key 'joint'",
+    ),
+    "unknown joint type": (
+        [("type: spherical", "type: sphericl")],
+        "bodies[2].joint.type",
+        "sphericl",
+        "unknown joint type 'sphericl'; expected one of fixed, revolute",
+    ),
+    "spring on 3-DoF joint": (
+        [("type: spherical,", "type: spherical, spring: {k: 1},")],
+        "bodies[2].joint.spring",
+        "spring: {k: 1}",
+        "a joint spring needs a 1-DoF joint, this one is spherical",
+    ),
     "negative damping": ([("d: 0.5", "d: -0.5")], "bodies[1].joint.spring.d", "d: -0.5", "negative damping -0.5"),
-    "actuated not boolean": ([("type: spherical,", "type: spherical, actuated: 1,")], "bodies[2].joint.actuated",
-                             "actuated: 1", "expected true or false, got the number 1"),
-    "name not text": ([("name: hand", "name: [hand]")], "bodies[2].name", "name: [hand]",
-                      "expected a non-empty name, got a list"),
-    "frames not a mapping": ([("{tip: [0.8, 0, 0]}", "[0.8, 0, 0]")], "bodies[1].frames", "frames: [0.8",
-                             "expected a mapping of frame name"),
-    "initial unknown joint": ([("qd: {q1: 0.1}", "qd: {q1: 0.1, q3: 0.2}")], "initial.qd.q3", "qd: {",
-                              "unknown joint 'q3'"),
-    "initial size": ([("q2: -0.5", "q2: [-0.5, 0.1]")], "initial.q.q2", "q2: [-0.5",
-                     "joint 'q2' (revolute) takes 1 value(s) for q, got 2"),
-    "initial quaternion": ([("wrist: [1, 0, 0, 0]", "wrist: [1, 1, 0, 0]")], "initial.q.wrist", "wrist: [1, 1",
-                           "has norm 1.41421356237, must be 1"),
+    "actuated not boolean": (
+        [("type: spherical,", "type: spherical, actuated: 1,")],
+        "bodies[2].joint.actuated",
+        "actuated: 1",
+        "expected true or false, got the number 1",
+    ),
+    "name not text": (
+        [("name: hand", "name: [hand]")],
+        "bodies[2].name",
+        "name: [hand]",
+        "expected a non-empty name, got a list",
+    ),
+    "frames not a mapping": (
+        [("{tip: [0.8, 0, 0]}", "[0.8, 0, 0]")],
+        "bodies[1].frames",
+        "frames: [0.8",
+        "expected a mapping of frame name",
+    ),
+    "initial unknown joint": (
+        [("qd: {q1: 0.1}", "qd: {q1: 0.1, q3: 0.2}")],
+        "initial.qd.q3",
+        "qd: {",
+        "unknown joint 'q3'",
+    ),
+    "initial size": (
+        [("q2: -0.5", "q2: [-0.5, 0.1]")],
+        "initial.q.q2",
+        "q2: [-0.5",
+        "joint 'q2' (revolute) takes 1 value(s) for q, got 2",
+    ),
+    "initial quaternion": (
+        [("wrist: [1, 0, 0, 0]", "wrist: [1, 1, 0, 0]")],
+        "initial.q.wrist",
+        "wrist: [1, 1",
+        "has norm 1.41421356237, must be 1",
+    ),
     "initial nan": ([("q1: 0.3", "q1: .nan")], "initial.q.q1", "q1: .nan", "expected a finite number, got nan"),
-    "schema version": ([("version: 1", "version: 2")], "version", "version: 2",
-                       "unsupported model schema version: got the number 2, this mbsfmu reads version 1"),
-    "schema version boolean": ([("version: 1", "version: true")], "version", "version: true",
-                               "got the boolean True"),
+    "schema version": (
+        [("version: 1", "version: 2")],
+        "version",
+        "version: 2",
+        "unsupported model schema version: got the number 2, this mbsfmu reads version 1",
+    ),
+    "schema version boolean": ([("version: 1", "version: true")], "version", "version: true", "got the boolean True"),
     "missing version": ([("version: 1\n", "")], "version", "name: arm", "missing required key 'version'"),
 }
 
@@ -159,15 +279,21 @@ def test_rule_reports_line_and_field(tmp_path, edits, field, at, fragment):
 
 
 def test_every_problem_reported_at_once_in_file_order(tmp_path):
-    text = (GOOD.replace("mass: 1.5", "mass: -1.5").replace("com: [0.5, 0, 0]", "cmo: [0.5, 0, 0]")
-            .replace("parent: link1", "parent: hand").replace("Iyy: 0.001", "Iyy: .inf")
-            .replace("[0, 0.001, 0], [0, 0, 0.001]]", "[0, .inf, 0], [0, 0, 0.001]]"))
+    text = (
+        GOOD.replace("mass: 1.5", "mass: -1.5")
+        .replace("com: [0.5, 0, 0]", "cmo: [0.5, 0, 0]")
+        .replace("parent: link1", "parent: hand")
+        .replace("Iyy: 0.001", "Iyy: .inf")
+        .replace("[0, 0.001, 0], [0, 0, 0.001]]", "[0, .inf, 0], [0, 0, 0.001]]")
+    )
     message = _error(tmp_path, text)
-    expected = [(_line(text, "cmo:"), "bodies[0].cmo", "unknown key 'cmo' (did you mean 'com'?)"),
-                (_line(text, "parent: hand"), "bodies[1].parent", "cycle of parents (link2 -> hand -> link2)"),
-                (_line(text, "mass: -1.5"), "bodies[1].mass", "negative mass"),
-                (_line(text, "[[0.001"), "bodies[2].inertia[1][1]", "expected a finite number, got inf")]
-    assert message.startswith(f"{len(expected) + 1} problem(s)"), message   # + the hand's cycle report
+    expected = [
+        (_line(text, "cmo:"), "bodies[0].cmo", "unknown key 'cmo' (did you mean 'com'?)"),
+        (_line(text, "parent: hand"), "bodies[1].parent", "cycle of parents (link2 -> hand -> link2)"),
+        (_line(text, "mass: -1.5"), "bodies[1].mass", "negative mass"),
+        (_line(text, "[[0.001"), "bodies[2].inertia[1][1]", "expected a finite number, got inf"),
+    ]
+    assert message.startswith(f"{len(expected) + 1} problem(s)"), message  # + the hand's cycle report
     positions = []
     for line, field, fragment in expected:
         hits = _reported(message, f"bad.yaml:{line}: {field}: ")
@@ -187,13 +313,21 @@ def test_bodies_hanging_from_a_cycle_are_not_reported(tmp_path):
     assert "link1 -> link2 -> link1" in message and "'hand'" not in message
 
 
-@pytest.mark.parametrize("first, second", [
-    ("joint: {type: revolute, axis: [0, 0, 1]}", "joint: {type: revolute, axis: [0, 0, 1], origin: {xyz: [1, 0, 0]}}"),
-    ("joint: {type: fixed, origin: {xyz: [0, 0, 0.2]}}", "joint: {type: revolute, axis: [1, 0, 0]}"),
-], ids=["revolute chain", "fixed URDF-style link"])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (
+            "joint: {type: revolute, axis: [0, 0, 1]}",
+            "joint: {type: revolute, axis: [0, 0, 1], origin: {xyz: [1, 0, 0]}}",
+        ),
+        ("joint: {type: fixed, origin: {xyz: [0, 0, 0.2]}}", "joint: {type: revolute, axis: [1, 0, 0]}"),
+    ],
+    ids=["revolute chain", "fixed URDF-style link"],
+)
 def test_massless_intermediate_body_is_legal(tmp_path, first, second):
     path = tmp_path / "massless.yaml"
-    path.write_text(f"""\
+    path.write_text(
+        f"""\
 version: 1
 bodies:
   - name: carrier
@@ -205,17 +339,23 @@ bodies:
     mass: 1.0
     com: [0.3, 0.1, 0.2]
     inertia: {{Ixx: 0.01, Iyy: 0.01, Izz: 0.01}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     model = mbsfmu.load_model(path)
     assert model.tree.mass[1] == 0.0
     M = model.mass_matrix(model.neutral())
     assert np.linalg.eigvalsh(M)[0] > 1e-4
 
 
-@pytest.mark.parametrize("load, field", [
-    ("mass: 0.0", "bodies[1].joint"),
-    ("mass: 2.0\n    com: [0, 0, 0.5]", "bodies[1].joint"),   # a point mass on its own axis
-], ids=["massless leaf", "point mass on the axis"])
+@pytest.mark.parametrize(
+    "load, field",
+    [
+        ("mass: 0.0", "bodies[1].joint"),
+        ("mass: 2.0\n    com: [0, 0, 0.5]", "bodies[1].joint"),  # a point mass on its own axis
+    ],
+    ids=["massless leaf", "point mass on the axis"],
+)
 def test_joint_moving_no_mass_is_reported_by_name(tmp_path, load, field):
     text = f"""\
 version: 1
@@ -275,8 +415,12 @@ def test_json_file_equivalent(tmp_path):
     (tmp_path / "arm.json").write_text(json.dumps(doc), encoding="utf-8")
     (tmp_path / "arm.yaml").write_text(GOOD, encoding="utf-8")
     q = np.array([0.3, -0.5, 0.5, 0.5, 0.5, 0.5])
-    np.testing.assert_allclose(mbsfmu.load_model(tmp_path / "arm.json").mass_matrix(q),
-                               mbsfmu.load_model(tmp_path / "arm.yaml").mass_matrix(q), rtol=0, atol=0)
+    np.testing.assert_allclose(
+        mbsfmu.load_model(tmp_path / "arm.json").mass_matrix(q),
+        mbsfmu.load_model(tmp_path / "arm.yaml").mass_matrix(q),
+        rtol=0,
+        atol=0,
+    )
     doc["bodies"][1]["mass"] = -1.5
     doc["bodies"][2]["joint"]["typ"] = "spherical"
     message = _error(tmp_path, json.dumps(doc, indent=1), "bad.json")
@@ -284,16 +428,27 @@ def test_json_file_equivalent(tmp_path):
     assert "bad.json: bodies[2].joint.typ: unknown key 'typ' (did you mean 'type'?)" in message
 
 
-@pytest.mark.parametrize("text, line, fragment", [
-    ("version: 1\nbodies:\n  - name: a\n    parent world\n    mass: 1\n", 5, "could not find expected ':'"),
-    ("version: 1\nbodies: [{name: a}\n", 3, "broken YAML"),
-    ("version: 1\nbodies:\n  - name: a\n    mass: 1\n    mass: 2\n", 5, "duplicate key 'mass'"),
-    ("version: 1\nname: 2001-02-30\n", 2, "cannot read the text '2001-02-30' as timestamp"),
-    ("version: 1\nname: !!float ''\n", 2, "cannot read the text '' as float"),
-    ("version: 1\n---\nversion: 1\n", 2, "expected a single document"),
-    ("version: 1\nname: \"a\x07\"\n", 2, "character #x0007"),
-], ids=["missing colon", "unclosed flow", "duplicate key", "bad date", "empty tagged float", "two documents",
-        "control character"])
+@pytest.mark.parametrize(
+    "text, line, fragment",
+    [
+        ("version: 1\nbodies:\n  - name: a\n    parent world\n    mass: 1\n", 5, "could not find expected ':'"),
+        ("version: 1\nbodies: [{name: a}\n", 3, "broken YAML"),
+        ("version: 1\nbodies:\n  - name: a\n    mass: 1\n    mass: 2\n", 5, "duplicate key 'mass'"),
+        ("version: 1\nname: 2001-02-30\n", 2, "cannot read the text '2001-02-30' as timestamp"),
+        ("version: 1\nname: !!float ''\n", 2, "cannot read the text '' as float"),
+        ("version: 1\n---\nversion: 1\n", 2, "expected a single document"),
+        ("version: 1\nname: \"a\x07\"\n", 2, "character #x0007"),
+    ],
+    ids=[
+        "missing colon",
+        "unclosed flow",
+        "duplicate key",
+        "bad date",
+        "empty tagged float",
+        "two documents",
+        "control character",
+    ],
+)
 def test_broken_yaml_reports_line(tmp_path, text, line, fragment):
     message = _error(tmp_path, text)
     assert f"bad.yaml:{line}: (top level): " in message and fragment in message, message
@@ -306,11 +461,15 @@ def test_broken_json_reports_line(tmp_path):
     assert "duplicate key 'version'" in message
 
 
-@pytest.mark.parametrize("make, fragment", [
-    (lambda d: d / "missing.yaml", "No such file or directory"),
-    (lambda d: d, "a directory, not a regular file"),
-    (lambda d: (d / "latin1.yaml").write_bytes(b"name: caf\xe9\n") and d / "latin1.yaml", "can't decode byte 0xe9"),
-], ids=["missing", "directory", "not UTF-8"])
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda d: d / "missing.yaml", "No such file or directory"),
+        (lambda d: d, "a directory, not a regular file"),
+        (lambda d: (d / "latin1.yaml").write_bytes(b"name: caf\xe9\n") and d / "latin1.yaml", "can't decode byte 0xe9"),
+    ],
+    ids=["missing", "directory", "not UTF-8"],
+)
 def test_unreadable_file(tmp_path, make, fragment):
     path = make(tmp_path)
     with pytest.raises(mbsfmu.ModelError, match=f"cannot read the file: .*{fragment}") as info:
@@ -318,14 +477,21 @@ def test_unreadable_file(tmp_path, make, fragment):
     assert str(path) in str(info.value)
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("", "(top level): expected a mapping with keys version, name, gravity, bodies, forces, loops, initial, "
-         "got nothing"),
-    ("- version: 1\n", "(top level): expected a mapping"),
-    ("version: 1\nbodies: []\n", "bodies: expected a non-empty list of bodies, got a list"),
-    ("version: 1\nbodies: &b [*b]\n", "bodies[0]: expected a mapping"),
-    ("version: 1\nbodies: " + "[" * 1500 + "]" * 1500 + "\n", "nested too deeply"),
-], ids=["empty", "list", "no bodies", "recursive alias", "deep nesting"])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (
+            "",
+            "(top level): expected a mapping with keys version, name, gravity, bodies, forces, loops, initial, "
+            "got nothing",
+        ),
+        ("- version: 1\n", "(top level): expected a mapping"),
+        ("version: 1\nbodies: []\n", "bodies: expected a non-empty list of bodies, got a list"),
+        ("version: 1\nbodies: &b [*b]\n", "bodies[0]: expected a mapping"),
+        ("version: 1\nbodies: " + "[" * 1500 + "]" * 1500 + "\n", "nested too deeply"),
+    ],
+    ids=["empty", "list", "no bodies", "recursive alias", "deep nesting"],
+)
 def test_document_shape(tmp_path, text, fragment):
     assert fragment in _error(tmp_path, text)
 

@@ -1,6 +1,7 @@
 """Fuzz the model loader: mutated model files raise nothing but the project's own ModelError.
 Examples per property: the hypothesis profile of tests/conftest.py (30 in the fast tier, 300 in a
 run with the slow tier)."""
+
 from __future__ import annotations
 
 import copy
@@ -14,37 +15,78 @@ import mbsfmu
 from mbsfmu.io.model_file import spec_from_dict
 
 SCARA = {
-    "version": 1, "name": "scara", "gravity": [0, -9.81, 0],
+    "version": 1,
+    "name": "scara",
+    "gravity": [0, -9.81, 0],
     "bodies": [
-        {"name": "link1", "parent": "world", "joint": {"name": "q1", "type": "revolute", "axis": [0, 0, 1]},
-         "mass": 2.0, "com": [0.5, 0.02, 0.0], "inertia": {"Ixx": 0.01, "Iyy": 0.17, "Izz": 0.17},
-         "frames": {"elbow": [1.0, 0, 0]}},
-        {"name": "link2", "parent": "link1",
-         "joint": {"name": "q2", "type": "revolute", "axis": [0, 0, 1], "origin": {"xyz": [1.0, 0, 0]},
-                   "spring": {"k": 1.0, "d": 0.1, "q0": 0.0}},
-         "mass": 1.5, "com": [0.4, 0.05, 0.0], "inertia": {"Ixx": 0.005, "Iyy": 0.08, "Izz": 0.08},
-         "frames": {"tip": {"xyz": [0.8, 0, 0], "rpy": [0, 0, 0.1]}}},
+        {
+            "name": "link1",
+            "parent": "world",
+            "joint": {"name": "q1", "type": "revolute", "axis": [0, 0, 1]},
+            "mass": 2.0,
+            "com": [0.5, 0.02, 0.0],
+            "inertia": {"Ixx": 0.01, "Iyy": 0.17, "Izz": 0.17},
+            "frames": {"elbow": [1.0, 0, 0]},
+        },
+        {
+            "name": "link2",
+            "parent": "link1",
+            "joint": {
+                "name": "q2",
+                "type": "revolute",
+                "axis": [0, 0, 1],
+                "origin": {"xyz": [1.0, 0, 0]},
+                "spring": {"k": 1.0, "d": 0.1, "q0": 0.0},
+            },
+            "mass": 1.5,
+            "com": [0.4, 0.05, 0.0],
+            "inertia": {"Ixx": 0.005, "Iyy": 0.08, "Izz": 0.08},
+            "frames": {"tip": {"xyz": [0.8, 0, 0], "rpy": [0, 0, 0.1]}},
+        },
     ],
     "initial": {"q": {"q1": 0.3, "q2": -0.5}, "qd": {"q1": 0.1}},
 }
 
 BRANCHED = {
-    "version": 1, "name": "branched",
+    "version": 1,
+    "name": "branched",
     "bodies": [
-        {"name": "base", "parent": "world", "joint": {"name": "float", "type": "free"},
-         "mass": 5.0, "inertia": [[0.2, 0, 0], [0, 0.3, 0], [0, 0, 0.4]],
-         "wheels": [{"name": "rw1", "axis": [1, 0, 0], "inertia": 0.05, "position": [0, 0.1, 0]}]},
+        {
+            "name": "base",
+            "parent": "world",
+            "joint": {"name": "float", "type": "free"},
+            "mass": 5.0,
+            "inertia": [[0.2, 0, 0], [0, 0.3, 0], [0, 0, 0.4]],
+            "wheels": [{"name": "rw1", "axis": [1, 0, 0], "inertia": 0.05, "position": [0, 0.1, 0]}],
+        },
         {"name": "mount", "parent": "base", "joint": {"type": "fixed", "origin": {"xyz": [0, 0, 0.1]}}},
-        {"name": "ball", "parent": "mount", "joint": {"name": "shoulder", "type": "spherical", "actuated": False},
-         "mass": 1.0, "com": [0, 0, 0.2], "inertia": {"Ixx": 0.01, "Iyy": 0.01, "Izz": 0.01}},
-        {"name": "slider", "parent": "base",
-         "joint": {"name": "slide", "type": "prismatic", "axis": [1, 0, 0], "origin": {"rpy": [0, 0.5, 0]}},
-         "mass": 0.5, "inertia": {"Ixx": 0.001, "Iyy": 0.001, "Izz": 0.001, "Ixy": 0.0001},
-         "frames": {"pad": [0.1, 0, 0]}},
+        {
+            "name": "ball",
+            "parent": "mount",
+            "joint": {"name": "shoulder", "type": "spherical", "actuated": False},
+            "mass": 1.0,
+            "com": [0, 0, 0.2],
+            "inertia": {"Ixx": 0.01, "Iyy": 0.01, "Izz": 0.01},
+        },
+        {
+            "name": "slider",
+            "parent": "base",
+            "joint": {"name": "slide", "type": "prismatic", "axis": [1, 0, 0], "origin": {"rpy": [0, 0.5, 0]}},
+            "mass": 0.5,
+            "inertia": {"Ixx": 0.001, "Iyy": 0.001, "Izz": 0.001, "Ixy": 0.0001},
+            "frames": {"pad": [0.1, 0, 0]},
+        },
     ],
     "forces": [
-        {"type": "spring", "name": "s1", "a": {"body": "ball", "point": [0, 0, 0.3]}, "b": {"body": "world"},
-         "k": 10.0, "d": 0.1, "l0": 0.5},
+        {
+            "type": "spring",
+            "name": "s1",
+            "a": {"body": "ball", "point": [0, 0, 0.3]},
+            "b": {"body": "world"},
+            "k": 10.0,
+            "d": 0.1,
+            "l0": 0.5,
+        },
         {"type": "thruster", "name": "thr1", "body": "base", "point": [0, 0, 1], "direction": [0, 0, 1]},
         {"type": "wrench", "name": "push", "body": "slider", "axes": "body"},
     ],
@@ -52,13 +94,34 @@ BRANCHED = {
 }
 
 JUNK = st.one_of(
-    st.none(), st.booleans(), st.text(max_size=6), st.integers(-3, 3), st.integers(),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([-1.0, -1e-9, 0.0, 1e308, -1e308, 10**400]),
-    st.lists(st.floats(-2, 2), max_size=5), st.lists(st.integers(-2, 2), max_size=3).map(lambda x: [x]),
-    st.dictionaries(st.sampled_from(["name", "xyz", "Ixx", "k", "q", "type", "body", "zz"]), st.integers(-1, 1),
-                    max_size=2),
-    st.sampled_from(["world", "link1", "base", "ball", "rw1", "revolute", "free", "spring", "thruster", ".nan",
-                     "1e-3", "2001-02-30"]),
+    st.none(),
+    st.booleans(),
+    st.text(max_size=6),
+    st.integers(-3, 3),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([-1.0, -1e-9, 0.0, 1e308, -1e308, 10**400]),
+    st.lists(st.floats(-2, 2), max_size=5),
+    st.lists(st.integers(-2, 2), max_size=3).map(lambda x: [x]),
+    st.dictionaries(
+        st.sampled_from(["name", "xyz", "Ixx", "k", "q", "type", "body", "zz"]), st.integers(-1, 1), max_size=2
+    ),
+    st.sampled_from(
+        [
+            "world",
+            "link1",
+            "base",
+            "ball",
+            "rw1",
+            "revolute",
+            "free",
+            "spring",
+            "thruster",
+            ".nan",
+            "1e-3",
+            "2001-02-30",
+        ]
+    ),
 )
 OPS = ("replace", "delete", "add_key", "resize", "nest", "duplicate_body", "reorder_bodies", "parent", "joint_type")
 
@@ -86,8 +149,9 @@ def _mutate(doc, draw) -> None:
             if op == "parent":
                 bodies[k]["parent"] = draw(st.sampled_from([*names, "world", "nowhere", "World"]))
             elif isinstance(bodies[k].get("joint"), dict):
-                bodies[k]["joint"]["type"] = draw(st.sampled_from(["fixed", "revolute", "prismatic", "spherical",
-                                                                   "free", "revolut", "hinge"]))
+                bodies[k]["joint"]["type"] = draw(
+                    st.sampled_from(["fixed", "revolute", "prismatic", "spherical", "free", "revolut", "hinge"])
+                )
         return
     slots = _slots(doc, [])
     if not slots:
@@ -155,9 +219,36 @@ def test_mutated_text_raises_only_model_error(tmp_path_factory, data):
             lines[k] = "  " + lines[k] if op == "indent" else lines[k][2:]
         else:
             at = data.draw(st.integers(0, len(lines[k])))
-            token = data.draw(st.sampled_from(["[", "]", "{", "}", ":", "- ", "&a ", "*a", "!!float ", "!!int ",
-                                               "!!timestamp ", "!!binary ", "<<: ", "? ", "'", '"', "#", "\t",
-                                               "\x07", "2001-02-30", ".nan", "~", "1e999", "---\n"]))
+            token = data.draw(
+                st.sampled_from(
+                    [
+                        "[",
+                        "]",
+                        "{",
+                        "}",
+                        ":",
+                        "- ",
+                        "&a ",
+                        "*a",
+                        "!!float ",
+                        "!!int ",
+                        "!!timestamp ",
+                        "!!binary ",
+                        "<<: ",
+                        "? ",
+                        "'",
+                        '"',
+                        "#",
+                        "\t",
+                        "\x07",
+                        "2001-02-30",
+                        ".nan",
+                        "~",
+                        "1e999",
+                        "---\n",
+                    ]
+                )
+            )
             lines[k] = lines[k][:at] + token + lines[k][at:]
     path = tmp_path_factory.mktemp("fuzz") / "model.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,5 +1,6 @@
 """URDF import (mbsfmu.io.urdf): the same dynamics as Pinocchio's and MuJoCo's own URDF readers
 on the bundled robot descriptions, errors that name the URDF element and line, and the overlay."""
+
 from __future__ import annotations
 
 import re
@@ -26,6 +27,7 @@ DATA = ROOT / "tests" / "data" / "urdf"
 
 # ---- Pinocchio as oracle ------------------------------------------------------------------------
 
+
 class PinTwin:
     """Pinocchio's own reading of a URDF file, with our coordinates mapped onto its joints by name
     (Pinocchio orders siblings differently; its continuous joints take (cos, sin) in q; its
@@ -34,26 +36,29 @@ class PinTwin:
 
     def __init__(self, model: mbsfmu.Model, path, floating_base: bool):
         self.model = model
-        self.pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating_base \
+        self.pm = (
+            pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+            if floating_base
             else pin.buildModelFromUrdf(str(path))
+        )
         self.pd = self.pm.createData()
         t = model.tree
         self.moving = [i for i in range(1, model.N + 1) if t.nv[i] > 0]
         self.pj = {i: self.pm.joints[self.pm.getJointId(model.joint_names[i - 1])] for i in self.moving}
         assert sorted(self.pm.names[1:]) == sorted(model.joint_names[i - 1] for i in self.moving)
-        self.perm = np.zeros(model.nv, dtype=int)   # our v index -> Pinocchio's v index
+        self.perm = np.zeros(model.nv, dtype=int)  # our v index -> Pinocchio's v index
         for i in self.moving:
-            self.perm[t.iv[i]: t.iv[i] + t.nv[i]] = range(self.pj[i].idx_v, self.pj[i].idx_v + self.pj[i].nv)
+            self.perm[t.iv[i] : t.iv[i] + t.nv[i]] = range(self.pj[i].idx_v, self.pj[i].idx_v + self.pj[i].nv)
 
     def q(self, q: np.ndarray) -> np.ndarray:
         t, out = self.model.tree, pin.neutral(self.pm)
         for i in self.moving:
-            qi, J = q[t.iq[i]: t.iq[i] + t.nq[i]], self.pj[i]
+            qi, J = q[t.iq[i] : t.iq[i] + t.nq[i]], self.pj[i]
             if t.jtype[i] == joints.FREE:
                 qi = np.r_[qi[:3], qi[4:], qi[3]]
-            elif J.nq == 2:   # continuous: (cos, sin)
+            elif J.nq == 2:  # continuous: (cos, sin)
                 qi = np.array([np.cos(qi[0]), np.sin(qi[0])])
-            out[J.idx_q: J.idx_q + J.nq] = qi
+            out[J.idx_q : J.idx_q + J.nq] = qi
         return out
 
     def v(self, v: np.ndarray) -> np.ndarray:
@@ -62,18 +67,25 @@ class PinTwin:
         return out
 
 
-@pytest.mark.parametrize("path, floating_base", [
-    (ARM, False), (ARM, True), (QUADRUPED, False), (QUADRUPED, True),
-    (DATA / "joint_types.urdf", False),   # its root link 'world' cannot float
-], ids=lambda x: x.stem if hasattr(x, "stem") else ("floating" if x else "fixed"))
+@pytest.mark.parametrize(
+    "path, floating_base",
+    [
+        (ARM, False),
+        (ARM, True),
+        (QUADRUPED, False),
+        (QUADRUPED, True),
+        (DATA / "joint_types.urdf", False),  # its root link 'world' cannot float
+    ],
+    ids=lambda x: x.stem if hasattr(x, "stem") else ("floating" if x else "fixed"),
+)
 def test_same_M_rnea_aba_as_pinocchio(rng, path, floating_base):
     """M (CRBA), RNEA and ABA at random states equal Pinocchio's on its own parse of the file."""
     model = load_urdf(path, floating_base=floating_base)
     tw = PinTwin(model, path, floating_base)
     pm, pd = tw.pm, tw.pd
     assert pm.nv == model.nv
-    assert sum(I.mass for I in pm.inertias) == pytest.approx(model.tree.mass.sum(), rel=1e-14)   # universe incl.
-    d = -model.passive_forces(model.neutral(), np.ones(model.nv))   # URDF <dynamics damping>
+    assert sum(I.mass for I in pm.inertias) == pytest.approx(model.tree.mass.sum(), rel=1e-14)  # universe incl.
+    d = -model.passive_forces(model.neutral(), np.ones(model.nv))  # URDF <dynamics damping>
     np.testing.assert_allclose(d, pm.damping[tw.perm], rtol=0, atol=0)
     worst = {"M": 0.0, "rnea": 0.0, "aba": 0.0}
     for _ in range(5):
@@ -83,7 +95,7 @@ def test_same_M_rnea_aba_as_pinocchio(rng, path, floating_base):
         # pin.crba returns data.M by reference (later calls overwrite it), upper triangle only
         M_pin = pin.crba(pm, pd, pq, pin.Convention.LOCAL).copy()
         M_pin = (np.triu(M_pin) + np.triu(M_pin, 1).T)[np.ix_(tw.perm, tw.perm)]
-        tau_pin = pin.rnea(pm, pd, pq, pv, tw.v(qdd)).copy()[tw.perm]   # Pinocchio's RNEA has no damping
+        tau_pin = pin.rnea(pm, pd, pq, pv, tw.v(qdd)).copy()[tw.perm]  # Pinocchio's RNEA has no damping
         qdd_pin = pin.aba(pm, pd, pq, pv, tw.v(tau)).copy()[tw.perm]
         M = model.mass_matrix(q)
         rnea = model.inverse_dynamics(q, qd, qdd) + model.passive_forces(q, qd)
@@ -93,14 +105,16 @@ def test_same_M_rnea_aba_as_pinocchio(rng, path, floating_base):
         np.testing.assert_allclose(aba, qdd_pin, rtol=RTOL, atol=ATOL)
         for key, ours, theirs in (("M", M, M_pin), ("rnea", rnea, tau_pin), ("aba", aba, qdd_pin)):
             worst[key] = max(worst[key], np.abs(ours - theirs).max() / np.abs(theirs).max())
-    print(f"{path.stem} {'floating' if floating_base else 'fixed'}: worst relative discrepancy vs Pinocchio",
-          {k: f"{v:.2g}" for k, v in worst.items()})
+    print(
+        f"{path.stem} {'floating' if floating_base else 'fixed'}: worst relative discrepancy vs Pinocchio",
+        {k: f"{v:.2g}" for k, v in worst.items()},
+    )
 
 
 def test_quadruped_is_a_24_body_tree_with_a_continuous_joint():
     model = mbsfmu.load_model(QUADRUPED)
     assert model.N == 24 and model.nv == 13
-    assert model.bodies[model.body_index["lidar"] - 1].joint.type == "revolute"   # URDF continuous
+    assert model.bodies[model.body_index["lidar"] - 1].joint.type == "revolute"  # URDF continuous
     assert model.subtree("FR_hip") == ["FR_hip", "FR_thigh_shoulder", "FR_thigh", "FR_calf", "FR_foot"]
 
 
@@ -127,20 +141,22 @@ def test_inertial_origin_rotates_the_inertia_into_link_axes(tmp_path):
 def test_limits_friction_and_frames_are_read():
     robot = read_urdf(ARM)
     assert robot.limits["panda_joint4"] == Limit(lower=-3.0718, upper=-0.0698, effort=87.0, velocity=2.175)
-    assert robot.friction["panda_joint1"] == 0.05   # read, not modelled
+    assert robot.friction["panda_joint1"] == 0.05  # read, not modelled
     model = mbsfmu.load_model(ARM)
     q = model.neutral()
-    R, p = model.frame_pose(q, "panda_hand")        # every link is a frame of its own name
+    R, p = model.frame_pose(q, "panda_hand")  # every link is a frame of its own name
     np.testing.assert_allclose(p, [0.088, 0, 0.333 + 0.316 + 0.384 - 0.107], rtol=0, atol=1e-12)
 
 
 def test_cli_info_reads_urdf(capsys):
     from mbsfmu.cli import main
+
     assert main(["info", str(ARM)]) == 0
     assert "panda_finger_joint2" in capsys.readouterr().out
 
 
 # ---- MuJoCo as oracle ---------------------------------------------------------------------------
+
 
 def mujoco_model(path) -> mujoco.MjModel:
     """MuJoCo's own URDF import of ``path`` without geometry (meshes are not shipped), fixed-joint
@@ -151,8 +167,9 @@ def mujoco_model(path) -> mujoco.MjModel:
         for tag in ("visual", "collision"):
             for el in link.findall(tag):
                 link.remove(el)
-    ET.SubElement(ET.SubElement(root, "mujoco"), "compiler", discardvisual="true", fusestatic="false",
-                  balanceinertia="false")
+    ET.SubElement(
+        ET.SubElement(root, "mujoco"), "compiler", discardvisual="true", fusestatic="false", balanceinertia="false"
+    )
     mm = mujoco.MjModel.from_xml_string(ET.tostring(root, encoding="unicode"))
     mm.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
     mm.opt.timestep = 1e-3
@@ -183,10 +200,10 @@ def test_planar_joint_as_mujoco(rng):
         mujoco.mj_fullM(mm, md, M)
         np.testing.assert_allclose(model.mass_matrix(q)[np.ix_(iv, iv)], M, rtol=RTOL, atol=ATOL)
         # ours includes the dampers (tau = RNEA - passive); MuJoCo's bias does not
-        np.testing.assert_allclose(model.inverse_dynamics(q, qd, np.zeros(model.nv))[iv],
-                                   md.qfrc_bias - md.qfrc_passive, rtol=RTOL, atol=ATOL)
-        np.testing.assert_allclose(model.forward_dynamics(q, qd, np.zeros(model.nv))[iv], md.qacc,
-                                   rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(
+            model.inverse_dynamics(q, qd, np.zeros(model.nv))[iv], md.qfrc_bias - md.qfrc_passive, rtol=RTOL, atol=ATOL
+        )
+        np.testing.assert_allclose(model.forward_dynamics(q, qd, np.zeros(model.nv))[iv], md.qacc, rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("duration", [0.1, pytest.param(2.0, marks=pytest.mark.slow)])
@@ -206,8 +223,9 @@ def test_zero_torque_arm_trajectory_matches_mujoco(duration):
     mm = mujoco_model(ARM)
     md = mujoco.MjData(mm)
     iv = mujoco_dofs(model, mm)
-    np.testing.assert_allclose(mm.dof_damping, -model.passive_forces(model.neutral(), np.ones(model.nv))[iv],
-                               rtol=0, atol=0)
+    np.testing.assert_allclose(
+        mm.dof_damping, -model.passive_forces(model.neutral(), np.ones(model.nv))[iv], rtol=0, atol=0
+    )
     q0 = np.array([0.3, -0.6, 0.4, -2.0, 0.5, 1.2, -0.7, 0.01, 0.02])
     md.qpos[:] = q0[iv]
     sim = Simulator(model, "rk4", h_max=1e-3)
@@ -219,8 +237,10 @@ def test_zero_torque_arm_trajectory_matches_mujoco(duration):
     assert md.time == pytest.approx(duration, abs=1e-12)
     np.testing.assert_allclose(sim.q[iv], md.qpos, rtol=0, atol=1e-9)
     np.testing.assert_allclose(sim.qd[iv], md.qvel, rtol=0, atol=1e-9)
-    print(f"after {duration} s: |q - q_mujoco| = {np.abs(sim.q[iv] - md.qpos).max():.3g} rad, "
-          f"|qd - qd_mujoco| = {np.abs(sim.qd[iv] - md.qvel).max():.3g} rad/s")
+    print(
+        f"after {duration} s: |q - q_mujoco| = {np.abs(sim.q[iv] - md.qpos).max():.3g} rad, "
+        f"|qd - qd_mujoco| = {np.abs(sim.qd[iv] - md.qvel).max():.3g} rad/s"
+    )
 
 
 # ---- malformed URDF -----------------------------------------------------------------------------
@@ -268,52 +288,135 @@ FORE_INERTIAL = """    <inertial>
       <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.004" iyz="0" izz="0.0005"/>
     </inertial>
 """
-EXTRA = "</robot>"   # insertion point for extra elements
+EXTRA = "</robot>"  # insertion point for extra elements
 
 # case: (edits of GOOD, element named, text on the reported line, message fragment)
 BAD = {
-    "broken XML": ([('name="robot"', 'name="robot & co"')], "(top level)", 'name="robot & co"',
-                   "broken XML: not well-formed (invalid token)"),
-    "unknown joint type": ([('"elbow" type="revolute"', '"elbow" type="hinge"')], "joint 'elbow'", '"hinge"',
-                           "unknown type 'hinge'; expected one of revolute, continuous, prismatic"),
-    "negative mass": ([('<mass value="0.5"/>', '<mass value="-0.5"/>')], "link 'fore'/inertial/mass",
-                      'value="-0.5"', "negative mass -0.5 kg"),
-    "joint moves no mass": ([(FORE_INERTIAL, "")], "joint 'elbow'", 'name="elbow"',
-                            "joint 'elbow' moves no mass or inertia (body 'fore' and its subtree)"),
-    "bad inertia": ([('ixx="0.004"', 'ixx="0.0002"')], "link 'fore'/inertial/inertia", 'ixx="0.0002"',
-                    "principal moments violate the triangle inequality"),
-    "cycle": ([(EXTRA, '<joint name="loop" type="fixed"><parent link="fore"/><child link="base"/></joint>\n'
-                + EXTRA)], "joint 'loop'", 'name="loop"',
-              "links base -> fore -> upper -> base form a cycle"),
-    "duplicate link": ([(EXTRA, '<link name="upper"/>\n' + EXTRA)], "link 'upper'", '<link name="upper"/>',
-                       "duplicate link name 'upper' (also line 9)"),
-    "duplicate joint": ([('"elbow" type', '"shoulder" type')], "joint 'shoulder'", '"shoulder" type="revolute">\n'
-                        '    <origin', "duplicate joint name 'shoulder' (also line 23)"),
-    "missing parent link": ([('<parent link="upper"/>', '<parent link="uper"/>')], "joint 'elbow'/parent",
-                            '"uper"', "unknown parent link 'uper' (did you mean 'upper'?)"),
-    "missing child link": ([('<child link="fore"/>', '<child link="forearm"/>')], "joint 'elbow'/child",
-                           '"forearm"', "unknown child link 'forearm'"),
-    "two roots": ([(EXTRA, '<link name="tool"><inertial><mass value="1"/>'
-                    '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>\n' + EXTRA)],
-                  "link 'tool'", '<link name="tool">', "second root link: neither 'base' (line 3) nor 'tool'"),
-    "two parents": ([(EXTRA, '<joint name="extra" type="fixed">\n<parent link="base"/>\n<child link="fore"/>\n'
-                      '</joint>\n' + EXTRA)], "joint 'extra'/child", '<child link="fore"/>\n</joint>',
-                    "link 'fore' is already the child of joint 'elbow' (line 29)"),
-    "mimic": ([('<axis xyz="0 1 0"/>\n  </joint>\n</robot>',
-                '<axis xyz="0 1 0"/>\n    <mimic joint="shoulder" multiplier="-1"/>\n  </joint>\n</robot>')],
-              "joint 'elbow'/mimic", "<mimic", "mimic joints are not supported: joint 'elbow' mimics joint 'shoulder'"),
-    "bad number": ([('<origin xyz="0 0 0.4"/>', '<origin xyz="0 0"/>')], "joint 'elbow'/origin@xyz",
-                   'xyz="0 0"', "expected 3 finite numbers separated by spaces, got '0 0'"),
-    "zero axis": ([('<axis xyz="0 1 0"/>\n  </joint>\n</robot>', '<axis xyz="0 0 0"/>\n  </joint>\n</robot>')],
-                  "joint 'elbow'/axis", 'xyz="0 0 0"', "zero-length axis [0.0, 0.0, 0.0]: a revolute joint"),
-    "bad limits": ([('lower="-2" upper="2"', 'lower="2" upper="-2"')], "joint 'shoulder'/limit", 'lower="2"',
-                   "lower limit 2.0 is above upper limit -2.0"),
-    "missing mass": ([('      <mass value="0.5"/>\n', '')], "link 'fore'/inertial", "<inertial>\n      <origin "
-                     'xyz="0 0 0.15"/>\n      <inertia', "missing <mass value=...>"),
-    "missing type": ([('"elbow" type="revolute"', '"elbow"')], "joint 'elbow'", 'name="elbow"',
-                     "missing attribute 'type'"),
-    "not a robot": ([('<robot name="robot">', '<model name="robot">'), ("</robot>", "</model>")], "<model>",
-                    '<model name="robot">', "the root element of a URDF file must be <robot>"),
+    "broken XML": (
+        [('name="robot"', 'name="robot & co"')],
+        "(top level)",
+        'name="robot & co"',
+        "broken XML: not well-formed (invalid token)",
+    ),
+    "unknown joint type": (
+        [('"elbow" type="revolute"', '"elbow" type="hinge"')],
+        "joint 'elbow'",
+        '"hinge"',
+        "unknown type 'hinge'; expected one of revolute, continuous, prismatic",
+    ),
+    "negative mass": (
+        [('<mass value="0.5"/>', '<mass value="-0.5"/>')],
+        "link 'fore'/inertial/mass",
+        'value="-0.5"',
+        "negative mass -0.5 kg",
+    ),
+    "joint moves no mass": (
+        [(FORE_INERTIAL, "")],
+        "joint 'elbow'",
+        'name="elbow"',
+        "joint 'elbow' moves no mass or inertia (body 'fore' and its subtree)",
+    ),
+    "bad inertia": (
+        [('ixx="0.004"', 'ixx="0.0002"')],
+        "link 'fore'/inertial/inertia",
+        'ixx="0.0002"',
+        "principal moments violate the triangle inequality",
+    ),
+    "cycle": (
+        [(EXTRA, '<joint name="loop" type="fixed"><parent link="fore"/><child link="base"/></joint>\n' + EXTRA)],
+        "joint 'loop'",
+        'name="loop"',
+        "links base -> fore -> upper -> base form a cycle",
+    ),
+    "duplicate link": (
+        [(EXTRA, '<link name="upper"/>\n' + EXTRA)],
+        "link 'upper'",
+        '<link name="upper"/>',
+        "duplicate link name 'upper' (also line 9)",
+    ),
+    "duplicate joint": (
+        [('"elbow" type', '"shoulder" type')],
+        "joint 'shoulder'",
+        '"shoulder" type="revolute">\n    <origin',
+        "duplicate joint name 'shoulder' (also line 23)",
+    ),
+    "missing parent link": (
+        [('<parent link="upper"/>', '<parent link="uper"/>')],
+        "joint 'elbow'/parent",
+        '"uper"',
+        "unknown parent link 'uper' (did you mean 'upper'?)",
+    ),
+    "missing child link": (
+        [('<child link="fore"/>', '<child link="forearm"/>')],
+        "joint 'elbow'/child",
+        '"forearm"',
+        "unknown child link 'forearm'",
+    ),
+    "two roots": (
+        [
+            (
+                EXTRA,
+                '<link name="tool"><inertial><mass value="1"/>'
+                '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>\n' + EXTRA,
+            )
+        ],
+        "link 'tool'",
+        '<link name="tool">',
+        "second root link: neither 'base' (line 3) nor 'tool'",
+    ),
+    "two parents": (
+        [(EXTRA, '<joint name="extra" type="fixed">\n<parent link="base"/>\n<child link="fore"/>\n</joint>\n' + EXTRA)],
+        "joint 'extra'/child",
+        '<child link="fore"/>\n</joint>',
+        "link 'fore' is already the child of joint 'elbow' (line 29)",
+    ),
+    "mimic": (
+        [
+            (
+                '<axis xyz="0 1 0"/>\n  </joint>\n</robot>',
+                '<axis xyz="0 1 0"/>\n    <mimic joint="shoulder" multiplier="-1"/>\n  </joint>\n</robot>',
+            )
+        ],
+        "joint 'elbow'/mimic",
+        "<mimic",
+        "mimic joints are not supported: joint 'elbow' mimics joint 'shoulder'",
+    ),
+    "bad number": (
+        [('<origin xyz="0 0 0.4"/>', '<origin xyz="0 0"/>')],
+        "joint 'elbow'/origin@xyz",
+        'xyz="0 0"',
+        "expected 3 finite numbers separated by spaces, got '0 0'",
+    ),
+    "zero axis": (
+        [('<axis xyz="0 1 0"/>\n  </joint>\n</robot>', '<axis xyz="0 0 0"/>\n  </joint>\n</robot>')],
+        "joint 'elbow'/axis",
+        'xyz="0 0 0"',
+        "zero-length axis [0.0, 0.0, 0.0]: a revolute joint",
+    ),
+    "bad limits": (
+        [('lower="-2" upper="2"', 'lower="2" upper="-2"')],
+        "joint 'shoulder'/limit",
+        'lower="2"',
+        "lower limit 2.0 is above upper limit -2.0",
+    ),
+    "missing mass": (
+        [('      <mass value="0.5"/>\n', '')],
+        "link 'fore'/inertial",
+        "<inertial>\n      <origin xyz=\"0 0 0.15\"/>\n      <inertia",
+        "missing <mass value=...>",
+    ),
+    "missing type": (
+        [('"elbow" type="revolute"', '"elbow"')],
+        "joint 'elbow'",
+        'name="elbow"',
+        "missing attribute 'type'",
+    ),
+    "not a robot": (
+        [('<robot name="robot">', '<model name="robot">'), ("</robot>", "</model>")],
+        "<model>",
+        '<model name="robot">',
+        "the root element of a URDF file must be <robot>",
+    ),
 }
 
 
@@ -355,9 +458,12 @@ def test_unknown_joint_type_message_as_documented(tmp_path):
 def test_massless_moving_link_is_legal_when_its_children_carry_mass(tmp_path):
     """As in Pinocchio: a link without <inertial> has no mass; on a moving joint it is legal as
     long as something it carries has mass (here a fixed child)."""
-    text = GOOD.replace(FORE_INERTIAL, "").replace(EXTRA, f'<link name="tool">\n{FORE_INERTIAL}</link>\n'
-                                                    '<joint name="mount" type="fixed"><parent link="fore"/>'
-                                                    '<child link="tool"/></joint>\n' + EXTRA)
+    text = GOOD.replace(FORE_INERTIAL, "").replace(
+        EXTRA,
+        f'<link name="tool">\n{FORE_INERTIAL}</link>\n'
+        '<joint name="mount" type="fixed"><parent link="fore"/>'
+        '<child link="tool"/></joint>\n' + EXTRA,
+    )
     (tmp_path / "robot.urdf").write_text(text)
     model = mbsfmu.load_model(tmp_path / "robot.urdf")
     assert model.tree.mass[model.body_index["fore"]] == 0.0 and model.nv == 2
@@ -397,14 +503,20 @@ def write_overlay(tmp_path, overlay=OVERLAY, urdf=GOOD):
 
 
 def test_overlay_adds_wheels_springs_forces_gravity_and_simulates(tmp_path):
-    model = mbsfmu.load_model(write_overlay(tmp_path, urdf=GOOD.replace(
-        '<axis xyz="0 1 0"/>\n  </joint>\n</robot>', '<axis xyz="0 1 0"/>\n    <dynamics damping="0.3"/>\n'
-        '  </joint>\n</robot>')))
+    model = mbsfmu.load_model(
+        write_overlay(
+            tmp_path,
+            urdf=GOOD.replace(
+                '<axis xyz="0 1 0"/>\n  </joint>\n</robot>',
+                '<axis xyz="0 1 0"/>\n    <dynamics damping="0.3"/>\n  </joint>\n</robot>',
+            ),
+        )
+    )
     assert model.name == "robot_with_extras"
     np.testing.assert_array_equal(model.gravity, [0, 0, -1.62])
     assert "rw1" in model.wheels
     elbow = model.bodies[model.joint_index["elbow"] - 1].joint
-    assert elbow.spring == mbsfmu.Spring(k=5.0, d=0.3, q0=0.1)   # d kept from the URDF's <dynamics damping>
+    assert elbow.spring == mbsfmu.Spring(k=5.0, d=0.3, q0=0.1)  # d kept from the URDF's <dynamics damping>
     q, qd = model.initial_state()
     assert q[model.q_slice("shoulder")] == 0.4 and qd[model.v_slice("rw1")] == 50.0
     sim = Simulator(model, "rk4", h_max=1e-3)
@@ -414,7 +526,7 @@ def test_overlay_adds_wheels_springs_forces_gravity_and_simulates(tmp_path):
     for _ in range(20):
         sim.step(1e-3)
     assert np.all(np.isfinite(sim.q)) and sim.qd[model.v_slice("rw1")][0] > 50.0
-    W_in, W_diss = sim.work   # energy balance of the whole overlay model: E - E0 = W_in + W_diss
+    W_in, W_diss = sim.work  # energy balance of the whole overlay model: E - E0 = W_in + W_diss
     E1 = sim.invariants().E
     assert E1 - E0 == pytest.approx(W_in + W_diss, rel=1e-6, abs=1e-9)
 
@@ -428,27 +540,48 @@ def test_bundled_quadruped_overlay_floats_and_falls():
     R0, Rdot0 = sim.invariants().R, sim.invariants().Rdot
     for _ in range(10):
         sim.step(1e-3)
-    t = 0.01   # the CM falls freely whatever the legs and the lidar do (RK4 is exact on a parabola)
+    t = 0.01  # the CM falls freely whatever the legs and the lidar do (RK4 is exact on a parabola)
     np.testing.assert_allclose(sim.invariants().R, R0 + Rdot0 * t + 0.5 * model.gravity * t**2, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("overlay, where, fragment", [
-    (OVERLAY.replace("wheels:", "wheel:"), "overlay.yaml:7: wheel", "unknown key 'wheel' (did you mean 'wheels'?)"),
-    (OVERLAY.replace("  fore:", "  forr:"), "overlay.yaml:8: wheels.forr",
-     "unknown link 'forr' (did you mean 'fore'?)"),
-    (OVERLAY.replace("  elbow: {spring", "  elbw: {spring"), "overlay.yaml:6: joints.elbw",
-     "unknown joint 'elbw' (did you mean 'elbow'?)"),
-    (OVERLAY.replace("{k: 5.0, q0", "{k: 5.0, kk: 1, q0"), "overlay.yaml:6: joints.elbow.spring.kk",
-     "unknown key 'kk'"),
-    (OVERLAY.replace("inertia: 0.001", "inertia: -0.001"), "overlay.yaml:9: wheels.fore[0].inertia",
-     "wheel spin inertia must be positive"),
-    (OVERLAY.replace("{k: 5.0,", "{k: -5.0,"), "overlay.yaml:6: joints.elbow.spring.k", "negative stiffness -5.0"),
-    (OVERLAY.replace("{shoulder: 0.4", "{shouldr: 0.4"), "overlay.yaml:14: initial.q.shouldr",
-     "unknown joint 'shouldr' (did you mean 'shoulder'?)"),
-    (OVERLAY.replace("urdf: robot.urdf", "urdf: robt.urdf"), "overlay.yaml:2: urdf", "robt.urdf' does not exist"),
-    (OVERLAY.replace("version: 1", "version: 1\nfloating_base: yes please"), "overlay.yaml:2: floating_base",
-     "expected true or false"),
-])
+@pytest.mark.parametrize(
+    "overlay, where, fragment",
+    [
+        (OVERLAY.replace("wheels:", "wheel:"), "overlay.yaml:7: wheel", "unknown key 'wheel' (did you mean 'wheels'?)"),
+        (
+            OVERLAY.replace("  fore:", "  forr:"),
+            "overlay.yaml:8: wheels.forr",
+            "unknown link 'forr' (did you mean 'fore'?)",
+        ),
+        (
+            OVERLAY.replace("  elbow: {spring", "  elbw: {spring"),
+            "overlay.yaml:6: joints.elbw",
+            "unknown joint 'elbw' (did you mean 'elbow'?)",
+        ),
+        (
+            OVERLAY.replace("{k: 5.0, q0", "{k: 5.0, kk: 1, q0"),
+            "overlay.yaml:6: joints.elbow.spring.kk",
+            "unknown key 'kk'",
+        ),
+        (
+            OVERLAY.replace("inertia: 0.001", "inertia: -0.001"),
+            "overlay.yaml:9: wheels.fore[0].inertia",
+            "wheel spin inertia must be positive",
+        ),
+        (OVERLAY.replace("{k: 5.0,", "{k: -5.0,"), "overlay.yaml:6: joints.elbow.spring.k", "negative stiffness -5.0"),
+        (
+            OVERLAY.replace("{shoulder: 0.4", "{shouldr: 0.4"),
+            "overlay.yaml:14: initial.q.shouldr",
+            "unknown joint 'shouldr' (did you mean 'shoulder'?)",
+        ),
+        (OVERLAY.replace("urdf: robot.urdf", "urdf: robt.urdf"), "overlay.yaml:2: urdf", "robt.urdf' does not exist"),
+        (
+            OVERLAY.replace("version: 1", "version: 1\nfloating_base: yes please"),
+            "overlay.yaml:2: floating_base",
+            "expected true or false",
+        ),
+    ],
+)
 def test_overlay_problems_name_the_entry(tmp_path, overlay, where, fragment):
     with pytest.raises(ModelError) as err:
         mbsfmu.load_model(write_overlay(tmp_path, overlay))

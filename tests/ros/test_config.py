@@ -1,4 +1,5 @@
 """mbsfmu_ros.config: the node's parameters validated without rclpy (NodeConfig, node_config)."""
+
 import math
 
 import pytest
@@ -22,9 +23,20 @@ def test_defaults_are_the_declared_ones():
 
 
 def test_values_are_taken_and_integers_accepted_for_floats():
-    cfg = node_config({"model": "m.yaml", "publish_rate": 1000, "physics_step": 0, "integrator": "dop853",
-                       "real_time_factor": 0, "lock_step": True, "checks": ["H_sys_constant", "none"],
-                       "invariants_decimation": 5, "diagnostics_rate": 0.0, "thresholds.constraints.warn": 1e-6})
+    cfg = node_config(
+        {
+            "model": "m.yaml",
+            "publish_rate": 1000,
+            "physics_step": 0,
+            "integrator": "dop853",
+            "real_time_factor": 0,
+            "lock_step": True,
+            "checks": ["H_sys_constant", "none"],
+            "invariants_decimation": 5,
+            "diagnostics_rate": 0.0,
+            "thresholds.constraints.warn": 1e-6,
+        }
+    )
     assert cfg.publish_rate == 1000.0 and isinstance(cfg.publish_rate, float) and cfg.physics_step == 0.0
     assert cfg.lock_step is True and cfg.checks == ("H_sys_constant", "none") and cfg.invariants_decimation == 5
     assert cfg.diagnostics_period == math.inf and cfg.thresholds["constraints"] == (1e-6, 1e-5)
@@ -32,41 +44,60 @@ def test_values_are_taken_and_integers_accepted_for_floats():
 
 def test_every_problem_is_listed_at_once():
     """One ConfigError names each bad parameter, its value and what is wrong."""
-    values = {"model": "", "publish_rate": -1.0, "physics_step": 0.0, "integrator": "euler", "rtol": "x",
-              "real_time_factor": math.nan, "command_timeout": -0.5, "diagnostics_rate": math.inf,
-              "invariants_decimation": 0, "executor": "multi", "checks": ["auto", "H_sys"], "lock_step": "yes",
-              "frame_id": "", "thresholds.p_sys_zero.warn": 1.0, "thresholds.p_sys_zero.error": 0.1,
-              "thresholds.constraints.error": "big", "publish_rat": 5.0}
+    values = {
+        "model": "",
+        "publish_rate": -1.0,
+        "physics_step": 0.0,
+        "integrator": "euler",
+        "rtol": "x",
+        "real_time_factor": math.nan,
+        "command_timeout": -0.5,
+        "diagnostics_rate": math.inf,
+        "invariants_decimation": 0,
+        "executor": "multi",
+        "checks": ["auto", "H_sys"],
+        "lock_step": "yes",
+        "frame_id": "",
+        "thresholds.p_sys_zero.warn": 1.0,
+        "thresholds.p_sys_zero.error": 0.1,
+        "thresholds.constraints.error": "big",
+        "publish_rat": 5.0,
+    }
     with pytest.raises(ConfigError) as e:
         node_config(values)
     msg = str(e.value)
-    for fragment in ("model: no model file",
-                     "publish_rate = -1.0: must be a positive number",
-                     "physics_step = 0.0: must be a positive number (0 only with integrator dop853)",
-                     "integrator = 'euler': must be one of rk4, dop853",
-                     "rtol = 'x': must be a number",
-                     "real_time_factor = nan: must be a number >= 0",
-                     "command_timeout = -0.5: must be a number >= 0",
-                     "diagnostics_rate = inf: must be a number >= 0",
-                     "invariants_decimation = 0: must be an integer >= 1",
-                     "executor = 'multi': must be one of single, events",
-                     "checks = ['auto', 'H_sys']: unknown check(s) 'H_sys'",
-                     "lock_step = 'yes': must be true or false",
-                     "frame_id = '': must name a frame",
-                     "thresholds.p_sys_zero: warn 1 must not exceed error 0.1",
-                     "thresholds.constraints.error = 'big': must be a number",
-                     "publish_rat = 5.0: unknown parameter (did you mean 'publish_rate'?)"):
+    for fragment in (
+        "model: no model file",
+        "publish_rate = -1.0: must be a positive number",
+        "physics_step = 0.0: must be a positive number (0 only with integrator dop853)",
+        "integrator = 'euler': must be one of rk4, dop853",
+        "rtol = 'x': must be a number",
+        "real_time_factor = nan: must be a number >= 0",
+        "command_timeout = -0.5: must be a number >= 0",
+        "diagnostics_rate = inf: must be a number >= 0",
+        "invariants_decimation = 0: must be an integer >= 1",
+        "executor = 'multi': must be one of single, events",
+        "checks = ['auto', 'H_sys']: unknown check(s) 'H_sys'",
+        "lock_step = 'yes': must be true or false",
+        "frame_id = '': must name a frame",
+        "thresholds.p_sys_zero: warn 1 must not exceed error 0.1",
+        "thresholds.constraints.error = 'big': must be a number",
+        "publish_rat = 5.0: unknown parameter (did you mean 'publish_rate'?)",
+    ):
         assert fragment in msg, (fragment, msg)
     assert msg.startswith("16 bad node parameter(s):")
-    assert isinstance(e.value, ValueError)      # InputError: the node's main reports it without a traceback
+    assert isinstance(e.value, ValueError)  # InputError: the node's main reports it without a traceback
 
 
-@pytest.mark.parametrize("values, fragment", [
-    ({"publish_rate": True}, "publish_rate = True: must be a number"),
-    ({"invariants_decimation": 2.0}, "invariants_decimation = 2.0: must be an integer >= 1"),
-    ({"checks": "auto"}, "checks = 'auto': must be a list of names"),
-    ({"thresholds.H_sys_constant.warn": math.nan}, "thresholds.H_sys_constant: warn nan must not exceed error"),
-])
+@pytest.mark.parametrize(
+    "values, fragment",
+    [
+        ({"publish_rate": True}, "publish_rate = True: must be a number"),
+        ({"invariants_decimation": 2.0}, "invariants_decimation = 2.0: must be an integer >= 1"),
+        ({"checks": "auto"}, "checks = 'auto': must be a list of names"),
+        ({"thresholds.H_sys_constant.warn": math.nan}, "thresholds.H_sys_constant: warn nan must not exceed error"),
+    ],
+)
 def test_wrong_types_are_named(values, fragment):
     with pytest.raises(ConfigError, match=r"^1 bad node parameter") as e:
         node_config({"model": "m.yaml", **values})
@@ -80,18 +111,26 @@ def test_node_reports_every_bad_parameter_and_exits_2(tmp_path):
     pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy")
     from mbsfmu_ros import testing as rt
     from tests.support.paths import MODELS
+
     log = tmp_path / "node.log"
     with rt.Sandbox("config") as sandbox:
-        proc = rt.start_node(MODELS / "scara.yaml", {"publish_rate": -5.0, "executor": "multi",
-                                                     "thresholds.p_sys_zero.warn": 1.0}, sandbox, log)
+        proc = rt.start_node(
+            MODELS / "scara.yaml",
+            {"publish_rate": -5.0, "executor": "multi", "thresholds.p_sys_zero.warn": 1.0},
+            sandbox,
+            log,
+        )
         try:
             code = proc.wait(timeout=120)
         finally:
             rt.stop_node(proc)
     text = rt.read_log(log)
     assert code == 2, text
-    for fragment in ("mbsfmu ros: error: 3 bad node parameter(s)", "publish_rate = -5.0: must be a positive number",
-                     "executor = 'multi': must be one of single, events",
-                     "thresholds.p_sys_zero: warn 1 must not exceed error 1e-06"):
+    for fragment in (
+        "mbsfmu ros: error: 3 bad node parameter(s)",
+        "publish_rate = -5.0: must be a positive number",
+        "executor = 'multi': must be one of single, events",
+        "thresholds.p_sys_zero: warn 1 must not exceed error 1e-06",
+    ):
         assert fragment in text, text
     assert "Traceback" not in text

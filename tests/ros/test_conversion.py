@@ -1,5 +1,6 @@
 """mbsfmu_ros's pure parts, without ROS: time stamps, transforms, commands -> validated inputs,
 diagnostics levels and checks, pacing statistics (message contents: test_ros_messages.py)."""
+
 import math
 from dataclasses import replace
 
@@ -61,8 +62,11 @@ def test_transforms_compose_to_the_world_poses(name, rng):
 def test_effort_command_follows_forward_command_controller(spacecraft):
     names = Simulator(spacecraft).input_names
     assert cv.effort_command_inputs([0.1, 0.2, 0.3, 0.4, 5.0], names) == dict(zip(names, [0.1, 0.2, 0.3, 0.4, 5.0]))
-    with pytest.raises(cv.CommandError, match=r"has 2 entries, the model has 5 inputs: rw1.torque, rw2.torque, "
-                                              r"rw3.torque, rw4.torque, thr1.thrust"):
+    with pytest.raises(
+        cv.CommandError,
+        match=r"has 2 entries, the model has 5 inputs: rw1.torque, rw2.torque, "
+        r"rw3.torque, rw4.torque, thr1.thrust",
+    ):
         cv.effort_command_inputs([1.0, 2.0], names)
     with pytest.raises(cv.CommandError, match=r"non-finite value\(s\) rw2.torque = nan, thr1.thrust = inf"):
         cv.effort_command_inputs([0.0, math.nan, 0.0, 0.0, math.inf], names)
@@ -98,27 +102,40 @@ def test_multi_dof_joint_command_alias():
 
 def test_command_stamps():
     ms = 1_000_000
-    cv.check_command_stamp(0, 5 * ms, 100 * ms, lock_step=True)            # unstamped: applies now
+    cv.check_command_stamp(0, 5 * ms, 100 * ms, lock_step=True)  # unstamped: applies now
     cv.check_command_stamp(5 * ms, 5 * ms, 100 * ms, lock_step=True)
     with pytest.raises(cv.CommandError, match=r"stamped t = 0.004000000 s, lock-step node is at t = 0.005000000 s"):
         cv.check_command_stamp(4 * ms, 5 * ms, 100 * ms, lock_step=True)
     cv.check_command_stamp(400 * ms, 500 * ms, 100 * ms, lock_step=False)
     with pytest.raises(cv.CommandError, match="stale joint command"):
         cv.check_command_stamp(399 * ms, 500 * ms, 100 * ms, lock_step=False)
-    cv.check_command_stamp(1, 500 * ms, 0, lock_step=False)                # timeout 0: never stale
+    cv.check_command_stamp(1, 500 * ms, 0, lock_step=False)  # timeout 0: never stale
 
 
 # ---- diagnostics -----------------------------------------------------------------------------
 def test_level_for():
-    assert [dg.level_for(v, 1e-6, 1e-3) for v in (0.0, 9e-7, 1e-6, 5e-4, 1e-3, 1.0, math.nan, None)] == \
-        [dg.OK, dg.OK, dg.WARN, dg.WARN, dg.ERROR, dg.ERROR, dg.ERROR, dg.ERROR]
+    assert [dg.level_for(v, 1e-6, 1e-3) for v in (0.0, 9e-7, 1e-6, 5e-4, 1e-3, 1.0, math.nan, None)] == [
+        dg.OK,
+        dg.OK,
+        dg.WARN,
+        dg.WARN,
+        dg.ERROR,
+        dg.ERROR,
+        dg.ERROR,
+        dg.ERROR,
+    ]
 
 
 def test_auto_checks(scara, spacecraft):
     """Momentum checks only for a free system; linear momentum only without gravity."""
     assert dg.auto_checks(scara) == ["p_sys_zero", "energy_balance", "engine_agreement"]
-    assert dg.auto_checks(spacecraft) == ["H_sys_constant", "P_sys_constant", "p_sys_zero", "energy_balance",
-                                          "engine_agreement"]
+    assert dg.auto_checks(spacecraft) == [
+        "H_sys_constant",
+        "P_sys_constant",
+        "p_sys_zero",
+        "energy_balance",
+        "engine_agreement",
+    ]
     falling = Model(replace(spacecraft.spec, gravity=(0.0, 0.0, -9.81)), source="falling")
     assert dg.auto_checks(falling)[:2] == ["H_sys_constant", "p_sys_zero"]
     assert dg.resolve_checks(["auto", "P_sys_constant"], scara)[-1] == "P_sys_constant"

@@ -1,6 +1,7 @@
 """Closed loop over real DDS in lock-step mode: a PD controller (with gravity compensation) in this
 process drives the SCARA node to a setpoint through /mbs/effort_commands; the trajectory equals the
 same loop run in-process with the Simulator to 1e-12 (in fact bit for bit)."""
+
 import time
 
 import numpy as np
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.integration
 MODEL = MODELS / "scara.yaml"
 PERIOD, H = 0.01, 5e-3
 PARAMS = {"publish_rate": 1.0 / PERIOD, "physics_step": H, "lock_step": True, "diagnostics_rate": 2.0}
-N = 300                                  # cycles = 3 s of sim time
-Q_REF = np.array([1.0, 0.5])             # [rad]
+N = 300  # cycles = 3 s of sim time
+Q_REF = np.array([1.0, 0.5])  # [rad]
 KP, KD = np.array([60.0, 40.0]), np.array([15.0, 8.0])
 
 
@@ -34,6 +35,7 @@ def loop(tmp_path_factory):
     from rcl_interfaces.msg import Log
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
     sandbox = rt.Sandbox("lockstep")
@@ -55,7 +57,7 @@ def loop(tmp_path_factory):
     def on_state(msg):
         t = cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
         if states and t == states[-1][0]:
-            return                           # the same state announced again: answer once
+            return  # the same state announced again: answer once
         q, qd = cv.state_from_joint_state(lay, msg.name, msg.position, msg.velocity)
         states.append((t, q, qd, list(msg.effort)))
         times.append(time.perf_counter())
@@ -93,7 +95,7 @@ def test_lock_step_trajectory_equals_in_process_loop(loop):
         u = pd(model, sim.q, sim.qd)
         sim.set_inputs({"q1.tau": u[0], "q2.tau": u[1]})
         sim.advance_to((k + 1) * PERIOD)
-        assert loop.states[k + 1][3] == u.tolist()      # the effort published with the next state
+        assert loop.states[k + 1][3] == u.tolist()  # the effort published with the next state
     rate = N / (loop.times[-1] - loop.times[0])
     print(f"lock-step: {N} cycles, max |ROS - in-process| = {worst:.3g}, round trips {rate:.0f}/s")
     assert worst <= 1e-12
@@ -109,6 +111,7 @@ def test_lock_step_joint_command_needs_the_current_stamp(loop):
     """A JointState command stamped for another time is rejected (warning), one stamped for the
     current sim time advances exactly one cycle."""
     from sensor_msgs.msg import JointState
+
     pub = loop.publisher("/mbs/joint_commands", JointState)
     assert loop.spin_until(lambda: pub.get_subscription_count() > 0)
     t_now = loop.states[-1][0]
@@ -118,7 +121,7 @@ def test_lock_step_joint_command_needs_the_current_stamp(loop):
     pub.publish(bad)
     assert loop.spin_until(lambda: any("lock-step node is at" in w for w in loop.node_logs(r0)))
     loop.spin_for(0.3)
-    assert len(loop.states) == n0                 # no step
+    assert len(loop.states) == n0  # no step
     good = JointState(name=["q1", "q2"], effort=[0.0, 0.0])
     good.header.stamp.sec, good.header.stamp.nanosec = cv.ns_to_stamp(t_now)
     pub.publish(good)

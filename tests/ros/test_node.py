@@ -2,6 +2,7 @@
 module on its own ROS domain, and a client rclpy context in this process. Every output topic's
 type, names, stamps and values (recomputed with mbsfmu from the published joint states), name-keyed
 commands and their timeout, bad input, and the services."""
+
 import math
 import re
 import time
@@ -20,8 +21,13 @@ from tests.support.paths import MODELS
 pytestmark = pytest.mark.integration
 
 MODEL = MODELS / "scara.yaml"
-PARAMS = {"publish_rate": 100.0, "physics_step": 1e-3, "real_time_factor": 1.0, "command_timeout": 0.3,
-          "diagnostics_rate": 4.0}
+PARAMS = {
+    "publish_rate": 100.0,
+    "physics_step": 1e-3,
+    "real_time_factor": 1.0,
+    "command_timeout": 0.3,
+    "diagnostics_rate": 4.0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +38,22 @@ def ros(tmp_path_factory):
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64, Float64MultiArray
+
     sandbox = rt.Sandbox("node")
     log = tmp_path_factory.mktemp("ros") / "node.log"
     proc = rt.start_node(MODEL, PARAMS, sandbox, log)
     client = rt.Client(sandbox, proc)
-    for topic, typ in (("/clock", Clock), ("/joint_states", JointState), ("/mbs/centroidal_momentum", WrenchStamped),
-                       ("/mbs/com", PointStamped), ("/mbs/com_velocity", Vector3Stamped),
-                       ("/mbs/energy", Float64MultiArray),
-                       ("/diagnostics", DiagnosticArray), ("/mbs/real_time_factor", Float64), ("/rosout", Log)):
+    for topic, typ in (
+        ("/clock", Clock),
+        ("/joint_states", JointState),
+        ("/mbs/centroidal_momentum", WrenchStamped),
+        ("/mbs/com", PointStamped),
+        ("/mbs/com_velocity", Vector3Stamped),
+        ("/mbs/energy", Float64MultiArray),
+        ("/diagnostics", DiagnosticArray),
+        ("/mbs/real_time_factor", Float64),
+        ("/rosout", Log),
+    ):
         client.subscribe(topic, typ, depth=5000)
     ok = client.spin_until(lambda: len(client.msgs["/diagnostics"]) >= 2 and len(client.msgs["/joint_states"]) >= 20)
     if not ok:
@@ -67,8 +81,12 @@ def diag(ros, name, since=0):
 
 def diags(ros, name, since=0):
     """Every DiagnosticStatus named '<node>: <name>' among /diagnostics messages[since:], oldest first."""
-    return [s for arr in ros.msgs["/diagnostics"][since:] for s in arr.status
-            if s.name == f"{ros.sandbox.node_name}: {name}"]
+    return [
+        s
+        for arr in ros.msgs["/diagnostics"][since:]
+        for s in arr.status
+        if s.name == f"{ros.sandbox.node_name}: {name}"
+    ]
 
 
 def ns(stamp):
@@ -95,8 +113,10 @@ def test_topics_types_names_and_frame(ros):
     en = ros.msgs["/mbs/energy"][-1]
     assert en.layout.dim[0].label == "KE,PE,E,W_in,W_diss" and en.layout.dim[0].size == 5 and len(en.data) == 5
     names = {s.name for s in ros.msgs["/diagnostics"][-1].status}
-    assert names == {f"{ros.sandbox.node_name}: {n}" for n in ("p_sys_zero", "energy_balance", "engine_agreement",
-                                                               "real_time", "commands", "simulation")}
+    assert names == {
+        f"{ros.sandbox.node_name}: {n}"
+        for n in ("p_sys_zero", "energy_balance", "engine_agreement", "real_time", "commands", "simulation")
+    }
     assert all(s.hardware_id == "scara" for s in ros.msgs["/diagnostics"][-1].status)
     rtf = [m.data for m in ros.msgs["/mbs/real_time_factor"]]
     assert rtf and all(r > 0 for r in rtf)
@@ -126,8 +146,10 @@ def test_momentum_and_com_equal_the_engine_for_the_published_state(ros):
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
     sim = Simulator(model)
-    by = {t: {ns(m.header.stamp): m for m in ros.msgs[t]} for t in
-          ("/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity")}
+    by = {
+        t: {ns(m.header.stamp): m for m in ros.msgs[t]}
+        for t in ("/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity")
+    }
     n_checked, worst = 0, 0.0
     for js in ros.msgs["/joint_states"]:
         t = ns(js.header.stamp)
@@ -139,8 +161,9 @@ def test_momentum_and_com_equal_the_engine_for_the_published_state(ros):
         w = by["/mbs/centroidal_momentum"][t].wrench
         c = by["/mbs/com"][t].point
         v = by["/mbs/com_velocity"][t].vector
-        got = np.array([w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z, c.x, c.y, c.z,
-                        v.x, v.y, v.z])
+        got = np.array(
+            [w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z, c.x, c.y, c.z, v.x, v.y, v.z]
+        )
         want = np.concatenate((inv.P_sys, inv.H_sys, inv.R, inv.Rdot))
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         worst = max(worst, float(np.max(np.abs(got - want))))
@@ -191,7 +214,8 @@ def test_another_graph_on_the_same_domain_is_neither_heard_nor_obeyed(ros):
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
-    bogus = cv.ns_to_stamp(10**6 * cv.NS)          # 1e6 s: a time this run's node never reaches
+
+    bogus = cv.ns_to_stamp(10**6 * cv.NS)  # 1e6 s: a time this run's node never reaches
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=ros.sandbox.domain_id)
     other = rclpy.create_node("mbsfmu", context=ctx)  # the node's default name
@@ -199,8 +223,13 @@ def test_another_graph_on_the_same_domain_is_neither_heard_nor_obeyed(ros):
     ex.add_node(other)
     try:
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        types = {"/clock": Clock, "/joint_states": JointState, "/diagnostics": DiagnosticArray,
-                 "/mbs/effort_commands": Float64MultiArray, "/mbs/joint_commands": JointState}
+        types = {
+            "/clock": Clock,
+            "/joint_states": JointState,
+            "/diagnostics": DiagnosticArray,
+            "/mbs/effort_commands": Float64MultiArray,
+            "/mbs/joint_commands": JointState,
+        }
         pubs = {t: other.create_publisher(typ, t, qos) for t, typ in types.items()}
         heard = []
         other.create_subscription(JointState, "/joint_states", heard.append, qos)
@@ -208,11 +237,16 @@ def test_another_graph_on_the_same_domain_is_neither_heard_nor_obeyed(ros):
         def spin_both():
             ex.spin_once(timeout_sec=0.0)
             ros.executor.spin_once(timeout_sec=0.01)
-        def discovered():   # the other graph sees this run's node's endpoints
-            return any(i.node_name == ros.sandbox.node_name
-                       for i in other.get_publishers_info_by_topic(ros.sandbox.topic("/clock"))) and \
-                any(i.node_name == ros.sandbox.node_name
-                    for i in other.get_subscriptions_info_by_topic(ros.sandbox.topic("/mbs/effort_commands")))
+
+        def discovered():  # the other graph sees this run's node's endpoints
+            return any(
+                i.node_name == ros.sandbox.node_name
+                for i in other.get_publishers_info_by_topic(ros.sandbox.topic("/clock"))
+            ) and any(
+                i.node_name == ros.sandbox.node_name
+                for i in other.get_subscriptions_info_by_topic(ros.sandbox.topic("/mbs/effort_commands"))
+            )
+
         end = time.monotonic() + rt.PATIENCE
         while time.monotonic() < end and not discovered():
             spin_both()
@@ -236,15 +270,19 @@ def test_another_graph_on_the_same_domain_is_neither_heard_nor_obeyed(ros):
         while time.monotonic() < end and len(ros.msgs["/joint_states"]) < n + 20:
             spin_both()
         assert len(ros.msgs["/joint_states"]) >= n + 20
-        assert heard and all(ns(m.header.stamp) == 10**6 * cv.NS for m in heard)     # only itself
+        assert heard and all(ns(m.header.stamp) == 10**6 * cv.NS for m in heard)  # only itself
         assert all(ns(m.clock) < 10**6 * cv.NS for m in ros.msgs["/clock"][c0:])
-        assert all(m.effort.tolist() == [0.0, 0.0] and ns(m.header.stamp) < 10**6 * cv.NS
-                   for m in ros.msgs["/joint_states"][j0:]), "the other graph's commands or states got through"
+        assert all(
+            m.effort.tolist() == [0.0, 0.0] and ns(m.header.stamp) < 10**6 * cv.NS
+            for m in ros.msgs["/joint_states"][j0:]
+        ), "the other graph's commands or states got through"
         assert all(s.message != "intruder" for arr in ros.msgs["/diagnostics"][d0:] for s in arr.status)
+
         # its log entries reach this run's /rosout subscription (the other graph is live on the
         # domain; logged until one arrives, as /rosout may match late) but are not taken for the node's
         def logged():
             return any(m.msg == "intruder: command rejected" for m in ros.msgs["/rosout"][r0:])
+
         end = time.monotonic() + rt.PATIENCE
         while time.monotonic() < end and not logged():
             other.get_logger().warning("intruder: command rejected")
@@ -263,6 +301,7 @@ def test_joint_commands_by_name_then_timeout(ros):
     time later: every state stamped in (t_cmd, t_cmd + 0.31 s] carries it as effort, every state
     before and after carries zero; the commands diagnostic warns."""
     from sensor_msgs.msg import JointState
+
     pub = ros.publisher("/mbs/joint_commands", JointState)
     assert ros.spin_until(lambda: pub.get_subscription_count() > 0)
     assert ros.spin_until(lambda: ros.msgs["/joint_states"][-1].effort.tolist() == [0.0, 0.0])
@@ -271,20 +310,21 @@ def test_joint_commands_by_name_then_timeout(ros):
 
     def timeout_warning():
         return next((w for w in warnings_from_node(ros, r0) if "inputs set to zero" in w), None)
+
     assert ros.spin_until(lambda: timeout_warning() is not None), warnings_from_node(ros, r0)
     m = re.search(r"last at t = (\d+)\.(\d{6}) s", timeout_warning())
     t_cmd = int(m.group(1)) * cv.NS + int(m.group(2)) * 1000
-    t_off = t_cmd + 310_000_000                   # the first 10 ms cycle boundary more than 0.3 s later
+    t_off = t_cmd + 310_000_000  # the first 10 ms cycle boundary more than 0.3 s later
     assert ros.spin_until(lambda: ns(ros.msgs["/joint_states"][-1].header.stamp) > t_off + 50_000_000)
     states = [(ns(m.header.stamp), m.effort.tolist()) for m in ros.msgs["/joint_states"][n0:]]
     on = [e for t, e in states if t_cmd < t <= t_off]
     off = [e for t, e in states if t <= t_cmd or t > t_off]
-    assert on and all(e == [0.0, 1.25] for e in on)          # q2 by name; q1 unnamed keeps 0
+    assert on and all(e == [0.0, 1.25] for e in on)  # q2 by name; q1 unnamed keeps 0
     assert off and all(e == [0.0, 0.0] for e in off), states
     # a diagnostics message published before the timeout may arrive later: wait for one that reports it
-    assert ros.spin_until(lambda: any(s.level == b"\x01" and "inputs set to zero" in s.message
-                                      for s in diags(ros, "commands", d0))), \
-        [(s.level, s.message) for s in diags(ros, "commands", d0)]
+    assert ros.spin_until(
+        lambda: any(s.level == b"\x01" and "inputs set to zero" in s.message for s in diags(ros, "commands", d0))
+    ), [(s.level, s.message) for s in diags(ros, "commands", d0)]
 
 
 @pytest.mark.parametrize("kind", ["wrong_length", "nan", "unknown_joint", "stale", "length_mismatch"])
@@ -294,6 +334,7 @@ def test_bad_input_rejected_with_warning_node_keeps_publishing(ros, kind):
     publishing."""
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+
     eff = ros.publisher("/mbs/effort_commands", Float64MultiArray)
     jc = ros.publisher("/mbs/joint_commands", JointState)
     assert ros.spin_until(lambda: eff.get_subscription_count() > 0 and jc.get_subscription_count() > 0)
@@ -303,15 +344,20 @@ def test_bad_input_rejected_with_warning_node_keeps_publishing(ros, kind):
     # the node logs at most one warning per topic and second: wait until a second has passed since
     # it logged the last one (it logged it before this process received it)
     topic = "/mbs/effort_commands" if kind in ("wrong_length", "nan") else "/mbs/joint_commands"
-    logged = [a for m, a in zip(ros.msgs["/rosout"], ros.arrivals["/rosout"])
-              if m.name == ros.sandbox.node_name and m.msg.startswith(topic + ":")]
+    logged = [
+        a
+        for m, a in zip(ros.msgs["/rosout"], ros.arrivals["/rosout"])
+        if m.name == ros.sandbox.node_name and m.msg.startswith(topic + ":")
+    ]
     if logged:
         ros.spin_for(logged[-1] + 1.0 - time.perf_counter())
-    expect = {"wrong_length": "effort command has 3 entries, the model has 2 inputs: q1.tau, q2.tau",
-              "nan": "non-finite value(s) q2.tau = nan",
-              "unknown_joint": "unknown joint(s) 'elbow'",
-              "stale": "stale joint command",
-              "length_mismatch": "2 names but 1 efforts"}[kind]
+    expect = {
+        "wrong_length": "effort command has 3 entries, the model has 2 inputs: q1.tau, q2.tau",
+        "nan": "non-finite value(s) q2.tau = nan",
+        "unknown_joint": "unknown joint(s) 'elbow'",
+        "stale": "stale joint command",
+        "length_mismatch": "2 names but 1 efforts",
+    }[kind]
     if kind == "wrong_length":
         eff.publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))
     elif kind == "nan":
@@ -320,26 +366,31 @@ def test_bad_input_rejected_with_warning_node_keeps_publishing(ros, kind):
         jc.publish(JointState(name=["q1", "elbow"], effort=[1.0, 2.0]))
     elif kind == "stale":
         assert ros.spin_until(lambda: ns(ros.msgs["/clock"][-1].clock) > 2 * cv.NS)
-        now = ns(ros.msgs["/clock"][-1].clock)         # the node is at this time or later
+        now = ns(ros.msgs["/clock"][-1].clock)  # the node is at this time or later
         old = JointState(name=["q1"], effort=[3.0])
-        old.header.stamp.sec, old.header.stamp.nanosec = cv.ns_to_stamp(now - cv.NS)   # 1 s old > timeout 0.3 s
+        old.header.stamp.sec, old.header.stamp.nanosec = cv.ns_to_stamp(now - cv.NS)  # 1 s old > timeout 0.3 s
         jc.publish(old)
     else:
         jc.publish(JointState(name=["q1", "q2"], effort=[1.0]))
-    assert ros.spin_until(lambda: any(expect in w for w in warnings_from_node(ros, r0))), \
-        (kind, warnings_from_node(ros, r0))
+    assert ros.spin_until(lambda: any(expect in w for w in warnings_from_node(ros, r0))), (
+        kind,
+        warnings_from_node(ros, r0),
+    )
     # the rejection is on record; states published after it must still carry zero inputs
     n = len(ros.msgs["/joint_states"])
     assert ros.spin_until(lambda: len(ros.msgs["/joint_states"]) >= n + 10)
     assert ros.proc.poll() is None
-    assert all(m.effort.tolist() == [0.0, 0.0] for m in ros.msgs["/joint_states"][j0:]), \
+    assert all(m.effort.tolist() == [0.0, 0.0] for m in ros.msgs["/joint_states"][j0:]), (
         "a rejected command changed the inputs"
+    )
 
     def reported():
-        return [s for s in diags(ros, "commands", d0)
-                if expect in {kv.key: kv.value for kv in s.values}["last_rejection"]]
+        return [
+            s for s in diags(ros, "commands", d0) if expect in {kv.key: kv.value for kv in s.values}["last_rejection"]
+        ]
+
     assert ros.spin_until(reported), [s.message for s in diags(ros, "commands", d0)]
-    s = reported()[0]                                  # the first report after the rejection: WARN
+    s = reported()[0]  # the first report after the rejection: WARN
     values = {kv.key: kv.value for kv in s.values}
     assert s.level == b"\x01" and "command rejected" in s.message and expect in s.message, s.message
     assert values["inputs"] == "q1.tau=0, q2.tau=0", values
@@ -350,32 +401,34 @@ def test_pause_step_resume_and_reset(ros):
     from the initial state while /clock keeps increasing. Decided on the times the services
     report and on the order of /clock (reliable, one publisher: in order), not on wall time."""
     from std_srvs.srv import SetBool, Trigger
+
     period = 10_000_000
-    clock = lambda: [ns(m.clock) for m in ros.msgs["/clock"]]     # noqa: E731
+    clock = lambda: [ns(m.clock) for m in ros.msgs["/clock"]]  # noqa: E731
     r = ros.call(SetBool, "~/pause", SetBool.Request(data=True))
     assert r is not None and r.success and r.message.startswith("paused"), r
-    t_paused = response_time_ns(r.message)          # the last state the node published
+    t_paused = response_time_ns(r.message)  # the last state the node published
     assert ros.spin_until(lambda: t_paused in clock())
-    ros.spin_for(0.5)                               # a running node would publish ~50 states here
+    ros.spin_for(0.5)  # a running node would publish ~50 states here
     r = ros.call(Trigger, "~/step", Trigger.Request())
     assert r is not None and r.success, r
     t_step = response_time_ns(r.message)
     assert t_step == t_paused + period
     assert ros.spin_until(lambda: t_step in clock())
     c = clock()
-    assert c[c.index(t_paused) + 1:] == [t_step], "sim time moved while paused"
+    assert c[c.index(t_paused) + 1 :] == [t_step], "sim time moved while paused"
     # reset while paused: the reset state is the last one published, so it reaches the client
     # whatever the load, and the episode restarts from it when the node resumes
     j0, d0, r0 = len(ros.msgs["/joint_states"]), len(ros.msgs["/diagnostics"]), len(ros.msgs["/rosout"])
     r = ros.call(Trigger, "~/reset", Trigger.Request())
     assert r is not None and r.success and "sim time keeps increasing" in r.message, r
     t_reset = response_time_ns(r.message)
-    assert t_reset == t_step + period                                 # one cycle on: never backwards
+    assert t_reset == t_step + period  # one cycle on: never backwards
     assert ros.spin_until(lambda: any(ns(m.header.stamp) == t_reset for m in ros.msgs["/joint_states"][j0:]))
     first = next(m for m in ros.msgs["/joint_states"][j0:] if ns(m.header.stamp) == t_reset)
-    assert first.position.tolist() == [0.3, -0.5] and first.velocity.tolist() == [0.0, 0.0]   # the initial state
-    assert ros.spin_until(lambda: any("reset 1 time(s)" in s.message and s.level == b"\x00"
-                                      for s in diags(ros, "simulation", d0)))
+    assert first.position.tolist() == [0.3, -0.5] and first.velocity.tolist() == [0.0, 0.0]  # the initial state
+    assert ros.spin_until(
+        lambda: any("reset 1 time(s)" in s.message and s.level == b"\x00" for s in diags(ros, "simulation", d0))
+    )
     assert ros.spin_until(lambda: any("reset 1" in w for w in ros.node_logs(r0)))
     r = ros.call(SetBool, "~/pause", SetBool.Request(data=False))
     assert r is not None and r.success and r.message.startswith("running"), r

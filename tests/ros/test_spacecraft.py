@@ -2,6 +2,7 @@
 in /mbs/multi_dof_joint_states), momentum
 diagnostics OK while nothing external acts, and a thruster command (thr1.thrust) makes the
 momentum diagnostics leave OK while the energy balance (thrust work counted) stays OK."""
+
 import numpy as np
 import pytest
 
@@ -16,8 +17,13 @@ from tests.support.paths import MODELS
 pytestmark = pytest.mark.integration
 
 MODEL = MODELS / "spacecraft.yaml"
-PARAMS = {"publish_rate": 20.0, "physics_step": 1e-2, "real_time_factor": 0.0, "diagnostics_rate": 4.0,
-          "command_timeout": 0.5}
+PARAMS = {
+    "publish_rate": 20.0,
+    "physics_step": 1e-2,
+    "real_time_factor": 0.0,
+    "diagnostics_rate": 4.0,
+    "command_timeout": 0.5,
+}
 CHECKS = ("H_sys_constant", "P_sys_constant", "p_sys_zero", "energy_balance", "engine_agreement")
 
 
@@ -26,6 +32,7 @@ def ros(tmp_path_factory):
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import WrenchStamped
     from sensor_msgs.msg import JointState, MultiDOFJointState
+
     sandbox = rt.Sandbox("spacecraft")
     log = tmp_path_factory.mktemp("ros") / "node.log"
     proc = rt.start_node(MODEL, PARAMS, sandbox, log)
@@ -64,17 +71,20 @@ def test_free_spacecraft_diagnostics_ok(ros):
     mj = ros.msgs["/mbs/multi_dof_joint_states"][-1]
     assert list(mj.joint_names) == ["base"] and len(mj.transforms) == len(mj.twist) == len(mj.wrench) == 1
     r = mj.transforms[0].rotation
-    assert abs(np.linalg.norm([r.w, r.x, r.y, r.z]) - 1.0) < 1e-12       # the base quaternion
+    assert abs(np.linalg.norm([r.w, r.x, r.y, r.z]) - 1.0) < 1e-12  # the base quaternion
 
 
 def test_published_H_sys_is_the_engines_for_the_published_state(ros):
     model = mbsfmu.load_model(MODEL)
     lay = cv.joint_layout(model)
     sim = Simulator(model)
-    mom = {cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m.wrench
-           for m in ros.msgs["/mbs/centroidal_momentum"]}
-    multi = {cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m
-             for m in ros.msgs["/mbs/multi_dof_joint_states"]}
+    mom = {
+        cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m.wrench
+        for m in ros.msgs["/mbs/centroidal_momentum"]
+    }
+    multi = {
+        cv.stamp_to_ns(m.header.stamp.sec, m.header.stamp.nanosec): m for m in ros.msgs["/mbs/multi_dof_joint_states"]
+    }
     n = 0
     for js in ros.msgs["/joint_states"]:
         t = cv.stamp_to_ns(js.header.stamp.sec, js.header.stamp.nanosec)
@@ -91,14 +101,18 @@ def test_published_H_sys_is_the_engines_for_the_published_state(ros):
 
 def test_thruster_command_makes_momentum_diagnostics_leave_ok(ros):
     from std_msgs.msg import Float64MultiArray
+
     pub = ros.publisher("/mbs/effort_commands", Float64MultiArray)
     assert ros.spin_until(lambda: pub.get_subscription_count() > 0)
-    pub.publish(Float64MultiArray(data=[0.0, 0.0, 0.0, 0.0, 5.0]))     # rw1..rw4 torque, thr1.thrust [N]
+    pub.publish(Float64MultiArray(data=[0.0, 0.0, 0.0, 0.0, 5.0]))  # rw1..rw4 torque, thr1.thrust [N]
     d0 = len(ros.msgs["/diagnostics"])
 
     def left_ok():
-        return any(statuses(a)["H_sys_constant"].level != b"\x00" and statuses(a)["P_sys_constant"].level != b"\x00"
-                   for a in ros.msgs["/diagnostics"][d0:])
+        return any(
+            statuses(a)["H_sys_constant"].level != b"\x00" and statuses(a)["P_sys_constant"].level != b"\x00"
+            for a in ros.msgs["/diagnostics"][d0:]
+        )
+
     assert ros.spin_until(left_ok)
     assert ros.spin_until(lambda: len(ros.msgs["/diagnostics"]) > d0 + 3)
     st = statuses(ros.msgs["/diagnostics"][-1])

@@ -1,6 +1,7 @@
 """The isolation helpers of mbsfmu_ros/testing.py, without ROS: a leased domain id is exclusive
 (between leases of one process and between processes) and free again when its holder releases it
 or dies; a sandbox's names are unique, valid ROS names and cover every topic of the node."""
+
 import re
 import subprocess
 import sys
@@ -27,8 +28,10 @@ def test_leases_in_one_process_never_share_an_id(tmp_path):
 
 @pytest.mark.integration
 def test_a_lease_held_by_another_process_is_skipped_and_freed_when_it_dies(tmp_path):
-    code = ("import sys; from mbsfmu_ros import testing as rt; "
-            f"lease = rt.lease_domain([77], {str(tmp_path)!r}); print(lease.domain_id, flush=True); sys.stdin.read()")
+    code = (
+        "import sys; from mbsfmu_ros import testing as rt; "
+        f"lease = rt.lease_domain([77], {str(tmp_path)!r}); print(lease.domain_id, flush=True); sys.stdin.read()"
+    )
     holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "77"
@@ -38,15 +41,17 @@ def test_a_lease_held_by_another_process_is_skipped_and_freed_when_it_dies(tmp_p
         assert other.domain_id == 78
         other.release()
     finally:
-        holder.kill()                                   # no clean release: the kernel drops the flock
+        holder.kill()  # no clean release: the kernel drops the flock
         holder.wait(10)
     with rt.lease_domain([77], tmp_path) as lease:
         assert lease.domain_id == 77
 
 
 def test_sandbox_names_are_unique_valid_and_cover_every_topic(tmp_path):
-    with rt.Sandbox("a-b.c", ids=range(30, 32), lock_dir=tmp_path) as a, \
-            rt.Sandbox("a-b.c", ids=range(30, 32), lock_dir=tmp_path) as b:
+    with (
+        rt.Sandbox("a-b.c", ids=range(30, 32), lock_dir=tmp_path) as a,
+        rt.Sandbox("a-b.c", ids=range(30, 32), lock_dir=tmp_path) as b,
+    ):
         assert a.domain_id != b.domain_id
         assert a.node_name != b.node_name and a.prefix != b.prefix
         assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a.node_name) and ROS_NAME.match(a.prefix)
@@ -58,6 +63,8 @@ def test_sandbox_names_are_unique_valid_and_cover_every_topic(tmp_path):
         assert all(rules[t] == a.prefix + t and ROS_NAME.match(rules[t]) for t in topics.ALL)
         assert a.topic("/rosout") == "/rosout" and a.topic("/joint_states") == a.prefix + "/joint_states"
         assert a.service("~/pause") == f"/{a.node_name}/pause"
-        assert a.env({"ROS_LOCALHOST_ONLY": "1"}) == {"ROS_DOMAIN_ID": str(a.domain_id),
-                                                       "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-                                                       "RCUTILS_COLORIZED_OUTPUT": "0"}
+        assert a.env({"ROS_LOCALHOST_ONLY": "1"}) == {
+            "ROS_DOMAIN_ID": str(a.domain_id),
+            "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+            "RCUTILS_COLORIZED_OUTPUT": "0",
+        }

@@ -1,6 +1,7 @@
 """Bundled scenarios run end to end through the CLI and pass their own checks; failing runs
 keep their outputs; bad scenario files name the file, line and field. The command runs in this
 process (the ``run_cli`` fixture) except in the end-to-end runs of the bundled scenarios."""
+
 import json
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def test_thruster_run_is_flagged_by_a_momentum_check(tmp_path, run_cli):
     scn.write_text(text.replace("model: models/", f"model: {MODELS}/") + "outputs: {plots: false}\n")
     res = run_cli("run", scn, "--out", tmp_path, "--duration", "4", "--no-progress")
     assert res.returncode == 0, res.stderr
-    traj = read_trajectory(tmp_path / "records.csv")   # the body records: the checker's file
+    traj = read_trajectory(tmp_path / "records.csv")  # the body records: the checker's file
     M = sum(traj[c][0] for c in traj if c.endswith(".m"))
     dP = M * np.array([traj[f"Rdot[{k}]"][-1] - traj[f"Rdot[{k}]"][0] for k in (1, 2, 3)])
     # 20 N for 2 s along a turning hub axis (exact: test_simulator)
@@ -84,10 +85,13 @@ checks: {energy_constnt: 1e-9}
     with pytest.raises(ScenarioError) as e:
         load_scenario(scn)
     msg = str(e.value)
-    for fragment in ("bad.yaml:2: model: model file", "bad.yaml:3: duration: duration must be a positive",
-                     "bad.yaml:5: integrator.method: unknown integrator 'euler'", "bad.yaml:6: inputs.q1.tau.t1",
-                     "bad.yaml:7: checks.energy_constnt: unknown check 'energy_constnt' "
-                     "(did you mean 'energy_constant'?)"):
+    for fragment in (
+        "bad.yaml:2: model: model file",
+        "bad.yaml:3: duration: duration must be a positive",
+        "bad.yaml:5: integrator.method: unknown integrator 'euler'",
+        "bad.yaml:6: inputs.q1.tau.t1",
+        "bad.yaml:7: checks.energy_constnt: unknown check 'energy_constnt' (did you mean 'energy_constant'?)",
+    ):
         assert fragment in msg, msg
     res = run_cli("run", scn, "--out", tmp_path / "o")
     assert res.returncode == 2 and "Traceback" not in res.stderr and "bad.yaml:3" in res.stderr
@@ -95,7 +99,8 @@ checks: {energy_constnt: 1e-9}
 
 def test_unknown_input_in_scenario_is_named(tmp_path, run_cli):
     scn = tmp_path / "s.yaml"
-    scn.write_text(f"version: 1\nmodel: {ROOT / 'scenarios/models/scara.yaml'}\nduration: 0.1\ndt: 0.01\n"
-                   "inputs: {q9.tau: 1.0}\n")
+    scn.write_text(
+        f"version: 1\nmodel: {ROOT / 'scenarios/models/scara.yaml'}\nduration: 0.1\ndt: 0.01\ninputs: {{q9.tau: 1.0}}\n"
+    )
     res = run_cli("run", scn, "--out", tmp_path / "o")
     assert res.returncode == 2 and "inputs.q9.tau: unknown input" in res.stderr and "q1.tau, q2.tau" in res.stderr

@@ -1,5 +1,6 @@
 """Scenario features: controller, analytic references, final state, CSV inputs,
 inline models, plots, MCAP recording, list and sweep."""
+
 import json
 import math
 import subprocess
@@ -9,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbsfmu.scenario.expressions import ExpressionError, compile_expression, evaluate
 from mbsfmu.scenario import ScenarioError, build_simulator, load_scenario, run_scenario
+from mbsfmu.scenario.expressions import ExpressionError, compile_expression, evaluate
 from mbsfmu.sim.pid import JointPID, PIDGains
 from mbsfmu.sim.schedules import Schedule
 from mbsfmu.trajectory import read_trajectory
@@ -31,13 +32,13 @@ def test_pid_law_saturation_and_anti_windup():
     u = pid(0.0, {"j": 0.9}, {"j": 0.5})
     assert u["j"] == pytest.approx(10 * 0.1 + 0 - 2 * 0.5)
     assert pid.integral["j"] == pytest.approx(0.01)
-    u = pid(0.1, {"j": 0.0}, {"j": 0.0})            # 10 + 0.05 -> saturated at 3, integral frozen
+    u = pid(0.1, {"j": 0.0}, {"j": 0.0})  # 10 + 0.05 -> saturated at 3, integral frozen
     assert u["j"] == 3.0 and pid.integral["j"] == pytest.approx(0.01)
     ramp = Schedule("ramp", {"t0": 0.0, "t1": 1.0, "end": 1.0})
     err = PIDGains(kp=0.0, ki=0.0, kd=1.0, limit=math.inf, setpoint=ramp, derivative="error")
     pid = JointPID({"j": err}, dt=0.1)
-    assert pid(0.0, {"j": 0.0}, {"j": 0.0})["j"] == 0.0          # no previous setpoint: no rate yet
-    assert pid(0.1, {"j": 0.0}, {"j": 0.25})["j"] == pytest.approx(1.0 - 0.25)   # setpoint rate 1 rad/s
+    assert pid(0.0, {"j": 0.0}, {"j": 0.0})["j"] == 0.0  # no previous setpoint: no rate yet
+    assert pid(0.1, {"j": 0.0}, {"j": 0.25})["j"] == pytest.approx(1.0 - 0.25)  # setpoint rate 1 rad/s
 
 
 def test_expressions_are_safe_and_vectorised():
@@ -52,7 +53,9 @@ def test_expressions_are_safe_and_vectorised():
 def test_references_final_and_inline_model(tmp_path, run_cli):
     """A pendulum defined inline: its small-angle reference passes; a wrong final state fails the
     run (exit 1) while trajectory and report are written."""
-    scn = write(tmp_path / "p.yaml", """version: 1
+    scn = write(
+        tmp_path / "p.yaml",
+        """version: 1
 model:
   version: 1
   gravity: [0, -9.81, 0]
@@ -69,7 +72,8 @@ references:
 final:
   q.q1: {value: 1.0, tol: 1.0e-3}
 outputs: {plots: true}
-""")
+""",
+    )
     res = run_cli("run", scn, "--out", tmp_path / "o", "--no-progress")
     assert res.returncode == 1, res.stderr
     report = json.loads((tmp_path / "o" / "report.json").read_text())
@@ -82,14 +86,17 @@ outputs: {plots: true}
 
 
 def test_inline_model_errors_point_into_the_scenario_file(tmp_path):
-    scn = write(tmp_path / "bad.yaml", """version: 1
+    scn = write(
+        tmp_path / "bad.yaml",
+        """version: 1
 model:
   version: 1
   bodies:
     - {name: rod, parent: world, joint: {name: q1, type: revolute}, mass: -1.0}
 duration: 1.0
 dt: 0.01
-""")
+""",
+    )
     with pytest.raises(ScenarioError, match=r"bad.yaml:5: model.bodies\[0\].mass: negative mass"):
         run_scenario(load_scenario(scn), tmp_path / "o", progress=False)
 
@@ -97,7 +104,9 @@ dt: 0.01
 def test_csv_input_and_pid_controller(tmp_path):
     """A CSV torque table on q2 and the PID on q1 drive the SCARA; the energy balance holds."""
     (tmp_path / "tau.csv").write_text("time,torque\n0,0\n0.5,2\n1.0,-1\n")
-    scn = write(tmp_path / "s.yaml", f"""version: 1
+    scn = write(
+        tmp_path / "s.yaml",
+        f"""version: 1
 model: {SCARA}
 duration: 1.0
 dt: 0.005
@@ -106,7 +115,8 @@ inputs: {{q2.tau: {{type: csv, file: tau.csv, time: time, value: torque}}}}
 controller: {{type: pid, joints: {{q1: {{kp: 200, kd: 20, ki: 10, limit: 80, setpoint: 0.5}}}}}}
 checks: {{energy_balance: rel:1.0e-8}}
 outputs: {{plots: false}}
-""")
+""",
+    )
     report = run_scenario(load_scenario(scn), tmp_path / "o", progress=False)
     assert report["passed"], report
     traj = read_trajectory(tmp_path / "o" / "trajectory.csv")
@@ -116,7 +126,9 @@ outputs: {{plots: false}}
 
 
 def test_scenario_rejects_conflicting_or_bad_controller(tmp_path):
-    scn = write(tmp_path / "s.yaml", f"""version: 1
+    scn = write(
+        tmp_path / "s.yaml",
+        f"""version: 1
 model: {SCARA}
 duration: 1.0
 dt: 0.01
@@ -124,12 +136,17 @@ inputs: {{q1.tau: 1.0}}
 controller: {{type: pid, joints: {{q1: {{kp: -1, setpoint: 0.0, derivative: sideways}}}}}}
 outputs: {{records: false}}
 checks: {{energy_constant: 1.0e-9}}
-""")
+""",
+    )
     with pytest.raises(ScenarioError) as e:
         load_scenario(scn)
     msg = str(e.value)
-    for fragment in ("inputs.q1.tau: input q1.tau is driven by the controller too", "kp must be >= 0",
-                     "derivative must be 'measurement' or 'error'", "outputs.records: the checks recompute"):
+    for fragment in (
+        "inputs.q1.tau: input q1.tau is driven by the controller too",
+        "kp must be >= 0",
+        "derivative must be 'measurement' or 'error'",
+        "outputs.records: the checks recompute",
+    ):
         assert fragment in msg, msg
 
 
@@ -139,17 +156,41 @@ def test_mcap_recording_reads_back_with_rosbags(tmp_path):
     and values equal the trajectory's."""
     rosbags = pytest.importorskip("rosbags.highlevel")
     from rosbags.typesys import Stores, get_typestore
-    res = subprocess.run([sys.executable, "-m", "mbsfmu", "run", "scenarios/scara_free.yaml", "--out", str(tmp_path),
-                          "--duration", "0.2", "--no-progress", "--record", str(tmp_path / "run.mcap")],
-                         cwd=ROOT, capture_output=True, text=True)
+
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mbsfmu",
+            "run",
+            "scenarios/scara_free.yaml",
+            "--out",
+            str(tmp_path),
+            "--duration",
+            "0.2",
+            "--no-progress",
+            "--record",
+            str(tmp_path / "run.mcap"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     traj = read_trajectory(tmp_path / "trajectory.csv")
     seen = {}
     with rosbags.AnyReader([tmp_path / "run.mcap"], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
         for conn, ts, raw in reader.messages():
             seen.setdefault(conn.topic, []).append((ts, reader.deserialize(raw, conn.msgtype)))
-    assert set(seen) == {"/clock", "/joint_states", "/mbs/centroidal_momentum", "/mbs/com", "/mbs/com_velocity",
-                         "/mbs/energy", "/tf"}
+    assert set(seen) == {
+        "/clock",
+        "/joint_states",
+        "/mbs/centroidal_momentum",
+        "/mbs/com",
+        "/mbs/com_velocity",
+        "/mbs/energy",
+        "/tf",
+    }
     js = seen["/joint_states"]
     assert len(js) == len(traj.time)
     k = 7
@@ -179,9 +220,26 @@ def test_list_shows_bundled_scenarios(run_cli, estimate, monkeypatch):
 
 @pytest.mark.integration
 def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "mbsfmu", "sweep", "scenarios/scara_free.yaml", "--param",
-                          "body.link1.mass=1.5:2.5:2", "--param", "gravity[2]=-9.81,-1.62", "--out", str(tmp_path),
-                          "--duration", "0.2"], cwd=ROOT, capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mbsfmu",
+            "sweep",
+            "scenarios/scara_free.yaml",
+            "--param",
+            "body.link1.mass=1.5:2.5:2",
+            "--param",
+            "gravity[2]=-9.81,-1.62",
+            "--out",
+            str(tmp_path),
+            "--duration",
+            "0.2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     assert "4 runs, 0 failed" in res.stdout
     lines = (tmp_path / "summary.csv").read_text().splitlines()
@@ -199,17 +257,32 @@ def test_sweep_runs_a_grid_in_parallel_and_summarises(tmp_path):
     for k, (mass, g_y) in enumerate(grid):
         edited = model_text.replace("gravity: [0, -9.81, 0]", f"gravity: [0, {g_y!r}, 0]")
         model = write(tmp_path / f"plain_{k}.model.yaml", edited.replace("    mass: 2.0\n", f"    mass: {mass!r}\n"))
-        scn = write(tmp_path / f"plain_{k}.yaml", scenario_text.replace("model: models/scara.yaml", f"model: {model}")
-                    + "outputs: {plots: false}\n")
+        scn = write(
+            tmp_path / f"plain_{k}.yaml",
+            scenario_text.replace("model: models/scara.yaml", f"model: {model}") + "outputs: {plots: false}\n",
+        )
         run_scenario(load_scenario(scn), tmp_path / f"plain_{k}", duration=0.2, progress=False)
         plain = read_trajectory(tmp_path / f"plain_{k}" / "trajectory.csv")
         swept = read_trajectory(tmp_path / f"run_{k:04d}" / "trajectory.csv")
         assert plain.names == swept.names and all(np.array_equal(plain[c], swept[c]) for c in plain.names), k
         runs.append(swept)
-    assert all(not np.array_equal(a["q.q1"], b["q.q1"]) for i, a in enumerate(runs) for b in runs[i + 1:])
-    bad = subprocess.run([sys.executable, "-m", "mbsfmu", "sweep", "scenarios/scara_free.yaml", "--param",
-                          "body.link9.mass=1:2:2", "--out", str(tmp_path / "b")], cwd=ROOT, capture_output=True,
-                         text=True)
+    assert all(not np.array_equal(a["q.q1"], b["q.q1"]) for i, a in enumerate(runs) for b in runs[i + 1 :])
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mbsfmu",
+            "sweep",
+            "scenarios/scara_free.yaml",
+            "--param",
+            "body.link9.mass=1:2:2",
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "no body 'link9'" in bad.stderr
 
 
@@ -220,6 +293,7 @@ def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
     `mbsfmu check` reads; a scenario without checks writes no records.csv unless asked."""
     from mbsfmu.checker.checks import main as check_main
     from mbsfmu.sim.rows import records_row, trajectory_row
+
     model = ROOT / "scenarios" / "models" / "scara.yaml"
     base = f"version: 1\nmodel: {model}\nduration: 0.05\ndt: 0.01\noutputs: {{plots: false}}\n"
     checked = write(tmp_path / "checked.yaml", base + "checks: {energy_balance: rel:1.0e-8}\n")
@@ -233,8 +307,8 @@ def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
     assert "link1.m" in rec and "engine.W_in" in rec and "q.q1" not in rec
     np.testing.assert_array_equal(traj.time, rec.time)
     assert check_main([str(tmp_path / "c" / "records.csv"), "--expect", "energy_balance=rel:1e-8"]) == 0
-    assert check_main([str(tmp_path / "c" / "trajectory.csv")]) == 2          # names records.csv (stderr)
-    run_scenario(load_scenario(plain), tmp_path / "c", progress=False)      # same folder: stale records go
+    assert check_main([str(tmp_path / "c" / "trajectory.csv")]) == 2  # names records.csv (stderr)
+    run_scenario(load_scenario(plain), tmp_path / "c", progress=False)  # same folder: stale records go
     assert not (tmp_path / "c" / "records.csv").exists()
     run_scenario(load_scenario(asked), tmp_path / "a", progress=False)
     assert (tmp_path / "a" / "records.csv").exists()

@@ -1,6 +1,7 @@
 """The parsed scenario's typed records (mbsfmu/scenario/spec.py): references, final values, loop
 options and an inline model as frozen dataclasses with named fields, and the loop options as the
 Simulator receives them. Inline models only: no file of the repository is read."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,17 +34,26 @@ def scenario(tmp_path, extra: str):
 
 
 def test_references_and_finals_are_named_records(tmp_path):
-    scn = scenario(tmp_path, "references:\n"
-                             "  - {column: q.q1, expr: 'a * t', params: {a: 2.0}, tol: 1.0e-3, t0: 0.2}\n"
-                             "  - {column: qd.q1, expr: '0', tol: 0.5}\n"
-                             "final:\n  q.q1: {value: 0.25, tol: 1.0e-6}\n")
+    scn = scenario(
+        tmp_path,
+        "references:\n"
+        "  - {column: q.q1, expr: 'a * t', params: {a: 2.0}, tol: 1.0e-3, t0: 0.2}\n"
+        "  - {column: qd.q1, expr: '0', tol: 0.5}\n"
+        "final:\n  q.q1: {value: 0.25, tol: 1.0e-6}\n",
+    )
     first, second = scn.references
     assert isinstance(first, Reference)
     assert (first.column, first.expr, first.params, first.tol, first.t0, first.t1) == (
-        "q.q1", "a * t", {"a": 2.0}, 1.0e-3, 0.2, math.inf)
-    assert first.key == "q.q1 ~ a * t"                        # its name in report.json
+        "q.q1",
+        "a * t",
+        {"a": 2.0},
+        1.0e-3,
+        0.2,
+        math.inf,
+    )
+    assert first.key == "q.q1 ~ a * t"  # its name in report.json
     np.testing.assert_array_equal(evaluate(first.tree, np.array([0.0, 1.5]), first.params), [0.0, 3.0])
-    assert (second.t0, second.t1) == (-math.inf, math.inf)   # no window: the whole run
+    assert (second.t0, second.t1) == (-math.inf, math.inf)  # no window: the whole run
     assert scn.final == {"q.q1": FinalValue(value=0.25, tol=1.0e-6)}
     with pytest.raises(dataclasses.FrozenInstanceError):
         first.tol = 1.0
@@ -56,16 +66,22 @@ def test_a_reference_without_expr_is_a_listed_problem(tmp_path):
         scenario(tmp_path, "references:\n  - {column: q.q1, tol: 1.0}\nfinal:\n  q.q1: {value: 0.0}\n")
     msg = str(e.value)
     assert re.search(r"s\.yaml:\d+: references\[0\]\.expr: missing required key 'expr'", msg), msg
-    assert re.search(r"s\.yaml:13: final\.q\.q1\.tol: missing required key 'tol'", msg), msg   # same round
+    assert re.search(r"s\.yaml:13: final\.q\.q1\.tol: missing required key 'tol'", msg), msg  # same round
 
 
 def test_loop_options_reach_the_simulator(tmp_path):
-    scn = scenario(tmp_path, "loops: {method: partitioning, stabilisation: baumgarte, baumgarte: [4, 5], "
-                             "assemble: false}\n")
-    assert scn.loops == LoopOptions(method="partitioning", stabilisation="baumgarte", baumgarte=(4.0, 5.0),
-                                    assemble=False)
-    assert scn.loops.simulator_options() == {"loop_method": "partitioning", "loop_stabilisation": "baumgarte",
-                                             "baumgarte": (4.0, 5.0), "assemble": False}
+    scn = scenario(
+        tmp_path, "loops: {method: partitioning, stabilisation: baumgarte, baumgarte: [4, 5], assemble: false}\n"
+    )
+    assert scn.loops == LoopOptions(
+        method="partitioning", stabilisation="baumgarte", baumgarte=(4.0, 5.0), assemble=False
+    )
+    assert scn.loops.simulator_options() == {
+        "loop_method": "partitioning",
+        "loop_stabilisation": "baumgarte",
+        "baumgarte": (4.0, 5.0),
+        "assemble": False,
+    }
     sim = build_simulator(scn)
     assert (sim.loop_method, sim.loop_stabilisation, sim.assemble) == ("partitioning", "baumgarte", False)
 
@@ -76,7 +92,7 @@ def test_no_loop_option_is_false_and_keeps_the_simulator_defaults(tmp_path):
     for extra in ("", "loops: {}\n"):
         scn = scenario(tmp_path, extra)
         assert scn.loops == LoopOptions() and not scn.loops and scn.loops.simulator_options() == {}
-    assert LoopOptions(assemble=False)                       # an option given, even False
+    assert LoopOptions(assemble=False)  # an option given, even False
     sim = build_simulator(scn)
     assert (sim.loop_method, sim.loop_stabilisation, sim.assemble) == ("multipliers", "both", True)
 
@@ -85,4 +101,4 @@ def test_inline_model_keeps_its_lines(tmp_path):
     scn = scenario(tmp_path, "")
     assert isinstance(scn.model_inline, InlineModel) and scn.model_path == scn.path
     assert scn.model_inline.doc["bodies"][0]["name"] == "rod"
-    assert scn.model_inline.lines[("gravity",)] == 4          # line of gravity: in the scenario file
+    assert scn.model_inline.lines[("gravity",)] == 4  # line of gravity: in the scenario file

@@ -2,6 +2,7 @@
 checked against a second formulation: the body records' world inertia, angular velocity and
 CM-relative position and velocity (for rigid bodies without wheels the two sums have the same
 terms: |I_c,i omega_i| + m_i |rhat_i x rhatdot_i|), and ``relative_drift``'s cases."""
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,9 @@ def records_scale(model, kin) -> float:
         for (a, b), lab in zip(((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)), ("xx", "yy", "zz", "xy", "xz", "yz")):
             I[a, b] = I[b, a] = r[f"{name}.I[{lab}]"]
         vec = {k: np.array([r[f"{name}.{k}[{c}]"] for c in (1, 2, 3)]) for k in ("omega", "r_cm", "rdot_cm")}
-        total += (np.linalg.norm(I @ vec["omega"])
-                  + r[f"{name}.m"] * np.linalg.norm(np.cross(vec["r_cm"], vec["rdot_cm"])))
+        total += np.linalg.norm(I @ vec["omega"]) + r[f"{name}.m"] * np.linalg.norm(
+            np.cross(vec["r_cm"], vec["rdot_cm"])
+        )
     return float(total)
 
 

@@ -1,6 +1,7 @@
 """mbsfmu.sim.messages: the one builder of the ROS 2 state messages, and that the MCAP recording
 (read back by an independent reader, rosbags) and the node's rclpy messages carry the same
 content for the same state (no DDS: the node's conversion path only)."""
+
 import array
 import dataclasses
 import math
@@ -52,8 +53,10 @@ def test_fields_and_inverse_are_exact(robot, rng):
     for e, n in enumerate(js["name"]):
         assert js["position"][e] == q[robot.q_slice(n)][0] and js["velocity"][e] == qd[robot.v_slice(n)][0]
         assert js["effort"][e] == tau[robot.v_slice(n)][0]
-    base, neck = (dict(zip(("transform", "twist", "wrench"), (mj["transforms"][k], mj["twist"][k], mj["wrench"][k])))
-                  for k in (0, 1))
+    base, neck = (
+        dict(zip(("transform", "twist", "wrench"), (mj["transforms"][k], mj["twist"][k], mj["wrench"][k])))
+        for k in (0, 1)
+    )
     vals = lambda d: [d[c] for c in "xyz"]  # noqa: E731
     qb, vb, tb = q[robot.q_slice("base")], qd[robot.v_slice("base")], tau[robot.v_slice("base")]
     assert vals(base["transform"]["translation"]) == qb[:3].tolist()
@@ -62,13 +65,18 @@ def test_fields_and_inverse_are_exact(robot, rng):
     assert vals(base["wrench"]["force"]) + vals(base["wrench"]["torque"]) == tb.tolist()
     qn, vn, tn = q[robot.q_slice("neck")], qd[robot.v_slice("neck")], tau[robot.v_slice("neck")]
     assert [neck["transform"]["rotation"][c] for c in "wxyz"] == qn.tolist()
-    assert vals(neck["transform"]["translation"]) == vals(neck["twist"]["linear"]) == vals(neck["wrench"]["force"]) \
+    assert (
+        vals(neck["transform"]["translation"])
+        == vals(neck["twist"]["linear"])
+        == vals(neck["wrench"]["force"])
         == [0.0, 0.0, 0.0]
+    )
     assert vals(neck["twist"]["angular"]) == vn.tolist() and vals(neck["wrench"]["torque"]) == tn.tolist()
     assert not any(math.isnan(v) for v in js["position"] + js["velocity"] + js["effort"])
     perm = rng.permutation(len(js["name"]))
-    q2, qd2 = ms.state_from_joint_state(lay, [js["name"][k] for k in perm], [js["position"][k] for k in perm],
-                                        [js["velocity"][k] for k in perm], mj)
+    q2, qd2 = ms.state_from_joint_state(
+        lay, [js["name"][k] for k in perm], [js["position"][k] for k in perm], [js["velocity"][k] for k in perm], mj
+    )
     assert np.array_equal(q2, q) and np.array_equal(qd2, qd)
     with pytest.raises(mbsfmu.InputError, match="lacks r_ankle"):
         ms.state_from_joint_state(lay, js["name"][:-1], js["position"][:-1], js["velocity"][:-1], mj)
@@ -84,8 +92,9 @@ def test_effort_is_the_applied_actuator_input(spacecraft, robot):
     sim.step(0.02)
     c = ms.state_messages(sim, ms.joint_layout(spacecraft), 0)
     assert c[ms.JOINT_STATES]["effort"] == [0.0, 0.0, 0.0, 0.25, 0.0, 0.0]
-    assert c[ms.MULTI_DOF_JOINT_STATES]["wrench"] == [{"force": {"x": 0.0, "y": 0.0, "z": 0.0},
-                                                      "torque": {"x": 0.0, "y": 0.0, "z": 0.0}}]
+    assert c[ms.MULTI_DOF_JOINT_STATES]["wrench"] == [
+        {"force": {"x": 0.0, "y": 0.0, "z": 0.0}, "torque": {"x": 0.0, "y": 0.0, "z": 0.0}}
+    ]
     sim = Simulator(robot)
     sim.set_inputs({"neck.tau[2]": -0.5, "l_knee.tau": 3.0})
     c = ms.state_messages(sim, ms.joint_layout(robot), 0)
@@ -125,9 +134,9 @@ def plain(obj):
         return [plain(v) for v in obj]
     if isinstance(obj, np.generic):
         return obj.item()
-    if hasattr(type(obj), "get_fields_and_field_types"):            # rclpy
+    if hasattr(type(obj), "get_fields_and_field_types"):  # rclpy
         return {k: plain(getattr(obj, k)) for k in type(obj).get_fields_and_field_types()}
-    if dataclasses.is_dataclass(obj):                               # rosbags
+    if dataclasses.is_dataclass(obj):  # rosbags
         return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if not f.name.startswith("_")}
     return obj
 
@@ -142,9 +151,14 @@ def run(model_name, inputs):
         yield sim
 
 
-@pytest.mark.parametrize("model_name, inputs", [("scara.yaml", {"q1.tau": 1.5}),
-                                                ("spacecraft.yaml", {"rw1.torque": 0.2, "thr1.thrust": 1.0}),
-                                                ("branched_robot.yaml", {"neck.tau[3]": 0.1, "r_knee.tau": -2.0})])
+@pytest.mark.parametrize(
+    "model_name, inputs",
+    [
+        ("scara.yaml", {"q1.tau": 1.5}),
+        ("spacecraft.yaml", {"rw1.torque": 0.2, "thr1.thrust": 1.0}),
+        ("branched_robot.yaml", {"neck.tau[3]": 0.1, "r_knee.tau": -2.0}),
+    ],
+)
 def test_recording_and_node_publish_the_same_messages(tmp_path, model_name, inputs):
     """The same simulation through McapRecorder (read back with rosbags) and through the node's
     conversion path (mbsfmu.sim.messages -> mbsfmu_ros.node.ros_messages, rclpy messages): the same
@@ -157,6 +171,7 @@ def test_recording_and_node_publish_the_same_messages(tmp_path, model_name, inpu
 
     from mbsfmu.scenario.mcap import McapRecorder
     from mbsfmu_ros import node
+
     path = tmp_path / "run.mcap"
     recorder = McapRecorder(path, mbsfmu.load_model(MODELS / model_name))
     want: dict[str, list] = {}

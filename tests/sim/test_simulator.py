@@ -1,5 +1,6 @@
 """The Simulator: integration order, conservation (MBS Momentum/Energy Testing), force elements, wheels,
 rollback and bad input."""
+
 import numpy as np
 import pytest
 
@@ -21,8 +22,10 @@ def energy_error(sim, T, dt):
     return err
 
 
-@pytest.mark.parametrize("name, h", [("scara.yaml", 0.02), ("spacecraft.yaml", 0.08),
-                                     pytest.param("chain7.yaml", 0.004, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "name, h",
+    [("scara.yaml", 0.02), ("spacecraft.yaml", 0.08), pytest.param("chain7.yaml", 0.004, marks=pytest.mark.slow)],
+)
 def test_rk4_is_fourth_order(name, h):
     """Halving the RK4 step cuts the energy error by >= 12x (ideally 16x): quaternions integrated
     as 4-vectors and renormalised after each step keep fourth order (spacecraft: free base)."""
@@ -56,11 +59,17 @@ def test_dop853_100s_spacecraft_meets_the_targets():
     for _ in range(200):
         sim.step(0.5)
         inv = sim.invariants()
-        worst = np.maximum(worst, [np.linalg.norm(inv.p_sys),
-                                   np.linalg.norm(inv.H_sys - i0.H_sys) / np.linalg.norm(i0.H_sys),
-                                   abs(inv.E - i0.E) / abs(i0.E)])
-    print(f"100 s spacecraft, DOP853 rtol 1e-12: |p_sys| {worst[0]:.3g} N s, rel H {worst[1]:.3g}, "
-          f"rel E {worst[2]:.3g}")
+        worst = np.maximum(
+            worst,
+            [
+                np.linalg.norm(inv.p_sys),
+                np.linalg.norm(inv.H_sys - i0.H_sys) / np.linalg.norm(i0.H_sys),
+                abs(inv.E - i0.E) / abs(i0.E),
+            ],
+        )
+    print(
+        f"100 s spacecraft, DOP853 rtol 1e-12: |p_sys| {worst[0]:.3g} N s, rel H {worst[1]:.3g}, rel E {worst[2]:.3g}"
+    )
     assert worst[0] <= 1e-12 and worst[1] <= 1e-11 and worst[2] <= 1e-11
 
 
@@ -74,8 +83,8 @@ def test_wheel_motor_torque_is_internal_and_does_work(rng):
         sim.step(0.5)
     inv = sim.invariants()
     W_in, _ = sim.work
-    assert abs(W_in) > 1e-3                      # the motors did work...
-    np.testing.assert_allclose(inv.E - i0.E, W_in, rtol=0, atol=1e-11 * abs(i0.E))   # ...and only that
+    assert abs(W_in) > 1e-3  # the motors did work...
+    np.testing.assert_allclose(inv.E - i0.E, W_in, rtol=0, atol=1e-11 * abs(i0.E))  # ...and only that
     np.testing.assert_allclose(inv.H_sys, i0.H_sys, rtol=0, atol=1e-11 * np.linalg.norm(i0.H_sys))
     # P_sys starts at 0; the hub's velocity carries the integrator's rtol-level error (measured ~1e-12 N s)
     np.testing.assert_allclose(inv.P_sys, i0.P_sys, rtol=0, atol=1e-11)
@@ -84,8 +93,15 @@ def test_wheel_motor_torque_is_internal_and_does_work(rng):
 def test_wheel_momentum_and_energy_match_seed_formulas(rng):
     """h = g I_w thetadot with thetadot the absolute spin (g . omega_host + relative rate) enters
     H_sys; h^2 / (2 I_w) enters KE (MBS Momentum Testing Eq. 10, MBS Energy Testing Eq. 1)."""
-    hub = Body("hub", "world", Joint("base", "free"), 10.0, (0.1, 0, 0), random_inertia(rng),
-               wheels=(Wheel("w", (0.0, 0.6, 0.8), 0.2, (0.1, 0.2, 0.3)),))
+    hub = Body(
+        "hub",
+        "world",
+        Joint("base", "free"),
+        10.0,
+        (0.1, 0, 0),
+        random_inertia(rng),
+        wheels=(Wheel("w", (0.0, 0.6, 0.8), 0.2, (0.1, 0.2, 0.3)),),
+    )
     model = mbsfmu.Model(ModelSpec("gyrostat", (hub,), gravity=(0, 0, 0)))
     sim = Simulator(model)
     q, qd = model.random_state(rng)
@@ -107,10 +123,12 @@ def test_point_spring_dampers_store_and_dissipate_energy(rng):
     W_diss < 0 (the integrated damper power -d ldot^2)."""
     base = random_tree(rng, 4, free_base=False, types=("revolute",))
     names = base.body_names
-    forces = (SpringDamper("s1", Anchor(names[1], (0.2, 0, 0)), Anchor("world", (0.5, 0.5, 0.5)),
-                           k=30.0, d=0.5, l0=0.3),
-              SpringDamper("s2", Anchor(names[0], (0, 0.1, 0)), Anchor(names[3], (0.1, 0, 0)), k=20.0, d=0.2, l0=0.0))
+    forces = (
+        SpringDamper("s1", Anchor(names[1], (0.2, 0, 0)), Anchor("world", (0.5, 0.5, 0.5)), k=30.0, d=0.5, l0=0.3),
+        SpringDamper("s2", Anchor(names[0], (0, 0.1, 0)), Anchor(names[3], (0.1, 0, 0)), k=20.0, d=0.2, l0=0.0),
+    )
     from dataclasses import replace
+
     model = mbsfmu.Model(replace(base.spec, forces=forces))
     sim = Simulator(model, "dop853", rtol=1e-12, atol=1e-12, h_max=0)
     q, qd = model.random_state(rng)
@@ -173,8 +191,9 @@ def test_non_finite_state_names_time_and_component(rng):
 def test_bad_input_is_rejected_with_names():
     model = mbsfmu.load_model(MODELS / "scara.yaml")
     sim = Simulator(model)
-    with pytest.raises(mbsfmu.InputError,
-                       match=r"unknown input 'q3.tau' \(did you mean 'q2.tau'\?\).*has inputs: q1.tau, q2.tau"):
+    with pytest.raises(
+        mbsfmu.InputError, match=r"unknown input 'q3.tau' \(did you mean 'q2.tau'\?\).*has inputs: q1.tau, q2.tau"
+    ):
         sim.set_input("q3.tau", 1.0)
     with pytest.raises(mbsfmu.InputError, match="input 'q1.tau' is nan"):
         sim.set_input("q1.tau", float("nan"))

@@ -4,6 +4,7 @@ process survives). Prints one JSON line: {"status": [...], "log": [[status, mess
 
     python fmu_misuse_runner.py EXTRACTED_DIR CASE
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -37,22 +38,33 @@ def _log(_env, _name, st, _cat, msg):
 
 libc = ctypes.CDLL(None)
 libc.calloc.restype, libc.calloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t, ctypes.c_size_t]
-libc.free.restype, libc.free.argtypes = None, [ctypes.c_void_p]      # else ctypes passes pointers as int
+libc.free.restype, libc.free.argtypes = None, [ctypes.c_void_p]  # else ctypes passes pointers as int
 cb = fmi2CallbackFunctions()
 cb.logger = fmi2CallbackLoggerTYPE(_log)
 cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(libc.calloc)
 cb.freeMemory = fmi2CallbackFreeMemoryTYPE(libc.free)
 P, D, U, SZ, I32 = ctypes.c_void_p, ctypes.c_double, ctypes.c_uint, ctypes.c_size_t, ctypes.c_int
 for name, res, args in [
-        ("fmi2Instantiate", P, [ctypes.c_char_p, I32, ctypes.c_char_p, ctypes.c_char_p, P, I32, I32]),
-        ("fmi2FreeInstance", None, [P]), ("fmi2SetupExperiment", I32, [P, I32, D, D, I32, D]),
-        ("fmi2EnterInitializationMode", I32, [P]), ("fmi2ExitInitializationMode", I32, [P]),
-        ("fmi2Terminate", I32, [P]), ("fmi2Reset", I32, [P]), ("fmi2DoStep", I32, [P, D, D, I32]),
-        ("fmi2GetReal", I32, [P, P, SZ, P]), ("fmi2SetReal", I32, [P, P, SZ, P]),
-        ("fmi2GetInteger", I32, [P, P, SZ, P]), ("fmi2SetInteger", I32, [P, P, SZ, P]),
-        ("fmi2GetBoolean", I32, [P, P, SZ, P]), ("fmi2GetFMUstate", I32, [P, P]), ("fmi2SetFMUstate", I32, [P, P]),
-        ("fmi2FreeFMUstate", I32, [P, P]), ("fmi2SerializedFMUstateSize", I32, [P, P, P]),
-        ("fmi2SerializeFMUstate", I32, [P, P, P, SZ]), ("fmi2DeSerializeFMUstate", I32, [P, P, SZ, P])]:
+    ("fmi2Instantiate", P, [ctypes.c_char_p, I32, ctypes.c_char_p, ctypes.c_char_p, P, I32, I32]),
+    ("fmi2FreeInstance", None, [P]),
+    ("fmi2SetupExperiment", I32, [P, I32, D, D, I32, D]),
+    ("fmi2EnterInitializationMode", I32, [P]),
+    ("fmi2ExitInitializationMode", I32, [P]),
+    ("fmi2Terminate", I32, [P]),
+    ("fmi2Reset", I32, [P]),
+    ("fmi2DoStep", I32, [P, D, D, I32]),
+    ("fmi2GetReal", I32, [P, P, SZ, P]),
+    ("fmi2SetReal", I32, [P, P, SZ, P]),
+    ("fmi2GetInteger", I32, [P, P, SZ, P]),
+    ("fmi2SetInteger", I32, [P, P, SZ, P]),
+    ("fmi2GetBoolean", I32, [P, P, SZ, P]),
+    ("fmi2GetFMUstate", I32, [P, P]),
+    ("fmi2SetFMUstate", I32, [P, P]),
+    ("fmi2FreeFMUstate", I32, [P, P]),
+    ("fmi2SerializedFMUstateSize", I32, [P, P, P]),
+    ("fmi2SerializeFMUstate", I32, [P, P, P, SZ]),
+    ("fmi2DeSerializeFMUstate", I32, [P, P, SZ, P]),
+]:
     fn = getattr(lib, name)
     fn.restype, fn.argtypes = res, args
 
@@ -142,47 +154,47 @@ elif case == "set_output_and_fixed_parameter":
     status.append(lib.fmi2SetReal(c, vrs(first_mass), 1, reals(2.0)))
 elif case == "bad_steps":
     init(c)
-    for t, h in ((0.0, -1e-3), (0.0, 0.0), (0.0, math.nan), (0.0, math.inf), (0.0, 1e12), (0.0, 1e6),
-                 (math.nan, 1e-3)):
+    for t, h in ((0.0, -1e-3), (0.0, 0.0), (0.0, math.nan), (0.0, math.inf), (0.0, 1e12), (0.0, 1e6), (math.nan, 1e-3)):
         status.append(lib.fmi2DoStep(c, t, h, 1))
-    status.append(lib.fmi2DoStep(c, 0.0, 1e-3, 1))      # still usable
+    status.append(lib.fmi2DoStep(c, 0.0, 1e-3, 1))  # still usable
 elif case == "negative_mass":
     status.append(lib.fmi2SetReal(c, vrs(first_mass), 1, reals(-1.0)))
     init(c)
 elif case == "triangle_inequality":
     body = first_mass[: -len(".mass")]
-    status.append(lib.fmi2SetReal(c, vrs(f"{body}.I[1,1]", f"{body}.I[2,2]", f"{body}.I[3,3]"), 3,
-                                  reals(10.0, 1.0, 1.0)))
+    status.append(
+        lib.fmi2SetReal(c, vrs(f"{body}.I[1,1]", f"{body}.I[2,2]", f"{body}.I[3,3]"), 3, reals(10.0, 1.0, 1.0))
+    )
     init(c)
 elif case == "nonfinite_state":
     init(c)
     status.append(lib.fmi2SetReal(c, vrs(first_input), 1, reals(1e308)))
     status.append(lib.fmi2DoStep(c, 0.0, 1.0, 1))
-    status.append(int(all(math.isfinite(v) for v in get(c, first_output))))   # state kept at the step's start
+    status.append(int(all(math.isfinite(v) for v in get(c, first_output))))  # state kept at the step's start
 elif case == "garbage_blobs":
     init(c)
     blob = serialized(c)
-    deserialize(c, b"\x00" * 16)                        # not ours
-    deserialize(c, b"\x01\x02\x03")                     # 3 bytes
-    deserialize(c, blob[: len(blob) // 2])              # truncated
+    deserialize(c, b"\x00" * 16)  # not ours
+    deserialize(c, b"\x01\x02\x03")  # 3 bytes
+    deserialize(c, blob[: len(blob) // 2])  # truncated
     bad = bytearray(blob)
     bad[len(bad) // 2] ^= 0x40
-    deserialize(c, bytes(bad))                          # one bit flipped
+    deserialize(c, bytes(bad))  # one bit flipped
     bad = bytearray(blob)
-    bad[16] ^= 0x01                                     # the model hash
+    bad[16] ^= 0x01  # the model hash
     deserialize(c, bytes(bad))
     bad = bytearray(blob)
-    bad[8] = 99                                         # the format version
+    bad[8] = 99  # the format version
     deserialize(c, bytes(bad))
-    deserialize(c, blob)                                # the good one still works
+    deserialize(c, blob)  # the good one still works
 elif case == "double_free_state":
     init(c)
     s = P()
     status.append(lib.fmi2GetFMUstate(c, ctypes.byref(s)))
     kept = P(s.value)
     status.append(lib.fmi2FreeFMUstate(c, ctypes.byref(s)))
-    status.append(lib.fmi2FreeFMUstate(c, ctypes.byref(kept)))      # the same pointer again
-    status.append(lib.fmi2SetFMUstate(c, kept))                      # a freed state
+    status.append(lib.fmi2FreeFMUstate(c, ctypes.byref(kept)))  # the same pointer again
+    status.append(lib.fmi2SetFMUstate(c, kept))  # a freed state
     status.append(lib.fmi2SetFMUstate(c, None))
 elif case == "foreign_state":
     init(c)
@@ -190,7 +202,7 @@ elif case == "foreign_state":
     init(other)
     s = P()
     status.append(lib.fmi2GetFMUstate(other, ctypes.byref(s)))
-    status.append(lib.fmi2SetFMUstate(c, s))            # a state of another instance
+    status.append(lib.fmi2SetFMUstate(c, s))  # a state of another instance
     status.append(lib.fmi2FreeFMUstate(other, ctypes.byref(s)))
     lib.fmi2FreeInstance(other)
 elif case == "null_pointers":
@@ -202,21 +214,20 @@ elif case == "null_pointers":
     status.append(lib.fmi2DoStep(None, 0.0, 1e-3, 1))
     status.append(lib.fmi2GetReal(None, vrs("KE"), 1, reals(0.0)))
     lib.fmi2FreeInstance(None)
-    status.append(lib.fmi2GetReal(c, None, 0, None))     # nvr = 0: nothing to do
+    status.append(lib.fmi2GetReal(c, None, 0, None))  # nvr = 0: nothing to do
 elif case == "freed_component":
     init(c)
     lib.fmi2FreeInstance(c)
-    lib.fmi2FreeInstance(c)                             # twice
+    lib.fmi2FreeInstance(c)  # twice
     status.append(lib.fmi2DoStep(c, 0.0, 1e-3, 1))
     c = None
 elif case == "bad_instantiate":
     status.append(int(bool(new(resources=b"not a uri"))))
     status.append(int(bool(new(g=b"{00000000-0000-0000-0000-000000000000}"))))
     status.append(int(bool(new(name=None))))
-    status.append(int(bool(lib.fmi2Instantiate(b"x", 0, guid, b"file:///r", ctypes.cast(ctypes.pointer(cb), P), 0,
-                                               0))))
+    status.append(int(bool(lib.fmi2Instantiate(b"x", 0, guid, b"file:///r", ctypes.cast(ctypes.pointer(cb), P), 0, 0))))
     status.append(int(bool(lib.fmi2Instantiate(b"x", 1, guid, b"file:///r", None, 0, 0))))
-    status.append(int(bool(new(resources=None))))       # no location: accepted (the FMU needs no resources)
+    status.append(int(bool(new(resources=None))))  # no location: accepted (the FMU needs no resources)
 else:
     raise SystemExit(f"unknown case {case}")
 if c:

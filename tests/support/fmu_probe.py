@@ -6,6 +6,7 @@ loads the extracted FMU with fmpy's low-level API, runs one misuse CASE (see CAS
 one JSON line ``{"case", "statuses": [...], "log": [[status, message], ...], "result": ...}``
 followed by ``PROBE-SURVIVED``; the test asserts the process exit code, the statuses and the log.
 Statuses are fmi2Status values (0 OK, 1 Warning, 2 Discard, 3 Error, 4 Fatal)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -47,9 +48,13 @@ class Probe:
         self.unzip = unzip
         self.md = read_model_description(os.path.join(unzip, "modelDescription.xml"))
         self.vr = {v.name: v.valueReference for v in self.md.modelVariables}
-        self.f = FMU2Slave(guid=self.md.guid, unzipDirectory=unzip,
-                           modelIdentifier=self.md.coSimulation.modelIdentifier, instanceName="probe")
-        self.f.fmiCallFunction = None            # no exceptions: we look at the statuses
+        self.f = FMU2Slave(
+            guid=self.md.guid,
+            unzipDirectory=unzip,
+            modelIdentifier=self.md.coSimulation.modelIdentifier,
+            instanceName="probe",
+        )
+        self.f.fmiCallFunction = None  # no exceptions: we look at the statuses
         self.lib = self.f.dll
         self.c = None
 
@@ -61,13 +66,21 @@ class Probe:
 
     def resources(self) -> str:
         from pathlib import Path
+
         return Path(self.unzip, "resources").as_uri()
 
     def instantiate(self, name=b"probe", resources: str | None = None, guid: bytes | None = None):
         fn = self.lib.fmi2Instantiate
         fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
-                       ctypes.POINTER(fmi2CallbackFunctions), ctypes.c_int, ctypes.c_int]
+        fn.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.POINTER(fmi2CallbackFunctions),
+            ctypes.c_int,
+            ctypes.c_int,
+        ]
         loc = (resources if resources is not None else self.resources()).encode()
         self.c = fn(name, 1, guid if guid is not None else self.md.guid.encode(), loc, ctypes.byref(CALLBACKS), 0, 0)
         return self.c
@@ -124,8 +137,9 @@ class Probe:
     def deserialize(self, blob: bytes):
         st = ctypes.c_void_p()
         buf = ctypes.create_string_buffer(blob, len(blob))
-        s = self.raw("fmi2DeSerializeFMUstate", ctypes.c_void_p(self.c), buf, ctypes.c_size_t(len(blob)),
-                     ctypes.byref(st))
+        s = self.raw(
+            "fmi2DeSerializeFMUstate", ctypes.c_void_p(self.c), buf, ctypes.c_size_t(len(blob)), ctypes.byref(st)
+        )
         return s, st
 
     def set_state(self, st):
@@ -143,6 +157,7 @@ def crafted(p: Probe, edit) -> int:
     header: the attacker knows the format): the status of fmi2SetFMUstate, or of
     fmi2DeSerializeFMUstate when that refuses."""
     from mbsfmu.fmu.protocol import HEADER_SIZE, pack
+
     blob = p.serialize(p.get_state())
     state = json.loads(blob[HEADER_SIZE:])
     edit(state)
@@ -161,6 +176,7 @@ def case(name: str, p: Probe):
         return p.instantiate(resources=f"file://{os.path.dirname(os.__file__)}") is None
     if name == "resources_unzip_root":
         from pathlib import Path
+
         return p.instantiate(resources=Path(p.unzip).as_uri()) is None
     if name == "null_instance_name":
         return p.instantiate(name=None) is None
@@ -183,7 +199,7 @@ def case(name: str, p: Probe):
         return p.raw("fmi2GetInteger", ctypes.c_void_p(p.c), None, ctypes.c_size_t(2), None)
     if name == "get_real_unknown_vr":
         p.init()
-        return p.get_real([10 ** 6])[0]
+        return p.get_real([10**6])[0]
     if name == "get_integer_on_real":
         p.init()
         return p.get_integer([vr_real])[0]
@@ -271,9 +287,13 @@ def main():
     unzip, name = sys.argv[1], sys.argv[2]
     p = Probe(unzip)
     result = case(name, p)
-    print(json.dumps({"case": name, "statuses": STATUSES, "log": LOG, "result": result},
-                     default=lambda x: None if x is None else str(x),
-                     allow_nan=True))
+    print(
+        json.dumps(
+            {"case": name, "statuses": STATUSES, "log": LOG, "result": result},
+            default=lambda x: None if x is None else str(x),
+            allow_nan=True,
+        )
+    )
     print("PROBE-SURVIVED", flush=True)
     # instances are deliberately not freed: the host leaves through the normal interpreter exit
 

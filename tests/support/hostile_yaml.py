@@ -3,6 +3,7 @@ expands to 9^8 = 43 million list items) at every leaf of the given model and sce
 each variant and print one JSON line per variant: its label, seconds taken and the outcome.
 A loader that renders a value eagerly (repr, str, difflib) hangs here with memory growing; the
 parent's timeout and RLIMIT_AS turn that into a failure."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import yaml
 
-ANCHORS = "\n".join(["zz_anchors:", "  - &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
-                    + [f"  - &a{k} [{', '.join([f'*a{k - 1}'] * 9)}]" for k in range(1, 9)])
+ANCHORS = "\n".join(
+    ["zz_anchors:", "  - &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    + [f"  - &a{k} [{', '.join([f'*a{k - 1}'] * 9)}]" for k in range(1, 9)]
+)
 BOMB = "__alias_bomb__"
 
 
@@ -44,11 +47,12 @@ def bombed(doc, path) -> str:
 def main() -> int:
     from mbsfmu import MbsError, load_model
     from mbsfmu.scenario import build_simulator, load_scenario
+
     kind, src = sys.argv[1], Path(sys.argv[2])
     doc = yaml.safe_load(src.read_text())
     work = Path(tempfile.mkdtemp())
     try:
-        if kind == "scenario":   # keep the scenario's relative model path valid
+        if kind == "scenario":  # keep the scenario's relative model path valid
             shutil.copytree(src.parent / "models", work / "models")
         for path in leaves(doc):
             target = work / src.name
@@ -62,8 +66,10 @@ def main() -> int:
                 outcome = "loaded"
             except MbsError as e:
                 outcome = "error" if len(str(e)) < 100_000 else "huge error"
-            print(json.dumps({"path": [str(p) for p in path], "s": time.perf_counter() - t0, "outcome": outcome}),
-                  flush=True)
+            print(
+                json.dumps({"path": [str(p) for p in path], "s": time.perf_counter() - t0, "outcome": outcome}),
+                flush=True,
+            )
     finally:
         shutil.rmtree(work)
     return 0

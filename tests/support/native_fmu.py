@@ -2,6 +2,7 @@
 tests/fmu/conftest.py hands out a NativeFmus): native FMUs built once per session, the portable C
 host (tests/support/c_host/fmu_run.c) compiled by zig for Linux and Windows, and runs through
 fmpy's FMU2Slave."""
+
 from __future__ import annotations
 
 import shutil
@@ -17,8 +18,10 @@ from tests.support.paths import MODELS, ROOT, SUPPORT
 
 HOST_SOURCE = SUPPORT / "c_host" / "fmu_run.c"
 HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
-HOST_TARGETS = {"linux64": ("x86_64-linux-gnu.2.17", "fmu_run", ["-ldl"]),
-                "win64": ("x86_64-windows-gnu", "fmu_run.exe", [])}
+HOST_TARGETS = {
+    "linux64": ("x86_64-linux-gnu.2.17", "fmu_run", ["-ldl"]),
+    "win64": ("x86_64-windows-gnu", "fmu_run.exe", []),
+}
 
 
 def model_file(model: str) -> Path:
@@ -37,6 +40,7 @@ class NativeFmus:
 
     def fmu(self, model: str, platforms=("linux64",), **solver) -> Path:
         from mbsfmu.fmu.native import build_native_fmu
+
         tag = "-".join(f"{k}{v}" for k, v in sorted(solver.items()))
         path = self.base / f"{Path(model).stem}-{'+'.join(platforms)}{tag}.fmu"
         if not path.exists():
@@ -54,8 +58,24 @@ class NativeFmus:
         target, name, libs = HOST_TARGETS[platform]
         exe = self.base / name
         if not exe.exists():
-            run = subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", target, "-O2", f"-I{HEADERS}",
-                                  str(HOST_SOURCE), "-o", str(exe), *libs], capture_output=True, text=True)
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "ziglang",
+                    "cc",
+                    "-target",
+                    target,
+                    "-O2",
+                    f"-I{HEADERS}",
+                    str(HOST_SOURCE),
+                    "-o",
+                    str(exe),
+                    *libs,
+                ],
+                capture_output=True,
+                text=True,
+            )
             assert run.returncode == 0, run.stderr
         return exe
 
@@ -83,8 +103,19 @@ def extracted_identifier(extracted: Path) -> str:
     return ET.parse(extracted / "modelDescription.xml").getroot().find("CoSimulation").get("modelIdentifier")
 
 
-def host_command(host: Path, extracted: Path, steps: int, dt: float, reals=(), ints=(), sets: dict | None = None,
-                 state: bool = False, bench: bool = False, platform: str = "linux64", lib: str | None = None) -> list:
+def host_command(
+    host: Path,
+    extracted: Path,
+    steps: int,
+    dt: float,
+    reals=(),
+    ints=(),
+    sets: dict | None = None,
+    state: bool = False,
+    bench: bool = False,
+    platform: str = "linux64",
+    lib: str | None = None,
+) -> list:
     guid = ET.parse(extracted / "modelDescription.xml").getroot().get("guid")
     cmd = [str(host), lib or str(library(extracted, platform)), guid, "file:///resources", str(steps), repr(dt)]
     if reals:
@@ -100,16 +131,25 @@ def parse_rows(stdout: str) -> np.ndarray:
     return np.array([[float(v) for v in line.split(",")] for line in stdout.splitlines() if line and line[0] != "b"])
 
 
-def fmpy_run(fmu: Path, extracted: Path, dt: float, steps: int, outputs: list[str], settings: dict | None = None,
-             ints: list[str] = ()) -> np.ndarray:
+def fmpy_run(
+    fmu: Path,
+    extracted: Path,
+    dt: float,
+    steps: int,
+    outputs: list[str],
+    settings: dict | None = None,
+    ints: list[str] = (),
+) -> np.ndarray:
     """Rows [t, outputs..., ints...] after every step of an fmpy FMU2Slave instance; settings by
     name (Integer when the value is an int) set before initialisation."""
     from fmpy import read_model_description
     from fmpy.fmi2 import FMU2Slave
+
     md = read_model_description(str(fmu))
     vr = {v.name: v.valueReference for v in md.modelVariables}
-    f = FMU2Slave(guid=md.guid, unzipDirectory=str(extracted), modelIdentifier=md.coSimulation.modelIdentifier,
-                  instanceName="run")
+    f = FMU2Slave(
+        guid=md.guid, unzipDirectory=str(extracted), modelIdentifier=md.coSimulation.modelIdentifier, instanceName="run"
+    )
     f.instantiate()
     f.setupExperiment(startTime=0.0)
     for name, value in (settings or {}).items():

@@ -1,4 +1,5 @@
 """The repository's folders the tests read: the root, the bundled models and the test data."""
+
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]

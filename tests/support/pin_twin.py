@@ -1,4 +1,5 @@
 """The same tree built in Pinocchio (test-only oracle) and state conversion to its conventions."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,7 @@ def to_pinocchio(model: Model) -> pin.Model:
     t = model.tree
     pm = pin.Model()
     pm.gravity.linear = model.gravity
-    host = {0: (0, pin.SE3.Identity())}   # our body -> (pin joint id, body frame in that joint frame)
+    host = {0: (0, pin.SE3.Identity())}  # our body -> (pin joint id, body frame in that joint frame)
     for i in range(1, model.N + 1):
         pj, M_p = host[int(t.parent[i])]
         place = M_p * pin.SE3(t.R_tree[i], t.p_tree[i])
@@ -24,9 +25,12 @@ def to_pinocchio(model: Model) -> pin.Model:
             pm.appendBodyToJoint(pj, inertia, place)
             host[i] = (pj, place)
             continue
-        jm = {joints.REVOLUTE: lambda i=i: pin.JointModelRevoluteUnaligned(t.axis[i]),
-              joints.PRISMATIC: lambda i=i: pin.JointModelPrismaticUnaligned(t.axis[i]),
-              joints.SPHERICAL: pin.JointModelSpherical, joints.FREE: pin.JointModelFreeFlyer}[jt]()
+        jm = {
+            joints.REVOLUTE: lambda i=i: pin.JointModelRevoluteUnaligned(t.axis[i]),
+            joints.PRISMATIC: lambda i=i: pin.JointModelPrismaticUnaligned(t.axis[i]),
+            joints.SPHERICAL: pin.JointModelSpherical,
+            joints.FREE: pin.JointModelFreeFlyer,
+        }[jt]()
         jid = pm.addJoint(pj, jm, place, model.joint_names[i - 1])
         pm.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
         host[i] = (jid, pin.SE3.Identity())
@@ -38,7 +42,7 @@ def q_to_pin(model: Model, q: np.ndarray) -> np.ndarray:
     t = model.tree
     out = []
     for i in range(1, model.N + 1):
-        qi = q[t.iq[i]: t.iq[i] + t.nq[i]]
+        qi = q[t.iq[i] : t.iq[i] + t.nq[i]]
         if t.jtype[i] == joints.SPHERICAL:
             qi = np.r_[qi[1:], qi[0]]
         elif t.jtype[i] == joints.FREE:

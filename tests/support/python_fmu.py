@@ -1,6 +1,7 @@
 """Helpers of the python-runtime FMU's tests (no tests, no fixtures: the ``fmus`` fixture of
 tests/fmu/conftest.py hands out an FmuFiles): FMUs built once per session, fmpy instances, the
 engine run directly for comparison, and the C host (tests/support/c_host/fmu_run.c)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -27,6 +28,7 @@ class FmuFiles:
 
     def fmu(self, model: str, naming: str = "structured", loader: bool | None = None, **solver) -> Path:
         from mbsfmu.fmu import build_fmu
+
         tag = "-".join(f"{k}{v}" for k, v in sorted(solver.items()))
         path = self.base / f"{Path(model).stem}-{naming}-{'noloader' if loader is False else 'loader'}{tag}.fmu"
         if not path.exists():
@@ -49,14 +51,18 @@ class FmuFiles:
             gcc = shutil.which("gcc")
             if gcc is None:
                 pytest.skip("no gcc for the C host")
-            run = subprocess.run([gcc, "-Wall", "-O1", f"-I{FMI_HEADERS}", str(C_HOST), "-o", str(exe), "-ldl"],
-                                 capture_output=True, text=True)
+            run = subprocess.run(
+                [gcc, "-Wall", "-O1", f"-I{FMI_HEADERS}", str(C_HOST), "-o", str(exe), "-ldl"],
+                capture_output=True,
+                text=True,
+            )
             assert run.returncode == 0, run.stderr
         return exe
 
 
 def value_refs(fmu: Path) -> dict[str, int]:
     from fmpy import read_model_description
+
     return {v.name: v.valueReference for v in read_model_description(str(fmu)).modelVariables}
 
 
@@ -70,6 +76,7 @@ class Logged:
             fmi2CallbackFunctions,
             fmi2CallbackLoggerTYPE,
         )
+
         self.messages: list[tuple[int, str, str]] = []
 
         def log(_env, _name, status, category, message):
@@ -85,16 +92,29 @@ class Logged:
         return "\n".join(m for _s, _c, m in self.messages)
 
 
-def instance(fmus: FmuFiles, fmu: Path, name: str = "inst", params: dict | None = None, inputs: dict | None = None,
-             init: bool = True, logged: Logged | None = None, logging_on: bool = False):
+def instance(
+    fmus: FmuFiles,
+    fmu: Path,
+    name: str = "inst",
+    params: dict | None = None,
+    inputs: dict | None = None,
+    init: bool = True,
+    logged: Logged | None = None,
+    logging_on: bool = False,
+):
     """An instantiated (and by default initialised) fmpy FMU2Slave; params/inputs by name,
     Real unless the value is an int."""
     from fmpy import read_model_description
     from fmpy.fmi2 import FMU2Slave
+
     md = read_model_description(str(fmu))
     vr = {v.name: v.valueReference for v in md.modelVariables}
-    f = FMU2Slave(guid=md.guid, unzipDirectory=str(fmus.extracted(fmu)),
-                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
+    f = FMU2Slave(
+        guid=md.guid,
+        unzipDirectory=str(fmus.extracted(fmu)),
+        modelIdentifier=md.coSimulation.modelIdentifier,
+        instanceName=name,
+    )
     f.instantiate(callbacks=logged.callbacks if logged else None, loggingOn=logging_on)
     f.setupExperiment(startTime=0.0)
     for key, value in {**(params or {}), **(inputs or {})}.items():
@@ -119,10 +139,12 @@ def engine(model: str, params: dict | None = None, **solver):
     FMU's backend, the numpy reference, unless ``backend`` is given)."""
     import mbsfmu
     from mbsfmu.fmu.slave import BACKEND
+
     solver.setdefault("backend", BACKEND)
     from mbsfmu.engine.model import Model
     from mbsfmu.fmu.variables import apply_parameters, variable_table
     from mbsfmu.sim.simulator import Simulator
+
     m = mbsfmu.load_model(MODELS / f"{model}.yaml")
     if params:
         keys = {v.name: v.source[1] for v in variable_table(m) if v.source[0] == "param"}
@@ -134,6 +156,7 @@ def pd_torques(q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """The test's controller for the SCARA: PD toward q_ref = (0.8, -0.6) rad plus gravity
     compensation by the model's inverse dynamics [N m]."""
     import mbsfmu
+
     global _SCARA
     if _SCARA is None:
         _SCARA = mbsfmu.load_model(MODELS / "scara.yaml")

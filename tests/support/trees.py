@@ -1,4 +1,5 @@
 """Model builders shared by the tests: random trees of every joint type, and Pinocchio twins."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,7 @@ def random_inertia(rng: np.random.Generator) -> tuple:
     return tuple(map(tuple, R @ np.diag(moments) @ R.T))
 
 
-def random_tree(rng: np.random.Generator, n: int, free_base: bool = True, types=TYPES,
-                springs: bool = False) -> Model:
+def random_tree(rng: np.random.Generator, n: int, free_base: bool = True, types=TYPES, springs: bool = False) -> Model:
     """A branched tree of n bodies: body 0 on a free (or revolute) joint, the others on random
     joints with random parents, placements, axes and mass properties; listed in shuffled order."""
     bodies = []
@@ -26,15 +26,29 @@ def random_tree(rng: np.random.Generator, n: int, free_base: bool = True, types=
         jtype = ("free" if free_base else "revolute") if k == 0 else types[rng.integers(len(types))]
         parent = "world" if k == 0 else f"b{rng.integers(k)}"
         axis = rng.normal(size=3)
-        spring = Spring(k=rng.uniform(0, 5), d=rng.uniform(0, 1), q0=rng.uniform(-1, 1)) \
-            if springs and jtype in ("revolute", "prismatic") else None
-        bodies.append(Body(
-            name=f"b{k}", parent=parent,
-            joint=Joint(name=f"j{k}", type=jtype, axis=tuple(axis / np.linalg.norm(axis)),
-                        origin=Origin(xyz=tuple(rng.uniform(-0.5, 0.5, 3)), rpy=tuple(rng.uniform(-np.pi, np.pi, 3))),
-                        spring=spring),
-            mass=float(rng.uniform(0.5, 3.0)), com=tuple(rng.uniform(-0.3, 0.3, 3)), inertia=random_inertia(rng),
-            frames={f"f{k}": Origin(xyz=tuple(rng.uniform(-0.5, 0.5, 3)))}))
+        spring = (
+            Spring(k=rng.uniform(0, 5), d=rng.uniform(0, 1), q0=rng.uniform(-1, 1))
+            if springs and jtype in ("revolute", "prismatic")
+            else None
+        )
+        bodies.append(
+            Body(
+                name=f"b{k}",
+                parent=parent,
+                joint=Joint(
+                    name=f"j{k}",
+                    type=jtype,
+                    axis=tuple(axis / np.linalg.norm(axis)),
+                    origin=Origin(xyz=tuple(rng.uniform(-0.5, 0.5, 3)), rpy=tuple(rng.uniform(-np.pi, np.pi, 3))),
+                    spring=spring,
+                ),
+                mass=float(rng.uniform(0.5, 3.0)),
+                com=tuple(rng.uniform(-0.3, 0.3, 3)),
+                inertia=random_inertia(rng),
+                frames={f"f{k}": Origin(xyz=tuple(rng.uniform(-0.5, 0.5, 3)))},
+            )
+        )
     order = rng.permutation(n)
-    return Model(ModelSpec(name="random", bodies=tuple(bodies[k] for k in order),
-                           gravity=tuple(rng.uniform(-10, 10, 3))))
+    return Model(
+        ModelSpec(name="random", bodies=tuple(bodies[k] for k in order), gravity=tuple(rng.uniform(-10, 10, 3)))
+    )

@@ -1,10 +1,11 @@
 """Forward dynamics in O(N) by the articulated-body algorithm (RBDA Table 7.1)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..spec.tree import Tree, joint_transforms
 from ..spatial import Array, bias_force, crm
+from ..spec.tree import Tree, joint_transforms
 
 
 def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None) -> Array:
@@ -22,7 +23,7 @@ def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None)
     pA = np.zeros((n + 1, 6))
     for i in range(1, n + 1):
         S = tree.S[i, :, : tree.nv[i]]
-        vJ = S @ qd[tree.iv[i]: tree.iv[i] + tree.nv[i]]
+        vJ = S @ qd[tree.iv[i] : tree.iv[i] + tree.nv[i]]
         v[i] = Xup[i] @ v[tree.parent[i]] + vJ
         c[i] = crm(v[i]) @ vJ
         pA[i] = bias_force(tree.I[i], v[i])
@@ -36,7 +37,7 @@ def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None)
         U[i] = IA[i] @ S
         D = S.T @ U[i]
         Dinv[i] = 1.0 / D if D.shape == (1, 1) else np.linalg.inv(D)
-        u[i] = tau[tree.iv[i]: tree.iv[i] + tree.nv[i]] - S.T @ pA[i]
+        u[i] = tau[tree.iv[i] : tree.iv[i] + tree.nv[i]] - S.T @ pA[i]
         p = tree.parent[i]
         if p > 0:
             Ia = IA[i] - U[i] @ Dinv[i] @ U[i].T
@@ -50,6 +51,6 @@ def aba(tree: Tree, q: Array, qd: Array, tau: Array, f_ext: Array | None = None)
         S = tree.S[i, :, : tree.nv[i]]
         a_p = Xup[i] @ a[tree.parent[i]] + c[i]
         qdd_i = Dinv[i] @ (u[i] - U[i].T @ a_p)
-        qdd[tree.iv[i]: tree.iv[i] + tree.nv[i]] = qdd_i
+        qdd[tree.iv[i] : tree.iv[i] + tree.nv[i]] = qdd_i
         a[i] = a_p + S @ qdd_i
     return qdd

@@ -37,26 +37,27 @@ Tolerances: position rows are compared absolutely in m (coincidence, offset rows
 direction cosines (dot rows), scaled by the model's length scale L = 1 + the largest anchor or
 joint offset [m] (``LoopSet.scale``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import joints
 from ...errors import InputError
+from .. import joints
 from ..kinematics import forward_kinematics, point_jacobian
-from ..spec.tree import Tree
 from ..spatial import Array, cross
+from ..spec.tree import Tree
 from .crba import crba
 from .rnea import rnea
 
-RCOND = 1e-10          # singular values of A M^-1 A^T (or Phi_v) below RCOND x the largest are dropped
-NEWTON_RTOL = 1e-14    # assembly / projection / v = H(u) target: max |Phi| <= NEWTON_RTOL x L
-ACCEPT_RTOL = 1e-10    # ... accepted when Newton stagnates at round-off below ACCEPT_RTOL x L
-CONSISTENT_RTOL = 1e-9   # a state violating a loop by more (x L; rates x L max(1, |qd|)) is rejected
+RCOND = 1e-10  # singular values of A M^-1 A^T (or Phi_v) below RCOND x the largest are dropped
+NEWTON_RTOL = 1e-14  # assembly / projection / v = H(u) target: max |Phi| <= NEWTON_RTOL x L
+ACCEPT_RTOL = 1e-10  # ... accepted when Newton stagnates at round-off below ACCEPT_RTOL x L
+CONSISTENT_RTOL = 1e-9  # a state violating a loop by more (x L; rates x L max(1, |qd|)) is rejected
 MAX_NEWTON = 50
-ALPHA, BETA = 10.0, 10.0   # Baumgarte defaults [1/s]: critically damped, time constant 0.1 s
+ALPHA, BETA = 10.0, 10.0  # Baumgarte defaults [1/s]: critically damped, time constant 0.1 s
 KINDS = ("ball", "revolute", "prismatic", "planar")
 
 
@@ -67,8 +68,12 @@ class AssemblyError(InputError):
 
     def __init__(self, what: str, residuals: dict[str, float], reason: str):
         self.what, self.residuals, self.reason = what, residuals, reason
-        super().__init__("cannot " + ("assemble " if what == "|Phi|" else "make the rates consistent with ")
-                         + "; ".join(f"loop {n!r} (max {what} = {v:.3g})" for n, v in residuals.items()) + f": {reason}")
+        super().__init__(
+            "cannot "
+            + ("assemble " if what == "|Phi|" else "make the rates consistent with ")
+            + "; ".join(f"loop {n!r} (max {what} = {v:.3g})" for n, v in residuals.items())
+            + f": {reason}"
+        )
 
 
 class PartitionError(InputError):
@@ -81,6 +86,7 @@ class Closure:
     ra, rb [m] and axes Ea, Eb (columns) in body coordinates, unit ``axis`` (frame coordinates)
     with perpendiculars t1, t2; ``rows`` its slice of the stacked constraint rows; ``dofs`` the
     velocity indices of the joints on the loop, ``held`` those of its declared independent joints."""
+
     name: str
     kind: str
     a: int
@@ -100,6 +106,7 @@ class Closure:
 @dataclass(frozen=True)
 class LoopSet:
     """All cut joints of a model: ``closures``, ``m`` stacked rows, length scale ``scale`` [m]."""
+
     closures: tuple[Closure, ...]
     m: int
     scale: float
@@ -116,6 +123,7 @@ class LoopSet:
 class LoopData:
     """Constraint values at (q, qd): Phi (m,) [m or -], A (m, nv), and with rates
     Phidot = A qd (m,) and gamma (m,) with A qdd = gamma on the constrained motion (gamma = -Adot qd)."""
+
     Phi: Array
     A: Array
     Phidot: Array | None = None
@@ -127,6 +135,7 @@ class Partition:
     """Coordinate partition (PyMbs Background): velocity indices iu (independent, every coordinate not
     solved from a partitioned loop) and iv (dependent); ``rows`` the partitioned loops' rows,
     ``other`` the rows kept with multipliers; ``loops`` the partitioned loops' names."""
+
     iu: np.ndarray
     iv: np.ndarray
     rows: np.ndarray
@@ -138,6 +147,7 @@ class Partition:
 def compile_loops(model) -> LoopSet:
     """The cut joints of a Model (its spec, body and joint indices) as a LoopSet."""
     from ..spec.loops import loop_joints, resolve_side
+
     spec, t = model.spec, model.tree
     closures, m = [], 0
     scale = 1.0 + max([float(np.linalg.norm(p)) for p in t.p_tree[1:]] + [0.0])
@@ -157,8 +167,24 @@ def compile_loops(model) -> LoopSet:
         dofs = tuple(k for j in on_loop for k in range(*model.v_slice(j).indices(model.nv)))
         held = tuple(k for j in loop.independent for k in range(*model.v_slice(j).indices(model.nv)))
         rows = {"ball": 3, "revolute": 5, "prismatic": 5, "planar": 3}[loop.type]
-        closures.append(Closure(loop.name, loop.type, ends[0][0], ends[1][0], ends[0][1], ends[1][1], ends[0][2],
-                                ends[1][2], n, t1, t2, slice(m, m + rows), tuple(sorted(dofs)), tuple(sorted(held))))
+        closures.append(
+            Closure(
+                loop.name,
+                loop.type,
+                ends[0][0],
+                ends[1][0],
+                ends[0][1],
+                ends[1][1],
+                ends[0][2],
+                ends[1][2],
+                n,
+                t1,
+                t2,
+                slice(m, m + rows),
+                tuple(sorted(dofs)),
+                tuple(sorted(held)),
+            )
+        )
         m += rows
     return LoopSet(tuple(closures), m, scale)
 
@@ -168,6 +194,7 @@ def compile_loops(model) -> LoopSet:
 class _Side:
     """A cut-joint frame in world axes: origin P, axes E, Jacobian rows Jw, Jv (3, nv) of its
     angular velocity and origin velocity; with rates w, v and the qdd = 0 accelerations al, acc."""
+
     P: Array
     E: Array
     Jw: Array
@@ -228,8 +255,13 @@ def _closure_rows(c: Closure, sa: _Side, sb: _Side, rates: bool) -> list:
     if c.kind == "revolute":
         return [_coincide(sa, sb, rates), _dot(t1, n_b, sa, sb, rates), _dot(t2, n_b, sa, sb, rates)]
     if c.kind == "prismatic":
-        return [_offset(t1, sa, sb, rates), _offset(t2, sa, sb, rates), _dot(sa.E[:, 0], sb.E[:, 1], sa, sb, rates),
-                _dot(sa.E[:, 1], sb.E[:, 2], sa, sb, rates), _dot(sa.E[:, 2], sb.E[:, 0], sa, sb, rates)]
+        return [
+            _offset(t1, sa, sb, rates),
+            _offset(t2, sa, sb, rates),
+            _dot(sa.E[:, 0], sb.E[:, 1], sa, sb, rates),
+            _dot(sa.E[:, 1], sb.E[:, 2], sa, sb, rates),
+            _dot(sa.E[:, 2], sb.E[:, 0], sa, sb, rates),
+        ]
     return [_offset(n_a, sa, sb, rates), _dot(t1, n_b, sa, sb, rates), _dot(t2, n_b, sa, sb, rates)]
 
 
@@ -247,9 +279,9 @@ def constraints(tree: Tree, loops: LoopSet, q: Array, qd: Array | None = None, k
         k = c.rows.start
         for phi, a, phid, gam in _closure_rows(c, sa, sb, rates):
             n = np.size(phi)
-            Phi[k: k + n], A[k: k + n] = phi, a
+            Phi[k : k + n], A[k : k + n] = phi, a
             if rates:
-                Phidot[k: k + n], gamma[k: k + n] = phid, gam
+                Phidot[k : k + n], gamma[k : k + n] = phid, gam
             k += n
     return LoopData(Phi, A, Phidot, gamma)
 
@@ -262,7 +294,7 @@ def kkt_solve(M: Array, h: Array, A: Array, g: Array, rcond: float = RCOND) -> t
     G^+ from G's eigendecomposition (its SVD: G is symmetric positive semi-definite), dropping
     eigenvalues below rcond x the largest: redundant rows get the minimum-norm lambda (the
     component in null(A^T), which moves nothing, is zero), and x is unique either way."""
-    L = np.linalg.cholesky(M)          # LinAlgError unless M is positive definite
+    L = np.linalg.cholesky(M)  # LinAlgError unless M is positive definite
     X = np.linalg.solve(L.T, np.linalg.solve(L, np.column_stack([h, A.T])))
     Mi_h, Mi_AT = X[:, 0], X[:, 1:]
     if A.shape[0] == 0:
@@ -292,7 +324,7 @@ def integrate(tree: Tree, q: Array, dv: Array) -> Array:
     for i in range(1, tree.N + 1):
         if tree.nv[i]:
             sq = slice(tree.iq[i], tree.iq[i] + tree.nq[i])
-            out[sq] = joints.integrate(int(tree.jtype[i]), q[sq], dv[tree.iv[i]: tree.iv[i] + tree.nv[i]])
+            out[sq] = joints.integrate(int(tree.jtype[i]), q[sq], dv[tree.iv[i] : tree.iv[i] + tree.nv[i]])
     return out
 
 
@@ -307,7 +339,9 @@ def make_partition(loops: LoopSet, nv: int, dof_names: tuple[str, ...] = ()) -> 
     held = {k for c in part for k in c.held}
     iv = sorted({k for c in part for k in c.dofs} - held)
     rows = np.array([k for c in part for k in range(c.rows.start, c.rows.stop)], dtype=np.int64)
-    other = np.array([k for c in loops.closures if not c.held for k in range(c.rows.start, c.rows.stop)], dtype=np.int64)
+    other = np.array(
+        [k for c in loops.closures if not c.held for k in range(c.rows.start, c.rows.stop)], dtype=np.int64
+    )
     iu = np.array([k for k in range(nv) if k not in set(iv)], dtype=np.int64)
     dependent = tuple(dict.fromkeys(dof_names[k] for k in iv)) if dof_names else ()
     return Partition(iu, np.array(iv, dtype=np.int64), rows, other, tuple(c.name for c in part), dependent)
@@ -322,18 +356,22 @@ def reduction(A_p: Array, gamma_p: Array | None, part: Partition, nv: int) -> tu
     U, s, Vt = np.linalg.svd(Phi_v, full_matrices=False)
     if part.iv.size and (s.size < part.iv.size or s[-1] <= RCOND * s[0]):
         joints_v = f" (joints {', '.join(part.dependent)})" if part.dependent else ""
-        raise PartitionError(f"loop(s) {', '.join(part.loops)}: the {part.iv.size} dependent rates{joints_v} are not "
-                             "determined by the independent ones here: Phi_v has rank "
-                             f"{int(np.sum(s > RCOND * (s[0] if s.size else 1.0)))} < {part.iv.size} (a singular "
-                             "configuration of the partition, or too few independent joints declared)")
+        raise PartitionError(
+            f"loop(s) {', '.join(part.loops)}: the {part.iv.size} dependent rates{joints_v} are not "
+            "determined by the independent ones here: Phi_v has rank "
+            f"{int(np.sum(s > RCOND * (s[0] if s.size else 1.0)))} < {part.iv.size} (a singular "
+            "configuration of the partition, or too few independent joints declared)"
+        )
     Pv = (Vt.T / s) @ U.T if part.iv.size else np.zeros((0, A_p.shape[0]))
     J = np.zeros((nv, part.iu.size))
     J[part.iu, np.arange(part.iu.size)] = 1.0
     J[part.iv] = -Pv @ Phi_u
     scale = max(np.abs(A_p).max(initial=0.0), 1.0)
     if np.abs(A_p @ J).max(initial=0.0) > 1e-8 * scale:
-        raise PartitionError(f"loop(s) {', '.join(part.loops)}: the declared independent joints are not independent "
-                             "(the loop constrains them among themselves): declare fewer")
+        raise PartitionError(
+            f"loop(s) {', '.join(part.loops)}: the declared independent joints are not independent "
+            "(the loop constrains them among themselves): declare fewer"
+        )
     if gamma_p is None:
         return J, None
     b = np.zeros(nv)
@@ -355,9 +393,11 @@ def solve_dependent(tree: Tree, loops: LoopSet, part: Partition, q: Array) -> tu
         dv = np.zeros(tree.nv_total)
         dv[part.iv] = -_lstsq(A_p[:, part.iv], Phi)
         q = integrate(tree, q, dv)
-    raise PartitionError(f"loop(s) {', '.join(part.loops)}: the dependent coordinates could not be solved from the "
-                         f"independent ones (max |Phi| = {r:.3g} after {MAX_NEWTON} Newton steps): the mechanism "
-                         "cannot close at these independent coordinates")
+    raise PartitionError(
+        f"loop(s) {', '.join(part.loops)}: the dependent coordinates could not be solved from the "
+        f"independent ones (max |Phi| = {r:.3g} after {MAX_NEWTON} Newton steps): the mechanism "
+        "cannot close at these independent coordinates"
+    )
 
 
 def consistent_state(tree: Tree, loops: LoopSet, part: Partition, q: Array, qd: Array) -> tuple[Array, Array, Array]:
@@ -368,9 +408,17 @@ def consistent_state(tree: Tree, loops: LoopSet, part: Partition, q: Array, qd: 
 
 
 # ---- dynamics -----------------------------------------------------------------------------
-def loop_forward_dynamics(tree: Tree, loops: LoopSet, q: Array, qd: Array, tau: Array, f_ext: Array | None = None,
-                          part: Partition | None = None, alpha: float = 0.0, beta: float = 0.0
-                          ) -> tuple[Array, Array, LoopData]:
+def loop_forward_dynamics(
+    tree: Tree,
+    loops: LoopSet,
+    q: Array,
+    qd: Array,
+    tau: Array,
+    f_ext: Array | None = None,
+    part: Partition | None = None,
+    alpha: float = 0.0,
+    beta: float = 0.0,
+) -> tuple[Array, Array, LoopData]:
     """(qdd (nv,), lambda (m,), LoopData) under joint forces tau (nv,) [N m or N, springs and
     dampers included], gravity and f_ext (N+1, 6).
 
@@ -394,8 +442,9 @@ def loop_forward_dynamics(tree: Tree, loops: LoopSet, q: Array, qd: Array, tau: 
     return qdd, lam, ld
 
 
-def loop_inverse_dynamics(tree: Tree, loops: LoopSet, part: Partition, q: Array, qd: Array, udd: Array,
-                          f_ext: Array | None = None) -> Array:
+def loop_inverse_dynamics(
+    tree: Tree, loops: LoopSet, part: Partition, q: Array, qd: Array, udd: Array, f_ext: Array | None = None
+) -> Array:
     """tau_u (nu,): forces on the independent coordinates that give them the accelerations udd,
     with every loop partitioned: tau_u = J^T RNEA(q, qd, J udd + b) (the tree's inverse dynamics
     projected through J; the constraint forces drop out, J^T A^T = 0). (q, qd) must be consistent."""
@@ -428,15 +477,19 @@ def assemble(tree: Tree, loops: LoopSet, q: Array, qd: Array | None = None) -> t
             if r_new < r or not np.isfinite(r_new):
                 break
             dv *= 0.5
-        if not r_new < r:   # no descent: stagnated (at round-off, or at a local minimum)
+        if not r_new < r:  # no descent: stagnated (at round-off, or at a local minimum)
             break
         q, ld, r = q_new, ld_new, r_new
     bad = _open_loops(loops, ld.Phi, CONSISTENT_RTOL * loops.scale)
     if bad:
-        raise AssemblyError("|Phi|", bad, "moving the loop joints that are not declared independent "
-                            f"({'the declared ones held' if held else 'none declared'}) does not close it: the links "
-                            "cannot close (lengths, anchors, or the independent joints' initial values), or the loops "
-                            "over-constrain the mechanism")
+        raise AssemblyError(
+            "|Phi|",
+            bad,
+            "moving the loop joints that are not declared independent "
+            f"({'the declared ones held' if held else 'none declared'}) does not close it: the links "
+            "cannot close (lengths, anchors, or the independent joints' initial values), or the loops "
+            "over-constrain the mechanism",
+        )
     if qd is None:
         return q, None
     A = ld.A
@@ -459,8 +512,10 @@ def check_consistent(tree: Tree, loops: LoopSet, q: Array, qd: Array) -> None:
     if bad or bad_v:
         parts = [f"loop {n!r}: max |Phi| = {v:.3g} (position)" for n, v in bad.items()]
         parts += [f"loop {n!r}: max |A qd| = {v:.3g} (velocity)" for n, v in bad_v.items()]
-        raise InputError("the state violates " + "; ".join(parts) + f" (tolerance {tol:.3g}): give consistent values "
-                         "or let the simulator assemble them (assemble=True)")
+        raise InputError(
+            "the state violates " + "; ".join(parts) + f" (tolerance {tol:.3g}): give consistent values "
+            "or let the simulator assemble them (assemble=True)"
+        )
 
 
 def _open_loops(loops: LoopSet, res: Array, tol: float) -> dict[str, float]:

@@ -1,10 +1,11 @@
 """Joint-space inertia matrix M by the composite-rigid-body algorithm (RBDA Table 6.2)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..spec.tree import Tree, joint_transforms
 from ..spatial import Array
+from ..spec.tree import Tree, joint_transforms
 
 
 def crba(tree: Tree, q: Array) -> Array:

@@ -1,10 +1,11 @@
 """Inverse dynamics by the recursive Newton-Euler algorithm (RBDA Table 5.1)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..spec.tree import Tree, joint_transforms
 from ..spatial import Array, bias_force, crm
+from ..spec.tree import Tree, joint_transforms
 
 
 def rnea(tree: Tree, q: Array, qd: Array, qdd: Array, f_ext: Array | None = None) -> Array:
@@ -31,6 +32,6 @@ def rnea(tree: Tree, q: Array, qd: Array, qdd: Array, f_ext: Array | None = None
     tau = np.zeros(tree.nv_total)
     for i in range(n, 0, -1):
         S = tree.S[i, :, : tree.nv[i]]
-        tau[tree.iv[i]: tree.iv[i] + tree.nv[i]] = S.T @ f[i]
+        tau[tree.iv[i] : tree.iv[i] + tree.nv[i]] = S.T @ f[i]
         f[tree.parent[i]] += Xup[i].T @ f[i]
     return tau

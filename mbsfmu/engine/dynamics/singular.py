@@ -24,18 +24,19 @@ the force into i's parent, IA_i S_i n, is 0 (n^T D_i n = 0 with IA_i PSD), so M 
 with a non-negligible entry of that vector are the ones "combined". The walk stops where the
 motion dies out (a body with full inertia ends it) or the subtree carries no inertia.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..spec.tree import Tree, joint_transforms
 from ..spatial import Array
+from ..spec.tree import Tree, joint_transforms
 
-SINGULAR_RTOL = 1e-12    # a pivot eigenvalue of D_i below this x trace(M_ii) counts as zero
-SUPPORT_RTOL = 1e-6      # a joint is part of a null motion if its entry exceeds this x |null vector|
-MAX_WALKS = 50           # null-motion walks per configuration (bounds the work on pathological models)
+SINGULAR_RTOL = 1e-12  # a pivot eigenvalue of D_i below this x trace(M_ii) counts as zero
+SUPPORT_RTOL = 1e-6  # a joint is part of a null motion if its entry exceeds this x |null vector|
+MAX_WALKS = 50  # null-motion walks per configuration (bounds the work on pathological models)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Singularity:
     entry in a null vector of M; ``alone``: joints whose own block M_ii is singular;
     ``combined``: {joint: the other joints of the null motions it takes part in};
     ``overflow``: the composite inertias are not finite."""
+
     joints: frozenset
     alone: frozenset
     combined: dict
@@ -63,7 +65,7 @@ def singular_joints(tree: Tree, q: Array) -> Singularity:
     Xup, _ = joint_transforms(tree, q)
     S = [tree.S[i, :, : tree.nv[i]] for i in range(n + 1)]
     Ic = tree.I.copy()
-    for i in range(n, 0, -1):                             # RBDA Table 6.2: Ic_lambda += X^T Ic_i X
+    for i in range(n, 0, -1):  # RBDA Table 6.2: Ic_lambda += X^T Ic_i X
         if tree.parent[i] > 0:
             Ic[tree.parent[i]] += Xup[i].T @ Ic[i] @ Xup[i]
     if not np.all(np.isfinite(Ic)):
@@ -76,7 +78,7 @@ def singular_joints(tree: Tree, q: Array) -> Singularity:
     tols = [SINGULAR_RTOL * max(float(np.trace(m)), 1e-300) for m in Mii]
     IA = tree.I.copy()
     U, Dpinv, null = [None] * (n + 1), [None] * (n + 1), {}
-    for i in range(n, 0, -1):                             # RBDA Table 7.1, pass 2 (no bias terms)
+    for i in range(n, 0, -1):  # RBDA Table 7.1, pass 2 (no bias terms)
         U[i] = IA[i] @ S[i]
         D = S[i].T @ U[i]
         lam, V = np.linalg.eigh(0.5 * (D + D.T))
@@ -108,7 +110,7 @@ def _null_motion_support(tree, Xup, S, U, Dpinv, Ic, kids, i, n_i, tol) -> set[i
     stack = [(c, a_i) for c in kids[i]]
     while stack:
         c, a_p = stack.pop()
-        if np.trace(Ic[c]) <= tol:                        # no inertia below: the null motion leaves it alone
+        if np.trace(Ic[c]) <= tol:  # no inertia below: the null motion leaves it alone
             continue
         a = Xup[c] @ a_p
         u = -Dpinv[c] @ (U[c].T @ a)

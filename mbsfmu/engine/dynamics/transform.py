@@ -22,13 +22,14 @@ coordinates (x, Omega). Here the generalized speeds are the joints' qd (``mbsfmu
 B is built directly per joint column: the column of a joint axis is nonzero in the rows of body j
 exactly when pi[j, k] = 1, which is the same matrix written column-wise.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..joints import joint_pose
-from ..spec.tree import Tree
 from ..spatial import Array
+from ..spec.tree import Tree
 
 
 def path_matrix(L: np.ndarray) -> np.ndarray:
@@ -59,7 +60,7 @@ def body_poses(tree: Tree, q: Array) -> tuple[Array, Array]:
     R = np.zeros((n + 1, 3))
     for j in range(1, n + 1):
         L = tree.parent[j]
-        R_J, r_J = joint_pose(tree.jtype[j], tree.axis[j], q[tree.iq[j]: tree.iq[j] + tree.nq[j]])
+        R_J, r_J = joint_pose(tree.jtype[j], tree.axis[j], q[tree.iq[j] : tree.iq[j] + tree.nq[j]])
         C[j] = (tree.R_tree[j] @ R_J).T @ C[L]
         R[j] = R[L] + C[L].T @ (tree.p_tree[j] + tree.R_tree[j] @ r_J)
     return C, R
@@ -81,9 +82,9 @@ def _velocity_transformation(tree: Tree, C: Array, R: Array, pi: np.ndarray) -> 
     for k in range(1, n + 1):
         cols = slice(tree.iv[k], tree.iv[k] + tree.nv[k])
         u, t = _joint_axes(tree, C, k)
-        j = np.flatnonzero(pi[:, k - 1])                                   # bodies j with pi[j, k] = 1
+        j = np.flatnonzero(pi[:, k - 1])  # bodies j with pi[j, k] = 1
         B[0, j, :, cols] = t + np.cross(u[None], (R[j + 1] - R[k])[:, :, None], axis=1)  # Rdot_j (Eq. 6)
-        B[1, j, :, cols] = u                                                # omega_j (Eq. 8)
+        B[1, j, :, cols] = u  # omega_j (Eq. 8)
     return B.reshape(6 * n, tree.nv_total)
 
 
@@ -118,14 +119,18 @@ def velocity_product(tree: Tree, C: Array, R: Array, qd: Array) -> Array:
     for j in range(1, n + 1):
         L = tree.parent[j]
         u, t = _joint_axes(tree, C, j)
-        qd_j = qd[tree.iv[j]: tree.iv[j] + tree.nv[j]]
+        qd_j = qd[tree.iv[j] : tree.iv[j] + tree.nv[j]]
         Omega = u @ qd_j
         V = t @ qd_j
         d = R[j] - R[L]
         omega[j] = omega[L] + Omega
         omegadot[j] = omegadot[L] + np.cross(omega[L], Omega)
-        Rddot[j] = (Rddot[L] + np.cross(omegadot[L], d) + np.cross(omega[L], np.cross(omega[L], d))
-                    + np.cross(omega[L] + omega[j], V))
+        Rddot[j] = (
+            Rddot[L]
+            + np.cross(omegadot[L], d)
+            + np.cross(omega[L], np.cross(omega[L], d))
+            + np.cross(omega[L] + omega[j], V)
+        )
     return np.concatenate((Rddot[1:].ravel(), omegadot[1:].ravel()))
 
 
@@ -206,9 +211,9 @@ def transform_forward_dynamics(tree: Tree, q: Array, qd: Array, tau: Array, f_ex
     n = tree.N
     C, R = body_poses(tree, q)
     B = _velocity_transformation(tree, C, R, path_matrix(tree.parent))
-    X = B @ qd                                        # Eq. 11
-    omega = X[3 * n:].reshape(n, 3)
-    M = system_mass_matrix(tree, C)                   # Eq. 19
+    X = B @ qd  # Eq. 11
+    omega = X[3 * n :].reshape(n, 3)
+    M = system_mass_matrix(tree, C)  # Eq. 19
     Q = applied_forces(tree, C, omega, f_ext)
     Bdot_qd = velocity_product(tree, C, R, qd)
-    return np.linalg.solve(B.T @ M @ B, B.T @ (Q - M @ Bdot_qd) + tau)   # Eqs. 20-21
+    return np.linalg.solve(B.T @ M @ B, B.T @ (Q - M @ Bdot_qd) + tau)  # Eqs. 20-21

@@ -7,6 +7,7 @@ this package folder) or in the per-user cache, and otherwise builds it there fir
 progress message. This module imports only the standard library: setup.py loads it by path at
 install time. ``zig_cc`` is the one zig invocation (the native FMU builds its binaries with it).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,11 +19,30 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("model.c", "kinematics.c", "rnea.c", "crba.c", "aba.c", "forces.c", "invariants.c", "integrate.c", "loops.c", "sim.c")
+SOURCES = (
+    "model.c",
+    "kinematics.c",
+    "rnea.c",
+    "crba.c",
+    "aba.c",
+    "forces.c",
+    "invariants.c",
+    "integrate.c",
+    "loops.c",
+    "sim.c",
+)
 HEADERS = ("mbs_core.h", "instance.h", "spatial.h", "dop853_coef.h")
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
-FLAGS = ("-std=c99", "-O2", "-g0", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra")   # -g0: no debug info (it names the build machine's paths)
-LINUX_TARGET = "x86_64-linux-gnu.2.17"    # old glibc: the library (and linux64 FMUs) load on old hosts
+FLAGS = (
+    "-std=c99",
+    "-O2",
+    "-g0",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-Wall",
+    "-Wextra",
+)  # -g0: no debug info (it names the build machine's paths)
+LINUX_TARGET = "x86_64-linux-gnu.2.17"  # old glibc: the library (and linux64 FMUs) load on old hosts
 
 
 class BuildError(RuntimeError):
@@ -66,13 +86,24 @@ def zig_cc(sources, target: str | None, output, flags=(), progress=None) -> Path
     except ImportError:
         raise BuildError("the C core needs the zig compiler from PyPI: pip install ziglang") from None
     say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
-    say(f"mbsfmu: compiling {output.name} with zig for {target or 'this host'} (the first build per target also "
-        "builds zig's C library cache: up to a few minutes)...")
+    say(
+        f"mbsfmu: compiling {output.name} with zig for {target or 'this host'} (the first build per target also "
+        "builds zig's C library cache: up to a few minutes)..."
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=output.name + ".", suffix=".tmp", dir=output.parent)
     os.close(fd)
-    cmd = [sys.executable, "-m", "ziglang", "cc", *(("-target", target) if target else ()), *map(str, flags),
-           *map(str, sources), "-o", tmp]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ziglang",
+        "cc",
+        *(("-target", target) if target else ()),
+        *map(str, flags),
+        *map(str, sources),
+        "-o",
+        tmp,
+    ]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0:
@@ -108,6 +139,6 @@ def remove_stale(dest_dir) -> None:
             p.unlink(missing_ok=True)
 
 
-if __name__ == "__main__":   # python mbsfmu/engine/native/build.py [dest_dir]: build the host library
+if __name__ == "__main__":  # python mbsfmu/engine/native/build.py [dest_dir]: build the host library
     dest = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
     print(build_library(dest))

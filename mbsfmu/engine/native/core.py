@@ -13,6 +13,7 @@ non-finite entries are reported as InputError with the Model's own messages. Res
 arrays, or written into ``out``. The library is loaded on first use (``build.library``: built
 at install time, or once into the per-user cache).
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -28,7 +29,7 @@ from .tables import Tables
 MBS_OK, MBS_DISCARD, MBS_ERROR = 0, 1, 2
 RK4, DOP853 = 1, 2
 P_GRAVITY, P_MASS, P_COM, P_INERTIA, P_WHEEL_IW, P_SPRING_K, P_SPRING_D = range(1, 8)
-ERR = 2048                                     # bytes of the message buffers
+ERR = 2048  # bytes of the message buffers
 
 _lib = None
 _lock = threading.Lock()
@@ -37,14 +38,32 @@ P, D, I, SZ, LL = C.c_void_p, C.c_double, C.c_int, C.c_size_t, C.c_longlong
 
 class Invariants_C(C.Structure):
     """mbs_invariants of mbs_core.h."""
-    _fields_ = [("p_sys", D * 3), ("P_sys", D * 3), ("H_sys", D * 3), ("R", D * 3), ("Rdot", D * 3),
-                ("KE", D), ("PE", D), ("H_scale", D)]
+
+    _fields_ = [
+        ("p_sys", D * 3),
+        ("P_sys", D * 3),
+        ("H_sys", D * 3),
+        ("R", D * 3),
+        ("Rdot", D * 3),
+        ("KE", D),
+        ("PE", D),
+        ("H_scale", D),
+    ]
 
 
 class Sizes_C(C.Structure):
     """mbs_sizes of mbs_core.h."""
-    _fields_ = [("N", I), ("nq", I), ("nv", I), ("nx", I), ("n_u", I), ("n_loops", I), ("n_rows", I),
-                ("model_hash", C.c_uint64)]
+
+    _fields_ = [
+        ("N", I),
+        ("nq", I),
+        ("nv", I),
+        ("nx", I),
+        ("n_u", I),
+        ("n_loops", I),
+        ("n_rows", I),
+        ("model_hash", C.c_uint64),
+    ]
 
 
 SIGNATURES = {
@@ -116,16 +135,17 @@ class Core:
 
     def __init__(self, model, tables: Tables | None = None):
         L = lib()
-        self._model = weakref.ref(model)       # weak: model_core's cache must not keep its key alive
+        self._model = weakref.ref(model)  # weak: model_core's cache must not keep its key alive
         tb = tables or Tables(model)
         self.tables = tb
         err = C.create_string_buffer(ERR)
         size = L.mbs_sim_size(_ptr(tb.ti), tb.ti.size, _ptr(tb.tf), tb.tf.size, err, ERR)
         if size == 0:
             raise InputError(f"model {model.source}: {err.value.decode(errors='replace')}")
-        self._mem = np.zeros(size // 8 + 1)     # 8-byte aligned, owned here
-        self._s = L.mbs_sim_init(_ptr(self._mem), self._mem.nbytes, _ptr(tb.ti), tb.ti.size, _ptr(tb.tf), tb.tf.size,
-                                 err, ERR)
+        self._mem = np.zeros(size // 8 + 1)  # 8-byte aligned, owned here
+        self._s = L.mbs_sim_init(
+            _ptr(self._mem), self._mem.nbytes, _ptr(tb.ti), tb.ti.size, _ptr(tb.tf), tb.tf.size, err, ERR
+        )
         if not self._s:
             raise InputError(f"model {model.source}: {err.value.decode(errors='replace')}")
         z = L.mbs_sim_sizes(self._s)
@@ -136,7 +156,12 @@ class Core:
         self._x = np.ctypeslib.as_array(C.cast(L.mbs_sim_x(self._s), C.POINTER(D)), (self.nx,))
         self._u = np.ctypeslib.as_array(C.cast(L.mbs_sim_u(self._s), C.POINTER(D)), (max(self.n_u, 1),))[: self.n_u]
         # staging buffers with fixed addresses: arguments are copied in, results read out
-        self._q, self._v1, self._v2, self._out = np.zeros(self.nq), np.zeros(self.nv), np.zeros(self.nv), np.zeros(self.nv)
+        self._q, self._v1, self._v2, self._out = (
+            np.zeros(self.nq),
+            np.zeros(self.nv),
+            np.zeros(self.nv),
+            np.zeros(self.nv),
+        )
         self._xin, self._uin = np.zeros(self.nx), np.zeros(max(self.n_u, 1))
         self._fx = np.zeros((self.N + 1, 6))
         self._pq, self._p1, self._p2, self._po = map(_ptr, (self._q, self._v1, self._v2, self._out))
@@ -297,7 +322,9 @@ class Core:
         """Validate every parameter and rebuild the inertias; InputError listing every problem
         (the parameters then stay as they were)."""
         if self._L.mbs_sim_apply_params(self._s, self._err, ERR):
-            raise InputError(f"model {self.model.source}: parameters rejected: {self._err.value.decode(errors='replace')}")
+            raise InputError(
+                f"model {self.model.source}: parameters rejected: {self._err.value.decode(errors='replace')}"
+            )
 
     # ---- simulation ---------------------------------------------------------------------------
     def set_solver(self, method: str = "rk4", h_max: float = 1e-3, rtol: float = 1e-10, atol: float = 1e-12) -> None:
@@ -417,7 +444,11 @@ def usable() -> bool:
             _usable = True
         except (build.BuildError, OSError) as e:
             import warnings
-            warnings.warn(f"mbsfmu: the C core cannot be loaded or built ({e}); using the numpy reference "
-                          "(slower)", RuntimeWarning, stacklevel=3)
+
+            warnings.warn(
+                f"mbsfmu: the C core cannot be loaded or built ({e}); using the numpy reference (slower)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             _usable = False
     return _usable

@@ -37,7 +37,8 @@ wrenches, then spring-dampers):
 | THRUSTER 3 | body, -, input index | point (3), unit direction (3) |
 | WRENCH 4 | body, world axes (1/0), first input index | point (3) |
 | SPRING 5 | body a, body b, - | point a (3), point b (3), k, d, l0 |
-"""
+"""  # noqa: E501 - a markdown table
+
 from __future__ import annotations
 
 import hashlib
@@ -47,10 +48,10 @@ import numpy as np
 from .. import joints
 from ..forces import ForceElements
 
-VERSION = 1                     # MBS_TABLES_VERSION of mbs_core.h
+VERSION = 1  # MBS_TABLES_VERSION of mbs_core.h
 N_HEAD_I, N_HEAD_F = 16, 8
 BODY_ROWS = ("parent", "jtype", "iq", "nq", "iv", "nv", "wheel")
-BODY_F = 28                     # float64 words per body
+BODY_F = 28  # float64 words per body
 JSPRING, ACT, QUAT, THRUSTER, WRENCH, SPRING = range(6)
 
 
@@ -95,21 +96,22 @@ class Tables:
         names_off = N_HEAD_I + 7 * (N + 1) + 4 * n_elem + 5 * n_loops
         n_ti = names_off + len(names) // 4
         ti = np.zeros(n_ti, dtype=np.int32)
-        body = np.array([t.parent, t.jtype, t.iq, t.nq, t.iv, t.nv,
-                         [int(i in wheel_bodies) for i in range(N + 1)]], dtype=np.int32)
-        ti[N_HEAD_I: N_HEAD_I + body.size] = body.ravel()
+        body = np.array(
+            [t.parent, t.jtype, t.iq, t.nq, t.iv, t.nv, [int(i in wheel_bodies) for i in range(N + 1)]], dtype=np.int32
+        )
+        ti[N_HEAD_I : N_HEAD_I + body.size] = body.ravel()
         if n_elem:
-            ti[N_HEAD_I + body.size: N_HEAD_I + body.size + 4 * n_elem] = np.array(rows_i, dtype=np.int32).ravel()
+            ti[N_HEAD_I + body.size : N_HEAD_I + body.size + 4 * n_elem] = np.array(rows_i, dtype=np.int32).ravel()
         closures = model.loops.closures if with_loops else ()
         kinds = {"ball": 0, "revolute": 1, "prismatic": 2, "planar": 3}
         for k, c in enumerate(closures):
             o = N_HEAD_I + body.size + 4 * n_elem + 5 * k
-            ti[o: o + 5] = (kinds[c.kind], c.a, c.b, c.rows.start, c.rows.stop - c.rows.start)
+            ti[o : o + 5] = (kinds[c.kind], c.a, c.b, c.rows.start, c.rows.stop - c.rows.start)
         ti[names_off:] = np.frombuffer(names, dtype="<i4")
 
         n_tf = N_HEAD_F + BODY_F * (N + 1) + 3 + nv + 9 * n_elem + nq + nv + 1 + 33 * n_loops
         tf = np.zeros(n_tf)
-        bf = tf[N_HEAD_F: N_HEAD_F + BODY_F * (N + 1)].reshape(N + 1, BODY_F)
+        bf = tf[N_HEAD_F : N_HEAD_F + BODY_F * (N + 1)].reshape(N + 1, BODY_F)
         bf[:, 0:9] = t.R_tree.reshape(N + 1, 9)
         bf[:, 9:12] = t.p_tree
         bf[:, 12:15] = t.axis
@@ -117,20 +119,37 @@ class Tables:
         bf[:, 16:19] = t.com
         bf[:, 19:28] = t.I_c.reshape(N + 1, 9)
         o = N_HEAD_F + BODY_F * (N + 1)
-        tf[o: o + 3] = model.gravity
-        tf[o + 3: o + 3 + nv] = model.damping
+        tf[o : o + 3] = model.gravity
+        tf[o + 3 : o + 3 + nv] = model.damping
         if n_elem:
-            tf[o + 3 + nv: o + 3 + nv + 9 * n_elem] = np.array(rows_f, dtype=float).ravel()
+            tf[o + 3 + nv : o + 3 + nv + 9 * n_elem] = np.array(rows_f, dtype=float).ravel()
         q0, qd0 = model.initial_state()
         o = N_HEAD_F + BODY_F * (N + 1) + 3 + nv + 9 * n_elem
-        tf[o: o + nq], tf[o + nq: o + nq + nv] = q0, qd0
+        tf[o : o + nq], tf[o + nq : o + nq + nv] = q0, qd0
         tf[o + nq + nv] = model.loops.scale if with_loops else 1.0
         for k, c in enumerate(closures):
-            tf[o + nq + nv + 1 + 33 * k: o + nq + nv + 1 + 33 * (k + 1)] = np.concatenate(
-                (c.ra, c.rb, np.ravel(c.Ea), np.ravel(c.Eb), c.axis, c.t1, c.t2))
+            tf[o + nq + nv + 1 + 33 * k : o + nq + nv + 1 + 33 * (k + 1)] = np.concatenate(
+                (c.ra, c.rb, np.ravel(c.Ea), np.ravel(c.Eb), c.axis, c.t1, c.t2)
+            )
 
-        ti[:16] = (VERSION, n_ti, n_tf, 0, 0, N, nq, nv, len(forces.layout.names), n_elem, n_loops, n_rows,
-                   has_forces, names_off, len(names), 0)
+        ti[:16] = (
+            VERSION,
+            n_ti,
+            n_tf,
+            0,
+            0,
+            N,
+            nq,
+            nv,
+            len(forces.layout.names),
+            n_elem,
+            n_loops,
+            n_rows,
+            has_forces,
+            names_off,
+            len(names),
+            0,
+        )
         tf[:8] = (VERSION, n_tf, N, nv, n_elem, 0.0, 0.0, 0.0)
         digest = hashlib.blake2b(ti.tobytes() + tf.tobytes(), digest_size=8).digest()
         self.model_hash = int.from_bytes(digest, "little")
@@ -140,8 +159,16 @@ class Tables:
         ti.flags.writeable = False
         tf.flags.writeable = False
         self.ti, self.tf = ti, tf
-        self.sizes = {"N": N, "nq": nq, "nv": nv, "nx": nq + nv + 2, "n_u": len(forces.layout.names),
-                      "n_elem": n_elem, "n_loops": n_loops, "n_rows": n_rows}
+        self.sizes = {
+            "N": N,
+            "nq": nq,
+            "nv": nv,
+            "nx": nq + nv + 2,
+            "n_u": len(forces.layout.names),
+            "n_elem": n_elem,
+            "n_loops": n_loops,
+            "n_rows": n_rows,
+        }
         self.input_names = forces.layout.names
 
 
@@ -160,16 +187,18 @@ def c_source(model, prefix: str) -> str:
 
     def rows(values, fmt, per_line):
         items = [fmt(v) for v in values]
-        return ",\n".join("    " + ", ".join(items[k: k + per_line]) for k in range(0, len(items), per_line))
+        return ",\n".join("    " + ", ".join(items[k : k + per_line]) for k in range(0, len(items), per_line))
 
-    return (f"/* model tables of {model.name!r}, generated by mbsfmu.engine.native.tables (layout: tables.py) */\n"
-            "#include <stddef.h>\n#include <stdint.h>\n"
-            f"#define {prefix}_MODEL_HASH UINT64_C(0x{tb.model_hash:016x})\n"
-            f"const size_t {prefix}_n_ti = {tb.ti.size};\n"
-            f"const size_t {prefix}_n_tf = {tb.tf.size};\n"
-            f"const int32_t {prefix}_ti[{tb.ti.size}] = {{\n"
-            + rows(tb.ti.tolist(), lambda v: f"{v}" if v != -2**31 else "(-2147483647 - 1)", 12)
-            + "\n};\n"
-            f"const double {prefix}_tf[{tb.tf.size}] = {{\n"
-            + rows(tb.tf.tolist(), lambda v: float(v).hex() if v != 0 else "0.0", 4)
-            + "\n};\n")
+    return (
+        f"/* model tables of {model.name!r}, generated by mbsfmu.engine.native.tables (layout: tables.py) */\n"
+        "#include <stddef.h>\n#include <stdint.h>\n"
+        f"#define {prefix}_MODEL_HASH UINT64_C(0x{tb.model_hash:016x})\n"
+        f"const size_t {prefix}_n_ti = {tb.ti.size};\n"
+        f"const size_t {prefix}_n_tf = {tb.tf.size};\n"
+        f"const int32_t {prefix}_ti[{tb.ti.size}] = {{\n"
+        + rows(tb.ti.tolist(), lambda v: f"{v}" if v != -(2**31) else "(-2147483647 - 1)", 12)
+        + "\n};\n"
+        f"const double {prefix}_tf[{tb.tf.size}] = {{\n"
+        + rows(tb.tf.tolist(), lambda v: float(v).hex() if v != 0 else "0.0", 4)
+        + "\n};\n"
+    )

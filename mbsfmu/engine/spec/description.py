@@ -3,6 +3,7 @@
 Units SI. Each body frame sits at its joint's attach point (No writes the body equations
 about P_j); ``com`` and ``inertia`` (about the CoM) are in body axes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ WORLD = "world"
 @dataclass(frozen=True)
 class Origin:
     """A pose: translation xyz [m] and URDF roll-pitch-yaw rpy [rad] in the parent frame."""
+
     xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
@@ -33,6 +35,7 @@ class Origin:
 class Spring:
     """Joint spring-damper: tau = -k (q - q0) - d qd [N m or N]; PE = 1/2 k (q - q0)^2 (MBS Energy Testing
     Eq. 2). Only for 1-DoF joints."""
+
     k: float = 0.0
     d: float = 0.0
     q0: float = 0.0
@@ -41,6 +44,7 @@ class Spring:
 @dataclass(frozen=True)
 class Joint:
     """Joint from the parent body's frame (through ``origin``) to this body's frame."""
+
     name: str
     type: str
     axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
@@ -61,6 +65,7 @@ class Wheel:
     axes) through ``position`` [m] with spin inertia ``inertia`` I_w [kg m^2], driven by a motor
     torque input ``<name>.torque``. Its mass and transverse inertia belong to the host body's
     mass properties; I_w about the spin axis is the wheel's own. h = g I_w thetadot."""
+
     name: str
     axis: tuple[float, float, float]
     inertia: float
@@ -71,6 +76,7 @@ class Wheel:
 class Body:
     """A rigid body: mass [kg], CoM [m] and inertia about the CoM [kg m^2] in body axes,
     named frames (endpoints) fixed on it, reaction wheels carried by it."""
+
     name: str
     parent: str
     joint: Joint
@@ -84,6 +90,7 @@ class Body:
 @dataclass(frozen=True)
 class Anchor:
     """A point [m] fixed on a body (body axes), or on the world (world axes)."""
+
     body: str
     point: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
@@ -92,6 +99,7 @@ class Anchor:
 class SpringDamper:
     """Point-to-point linear spring-damper between anchors a and b: tension
     k (l - l0) + d ldot [N] along the line; PE = 1/2 k (l - l0)^2."""
+
     name: str
     a: Anchor
     b: Anchor
@@ -104,6 +112,7 @@ class SpringDamper:
 class Thruster:
     """Force of magnitude given by input ``<name>.thrust`` [N] along the body-fixed unit
     ``direction`` at ``point`` (body axes)."""
+
     name: str
     body: str
     point: tuple[float, float, float]
@@ -114,6 +123,7 @@ class Thruster:
 class BodyWrench:
     """External force and torque on a body from inputs ``<name>.f[1..3]`` [N] (applied at
     ``point``, body axes) and ``<name>.torque[1..3]`` [N m], both in ``axes`` ("world" or "body")."""
+
     name: str
     body: str
     point: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -126,6 +136,7 @@ class LoopSide:
     frame), with origin ``point`` [m] and axes rotated by URDF roll-pitch-yaw ``rpy`` [rad], both
     in body axes; or the named body frame ``frame`` (its origin and axes; ``body`` then only
     repeats its host)."""
+
     body: str = WORLD
     point: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -143,6 +154,7 @@ class Loop:
     to ``axis`` and the two ``axis`` vectors stay parallel (3 rows). ``independent`` names the
     joints whose values are held when the loop is assembled and which are the independent
     coordinates u when the loop is reduced by coordinate partitioning (PyMbs Background)."""
+
     name: str
     type: str
     a: LoopSide
@@ -155,6 +167,7 @@ class Loop:
 class ModelSpec:
     """Everything a model file says: bodies in any order, gravity [m/s^2] in world axes,
     initial joint values by joint (or wheel) name, force elements, loop-closure joints."""
+
     name: str
     bodies: tuple[Body, ...]
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)

@@ -3,6 +3,7 @@
 ``body.<name>.inertia.Ixx|Iyy|Izz|Ixy|Ixz|Iyz`` [kg m^2] (about the CoM, body axes; a product of
 inertia sets both symmetric entries), ``joint.<name>.spring.k|d|q0``. ``edit_spec`` returns a new
 ModelSpec; the Model built from it is validated as any other."""
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,10 @@ def edit_spec(spec: ModelSpec, path: str, value: float) -> ModelSpec:
             return replace(spec, gravity=tuple(g))
         names = [b.name for b in spec.bodies] if kind != "spring" else [b.joint.name for b in spec.bodies]
         if m["name"] not in names:
-            raise InputError(f"parameter {path!r}: no {'joint' if kind == 'spring' else 'body'} {m['name']!r} in model "
-                             f"{spec.name}; there are: {', '.join(names)}")
+            raise InputError(
+                f"parameter {path!r}: no {'joint' if kind == 'spring' else 'body'} {m['name']!r} in model "
+                f"{spec.name}; there are: {', '.join(names)}"
+            )
         k = names.index(m["name"])
         b = spec.bodies[k]
         if kind == "mass":
@@ -50,6 +53,8 @@ def edit_spec(spec: ModelSpec, path: str, value: float) -> ModelSpec:
         else:
             spring = b.joint.spring or Spring()
             b = replace(b, joint=replace(b.joint, spring=replace(spring, **{m["field"]: value})))
-        return replace(spec, bodies=spec.bodies[:k] + (b,) + spec.bodies[k + 1:])
-    raise InputError(f"unknown parameter path {path!r}: expected body.<name>.mass, body.<name>.com[1..3], "
-                     "body.<name>.inertia.Ixx|Iyy|Izz|Ixy|Ixz|Iyz, gravity[1..3] or joint.<name>.spring.k|d|q0")
+        return replace(spec, bodies=spec.bodies[:k] + (b,) + spec.bodies[k + 1 :])
+    raise InputError(
+        f"unknown parameter path {path!r}: expected body.<name>.mass, body.<name>.com[1..3], "
+        "body.<name>.inertia.Ixx|Iyy|Izz|Ixy|Ixz|Iyz, gravity[1..3] or joint.<name>.spring.k|d|q0"
+    )

@@ -4,6 +4,7 @@ Bodies are numbered 1..N in depth-first preorder (every parent before its childr
 a contiguous range, as Pinocchio and RBDA's regular numbering expect), with 0 the inertial frame
 ("world"); No allows any numbering, the loader picks this one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ class Topology:
     order: file index of each tree body 1..N. ``pi``, the (N, N) path matrix, is built on first
     use (O(N^2) memory); supports and subtrees come from L and the preorder numbering in O(depth)
     and O(subtree size), so building a 10,000-body model does no O(N^2) work."""
+
     L: NDArray[np.int64]
     order: tuple[int, ...]
 
@@ -73,10 +75,14 @@ def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Prob
     kids: dict[str, list[int]] = {}
     for k, b in enumerate(bodies):
         if b.parent != WORLD and b.parent not in index:
-            problems.append(Problem(("bodies", k, "parent"), f"unknown parent {b.parent!r} of body {b.name!r}"
-                                    + did_you_mean(b.parent, [WORLD, *index])))
+            problems.append(
+                Problem(
+                    ("bodies", k, "parent"),
+                    f"unknown parent {b.parent!r} of body {b.name!r}" + did_you_mean(b.parent, [WORLD, *index]),
+                )
+            )
         kids.setdefault(b.parent, []).append(k)
-    order: list[int] = []   # depth-first preorder: every subtree is a contiguous range of numbers
+    order: list[int] = []  # depth-first preorder: every subtree is a contiguous range of numbers
     stack = [WORLD]
     seen = set()
     while stack:
@@ -89,8 +95,12 @@ def build_topology(bodies: tuple[Body, ...]) -> tuple[Topology | None, list[Prob
         stack.extend(bodies[k].name for k in reversed(fresh))
     for k, b in enumerate(bodies):
         if k not in seen and index.get(b.name) == k and (cycle := _cycle(bodies, index, k)):
-            problems.append(Problem(("bodies", k, "parent"), f"body {b.name!r} is on a cycle of parents "
-                                    f"({' -> '.join(cycle)}), so it never reaches 'world'"))
+            problems.append(
+                Problem(
+                    ("bodies", k, "parent"),
+                    f"body {b.name!r} is on a cycle of parents ({' -> '.join(cycle)}), so it never reaches 'world'",
+                )
+            )
     if problems:
         return None, problems
     number = {bodies[k].name: i + 1 for i, k in enumerate(order)}

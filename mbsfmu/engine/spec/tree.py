@@ -3,6 +3,7 @@
 Index 0 is the world (a ground row, so no algorithm branches on the root); bodies 1..N follow
 in topological order. Joint i connects body parent[i] to body i.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ class Tree:
     mass (N+1,), com (N+1, 3), I_c (N+1, 3, 3): mass properties in body axes;
     a_grav (6,): gravity as a spatial acceleration in world axes [m/s^2].
     """
+
     parent: NDArray[np.int64]
     jtype: NDArray[np.int64]
     axis: Array
@@ -91,8 +93,24 @@ def compile_tree(spec: ModelSpec, topo: Topology) -> Tree:
     iq = np.concatenate(([0], np.cumsum(nq)[:-1]))
     iv = np.concatenate(([0], np.cumsum(nv)[:-1]))
     a_grav = np.concatenate((np.zeros(3), np.asarray(spec.gravity, dtype=float)))
-    return Tree(parent=topo.L.copy(), jtype=jtype, axis=axis, R_tree=R_tree, p_tree=p_tree, Xtree=Xtree,
-                S=S, iq=iq, nq=nq, iv=iv, nv=nv, I=I, mass=mass, com=com, I_c=I_c, a_grav=a_grav)
+    return Tree(
+        parent=topo.L.copy(),
+        jtype=jtype,
+        axis=axis,
+        R_tree=R_tree,
+        p_tree=p_tree,
+        Xtree=Xtree,
+        S=S,
+        iq=iq,
+        nq=nq,
+        iv=iv,
+        nv=nv,
+        I=I,
+        mass=mass,
+        com=com,
+        I_c=I_c,
+        a_grav=a_grav,
+    )
 
 
 def joint_transforms(tree: Tree, q: Array) -> tuple[Array, Array]:
@@ -103,7 +121,7 @@ def joint_transforms(tree: Tree, q: Array) -> tuple[Array, Array]:
     R_rel = np.tile(np.eye(3), (n + 1, 1, 1))
     p_rel = np.zeros((n + 1, 3))
     for i in range(1, n + 1):
-        RJ, pJ = joints.joint_pose(tree.jtype[i], tree.axis[i], q[tree.iq[i]: tree.iq[i] + tree.nq[i]])
+        RJ, pJ = joints.joint_pose(tree.jtype[i], tree.axis[i], q[tree.iq[i] : tree.iq[i] + tree.nq[i]])
         R_rel[i] = tree.R_tree[i] @ RJ
         p_rel[i] = tree.p_tree[i] + tree.R_tree[i] @ pJ
         Xup[i] = plucker(R_rel[i].T, p_rel[i])

@@ -1,19 +1,20 @@
 """Checks on a model description that collect every problem, each with its location."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from .. import joints
 from ...errors import Problem, brief, did_you_mean
+from .. import joints
 from .description import WORLD, ModelSpec
 from .elements import check_elements
 from .loops import check_loops
 
 INERTIA_RTOL = 1e-9  # relative slack for symmetry, PSD and triangle-inequality checks
-AXIS_MIN = 1e-12     # shortest joint axis [-] taken as a direction
+AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction
 
 
-RESERVED = frozenset({"engine", "q", "qd", "u", "time", "loop"})   # trajectory column prefixes
+RESERVED = frozenset({"engine", "q", "qd", "u", "time", "loop"})  # trajectory column prefixes
 
 
 def check_spec(spec: ModelSpec) -> list[Problem]:
@@ -29,8 +30,13 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
         named = [("body", b.name, at + ("name",)), ("joint", b.joint.name, at + ("joint", "name"))]
         for what, name, path in named + [("wheel", w.name, at + ("wheels", j, "name")) for j, w in enumerate(b.wheels)]:
             if name in RESERVED:
-                problems.append(Problem(path, f"{what} name {name!r} is reserved (trajectory columns start with "
-                                        f"{', '.join(sorted(RESERVED))}): choose another"))
+                problems.append(
+                    Problem(
+                        path,
+                        f"{what} name {name!r} is reserved (trajectory columns start with "
+                        f"{', '.join(sorted(RESERVED))}): choose another",
+                    )
+                )
         for what, name, path in named + [("frame", f, at + ("frames", f)) for f in b.frames]:
             if (what, name) in first:
                 problems.append(Problem(path, f"duplicate {what} name {name!r} (also {_where(first[what, name])})"))
@@ -42,8 +48,12 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
             _array(fr.rpy, (3,), at + ("frames", fname, "rpy"), problems)
     for k, f in enumerate(spec.forces):
         if f.name in RESERVED:
-            problems.append(Problem(("forces", k, "name"), f"force element name {f.name!r} is reserved "
-                                    f"({', '.join(sorted(RESERVED))}): choose another"))
+            problems.append(
+                Problem(
+                    ("forces", k, "name"),
+                    f"force element name {f.name!r} is reserved ({', '.join(sorted(RESERVED))}): choose another",
+                )
+            )
     return problems + check_elements(spec) + _check_initial(spec) + check_loops(spec)
 
 
@@ -86,8 +96,13 @@ def _check_joint(joint, at) -> list[Problem]:
     _array(joint.origin.xyz, (3,), at + ("origin", "xyz"), out)
     _array(joint.origin.rpy, (3,), at + ("origin", "rpy"), out)
     if joint.type not in joints.JOINT_TYPES:
-        out.append(Problem(at + ("type",), f"unknown joint type {joint.type!r}; expected one of "
-                           f"{', '.join(joints.JOINT_TYPES)}" + did_you_mean(joint.type, joints.JOINT_TYPES)))
+        out.append(
+            Problem(
+                at + ("type",),
+                f"unknown joint type {joint.type!r}; expected one of "
+                f"{', '.join(joints.JOINT_TYPES)}" + did_you_mean(joint.type, joints.JOINT_TYPES),
+            )
+        )
         return out
     jt = joints.JOINT_TYPES[joint.type]
     axis = _array(joint.axis, (3,), at + ("axis",), out)
@@ -95,8 +110,9 @@ def _check_joint(joint, at) -> list[Problem]:
         with np.errstate(over="ignore", under="ignore"):
             n = np.linalg.norm(axis)
         if n < AXIS_MIN:
-            out.append(Problem(at + ("axis",), f"zero-length axis {axis.tolist()}: a {joint.type} joint needs "
-                               "a direction"))
+            out.append(
+                Problem(at + ("axis",), f"zero-length axis {axis.tolist()}: a {joint.type} joint needs a direction")
+            )
         elif not np.isfinite(n):
             out.append(Problem(at + ("axis",), f"axis {axis.tolist()} is too long to normalise; give a unit vector"))
     if joint.spring is not None:
@@ -128,11 +144,17 @@ def _check_mass(b, at) -> list[Problem]:
         return out
     ev = np.linalg.eigvalsh(I / scale) * scale
     if ev[0] < -INERTIA_RTOL * scale:
-        out.append(Problem(at + ("inertia",), "inertia is not positive semi-definite "
-                           f"(principal moments {ev.tolist()})"))
+        out.append(
+            Problem(at + ("inertia",), f"inertia is not positive semi-definite (principal moments {ev.tolist()})")
+        )
     elif ev[0] + ev[1] < ev[2] - INERTIA_RTOL * scale:
-        out.append(Problem(at + ("inertia",), "principal moments violate the triangle inequality "
-                           f"I1 + I2 >= I3 ({ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g}): no rigid body has them"))
+        out.append(
+            Problem(
+                at + ("inertia",),
+                "principal moments violate the triangle inequality "
+                f"I1 + I2 >= I3 ({ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g}): no rigid body has them",
+            )
+        )
     return out
 
 
@@ -153,10 +175,16 @@ def _check_initial(spec: ModelSpec) -> list[Problem]:
             vals = tuple(val) if isinstance(val, (list, tuple)) else (val,)
             x = _array(vals, (len(vals),), at, out)
             if x is not None and x.shape != (size[jt],):
-                out.append(Problem(at, f"joint {name!r} ({jtypes[name]}) takes {size[jt]} value(s) for {key}, "
-                                   f"got {x.size}"))
+                out.append(
+                    Problem(at, f"joint {name!r} ({jtypes[name]}) takes {size[jt]} value(s) for {key}, got {x.size}")
+                )
             elif x is not None and key == "q" and jt in (joints.SPHERICAL, joints.FREE):
                 if abs(np.linalg.norm(x[-4:]) - 1.0) > 1e-9:
-                    out.append(Problem(at, f"quaternion (w, x, y, z) {x[-4:].tolist()} has norm "
-                                       f"{np.linalg.norm(x[-4:]):.12g}, must be 1"))
+                    out.append(
+                        Problem(
+                            at,
+                            f"quaternion (w, x, y, z) {x[-4:].tolist()} has norm "
+                            f"{np.linalg.norm(x[-4:]):.12g}, must be 1",
+                        )
+                    )
     return out
