@@ -50,6 +50,8 @@ struct mbs_sim {
     const int32_t *loop_i;                     /* n_loops x 5: kind, body a, body b, first row, rows */
     double *loop_f, *loop_scale;               /* n_loops x 33 (tables.py), the loops' length scale [m] */
     double *lw;                                /* loop work (mbs_loop_work doubles) */
+    double *leaf;                              /* (N+1): 1 if no body has i as parent, else 0 */
+    double *fk_need;                           /* (N+1): 1 if a force element acts on body i or a descendant */
 
     double t;
     int method;                                /* MBS_RK4 | MBS_DOP853 */
@@ -58,7 +60,9 @@ struct mbs_sim {
     double alpha, beta;
     long long n_steps, n_rhs;
     double h_last;
-    int qdd_valid, inv_valid, kin_valid, params_dirty;
+    int qdd_valid, inv_valid, kin_valid, params_dirty;   /* qdd_valid: qdd_out and K row 0 = f(x, u) are at x */
+    int xf_at_x;                               /* E, r hold Xup at x's q (set by the lazy qdd, cleared by
+                                                * every mbs_joint_transforms and state change) */
     mbs_invariants inv;
     mbs_kinematics kin;
     char msg[MBS_MSG];
@@ -66,7 +70,7 @@ struct mbs_sim {
 
 /* model.c */
 void mbs_layout(mbs_sim *s);
-void mbs_rebuild_inertia(mbs_sim *s);          /* I_i from mass, com, I_c; S_i from jtype, axis */
+void mbs_rebuild_inertia(mbs_sim *s);          /* I_i from mass, com, I_c; S_i from jtype, axis; leaf */
 const char *mbs_body_name(const mbs_sim *s, int i);
 const char *mbs_joint_name(const mbs_sim *s, int i);
 void mbs_fmt(char *buf, size_t n, const char *fmt, ...);
@@ -75,7 +79,9 @@ int mbs_all_finite(const double *x, int n);
 
 /* kinematics.c */
 void mbs_joint_transforms(mbs_sim *s, const double *q);
-void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a);
+/* mask: NULL for every body, or (N+1) flags: only bodies with mask[i] != 0 (a parent's flag is set
+ * whenever a child's is) get R, p, v, a; the others keep stale values */
+void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a, const double *mask);
 /* rnea.c, crba.c, aba.c (Xup from mbs_joint_transforms; f_ext in s->fext) */
 void mbs_rnea_core(mbs_sim *s, const double *qd, const double *qdd, double *tau);
 void mbs_crba_core(mbs_sim *s, double *M);

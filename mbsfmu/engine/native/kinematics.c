@@ -8,6 +8,7 @@
 void mbs_joint_transforms(mbs_sim *s, const double *q)
 {
     int i, a, b;
+    s->xf_at_x = 0;                                           /* the caller says when q is the state's */
     for (i = 1; i <= s->N; i++) {
         const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
         const double *qi = q + s->iq[i];
@@ -20,6 +21,14 @@ void mbs_joint_transforms(mbs_sim *s, const double *q)
         case MBS_FREE: quat_to_R(qi + 3, RJ); pJ[0] = qi[0]; pJ[1] = qi[1]; pJ[2] = qi[2]; break;
         default: break;
         }
+        if (Rt[0] == 1.0 && Rt[4] == 1.0 && Rt[8] == 1.0 && Rt[1] == 0.0 && Rt[2] == 0.0 && Rt[3] == 0.0 &&
+            Rt[5] == 0.0 && Rt[6] == 0.0 && Rt[7] == 0.0) {   /* R_tree = 1: the products below, without the zeros */
+            for (a = 0; a < 3; a++) {
+                for (b = 0; b < 3; b++) E[3 * b + a] = RJ[3 * a + b];
+                r[a] = pt[a] + pJ[a];
+            }
+            continue;
+        }
         for (a = 0; a < 3; a++) {
             for (b = 0; b < 3; b++)                           /* E = (R_tree RJ)^T */
                 E[3 * b + a] = Rt[3 * a] * RJ[b] + Rt[3 * a + 1] * RJ[3 + b] + Rt[3 * a + 2] * RJ[6 + b];
@@ -28,20 +37,11 @@ void mbs_joint_transforms(mbs_sim *s, const double *q)
     }
 }
 
-/* vJ = S_i qd_i */
-static void S_times(const double *S, int n, const double *x, double *out)
-{
-    int j, k;
-    for (k = 0; k < 6; k++) out[k] = 0.0;
-    for (j = 0; j < n; j++)
-        for (k = 0; k < 6; k++) out[k] += M6(S, k, j) * x[j];
-}
-
 /* Body poses (Rw_i, pw_i) in world axes and, with_v / with_a, spatial velocities v_i and
  * accelerations a_i (gravity not included) by one outward pass after mbs_joint_transforms:
  * R_i = R_lambda R_rel, p_i = p_lambda + R_lambda p_rel; v_i = Xup_i v_lambda + S qd_i;
- * a_i = Xup_i a_lambda + S qdd_i + v_i x vJ (RBDA Table 5.1). */
-void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a)
+ * a_i = Xup_i a_lambda + S qdd_i + v_i x vJ (RBDA Table 5.1). mask: see instance.h. */
+void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a, const double *mask)
 {
     int i, k, l;
     double *R = s->Rw, *p = s->pw, *v = s->v, *a = s->a;
@@ -52,6 +52,7 @@ void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int
         int lam = s->parent[i];
         const double *E = s->E + 9 * i, *r = s->r + 3 * i, *Rl = R + 9 * lam;
         double *Ri = R + 9 * i;
+        if (mask && mask[i] == 0.0) continue;
         for (k = 0; k < 3; k++) {
             for (l = 0; l < 3; l++)                           /* R_i = R_lambda E_i^T */
                 Ri[3 * k + l] = Rl[3 * k] * E[3 * l] + Rl[3 * k + 1] * E[3 * l + 1] + Rl[3 * k + 2] * E[3 * l + 2];
@@ -59,13 +60,13 @@ void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int
         }
         if (with_v) {
             double vJ[6], t6[6];
-            const double *S = s->S + 36 * i;
-            S_times(S, s->nvj[i], qd + s->iv[i], vJ);
+            const double *axis = s->body_f + BODY_F * i + 12;
+            S_mul(s->jtype[i], axis, qd + s->iv[i], vJ);      /* vJ = S_i qd_i */
             X_motion(E, r, v + 6 * lam, v + 6 * i);
             for (k = 0; k < 6; k++) v[6 * i + k] += vJ[k];
             if (with_a) {
                 X_motion(E, r, a + 6 * lam, a + 6 * i);
-                S_times(S, s->nvj[i], qdd + s->iv[i], t6);
+                S_mul(s->jtype[i], axis, qdd + s->iv[i], t6);
                 for (k = 0; k < 6; k++) a[6 * i + k] += t6[k];
                 crm_mul(v + 6 * i, vJ, t6);
                 for (k = 0; k < 6; k++) a[6 * i + k] += t6[k];

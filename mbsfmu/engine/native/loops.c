@@ -144,7 +144,7 @@ static void constraints(mbs_sim *s, work_t *W, const double *q, const double *qd
     int rates = qd != NULL, l, c;
     mbs_joint_transforms(s, q);
     memset(W->zero, 0, (size_t)s->nv * sizeof(double));
-    mbs_forward_kinematics(s, rates ? qd : W->zero, W->zero, rates, rates);
+    mbs_forward_kinematics(s, rates ? qd : W->zero, W->zero, rates, rates, NULL);
     for (l = 0; l < s->n_loops; l++) {
         const int32_t *li = s->loop_i + 5 * l;
         const double *lf = s->loop_f + 33 * l;

@@ -47,7 +47,7 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
            (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 + (size_t)nv * (size_t)nv +
-           mbs_loop_work(nv, n_rows);
+           mbs_loop_work(nv, n_rows) + 2 * N1;
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
@@ -172,6 +172,7 @@ void mbs_layout(mbs_sim *s)
     TAKE(kin_R, 9 * N1); TAKE(kin_p, 3 * N1); TAKE(kin_v, 6 * N1);
     TAKE(M, (size_t)s->nv * (size_t)s->nv);
     TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
+    TAKE(leaf, N1); TAKE(fk_need, N1);
 #undef TAKE
     s->kin.R = s->kin_R;
     s->kin.p = s->kin_p;
@@ -234,11 +235,22 @@ const char *mbs_joint_name(const mbs_sim *s, int i)
     return (i < 1 || i > s->N) ? "world" : name_at(s, s->N + i - 1);
 }
 
-/* S_i from the joint type and axis (joints.motion_subspace, RBDA Table 4.1); I_i from mass, com,
- * I_c (spatial.spatial_inertia, RBDA Eq. 2.63): [[I_c + m C C^T, m C], [m C^T, m 1]], C = skew(c) */
+/* leaf_i (no children) and fk_need_i (the poses the force elements use) from the tree; S_i from
+ * the joint type and axis (joints.motion_subspace, RBDA Table 4.1); I_i from mass, com, I_c
+ * (spatial.spatial_inertia, RBDA Eq. 2.63): [[I_c + m C C^T, m C], [m C^T, m 1]], C = skew(c) */
 void mbs_rebuild_inertia(mbs_sim *s)
 {
     int i, k, l;
+    for (i = 0; i <= s->N; i++) s->leaf[i] = 1.0;           /* 1: no body has i as parent */
+    for (i = 1; i <= s->N; i++) s->leaf[s->parent[i]] = 0.0;
+    for (i = 0; i <= s->N; i++) s->fk_need[i] = 0.0;        /* 1: a force element acts on i or below it */
+    for (k = 0; k < s->n_elem; k++) {
+        const int32_t *el = s->elem + 4 * k;
+        if (el[0] == EL_THRUSTER || el[0] == EL_WRENCH) s->fk_need[el[1]] = 1.0;
+        if (el[0] == EL_SPRING) s->fk_need[el[1]] = s->fk_need[el[2]] = 1.0;
+    }
+    for (i = s->N; i >= 1; i--)
+        if (s->fk_need[i] != 0.0) s->fk_need[s->parent[i]] = 1.0;
     for (i = 0; i <= s->N; i++) {
         const double *bf = s->body_f + BODY_F * i, *axis = bf + 12, *c = bf + 16, *Icm = bf + 19;
         double m = bf[15], *S = s->S + 36 * i, *I = s->I + 36 * i, C[9], CCt[9];

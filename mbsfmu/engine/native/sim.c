@@ -9,7 +9,7 @@
 
 static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 
-static void invalidate(mbs_sim *s) { s->qdd_valid = s->inv_valid = s->kin_valid = 0; }
+static void invalidate(mbs_sim *s) { s->qdd_valid = s->inv_valid = s->kin_valid = s->xf_at_x = 0; }
 
 mbs_sizes mbs_sim_sizes(const mbs_sim *s)
 {
@@ -54,6 +54,7 @@ int mbs_sim_set_loops(mbs_sim *s, int baumgarte, int projection, double alpha, d
 {
     if (!valid(s) || !(isfinite(alpha) && alpha >= 0 && isfinite(beta) && beta >= 0)) return MBS_ERROR;
     s->baumgarte = baumgarte != 0; s->projection = projection != 0; s->alpha = alpha; s->beta = beta;
+    invalidate(s);                                            /* the rhs (qdd, its cached f(x)) depends on them */
     return MBS_OK;
 }
 
@@ -155,10 +156,11 @@ const double *mbs_sim_qdd(mbs_sim *s)
     if (!valid(s)) return NULL;
     if (!s->qdd_valid) {
         long long n_rhs = s->n_rhs;
-        mbs_rhs(s, s->x, s->u, s->xn);
+        mbs_rhs(s, s->x, s->u, s->K);                         /* K row 0: the next step's first stage */
         s->n_rhs = n_rhs;                                     /* an output, not a step's evaluation */
-        memcpy(s->qdd_out, s->xn + s->nq, sizeof(double) * (size_t)s->nv);
+        memcpy(s->qdd_out, s->K + s->nq, sizeof(double) * (size_t)s->nv);
         s->qdd_valid = 1;
+        s->xf_at_x = 1;                                       /* E, r: Xup at this state's q */
     }
     return s->qdd_out;
 }
@@ -166,8 +168,13 @@ const double *mbs_sim_qdd(mbs_sim *s)
 const mbs_invariants *mbs_sim_invariants(mbs_sim *s)
 {
     if (!valid(s)) return NULL;
-    if (!s->inv_valid) {
-        mbs_invariants_at(s, s->x, s->x + s->nq, &s->inv);
+    if (!s->inv_valid) {                                      /* Xup of this state reused when the lazy qdd made it */
+        if (!s->xf_at_x) {
+            mbs_joint_transforms(s, s->x);
+            s->xf_at_x = 1;
+        }
+        mbs_forward_kinematics(s, s->x + s->nq, NULL, 1, 0, NULL);
+        mbs_compute_invariants(s, s->x, s->x + s->nq, &s->inv);
         s->inv_valid = 1;
     }
     return &s->inv;
@@ -278,7 +285,7 @@ int mbs_forward_dynamics(mbs_sim *s, const double *q, const double *qd, const do
     for (e = 0; e < s->n_elem; e++)
         if (s->elem[4 * e] == EL_ACT) s->tau_u[s->elem[4 * e + 2]] = u[s->elem[4 * e + 1]];
     if (s->has_forces) {                                      /* force elements add to the given f_ext */
-        mbs_forward_kinematics(s, qd, NULL, 1, 0);
+        mbs_forward_kinematics(s, qd, NULL, 1, 0, s->fk_need);
         mbs_body_wrenches(s, u, &p_in, &p_damp);
     }
     mbs_passive_forces(s, q, qd, s->tau);
@@ -306,7 +313,7 @@ int mbs_fk(mbs_sim *s, const double *q, const double *qd, const double *qdd, dou
     if (!valid(s) || check_args(s, q, qd, qdd ? "qdd" : NULL, qdd, NULL)) return MBS_ERROR;
     N1 = (size_t)s->N + 1;
     mbs_joint_transforms(s, q);
-    mbs_forward_kinematics(s, qd, qdd, qd != NULL, qd != NULL && qdd != NULL);
+    mbs_forward_kinematics(s, qd, qdd, qd != NULL, qd != NULL && qdd != NULL, NULL);
     if (R) memcpy(R, s->Rw, 9 * N1 * sizeof(double));
     if (p) memcpy(p, s->pw, 3 * N1 * sizeof(double));
     if (v) {
@@ -324,7 +331,7 @@ int mbs_invariants_at(mbs_sim *s, const double *q, const double *qd, mbs_invaria
 {
     if (!valid(s) || !qd || !out || check_args(s, q, qd, NULL, NULL, NULL)) return MBS_ERROR;
     mbs_joint_transforms(s, q);
-    mbs_forward_kinematics(s, qd, NULL, 1, 0);
+    mbs_forward_kinematics(s, qd, NULL, 1, 0, NULL);
     mbs_compute_invariants(s, q, qd, out);
     return MBS_OK;
 }

@@ -12,6 +12,7 @@
 #define MBS_SPATIAL_H
 
 #include <math.h>
+#include "mbs_core.h"
 
 #define M6(A, k, l) (A)[6 * (k) + (l)]
 
@@ -55,21 +56,33 @@ static inline void XT_force_cols(const double *E, const double *r, double *F, in
     }
 }
 
-/* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
- * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
- * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx. */
+/* out (3x3 row-major) = E^T M E for the 3x3 block M of the 6x6 I at (ro, co): the block in
+ * parent axes (RBDA Eq. 2.66). */
+#define ROT_N(I, ro, co, E, n)                                                                   \
+    do {                                                                                         \
+        int a_, b_;                                                                              \
+        for (a_ = 0; a_ < 3; a_++)                                                               \
+            for (b_ = 0; b_ < 3; b_++)                                                           \
+                (n)[3 * a_ + b_] = M6(I, (ro) + a_, (co)) * (E)[b_] + M6(I, (ro) + a_, (co) + 1) * (E)[3 + b_] + \
+                                   M6(I, (ro) + a_, (co) + 2) * (E)[6 + b_];                     \
+    } while (0)
+#define ROT_OUT(E, n, a, b) ((E)[a] * (n)[b] + (E)[3 + (a)] * (n)[3 + (b)] + (E)[6 + (a)] * (n)[6 + (b)])
+
 static inline void rotated_block(const double *E, const double *I, int ro, int co, double *out)
 {
     double n[9];
-    int a, b;
-    for (a = 0; a < 3; a++)                                   /* n = M E */
-        for (b = 0; b < 3; b++)
-            n[3 * a + b] = M6(I, ro + a, co) * E[b] + M6(I, ro + a, co + 1) * E[3 + b] + M6(I, ro + a, co + 2) * E[6 + b];
-    for (a = 0; a < 3; a++)                                   /* out = E^T n */
-        for (b = 0; b < 3; b++)
-            out[3 * a + b] = E[a] * n[b] + E[3 + a] * n[3 + b] + E[6 + a] * n[6 + b];
+    ROT_N(I, ro, co, E, n);                                   /* n = M E, out = E^T n */
+    out[0] = ROT_OUT(E, n, 0, 0); out[1] = ROT_OUT(E, n, 0, 1); out[2] = ROT_OUT(E, n, 0, 2);
+    out[3] = ROT_OUT(E, n, 1, 0); out[4] = ROT_OUT(E, n, 1, 1); out[5] = ROT_OUT(E, n, 1, 2);
+    out[6] = ROT_OUT(E, n, 2, 0); out[7] = ROT_OUT(E, n, 2, 1); out[8] = ROT_OUT(E, n, 2, 2);
 }
 
+/* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
+ * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
+ * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx.
+ * The operations follow the numpy reference's (spatial.py) one for one: the closed-loop solve
+ * (loops.c) passes M's rounding on, amplified where the constraints are redundant (rssr), and a
+ * chaotic chain (chain7) amplifies ABA's, so a cheaper formula here would round differently. */
 static inline void XT_I_X_add(const double *E, const double *r, const double *I, double *out)
 {
     double A[9], B[9], C[9], K[9], G[9], Z[9], W[9];
@@ -99,6 +112,62 @@ static inline void XT_I_X_add(const double *E, const double *r, const double *I,
             M6(out, 3 + b, a) += G[3 * a + b];
             M6(out, 3 + a, 3 + b) += C[3 * a + b];
         }
+}
+
+/* Products with a joint's motion subspace S (body axes; RBDA Table 4.1, joints.motion_subspace)
+ * by its known structure instead of dense 6 x n products with zeros (RBDA Appendix A):
+ * revolute S = [a; 0], prismatic S = [0; a], spherical S = [1; 0], free S = [[0, 1], [1, 0]]
+ * (free qd = [v; w]). Each gives the same sums as the dense product, less the zero terms. */
+static const int FREE_ROW[6] = {3, 4, 5, 0, 1, 2};           /* row of S's one in column b (free joint) */
+
+/* out (6) = S x */
+static inline void S_mul(int jt, const double *axis, const double *x, double *out)
+{
+    int k;
+    for (k = 0; k < 6; k++) out[k] = 0.0;
+    switch (jt) {
+    case MBS_REVOLUTE: for (k = 0; k < 3; k++) out[k] = axis[k] * x[0]; break;
+    case MBS_PRISMATIC: for (k = 0; k < 3; k++) out[3 + k] = axis[k] * x[0]; break;
+    case MBS_SPHERICAL: for (k = 0; k < 3; k++) out[k] = x[k]; break;
+    case MBS_FREE: for (k = 0; k < 6; k++) out[FREE_ROW[k]] = x[k]; break;
+    default: break;
+    }
+}
+
+/* out (n) = S^T f */
+static inline void ST_mul(int jt, const double *axis, const double *f, double *out)
+{
+    int k;
+    switch (jt) {
+    case MBS_REVOLUTE: out[0] = axis[0] * f[0] + axis[1] * f[1] + axis[2] * f[2]; break;
+    case MBS_PRISMATIC: out[0] = axis[0] * f[3] + axis[1] * f[4] + axis[2] * f[5]; break;
+    case MBS_SPHERICAL: for (k = 0; k < 3; k++) out[k] = f[k]; break;
+    case MBS_FREE: for (k = 0; k < 6; k++) out[k] = f[FREE_ROW[k]]; break;
+    default: break;
+    }
+}
+
+/* U (6 x n, leading dimension 6) = IA S */
+static inline void IA_S(int jt, const double *axis, const double *IA, double *U)
+{
+    int k, b;
+    switch (jt) {
+    case MBS_REVOLUTE:
+        for (k = 0; k < 6; k++) M6(U, k, 0) = M6(IA, k, 0) * axis[0] + M6(IA, k, 1) * axis[1] + M6(IA, k, 2) * axis[2];
+        break;
+    case MBS_PRISMATIC:
+        for (k = 0; k < 6; k++) M6(U, k, 0) = M6(IA, k, 3) * axis[0] + M6(IA, k, 4) * axis[1] + M6(IA, k, 5) * axis[2];
+        break;
+    case MBS_SPHERICAL:
+        for (k = 0; k < 6; k++)
+            for (b = 0; b < 3; b++) M6(U, k, b) = M6(IA, k, b);
+        break;
+    case MBS_FREE:
+        for (k = 0; k < 6; k++)
+            for (b = 0; b < 6; b++) M6(U, k, b) = M6(IA, k, FREE_ROW[b]);
+        break;
+    default: break;
+    }
 }
 
 /* out = v x m (motion cross product, RBDA Eq. 2.31) */
@@ -147,13 +216,19 @@ static inline void rot_axis(const double *a, double angle, double *R)
 {
     double s = sin(angle), c1 = 1.0 - cos(angle);
     double K[9], KK[9];
-    int i, j;
+    int i;
     K[0] = 0.0;   K[1] = -a[2]; K[2] = a[1];
     K[3] = a[2];  K[4] = 0.0;   K[5] = -a[0];
     K[6] = -a[1]; K[7] = a[0];  K[8] = 0.0;
-    for (i = 0; i < 3; i++)
-        for (j = 0; j < 3; j++)
-            KK[3 * i + j] = K[3 * i] * K[j] + K[3 * i + 1] * K[3 + j] + K[3 * i + 2] * K[6 + j];
+    KK[0] = K[1] * K[3] + K[2] * K[6];                        /* KK = K K less the products with K's zero diagonal */
+    KK[1] = K[2] * K[7];
+    KK[2] = K[1] * K[5];
+    KK[3] = K[5] * K[6];
+    KK[4] = K[3] * K[1] + K[5] * K[7];
+    KK[5] = K[3] * K[2];
+    KK[6] = K[7] * K[3];
+    KK[7] = K[6] * K[1];
+    KK[8] = K[6] * K[2] + K[7] * K[5];
     for (i = 0; i < 9; i++) R[i] = (i % 4 == 0 ? 1.0 : 0.0) + s * K[i] + c1 * KK[i];
 }
 
