@@ -448,7 +448,7 @@ def test_reading_outputs_leaves_the_steps_bit_for_bit(name, integ, rng):
             if k == 5 and c.n_u:
                 c.set_inputs(np.linspace(-0.2, 0.3, c.n_u))
             if k == 7:
-                c.set_state(c.x + 1e-6 * (np.arange(c.nx) >= model.nq))   # rates only: quaternions stay unit
+                c.set_state(c.x + 1e-6 * (np.arange(c.nx) >= model.nq))  # rates only: quaternions stay unit
         if k == 9:
             other = Core(model)
             other.copy_from(read)
