@@ -31,7 +31,7 @@ def default_fmu_dir() -> Path:
 def cached(fmu_dir: Path, kind: str, key: dict, build) -> Path:
     """The FMU ``<fmu_dir>/<kind>-<hash>/<kind>.fmu``, built by build(folder) -> path on a miss (in
     a private folder, then moved into place: concurrent runs do not see half-written files)."""
-    from ..fmu.build import engine_hash
+    from ..fmu.package import engine_hash
 
     key = {**key, "engine": engine_hash(), "python": sys.executable, "version": list(sys.version_info[:3])}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -13,7 +13,7 @@ from .. import __version__, load_model
 from ..errors import InputError
 from ..sim.simulator import Simulator
 from .description import FmuBuildError, build_info, model_identifier, now
-from .package import engine_hash, engine_info, package_python_fmu, python_info, require_pythonfmu
+from .package import engine_info, package_python_fmu, python_info, require_pythonfmu
 from .variables import variable_table
 
 MODEL_DIR = "mbsfmu_model"  # resources/ folder of the model file (and the URDF an overlay names)
@@ -103,5 +103,4 @@ def copy_model(path: Path, dest: Path) -> str:
     return path.name
 
 
-# engine_hash, FmuBuildError and model_identifier are importable from here as before
-__all__ = ["MODEL_DIR", "FmuBuildError", "build_fmu", "copy_model", "engine_hash", "model_identifier"]
+__all__ = ["MODEL_DIR", "build_fmu", "copy_model"]

@@ -55,30 +55,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     """Build the FMU ``args`` ask for and print what it holds; the exit code."""
+    common = {
+        "naming": args.naming,
+        "integrator": args.integrator,
+        "h_max": args.h_max,
+        "rtol": args.rtol,
+        "atol": args.atol,
+    }
     if args.runtime == "native":
         if args.no_loader:
             raise InputError("--no-loader applies to --runtime python only")
-        out = build_native_fmu(
-            args.model,
-            args.output,
-            naming=args.naming,
-            integrator=args.integrator,
-            h_max=args.h_max,
-            rtol=args.rtol,
-            atol=args.atol,
-            progress=lambda msg: print(f"mbsfmu build-fmu: {msg}", file=sys.stderr, flush=True),
-        )
+        progress = lambda msg: print(f"mbsfmu build-fmu: {msg}", file=sys.stderr, flush=True)  # noqa: E731
+        out = build_native_fmu(args.model, args.output, progress=progress, **common)
     else:
-        out = build_fmu(
-            args.model,
-            args.output,
-            naming=args.naming,
-            integrator=args.integrator,
-            h_max=args.h_max,
-            rtol=args.rtol,
-            atol=args.atol,
-            loader=False if args.no_loader else None,
-        )
+        out = build_fmu(args.model, args.output, loader=False if args.no_loader else None, **common)
     with zipfile.ZipFile(out) as z:
         root = ET.fromstring(z.read("modelDescription.xml"))
         names = z.namelist()

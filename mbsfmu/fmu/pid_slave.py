@@ -1,30 +1,7 @@
 """The bundled controller FMU's slave: the scenario's discrete joint PID
 (``mbsfmu.sim.pid.JointPID``) as an FMI 2.0 Co-Simulation slave on ``slave_base.SlaveBase``
-(``PidSlave``); its configuration, variables and builder are ``pid.py``.
-
-Variables (structured names; per controlled joint j, in the order of the scenario's
-``controller.joints``): parameters (fixed) ``sample_period`` [s] (the PID's dt), ``j.kp``,
-``j.ki``, ``j.kd``, ``j.limit`` (start: the scenario's gains; ``limit`` = INF: none); inputs
-``j.q`` [rad or m], ``j.qd`` [rad/s or m/s]; outputs ``j.tau`` [N m or N]. The setpoint
-schedules (with tables and CSV data already read), the derivative modes and the gains' start
-values are in ``resources/mbsfmu_pid.json``.
-
-Output timing: sample and hold, computed in fmi2DoStep. ``fmi2DoStep(t_k, h)`` samples the
-inputs set before the call, computes u_k = PID(t_k, q_k, qd_k) (updating the integral and the
-previous setpoint exactly once), and from then on the outputs hold u_k; before the first step they
-are 0. The outputs never depend on the inputs set at the same communication point (no direct
-feedthrough: ModelStructure lists no dependencies). Hence:
-
-- a master that, at each communication point, steps the controller before the model and feeds its
-  fresh output to the model (Gauss-Seidel order ctrl -> mbs: ``mbsfmu cosim`` with the fmpy master
-  and ``scheme: gauss-seidel``) drives the model with u_k over [t_k, t_k+1]: exactly what
-  ``mbsfmu run`` does in-process (the same JointPID code, the same floats: bit for bit);
-- a Jacobi master (every FMU stepped from the outputs read at t_k: libcosim's fixed-step algorithm,
-  or the fmpy loop with ``scheme: jacobi``) drives it with u_{k-1} (u_{-1} = 0): a one-step delay.
-
-FMU state (get/set/serialize): the inputs, held outputs, parameters, the PID's integral and
-previous setpoints (pythonfmu alone would save only the registered variables).
-"""
+(``PidSlave``). Its variables, output timing (sample and hold in fmi2DoStep, no direct
+feedthrough) and FMU state are described in ``pid.py``, which configures and builds it."""
 
 from __future__ import annotations
 
