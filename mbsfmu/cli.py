@@ -392,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .fmu.command import add_parser as add_fmu_parser
 
     add_fmu_parser(sub)
+    from .symbolic.command import add_parser as add_derive_parser
+
+    add_derive_parser(sub)
     return parser
 
 
