@@ -18,6 +18,7 @@ plotting time, no longer grow with the number of joints, and a person can read t
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -195,8 +196,8 @@ def _plot_envelope(ax, t, traj, cols: list[str], colours) -> list[np.ndarray]:
     """Many curves as one band: min and max over the columns at each time, the median, and the
     HIGHLIGHT columns of widest finite range; returns what was drawn (for the y limits)."""
     Y = _finite(traj.stack(cols))
-    with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
-        sup.filter(RuntimeWarning)  # all-NaN rows (a blown-up run) give NaN, drawn as gaps
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (a blown-up run) give NaN, drawn as gaps
         lo, hi, med = np.nanmin(Y, axis=1), np.nanmax(Y, axis=1), np.nanmedian(Y, axis=1)
         span = np.nanmax(Y, axis=0) - np.nanmin(Y, axis=0)
     ax.fill_between(t, lo, hi, color="0.8", label=f"min..max of {len(cols)}")
