@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import csv
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -177,12 +178,14 @@ class TrajectoryWriter:
                 f"{self.path}: column names must be non-empty, without commas, quotes, "
                 f"newlines or surrounding blanks: {', '.join(map(repr, bad))}"
             )
-        dup = sorted({c for c in cols if cols.count(c) > 1})
+        dup = sorted(c for c, n in Counter(cols).items() if n > 1)
         if dup:
             raise TrajectoryError(f"{self.path}: duplicate column names: {', '.join(dup)}")
         if "time" not in cols:
             raise TrajectoryError(f"{self.path}: the columns must include 'time'")
         self.columns = cols
+        self._column_set = frozenset(cols)  # membership per row key: O(1), not O(columns)
+        self._time_index = cols.index("time")
         self._write(",".join(cols) + "\n", "the header")
 
     def write(self, row: Mapping[str, float] | Sequence[float]) -> None:
@@ -196,7 +199,7 @@ class TrajectoryWriter:
             self._header(list(row))
         if isinstance(row, Mapping):
             missing = [c for c in self.columns if c not in row]
-            extra = [str(k) for k in row if k not in set(self.columns)]
+            extra = [str(k) for k in row if k not in self._column_set]
             if missing or extra:
                 raise TrajectoryError(
                     f"{self.path}: row {self.n_rows + 1} does not match the header"
@@ -221,8 +224,7 @@ class TrajectoryWriter:
                 ) from None
         self._write(",".join(cells) + "\n", f"row {self.n_rows + 1}")
         self.n_rows += 1
-        if self.columns is not None and "time" in self.columns:
-            self.last_time = float(values[self.columns.index("time")])
+        self.last_time = float(values[self._time_index])
 
     def _write(self, text: str, what: str) -> None:
         """Write one line (unbuffered); on OSError (disk full, I/O error) cut the file back to
@@ -302,7 +304,7 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
         raise TrajectoryError(
             f"{path}: line {header_line}: header has empty column name(s) at position(s) {', '.join(map(str, empty))}"
         )
-    dup = sorted({c for c in names if names.count(c) > 1})
+    dup = sorted(c for c, n in Counter(names).items() if n > 1)
     if dup:
         raise TrajectoryError(f"{path}: line {header_line}: duplicate column names: {', '.join(dup)}")
     if "time" not in names:

@@ -150,3 +150,20 @@ def test_from_columns_validates_like_a_file():
         Trajectory.from_columns({"time": [1.0, 0.0]})
     with pytest.raises(KeyError, match="no column 'b'"):
         traj["b"]
+
+
+def test_wide_files_round_trip(tmp_path):
+    """30,000 columns (a 1,000-body model's records): written and read back exactly; a duplicate
+    column among them is still named."""
+    names = ["time", *(f"b{k}.v[{c}]" for k in range(10_000) for c in (1, 2, 3))][:30_000]
+    rows = [{n: float(k) + j * 1e-3 for j, n in enumerate(names)} for k in range(3)]
+    path = tmp_path / "wide.csv"
+    with TrajectoryWriter(path) as w:
+        for r in rows:
+            w.write(r)
+    traj = read_trajectory(path)
+    assert list(traj.names) == names
+    assert traj[names[-1]].tolist() == [r[names[-1]] for r in rows]
+    path.write_text(",".join([*names, names[5]]) + "\n" + ",".join(["0"] * (len(names) + 1)) + "\n")
+    with pytest.raises(TrajectoryError, match=r"duplicate column names: b1\.v\[2\]"):
+        read_trajectory(path)

@@ -153,11 +153,12 @@ def discover(traj: Trajectory) -> System:
         springs=tuple(c[:-2] for c in names if c.endswith(".k") and len(c) > 2),
     )
     body_fields = {f for fields in (*MOMENTUM_BODY.values(), *ENERGY_BODY.values()) for f in fields}
-    orphans = []
+    bodies = set(found.bodies)  # membership per column: O(1), not O(bodies)
+    orphans: dict[str, None] = {}  # ordered set
     for c in names:
         owner, _dot, fld = c.split("[", 1)[0].rpartition(".")
-        if owner and fld in body_fields and owner not in found.bodies and f"{owner}.m" not in orphans:
-            orphans.append(f"{owner}.m")
+        if owner and fld in body_fields and owner not in bodies:
+            orphans[f"{owner}.m"] = None
     if orphans:
         raise CheckError(
             f"{traj.source}: body record columns without their mass column: {', '.join(orphans)} "

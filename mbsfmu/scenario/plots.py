@@ -8,10 +8,17 @@ quaternions [-] and base rates. Each panel holds at most PER_PANEL curves with d
 and its legend outside the data; a figure holds at most PANELS_PER_PAGE panels, more go to
 ``joint_states_2.png``, ... Non-finite values are left out (gaps) and huge finite ones (a
 blow-up reaching 1e151) plot as they are: axis limits come from finite data only.
+
+Large models: a group of more than ENVELOPE_ABOVE curves (a 10,000-link chain has 10,000 joint
+angles) is one panel instead of hundreds: the band between the smallest and largest value at each
+time, the median, and the HIGHLIGHT joints of widest range drawn and named; more than
+JOINTS_LISTED spherical or free joints are grouped by kind first. So the number of panels, and the
+plotting time, no longer grow with the number of joints, and a person can read the page.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +27,9 @@ TINY = 1e-300  # floor for log axes: an exactly conserved quantity plots at the 
 PER_PANEL = 10  # curves per panel (tab10: ten distinct colours)
 PANELS_PER_PAGE = 8  # panels per PNG
 SPIN_RAD = 4 * np.pi  # a revolute joint turning more than this over the run plots its rate only
+ENVELOPE_ABOVE = 40  # a group with more curves is drawn as one envelope panel
+HIGHLIGHT = 3  # joints of widest range drawn and named in an envelope panel
+JOINTS_LISTED = 20  # more spherical/free joints than this are grouped by kind
 
 
 def joint_kinds(model) -> dict[str, str]:
@@ -81,7 +91,17 @@ def panel_groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, lis
             [c for c in qd_cols if joint_of(c) in spinning],
         ),
     ]
-    for j in dict.fromkeys(joint_of(c) for c in q_cols if kinds[joint_of(c)] in ("free", "spherical", "multi")):
+    multi = list(dict.fromkeys(joint_of(c) for c in q_cols if kinds[joint_of(c)] in ("free", "spherical", "multi")))
+    if len(multi) > JOINTS_LISTED:  # grouped by kind: quaternions with quaternions, rates with rates
+        for kind in ("free", "spherical", "multi"):
+            js = {j for j in multi if kinds[j] == kind}
+            if js:
+                groups += [
+                    (f"{kind} joints: coordinates", "q", [c for c in q_cols if joint_of(c) in js]),
+                    (f"{kind} joints: rates", "qd", [c for c in qd_cols if joint_of(c) in js]),
+                ]
+        multi = []
+    for j in multi:
         qs = [c for c in q_cols if joint_of(c) == j]
         vs = [c for c in qd_cols if joint_of(c) == j]
         if kinds[j] == "free":
@@ -97,6 +117,9 @@ def panel_groups(traj, kinds: dict[str, str] | None) -> list[tuple[str, str, lis
             groups += [(f"{j}: coordinates", "q", qs), (f"{j}: rates", "qd", vs)]
     panels = []
     for title, label, cols in groups:
+        if len(cols) > ENVELOPE_ABOVE:
+            panels.append((f"{title}: {len(cols)} curves, min-max band and median", label, cols))
+            continue
         for k in range(0, len(cols), PER_PANEL):
             part = f" ({k // PER_PANEL + 1}/{-(-len(cols) // PER_PANEL)})" if len(cols) > PER_PANEL else ""
             panels.append((title + part, label, cols[k : k + PER_PANEL]))
@@ -146,9 +169,12 @@ def plot_run(
             max(1, len(chunk)), 1, figsize=(11, 1.0 + 2.1 * max(1, len(chunk))), sharex=True, squeeze=False
         )
         for ax, (ptitle, label, cols) in zip(axes[:, 0], chunk):
-            ys = [_finite(traj[c]) for c in cols]
-            for k, (c, y) in enumerate(zip(cols, ys)):
-                ax.plot(t, y, color=colours[k % len(colours)], label=c.split(".", 1)[1], lw=1.2)
+            if len(cols) > PER_PANEL:
+                ys = _plot_envelope(ax, t, traj, cols, colours)
+            else:
+                ys = [_finite(traj[c]) for c in cols]
+                for k, (c, y) in enumerate(zip(cols, ys)):
+                    ax.plot(t, y, color=colours[k % len(colours)], label=c.split(".", 1)[1], lw=1.2)
             _set_ylim(ax, ys)
             ax.set_title(ptitle, fontsize=9, loc="left")
             ax.set_ylabel(label, fontsize=8)
@@ -164,6 +190,22 @@ def plot_run(
         plt.close(fig)
     paths.append(_plot_conservation(plt, traj, out, title, checks))
     return paths
+
+
+def _plot_envelope(ax, t, traj, cols: list[str], colours) -> list[np.ndarray]:
+    """Many curves as one band: min and max over the columns at each time, the median, and the
+    HIGHLIGHT columns of widest finite range; returns what was drawn (for the y limits)."""
+    Y = _finite(traj.stack(cols))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (a blown-up run) give NaN, drawn as gaps
+        lo, hi, med = np.nanmin(Y, axis=1), np.nanmax(Y, axis=1), np.nanmedian(Y, axis=1)
+        span = np.nanmax(Y, axis=0) - np.nanmin(Y, axis=0)
+    ax.fill_between(t, lo, hi, color="0.8", label=f"min..max of {len(cols)}")
+    ax.plot(t, med, color="0.3", lw=1.0, label="median")
+    ranked = np.argsort(np.where(np.isfinite(span), span, -np.inf))[::-1][:HIGHLIGHT]
+    for k, j in enumerate(ranked):
+        ax.plot(t, Y[:, j], color=colours[k % len(colours)], lw=1.2, label=cols[j].split(".", 1)[1])
+    return [lo, hi]
 
 
 def _plot_conservation(plt, traj, out: Path, title: str, checks: dict | None) -> Path:

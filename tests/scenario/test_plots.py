@@ -146,3 +146,27 @@ def test_conservation_plots_each_check_against_its_bound_and_marks_failures(tmp_
     assert "bound 1e-11" in axes[0][2] and "bound 1e-06" in axes[1][2]
     lo, hi = axes[1][3]
     assert lo <= 1e-6 <= hi and hi >= 1e-5  # the bound and the failing maximum are in view
+
+
+def test_a_large_group_is_one_readable_band(tmp_path, saved):
+    """300 joint angles and rates: one panel each (min-max band, median, the widest joints named),
+    not 60 panels over 8 pages; the band spans every curve."""
+    from mbsfmu.scenario.plots import ENVELOPE_ABOVE, HIGHLIGHT
+
+    n, n_t = 300, 25
+    t = np.linspace(0, 1, n_t)
+    cols = {"time": t}
+    amp = np.linspace(0.01, 1.0, n)
+    for k in range(n):
+        cols[f"q.j{k}"], cols[f"qd.j{k}"] = amp[k] * np.sin(t), amp[k] * np.cos(t)
+    traj = Trajectory.from_columns(cols)
+    paths = plot_run(traj, tmp_path, "chain", {f"j{k}": "revolute" for k in range(n)})
+    assert [p.name for p in paths] == ["joint_states.png", "conservation.png"]
+    axes = saved["joint_states.png"]
+    assert n > ENVELOPE_ABOVE and len(axes) == 2
+    for (title, _y, labels, (lo, hi)), prefix in zip(axes, ("q.", "qd.")):
+        assert f"{n} curves" in title
+        assert labels[:2] == [f"min..max of {n}", "median"] and len(labels) == 2 + HIGHLIGHT
+        assert set(labels[2:]) == {f"j{k}" for k in range(n - HIGHLIGHT, n)}  # the widest ranges, named
+        data = np.array([cols[c] for c in cols if c.startswith(prefix)])
+        assert lo <= data.min() and hi >= data.max()  # every curve inside the axis

@@ -1,7 +1,9 @@
 /* invariants.c - the engine's own momentum and energy (mbsfmu/records.py engine_invariants):
  * each body's spatial momentum I_i v_i (RBDA Sec. 2.13) split into its angular momentum about
  * its CoM and its linear momentum, summed about the system CM (MBS Momentum Testing Eqs. 9-10); KE =
- * 1/2 qd^T M qd with M by CRBA (MBS Energy Testing Eq. 1); PE = springs - sum m_i g . c_i (MBS Energy Testing Eq. 2).
+ * sum 1/2 v_i . I_i v_i (RBDA Sec. 2.13, MBS Energy Testing Eq. 1), O(N) from the momenta already formed (the
+ * numpy reference keeps 1/2 qd^T M qd by CRBA, O(N d^2): the two formulas check each other to round-off);
+ * PE = springs - sum m_i g . c_i (MBS Energy Testing Eq. 2).
  * H_scale: the magnitudes of the terms summed into H_sys (records.angular_momentum_scale). */
 #include "instance.h"
 #include "spatial.h"
@@ -9,7 +11,7 @@
 /* needs mbs_joint_transforms(q) and mbs_forward_kinematics(qd) done on s */
 void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out)
 {
-    int N = s->N, nv = s->nv, i, k, l;
+    int N = s->N, i, k, l;
     double m_tot = 0.0, mc[3] = {0, 0, 0}, Lsum[3] = {0, 0, 0}, Hrel[3] = {0, 0, 0}, prel[3] = {0, 0, 0};
     double mgc = 0.0, KE = 0.0, H_scale = 0.0;
     for (i = 1; i <= N; i++) {                                /* pass 1: mass, CM, P_sys, sum L_c */
@@ -19,6 +21,7 @@ void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_i
             double acc = 0.0;
             for (l = 0; l < 6; l++) acc += M6(I, k, l) * v[l];
             h[k] = acc;
+            KE += v[k] * acc;                                 /* v_i . I_i v_i */
         }
         cross3(com, h + 3, t);                                /* about the CoM: h_w - com x h_lin */
         for (k = 0; k < 3; k++) t[k] = h[k] - t[k];
@@ -64,12 +67,7 @@ void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_i
         out->H_sys[k] = Lsum[k] + Hrel[k];
     }
     out->H_scale = H_scale;
-    mbs_crba_core(s, s->M);                                   /* KE = 1/2 qd^T M qd */
-    for (k = 0; k < nv; k++) {
-        double acc = 0.0;
-        for (l = 0; l < nv; l++) acc += s->M[nv * k + l] * qd[l];
-        KE += qd[k] * acc;
-    }
+    (void)qd;                                                 /* the rates enter through v_i */
     out->KE = 0.5 * KE;
     out->PE = mbs_spring_energy(s, q) - mgc;
 }
