@@ -12,9 +12,7 @@ import numpy as np
 
 from .. import load_model
 from ..errors import InputError
-from .codegen import c_source, identifier, latex_form, load_numpy, numpy_source, text_form
-from .scheme import MAX_NV, MAX_SERIES, SymbolicLimitError, derive
-from .verify import engine_pairs, random_states
+from .limits import MAX_NV, MAX_SERIES
 
 CHECK_STATES = 3  # random consistent states at which the generated code must equal the engine
 
@@ -49,6 +47,10 @@ def run(args) -> int:
         import sympy  # noqa: F401
     except ImportError:
         raise InputError("mbsfmu derive needs SymPy: pip install 'mbsfmu[symbolic]'") from None
+    from .codegen import c_source, identifier, latex_form, load_numpy, numpy_source, text_form
+    from .scheme import SymbolicLimitError, derive
+    from .verify import engine_pairs, random_states
+
     model = load_model(args.model)
     t0 = time.perf_counter()
     try:

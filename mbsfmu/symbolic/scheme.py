@@ -36,14 +36,7 @@ import sympy as sp
 from ..engine import joints
 from ..engine.forces import ForceElements
 from ..engine.spec.description import BodyWrench, SpringDamper, Thruster
-
-# The explicit scheme's limits. Its expressions grow with the number of moving joints in series (each
-# rotation multiplies the terms of everything outboard): measured (docs/explanation/methods.md), the
-# derivation takes 0.2 s for SCARA (2 in series), 7 s for a 7-link chain (7), 97 s for a 7-DoF arm with
-# two fingers (8 in series) and 29 s for a 19-rate branched robot (4 in series); the number of rates
-# adds terms only linearly. A model past either limit is refused at once, before any algebra.
-MAX_SERIES = 7  # moving joints on the longest path from the world
-MAX_NV = 20  # joint rates
+from .limits import MAX_NV, MAX_SERIES
 
 
 class SymbolicLimitError(ValueError):
