@@ -208,7 +208,7 @@ def _print_report(scn, report: dict, out, how: str) -> int:
             file=sys.stderr,
         )
     if report.get("checks"):
-        print(summary_table(report))
+        print(summary_table(report, verdict="conservation checks"))
     for name, why in report.get("skipped_checks", {}).items():
         print(f"check     {name:<60} SKIPPED: {why}")
     if report.get("check_error"):

@@ -144,7 +144,9 @@ def conservation_statuses(
         rel = e["max_rel"]
         level = level_for(rel, warn, error)
         what = ABOUT[name]
-        if level == OK:
+        if e.get("not_computable"):  # the checker could not compute it: an error, said as such
+            msg = f"{what}: not computable: {e['not_computable']}"
+        elif level == OK:
             msg = f"{what}: relative deviation {_fmt(rel)} < {warn:g}"
         else:
             msg = f"{what}: relative deviation {_fmt(rel)} >= {warn if level == WARN else error:g}" + (

@@ -817,6 +817,35 @@ def default_checks(traj) -> dict[str, None]:
     return {**({"engine_agreement": None} if has_engine else {}), "p_sys_zero": None}
 
 
+def _not_computed(e: dict) -> str | None:
+    """What a check could not compute, or None: its deviation, scale and drift must be finite
+    numbers (an input cell that is NaN or inf, or so large that the products overflow float64,
+    makes them NaN or inf; a check must then fail, never pass on what it could not compute).
+    max_rel may be inf only where the scale is 0 (a real failure, not a missing number)."""
+    parts = {"": e, **{f"{q} ": d for q, d in e.get("quantities", {}).items()}}
+    for label, d in parts.items():
+        for key in ("max_abs", "scale", "drift_per_s"):
+            if key in d and not math.isfinite(d[key]):
+                return f"{label or ''}{key} is {d[key]} (not computable)"
+    return None
+
+
+def culprit(traj: Trajectory) -> str:
+    """The cell that makes the checker's quantities non-finite: the first NaN or inf cell (row by
+    row) of the columns the checker reads, else the cell of largest magnitude (its products
+    overflow), named by row, time and column."""
+    names = [c for c in traj.names if c != "time" and not c.startswith(("q.", "qd.", "u."))]
+    X = traj.stack(names)
+    bad = np.argwhere(~np.isfinite(X))
+    if bad.size:
+        k, j = bad[0]
+        what = "is not a finite number"
+    else:
+        k, j = np.unravel_index(int(np.argmax(np.abs(X))), X.shape)
+        what = "is too large: the sums and products of the records overflow float64"
+    return f"row {k + 1} (t = {float(traj.time[k]):.6g} s), column {names[j]} = {float(X[k, j])!r} {what}"
+
+
 def _json_safe(x):
     if isinstance(x, dict):
         return {k: _json_safe(v) for k, v in x.items()}
@@ -866,9 +895,21 @@ def conservation_report(
     ctx = _Context(traj, N, N_E)
     results = {}
     for name, (kind, bound) in bounds.items():
-        e = CHECK_FUNCTIONS[name](ctx)
+        with np.errstate(all="ignore"):  # overflow and NaN are found below and reported, never warned
+            e = CHECK_FUNCTIONS[name](ctx)
+        why = _not_computed(e)
+        if why:
+            e = {
+                "quantity": CHECKS[name].quantity,
+                "unit": CHECKS[name].unit,
+                "max_abs": None,
+                "scale": None,
+                "max_rel": None,
+                "drift_per_s": None,
+                "not_computable": f"{why}: {culprit(traj)}",
+            }
         value = e["max_abs"] if kind == "abs" else e["max_rel"]
-        e.update(bound=bound, bound_on=f"max_{kind}", passed=bool(value <= bound))
+        e.update(bound=bound, bound_on=f"max_{kind}", passed=bool(value is not None and value <= bound))
         per_row = e.pop("series_rel", None)
         per_row_abs = e.pop("series_abs", None)
         if series is not None:
@@ -911,8 +952,10 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def summary_table(report: dict) -> str:
-    """The report as a fixed-width text table, one line per check, and the overall verdict."""
+def summary_table(report: dict, verdict: str = "overall") -> str:
+    """The report as a fixed-width text table, one line per check, and the verdict of these
+    checks (``verdict`` names it: a scenario's run calls it "conservation checks", since its
+    references and final values are judged on lines of their own)."""
     r = report
     head = (
         f"{r['file']}: momentum procedure {r['procedure']} ({r['procedure_is']}), energy procedure "
@@ -936,8 +979,10 @@ def summary_table(report: dict) -> str:
             )
         if "note" in e:
             lines.append(f"  note: {e['note']}")
+        if "not_computable" in e:
+            lines.append(f"  not computable: {e['not_computable']}")
     n_fail = sum(not e["passed"] for e in r["checks"].values())
-    lines.append(f"overall: {'PASS' if r['passed'] else 'FAIL'} ({len(r['checks'])} checks, {n_fail} failed)")
+    lines.append(f"{verdict}: {'FAIL' if n_fail else 'PASS'} ({len(r['checks'])} checks, {n_fail} failed)")
     return "\n".join(lines)
 
 

@@ -159,9 +159,18 @@ def reference_results(scn: Scenario, traj) -> dict:
             continue
         sel = (traj.time >= ref.t0) & (traj.time <= ref.t1)
         try:
-            err = np.abs(traj[ref.column][sel] - evaluate(ref.tree, traj.time[sel], ref.params))
+            with np.errstate(all="ignore"):  # non-finite values are reported below, never warned
+                err = np.abs(traj[ref.column][sel] - evaluate(ref.tree, traj.time[sel], ref.params))
         except Exception as e:  # noqa: BLE001 - checked at load; never lose the report over one reference
             out[ref.key] = {"passed": False, "error": f"the expression does not evaluate: {type(e).__name__}: {e}"}
+            continue
+        if not np.all(np.isfinite(err)):  # a NaN never compares: it must fail, and say where
+            k = int(np.flatnonzero(~np.isfinite(err))[0])
+            t_k, value = float(traj.time[sel][k]), float(traj[ref.column][sel][k])
+            out[ref.key] = {
+                "passed": False,
+                "error": f"not computable at t = {t_k:.6g} s: {ref.column} = {value!r} or the expression is not finite",
+            }
             continue
         worst = float(np.max(err)) if err.size else math.nan
         out[ref.key] = {
@@ -187,6 +196,8 @@ def final_results(scn: Scenario, traj, complete: bool) -> dict:
             "expected": final.value,
             "tol": final.tol,
             "t": float(traj.time[-1]),
-            "passed": bool(complete and abs(got - final.value) <= final.tol),
+            "passed": bool(complete and abs(got - final.value) <= final.tol),  # False for NaN
         }
+        if not math.isfinite(got):
+            out[column]["error"] = f"the last value of {column} is {got!r}: not a finite number"
     return out

@@ -626,3 +626,85 @@ def test_mujoco_export_is_checked_like_ours(tmp_path, rng):
     assert "energy procedure 1 (inertial axes, absolute)" in inv.summary_table(report)
     with pytest.raises(MbsError, match=r"energy by procedure 2 .* 18 column\(s\) .*: a.r_cm\[1\], "):
         inv.run_check(path, 2, ["energy_constant"])
+
+
+# ---- what the checker cannot compute, it never certifies ------------------------------------
+def _read_by_procedure_1(cols) -> list[str]:
+    """The columns procedure 1 (momentum and energy) and engine_agreement read."""
+    fields = {*inv.MOMENTUM_BODY[1], *inv.ENERGY_BODY[1], "m", "h", "Iw", "k", "x", "R", "Rdot", "g"}
+    out = []
+    for c in cols:
+        owner, _, field = c.split("[", 1)[0].rpartition(".")
+        if c.startswith("engine.") or (field or owner) in fields or c.split("[", 1)[0] in fields:
+            out.append(c)
+    return out
+
+
+def _report_without_warnings(cols, checks):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning reaches the user
+        return inv.conservation_report(cols, checks, 1)
+
+
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("b1.omega[1]", 1e308),  # finite, but its products overflow
+        ("b2.r_cm[2]", np.nan),
+        ("b1.m", np.inf),
+        ("rw.h[3]", -np.inf),
+        ("sp.x", np.nan),
+        ("engine.KE", np.nan),  # the engine's value: engine_agreement cannot compare it
+    ],
+)
+def test_a_cell_that_cannot_be_computed_fails_its_checks_by_name(rng, column, value):
+    cols, known = free_bodies(rng, T_GRID)
+    cols = with_engine_columns(cols, known)
+    cols[column] = cols[column].copy()
+    cols[column][7] = value
+    report = _report_without_warnings(cols, {name: "rel:1e-6" for name in all_checks((0, 0, 0))})
+    assert not report["passed"]
+    failed = {n: e for n, e in report["checks"].items() if "not_computable" in e}
+    assert failed, inv.summary_table(report)
+    for e in failed.values():
+        assert not e["passed"] and e["max_abs"] is None
+        assert f"row 8 (t = {T_GRID[7]:.6g} s), column {column} = " in e["not_computable"]
+    for e in report["checks"].values():  # what passes was computed: finite numbers
+        assert not e["passed"] or all(np.isfinite(e[k]) for k in ("max_abs", "scale", "drift_per_s"))
+    table = inv.summary_table(report)
+    assert "overall: FAIL" in table and f"column {column}" in table
+    json.dumps(report, allow_nan=False)
+
+
+def test_any_non_finite_cell_is_never_certified(rng):
+    """Property: one NaN or inf cell in any column procedure 1 reads, at any row: the report never
+    passes (30 examples in the fast profile). (A huge finite cell fails only where its products
+    overflow, as omega = 1e308 does above: 1e308 in r_abs with g = 0 enters PE as 0 x 1e308 = 0,
+    exactly, so that check computed what it bounds.)"""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    cols, known = free_bodies(rng, T_GRID)
+    cols = with_engine_columns(cols, known)
+    names = _read_by_procedure_1(cols)
+    checks = {name: "rel:1e-6" for name in all_checks((0, 0, 0))}
+    assert _report_without_warnings(cols, checks)["passed"]
+
+    @given(
+        st.sampled_from(names),
+        st.integers(0, len(T_GRID) - 1),
+        st.sampled_from([np.nan, np.inf, -np.inf]),
+    )
+    def never_passes(column, row, value):
+        bad = dict(cols)
+        bad[column] = cols[column].copy()
+        bad[column][row] = value
+        try:
+            report = _report_without_warnings(bad, checks)
+        except MbsError:  # refused as bad input (e.g. a total mass that is not positive): not certified
+            return
+        assert not report["passed"], (column, row, value, inv.summary_table(report))
+
+    never_passes()

@@ -26,7 +26,7 @@ def test_bundled_scenario_passes_its_checks(name, tmp_path):
     """CI runs the quick durations; `mbsfmu run` without --quick runs the full ones."""
     res = mbsfmu("run", f"scenarios/{name}", "--out", str(tmp_path), "--quick", "--no-progress")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "overall: PASS" in res.stdout
+    assert "conservation checks: PASS" in res.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["passed"] and report["checks"]
     traj = read_trajectory(tmp_path / "trajectory.csv")

@@ -81,6 +81,8 @@ outputs: {plots: true}
     assert ref["passed"] and ref["max_abs"] < 1e-6
     assert report["final"]["q.q1"]["passed"] is False and not report["passed"]
     assert "final     q.q1" in res.stdout and "FAIL" in res.stdout
+    # the checks' verdict is theirs: it passed (was "overall: FAIL (1 checks, 0 failed)")
+    assert "conservation checks: PASS (1 checks, 0 failed)" in res.stdout and "scenario p: FAIL" in res.stdout
     for png in ("joint_states.png", "conservation.png"):
         assert (tmp_path / "o" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -102,3 +102,27 @@ def test_inline_model_keeps_its_lines(tmp_path):
     assert isinstance(scn.model_inline, InlineModel) and scn.model_path == scn.path
     assert scn.model_inline.doc["bodies"][0]["name"] == "rod"
     assert scn.model_inline.lines[("gravity",)] == 4  # line of gravity: in the scenario file
+
+
+def test_non_finite_values_fail_references_and_finals_by_name(tmp_path):
+    """A NaN in a referenced column or at the last row never passes (NaN compares false with
+    everything, so it must be caught, and the report says where), with no numpy warning."""
+    import warnings
+
+    from mbsfmu.scenario.report import final_results, reference_results
+    from mbsfmu.trajectory import Trajectory
+
+    scn = scenario(
+        tmp_path,
+        "references:\n  - {column: q.q1, expr: '0', tol: 1.0e6}\nfinal:\n  qd.q1: {value: 0.0, tol: 1.0e6}\n",
+    )
+    t = np.linspace(0, 1, 5)
+    q, qd = np.zeros(5), np.zeros(5)
+    q[2], qd[-1] = np.inf, np.nan
+    traj = Trajectory.from_columns({"time": t, "q.q1": q, "qd.q1": qd})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ref = reference_results(scn, traj)["q.q1 ~ 0"]
+        fin = final_results(scn, traj, complete=True)["qd.q1"]
+    assert not ref["passed"] and "t = 0.5 s: q.q1 = inf" in ref["error"]
+    assert not fin["passed"] and "qd.q1 is nan" in fin["error"]
