@@ -299,15 +299,13 @@ def _as_model(path):
 
 def _ros(args) -> int:
     """Run the ROS 2 node (package ``mbsfmu_ros``, imported here only: mbsfmu never imports it)."""
+    from .extras import MissingExtra
+
     try:
         from mbsfmu_ros.node import main as ros_main
     except ImportError as e:
-        print(
-            f"mbsfmu: error: the ROS 2 node needs rclpy and the ROS 2 messages ({e}): pip install "
-            f"\"mbsfmu[ros]\" or source a ROS 2 installation (Jazzy or newer)",
-            file=sys.stderr,
-        )
-        return 2
+        missing = (e.name or "rclpy").split(".")[0]
+        raise MissingExtra("the ROS 2 node (or a sourced ROS 2 installation, Jazzy or newer)", "ros", missing) from None
     return ros_main(["mbsfmu ros", args.model, *args.ros_args])
 
 

@@ -70,12 +70,11 @@ class Dask:
         return f"dask.distributed on {where} ({self.slots} worker thread(s))"
 
     def __enter__(self):
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError as e:
-            from ..errors import MbsError
+        from ..extras import require
 
-            raise MbsError(f"campaigns run on dask.distributed ({e}): pip install \"mbsfmu[campaign]\"") from None
+        require("campaign", "a campaign on dask.distributed (without --serial)")
+        from distributed import Client, LocalCluster
+
         try:
             if self.scheduler is None:
                 import os

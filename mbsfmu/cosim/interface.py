@@ -10,11 +10,11 @@ import difflib
 from dataclasses import dataclass
 
 from ..errors import brief
+from ..extras import require
 from ..fmu.variables import variable_table
 from ..io.reader import Reader
 from ..scenario.cosim_section import MBS, choices_hint
 from ..scenario.spec import ScenarioError
-from .errors import CosimError
 
 TYPES = ("Real", "Integer", "Boolean")  # connectable variable types
 
@@ -47,17 +47,15 @@ def interfaces(scn, sim) -> dict[str, dict[str, Var]]:
     r = Reader(spec.lines)
     for name, entry in spec.fmus.items():
         if entry.builtin == "pid":
-            try:
-                from ..fmu.pid import pid_config, pid_variables
-            except ImportError:
-                raise CosimError("the builtin controller FMU needs pythonfmu: pip install 'mbsfmu[fmu]'") from None
+            require("fmu", "the builtin controller FMU", "pythonfmu")
+            from ..fmu.pid import pid_config, pid_variables
+
             table = pid_variables(pid_config(scn.controller, scn.dt, pid_units(sim.model, scn.controller)))
             out[name] = {v.name: Var(v.name, k, v.type, v.causality, v.variability) for k, v in enumerate(table)}
             continue
-        try:
-            from fmpy import read_model_description
-        except ImportError:
-            raise CosimError("co-simulation needs fmpy: pip install 'mbsfmu[fmu]'") from None
+        require("cosim", "co-simulation", "fmpy")
+        from fmpy import read_model_description
+
         try:
             md = read_model_description(str(entry.path), validate=False)
         except Exception as e:  # noqa: BLE001 - fmpy raises plain Exceptions for broken files and XML

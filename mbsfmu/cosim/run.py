@@ -19,6 +19,7 @@ from __future__ import annotations
 import time as wallclock
 from pathlib import Path
 
+from ..extras import require
 from ..scenario.cosim_section import MBS, SCHEMES
 from ..scenario.grid import check_run_length
 from ..scenario.progress import Progress
@@ -71,10 +72,10 @@ def run_cosim(
     check_run_length(T, scn.dt, scn.integrator, cosim=True)
     n_steps = max(1, round(T / scn.dt))
     if master == "libcosim":
-        _require("libcosimpy", "the libcosim master needs libcosimpy: pip install libcosimpy")
+        require("cosim", "the libcosim master", "libcosimpy")
         if abs(scn.dt * 1e9 - round(scn.dt * 1e9)) > 1e-6 * scn.dt * 1e9:
             raise CosimError(f"libcosim counts time in whole nanoseconds: dt = {scn.dt!r} s is not one")
-    _require("fmpy", "co-simulation needs fmpy: pip install 'mbsfmu[fmu]'")
+    require("cosim", "co-simulation", "fmpy")
     sim = build_simulator(scn)  # the scenario's own checks (initial state, inputs, controller)
     ifs = check_cosim(scn, sim)
     out = make_out_dir(out_dir)
@@ -154,13 +155,6 @@ def _on_sigint(handler):
 
 
 _STATUS = {0: "ok", 1: "warning", 2: "discard", 3: "error", 4: "fatal", 5: "pending"}
-
-
-def _require(module: str, message: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec(module) is None:
-        raise CosimError(message)
 
 
 def _with_P_sys(model):

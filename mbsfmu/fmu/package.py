@@ -45,10 +45,9 @@ ENGINE_PREFIX = "mbsfmu_engine_"
 
 def require_pythonfmu() -> None:
     """FmuBuildError unless pythonfmu can be imported (checked before any work)."""
-    try:
-        from pythonfmu.builder import FmuBuilder  # noqa: F401
-    except ImportError:
-        raise FmuBuildError("building an FMU needs pythonfmu: pip install 'mbsfmu[fmu]'") from None
+    from ..extras import require
+
+    require("fmu", "building a python-runtime FMU", "pythonfmu")
 
 
 def engine_sources() -> list[Path]:

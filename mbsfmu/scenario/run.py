@@ -102,7 +102,10 @@ def run_scenario(
     bar = Progress(n_steps, progress)
     recorder = None
     if record is not None:
+        from ..extras import require
         from .mcap import McapRecorder
+
+        require("record", "--record")
 
         try:
             recorder = McapRecorder(record, sim.model)

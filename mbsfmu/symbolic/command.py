@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import load_model
 from ..errors import InputError
+from ..extras import require
 from .limits import MAX_NV, MAX_SERIES
 
 CHECK_STATES = 3  # random consistent states at which the generated code must equal the engine
@@ -43,10 +44,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     """Derive, check, write; 0 when the generated code equals the engine, 1 when it does not."""
-    try:
-        import sympy  # noqa: F401
-    except ImportError:
-        raise InputError("mbsfmu derive needs SymPy: pip install 'mbsfmu[symbolic]'") from None
+    require("symbolic", "mbsfmu derive")
     from .codegen import c_source, identifier, latex_form, load_numpy, numpy_source, text_form
     from .scheme import SymbolicLimitError, derive
     from .verify import engine_pairs, random_states

@@ -119,22 +119,3 @@ def test_derive_refuses_a_model_past_the_limit_at_once(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "8 moving joints in series" in err and "--max-series" in err
     assert not (tmp_path / "x").exists()
-
-
-def test_the_command_line_works_without_sympy_and_derive_says_what_to_install(tmp_path):
-    """SymPy is an extra: without it every other command works and `derive` names the extra (exit 2)."""
-    import subprocess
-    import sys
-
-    hide = (
-        "import sys, runpy; sys.modules['sympy'] = None; sys.argv = ['mbsfmu', *sys.argv[1:]]; "
-        "runpy.run_module('mbsfmu', run_name='__main__')"
-    )
-    info = subprocess.run([sys.executable, "-c", hide, "info", f"{MODELS}scara.yaml"], capture_output=True, text=True)
-    assert info.returncode == 0 and "scara" in info.stdout, info.stderr
-    res = subprocess.run(
-        [sys.executable, "-c", hide, "derive", f"{MODELS}scara.yaml", "-o", str(tmp_path)],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 2 and "pip install 'mbsfmu[symbolic]'" in res.stderr and "Traceback" not in res.stderr
