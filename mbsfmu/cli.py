@@ -99,14 +99,25 @@ def _info(args) -> int:
         f"model {m.name} ({args.model}): {bodies_text(m.N - n_wheels, n_wheels)}, nq = {m.nq}, nv = {m.nv}, "
         f"gravity {m.gravity.tolist()} m/s^2"
     )
-    print(f"{'#':>3}  {'body':<16} {'parent (L)':<16} {'joint':<12} {'type':<10} {'nq':>2} {'nv':>2} {'mass [kg]':>10}")
     t = m.tree
-    for i, b in enumerate(m.bodies, start=1):
-        p = "world" if m.L[i] == 0 else m.body_names[m.L[i] - 1]
-        kind = "wheel" if b.name in m.wheels else b.joint.type
-        print(
-            f"{i:>3}  {b.name:<16} {p:<16} {b.joint.name:<12} {kind:<10} {t.nq[i]:>2} {t.nv[i]:>2} {t.mass[i]:>10.4g}"
+    rows = [
+        (
+            str(i),
+            b.name,
+            "world" if m.L[i] == 0 else m.body_names[m.L[i] - 1],
+            b.joint.name,
+            "wheel" if b.name in m.wheels else b.joint.type,
+            str(t.nq[i]),
+            str(t.nv[i]),
+            f"{t.mass[i]:.4g}",
         )
+        for i, b in enumerate(m.bodies, start=1)
+    ]
+    head = ("#", "body", "parent (L)", "joint", "type", "nq", "nv", "mass [kg]")
+    width = [max(len(r[k]) for r in (head, *rows)) for k in range(len(head))]  # columns sized by their content
+    right = (True, False, False, False, False, True, True, True)
+    for r in (head, *rows):
+        print("  ".join(c.rjust(w) if ra else c.ljust(w) for c, w, ra in zip(r, width, right)).rstrip())
     from .engine.forces import ForceElements
 
     sim_inputs = ForceElements(m).layout.names

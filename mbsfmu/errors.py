@@ -6,6 +6,7 @@ import reprlib
 from dataclasses import dataclass
 
 BRIEF_CHARS = 60  # longest rendering of a user's value in a message
+MAX_LISTED = 50  # problems listed in a message (an alias bomb can make thousands)
 _BRIEF = reprlib.Repr()
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxlong, _BRIEF.maxother = 2, 40, 40, 40
 _BRIEF.maxlist = _BRIEF.maxtuple = _BRIEF.maxdict = _BRIEF.maxset = _BRIEF.maxfrozenset = 4
@@ -51,9 +52,11 @@ class ModelError(MbsError):
         self.problems = list(problems)
         self.source = source
         lines = [f"{len(self.problems)} problem(s) in {self.noun} {source}:"]
-        for p in self.problems:
+        for p in self.problems[:MAX_LISTED]:
             loc = f"{source}:{p.line}: " if p.line else f"{source}: "
             lines.append(f"  {loc}{p.where()}: {p.message}")
+        if len(self.problems) > MAX_LISTED:  # all are in .problems; a screenful is what a person reads
+            lines.append(f"  ... and {len(self.problems) - MAX_LISTED} more (the first {MAX_LISTED} are listed)")
         super().__init__("\n".join(lines))
 
 

@@ -1,6 +1,7 @@
 """Reading input files safely: only regular files, so a device (/dev/zero), a FIFO or a
 directory given as a model, scenario, URDF, CSV input or trajectory is refused with a clear
-error instead of being read without bound or blocking on open."""
+error instead of being read without bound or blocking on open; and making output folders, with
+the reason when one cannot be made."""
 
 from __future__ import annotations
 
@@ -49,3 +50,23 @@ def read_bytes(path: str | os.PathLike) -> bytes:
 
 
 __all__ = ["open_regular", "read_bytes", "read_text"]
+
+
+def make_folder(path: str | os.PathLike, what: str) -> None:
+    """Create the folder ``path`` with its parents; OSError whose message says why it cannot be
+    (an existing file there or on its way, no permission, ...), prefixed by ``what`` (e.g.
+    "--out out/x")."""
+    from pathlib import Path
+
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if folder.is_file():
+            why = "it is an existing file"
+        elif isinstance(e, (FileExistsError, NotADirectoryError)):
+            blocker = next((p for p in (folder, *folder.parents) if p.is_file()), None)
+            why = f"{blocker} is a file, not a folder" if blocker else "a part of its path is a file, not a folder"
+        else:
+            why = e.strerror or str(e)
+        raise OSError(e.errno, f"{what}: cannot create the folder {folder}: {why}") from None

@@ -75,11 +75,7 @@ def _montecarlo(args) -> int:
         print(f"run {r['run']:>6}: FAIL  {r['error'] or r.get('failed_checks') or 'a check failed'}")
     if n_fail > 10:
         print(f"... {n_fail - 10} more failed runs in {result.files['csv']}")
-    print(
-        f"montecarlo: {len(result.rows)} of {result.n_runs} runs, {n_fail} failed; table {result.files['table']}, "
-        f"{result.files['csv']}; statistics {result.files['statistics']}"
-        + (f"; picture {result.files['picture']}" if "picture" in result.files else "")
-    )
+    print(f"montecarlo: {len(result.rows)} of {result.n_runs} runs, {n_fail} failed; {files_text(result.files)}")
     if result.interrupted:
         print(interrupted_note("montecarlo", result), file=sys.stderr)
     return exit_code(result, state)
@@ -159,3 +155,11 @@ def add_parser(sub) -> None:
     )
     add_execution_arguments(p)
     p.set_defaults(func=_montecarlo)
+
+
+def files_text(files: dict) -> str:
+    """ "table X.parquet, X.csv; statistics S; picture P", each file named once (without pyarrow
+    the table is the CSV: it was listed twice)."""
+    tables = list(dict.fromkeys(str(files[k]) for k in ("table", "csv") if k in files))
+    out = f"table {', '.join(tables)}; statistics {files['statistics']}"
+    return out + (f"; picture {files['picture']}" if "picture" in files else "")

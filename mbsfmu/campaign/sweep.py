@@ -23,24 +23,57 @@ from ..errors import InputError
 MAX_POINTS_PER_PARAM = 10_000_000  # 80 MB of values for one parameter: beyond, a typo more likely than a plan
 
 
+FORMS = "expected PATH=start:stop:n (n points from start to stop) or PATH=v1,v2,..."
+
+
+def _number(word: str, what: str) -> float:
+    try:
+        value = float(word)
+    except ValueError:
+        raise ValueError(f"{what} {word.strip()!r} is not a number") from None
+    if not np.isfinite(value):
+        raise ValueError(f"{what} {word.strip()!r} is not a finite number")
+    return value
+
+
 def parse_param(text: str) -> tuple[str, list[float]]:
-    """'PATH=a:b:n' or 'PATH=v1,v2' -> (PATH, values)."""
+    """'PATH=a:b:n' or 'PATH=v1,v2' -> (PATH, values); InputError saying what is wrong."""
     path, sep, spec = text.partition("=")
-    if not sep or not path:
-        raise InputError(f"--param {text!r}: expected PATH=start:stop:n or PATH=v1,v2,...")
+    if not sep or not path.strip():
+        raise InputError(f"--param {text!r}: {FORMS}")
     try:
         if ":" in spec:
-            a, b, n = spec.split(":")
-            if not 1 <= int(n) <= MAX_POINTS_PER_PARAM:
-                raise ValueError(f"n must be in 1..{MAX_POINTS_PER_PARAM}")
-            values = np.linspace(float(a), float(b), int(n)).tolist()
+            parts = spec.split(":")
+            if len(parts) != 3:
+                raise ValueError(f"{len(parts)} fields in {spec!r}, expected start:stop:n")
+            a, b = _number(parts[0], "start"), _number(parts[1], "stop")
+            try:
+                n = int(parts[2])
+            except ValueError:
+                raise ValueError(f"n {parts[2].strip()!r} is not a whole number") from None
+            if not 1 <= n <= MAX_POINTS_PER_PARAM:
+                raise ValueError(f"n = {n} must be in 1..{MAX_POINTS_PER_PARAM}")
+            values = np.linspace(a, b, n).tolist()
         else:
-            values = [float(v) for v in spec.split(",")]
+            values = [_number(v, f"value {k + 1}") for k, v in enumerate(spec.split(","))]
     except ValueError as e:
-        raise InputError(f"--param {text!r}: {e}; expected PATH=start:stop:n or PATH=v1,v2,...") from None
-    if not all(np.isfinite(values)):
-        raise InputError(f"--param {text!r}: values must be finite")
+        raise InputError(f"--param {text!r}: {e}; {FORMS}") from None
     return path, values
+
+
+def parse_params(texts) -> list[tuple[str, list[float]]]:
+    """Every --param parsed; InputError listing every one that is wrong (one round)."""
+    out, problems = [], []
+    for text in texts:
+        try:
+            out.append(parse_param(text))
+        except InputError as e:
+            problems.append(str(e))
+    if len(problems) == 1:
+        raise InputError(problems[0])
+    if problems:
+        raise InputError(f"{len(problems)} --param problems:\n  " + "\n  ".join(problems))
+    return out
 
 
 def grid(params: list[tuple[str, list[float]]], runs: int | None = None):
@@ -104,7 +137,7 @@ def _sweep(args) -> int:
     from .command import exit_code, interrupted_note, interruptible
     from .execution import Dask, Serial
 
-    params = [parse_param(p) for p in args.param]
+    params = parse_params(args.param)
     execution = Serial() if args.serial else Dask(args.scheduler, args.workers)
     with interruptible() as state:
         result = run_sweep(

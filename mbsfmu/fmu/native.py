@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import __version__, load_model
 from ..errors import InputError, MbsError
+from ..files import make_folder
 from .c_text import c_double, c_string
 from .description import build_info, model_identifier, native_description, skeleton
 from .package import fmu_zip, zip_entry
@@ -246,7 +247,10 @@ def build_native_fmu(
     output = Path(output) if output is not None else Path(f"{identifier}.fmu")
     if output.is_dir():
         output = output / f"{identifier}.fmu"
-    output.parent.mkdir(parents=True, exist_ok=True)  # before the compile: a bad --out fails in ms, not after it
+    try:  # before the compile: a bad --out fails in ms, not after it
+        make_folder(output.parent, f"-o {output}")
+    except OSError as e:
+        raise MbsError(e.strerror) from None
     guid = str(uuid.uuid4())
     info = build_info(
         guid,

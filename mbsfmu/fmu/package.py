@@ -34,6 +34,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..files import make_folder
 from .description import BUILD_INFO, FmuBuildError, model_description
 from .loader import compile_loader
 from .variables import FmuVariable
@@ -272,7 +273,10 @@ def fmu_zip(output: Path) -> Iterator[zipfile.ZipFile]:
     """The FMU ``output`` opened for writing through a uniquely named part file that replaces
     ``output`` when the block completes (concurrent builds of one FMU never mix) and is removed
     when it fails (a failure leaves no file)."""
-    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        make_folder(output.parent, f"-o {output}")
+    except OSError as e:
+        raise FmuBuildError(e.strerror) from None
     part = output.with_name(output.name + f".{uuid.uuid4().hex[:8]}.part")
     try:
         with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:

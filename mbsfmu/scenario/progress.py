@@ -12,19 +12,23 @@ class Progress:
 
     def __init__(self, total: int, enabled: bool):
         self.total, self.enabled, self.shown, self.last = total, enabled, False, -1
+        self.ref: tuple[int, float] | None = None  # (step, elapsed) where the pace is measured from
 
     def update(self, k: int, elapsed: float) -> None:
+        if self.ref is None and k >= 1:  # after the first step: imports, compilation, first step size
+            self.ref = (k, elapsed)
         if not self.enabled or elapsed < 1.0:
             return
         pct = int(100 * (k + 1) / (self.total + 1))
         if pct == self.last:
             return
         self.last, self.shown = pct, True
-        # the time left is extrapolated only once 5 % of the run has shown its pace (before that
-        # the first steps, with imports, compilation and the first step size search, dominate)
-        left = (
-            f"~{elapsed / (k + 1) * (self.total - k):5.1f} s left" if pct >= ETA_AFTER_PCT else "time left: after 5 %"
-        )
+        # the time left is extrapolated only once 5 % of the run has shown its pace, from the pace
+        # since the first step (the start-up before it says nothing about the rest)
+        left = "time left: after 5 %"
+        if pct >= ETA_AFTER_PCT and self.ref is not None and k > self.ref[0]:
+            pace = (elapsed - self.ref[1]) / (k - self.ref[0])  # wall time per step [s]
+            left = f"~{pace * (self.total - k):5.1f} s left"
         bar = "#" * (pct // 4) + "-" * (25 - pct // 4)
         end = "" if sys.stderr.isatty() else "\n"
         if sys.stderr.isatty() or pct % 10 == 0:

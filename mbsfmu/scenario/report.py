@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import MbsError
+from ..files import make_folder
 
 if TYPE_CHECKING:
     from .spec import Scenario
@@ -21,16 +22,9 @@ def make_out_dir(out_dir: str | Path) -> Path:
     """The output folder, created with its parents; MbsError saying why it cannot be."""
     out = Path(out_dir)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out, f"--out {out}")
     except OSError as e:
-        why = (
-            "it is an existing file"
-            if out.is_file()
-            else "a part of its path is a file, not a folder"
-            if isinstance(e, (FileExistsError, NotADirectoryError))
-            else e.strerror or str(e)
-        )
-        raise MbsError(f"--out {out}: cannot create the output folder: {why}") from None
+        raise MbsError(e.strerror) from None
     if not os.access(out, os.W_OK):
         raise MbsError(f"--out {out}: the output folder is not writable")
     return out

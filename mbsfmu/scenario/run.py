@@ -188,19 +188,25 @@ def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 
 
     n = len(times) - 1
     try:
+        t0 = wallclock.perf_counter()
         interval(0)
         start = k = wallclock.perf_counter()
         k = 1
-        while k < n and wallclock.perf_counter() - start < budget:
+        while k < n and wallclock.perf_counter() - t0 < budget:
             interval(k)
             k += 1
     except SimulationError as e:
         raise MbsError(f"the probe run failed: {e}") from None
-    wall = wallclock.perf_counter() - start
-    if k == n or times[k] <= times[1]:
-        return wall, "measured: the probe ran the whole duration"
-    per_s = wall / (times[k] - times[1])
-    return per_s * T, (
+    end = wallclock.perf_counter()
+    if k == n:  # the probe was the whole run: its time, the first interval included
+        return end - t0, "measured: the probe ran the whole duration"
+    if k == 1:  # the first interval alone took the budget (a large model): it is all there is to go by
+        return (end - t0) * n, (
+            f"extrapolated from the first output interval ({end - t0:.2g} s of wall time, start-up "
+            "included: an upper estimate)"
+        )
+    wall = end - start
+    return wall / (times[k] - times[1]) * T, (
         f"extrapolated from {times[k]:.3g} s simulated in {wall:.2g} s of wall time on this "
         f"machine, first interval not counted"
     )

@@ -241,8 +241,9 @@ def _times(r, doc: dict) -> dict[str, float]:
     times = {}
     for key in ("duration", "dt", "quick_duration"):
         if key in doc:
+            before = len(r.problems)
             times[key] = r.number(doc[key], (key,))
-            if not times[key] > 0:
+            if len(r.problems) == before and not times[key] > 0:  # one problem per field: not a number, or not > 0
                 r.problem((key,), f"{key} must be a positive time [s], got {times[key]}")
     return times
 
@@ -252,9 +253,13 @@ def _integrator(r, raw) -> dict:
     for rk4 (0: no limit for dop853), rtol 1e-10, atol 1e-12."""
     integ = {"method": "rk4", "rtol": 1e-10, "atol": 1e-12}
     raw = r.mapping(raw, ("integrator",), INTEGRATOR_KEYS)
+    unread = set()  # keys already reported as not a number: no second message about their value
     for key in INTEGRATOR_KEYS:
         if key in raw:
+            before = len(r.problems)
             integ[key] = raw[key] if key == "method" else r.number(raw[key], ("integrator", key))
+            if len(r.problems) > before:
+                unread.add(key)
     if not isinstance(integ["method"], str) or integ["method"] not in INTEGRATORS:
         r.problem(
             ("integrator", "method"), f"unknown integrator {brief(integ['method'])}; expected {', '.join(INTEGRATORS)}"
@@ -262,12 +267,13 @@ def _integrator(r, raw) -> dict:
         integ["method"] = "rk4"
     integ.setdefault("h_max", 1e-3 if integ["method"] == "rk4" else 0.0)  # dop853: unlimited
     for key in ("rtol", "atol"):
-        if not integ[key] > 0:
+        if key not in unread and not integ[key] > 0:
             r.problem(("integrator", key), f"{key} must be a positive number, got {integ[key]:g}")
-    if integ["method"] == "rk4" and not integ["h_max"] > 0:
-        r.problem(("integrator", "h_max"), f"h_max must be a positive step [s] for rk4, got {integ['h_max']:g}")
-    elif not integ["h_max"] >= 0:
-        r.problem(("integrator", "h_max"), f"h_max must be >= 0 [s] (0: no limit for dop853), got {integ['h_max']:g}")
+    h_max = integ["h_max"]
+    if "h_max" not in unread and integ["method"] == "rk4" and not h_max > 0:
+        r.problem(("integrator", "h_max"), f"h_max must be a positive step [s] for rk4, got {h_max:g}")
+    elif "h_max" not in unread and not h_max >= 0:
+        r.problem(("integrator", "h_max"), f"h_max must be >= 0 [s] (0: no limit for dop853), got {h_max:g}")
     return integ
 
 

@@ -482,3 +482,33 @@ def test_cli_refuses_a_campaign_without_dispersions_or_with_bad_numbers(tmp_path
         == 2
     )
     assert "duration must be a positive finite time" in capsys.readouterr().err
+
+
+def test_the_files_line_names_each_file_once():
+    """Without pyarrow the table is the CSV: it was listed as "campaign.csv, campaign.csv"."""
+    from mbsfmu.campaign.command import files_text
+
+    no_parquet = {"table": "o/campaign.csv", "csv": "o/campaign.csv", "statistics": "o/statistics.csv"}
+    assert files_text(no_parquet) == "table o/campaign.csv; statistics o/statistics.csv"
+    both = {**no_parquet, "table": "o/campaign.parquet", "picture": "o/campaign.png"}
+    assert files_text(both) == (
+        "table o/campaign.parquet, o/campaign.csv; statistics o/statistics.csv; picture o/campaign.png"
+    )
+
+
+def test_every_bad_param_is_reported_in_one_round():
+    """Two bad --param gave one message (the first); the wording said "not enough values to unpack"."""
+    from mbsfmu.campaign.sweep import parse_params
+    from mbsfmu.errors import InputError
+
+    assert parse_params(["body.a.mass=1:2:3", "gravity[3]=-9.8,-9.81"]) == [
+        ("body.a.mass", [1.0, 1.5, 2.0]),
+        ("gravity[3]", [-9.8, -9.81]),
+    ]
+    with pytest.raises(InputError) as info:
+        parse_params(["body.a.mass=1:x:2", "ok=1,2", "b=1:3", "c=1,nan", "noequals"])
+    text = str(info.value)
+    assert text.startswith("4 --param problems:")
+    for fragment in ("stop 'x' is not a number", "2 fields in '1:3'", "value 2 'nan' is not a finite", "'noequals'"):
+        assert fragment in text, text
+    assert "unpack" not in text and "could not convert" not in text

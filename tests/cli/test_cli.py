@@ -304,8 +304,8 @@ def test_out_and_record_paths_that_cannot_be_written_are_errors(tmp_path, capsys
     afile.write_text("x")
     for out, why in (
         (afile, "it is an existing file"),
-        (afile / "sub", "a part of its path is a file"),
-        ("/proc/mbsfmu_out", "cannot create the output folder"),
+        (afile / "sub", f"{afile} is a file, not a folder"),
+        ("/proc/mbsfmu_out", "cannot create the folder"),
     ):
         code, _o, err = run(capsys, "run", path, "-o", out, "--no-progress")
         assert code == 2 and why in err and "Traceback" not in err, err
@@ -323,8 +323,11 @@ def test_build_fmu_into_a_path_under_a_file_is_an_error(tmp_path, capsys, monkey
     compiled = []
     monkeypatch.setattr(mbsfmu.fmu.native, "compile_target", lambda platform, *_a, **_k: compiled.append(platform))
     (tmp_path / "afile").write_text("x")
-    code, _o, err = run(capsys, "build-fmu", PENDULUM, "--out", tmp_path / "afile" / "x.fmu")
-    assert code == 2 and "mbsfmu: error:" in err and "Traceback" not in err, err
+    for runtime in ("native", "python"):
+        out = tmp_path / "afile" / "x.fmu"
+        code, _o, err = run(capsys, "build-fmu", PENDULUM, "--out", out, "--runtime", runtime)
+        assert code == 2 and "Traceback" not in err, err
+        assert f"-o {out}: cannot create the folder {tmp_path / 'afile'}: it is an existing file" in err, err
     assert compiled == []
 
 
@@ -499,16 +502,53 @@ def test_a_mistyped_option_suggests_the_close_one(tmp_path, capsys):
     assert "did you mean --procedure?" in capsys.readouterr().err
 
 
-def test_progress_shows_no_time_left_before_it_means_something(capsys, monkeypatch):
+def test_a_value_that_is_not_a_number_gets_one_message(tmp_path):
+    """dt: .nan said "expected a finite number" and then "dt must be a positive time, got 0.0"."""
+    path = scenario(
+        tmp_path,
+        "version: 1\nmodel: {pendulum}\nduration: 1\ndt: .nan\nintegrator: {method: dop853, rtol: .nan, h_max: x}\n",
+    )
+    problems = pytest.raises(ScenarioError, load_scenario, path).value.problems
+    assert sorted(p.where() for p in problems) == ["dt", "integrator.h_max", "integrator.rtol"], problems
+
+
+def test_progress_time_left_is_the_remaining_time_at_the_run_pace(capsys):
+    """A run of 1000 steps: 30 s of start-up in its first step, then 0.1 s per step. At 10 % the
+    time left is what the rest takes at that pace (899 steps x 0.1 s), within 1 % (the pace is
+    measured from the first step on; the start-up inflated it 4x before: 356 s)."""
     from mbsfmu.scenario.progress import Progress
 
     bar = Progress(1000, True)
-    bar.update(0, 30.0)  # 0 %: 30 s of imports and compilation say nothing about the rest
-    bar.update(100, 40.0)  # 10 %
+    for k in range(0, 101):
+        bar.update(k, 30.0 + 0.1 * k)
     err = capsys.readouterr().err
-    first, second = [line for line in err.replace("\r", "\n").splitlines() if line.strip()]
-    assert "left" not in first.replace("time left: after 5 %", "") and "time left: after 5 %" in first
-    assert "~356.4 s left" in second
+    lines = [line for line in err.replace("\r", "\n").splitlines() if line.strip()]
+    assert "time left: after 5 %" in lines[0]
+    left = float(lines[-1].split("~")[1].split(" s left")[0])
+    true_left = (1000 - 100) * 0.1
+    assert abs(left - true_left) <= 0.01 * true_left, lines[-1]
+
+
+@pytest.mark.parametrize("duration, dt", [(0.5, 0.5), (2.0, 0.1)])
+def test_wall_time_estimate_is_within_a_factor_of_the_run(tmp_path, duration, dt):
+    """The estimate against the measured wall time of the run's loop (report.json wall_time_s),
+    within a factor of 5 either way (a shared machine's load varies between the probe and the run):
+    a one-interval run (the probe is the whole run, its first interval included: was ~1e-6 s) and a
+    20-interval run extrapolated from the probe. RK4 at 0.1 ms: ~5000 steps per simulated second,
+    so the times are well above the clock's and the interpreter's noise."""
+    from mbsfmu.scenario.run import estimate_wall, run_scenario
+
+    path = scenario(
+        tmp_path,
+        f"version: 1\nmodel: {{scara}}\nduration: {duration}\ndt: {dt}\n"
+        "integrator: {method: rk4, h_max: 1.0e-4}\noutputs: {plots: false}\n",
+    )
+    scn = load_scenario(path)
+    wall, how = estimate_wall(scn, budget=0.05)
+    assert ("measured" in how) == (duration == dt)
+    report = run_scenario(scn, tmp_path / "o", progress=False)
+    measured = report["wall_time_s"]
+    assert measured / 5 <= wall <= 5 * measured, (wall, measured, how)
 
 
 def test_wall_time_is_estimated_before_the_run_and_in_the_list(tmp_path, capsys):
@@ -639,3 +679,22 @@ def test_info_into_a_closed_pipe_ends_quietly():
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGPIPE, err
     assert b"BrokenPipeError" not in err and b"Traceback" not in err
+
+
+def test_info_columns_fit_long_names(tmp_path, capsys):
+    """Names longer than 16 characters (URDF links are) keep every column aligned."""
+    long = "left_gripper_finger_link_with_a_long_name"
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "version: 1\nbodies:\n"
+        f"  - {{name: {long}, parent: world, joint: {{name: {long}_joint, type: revolute}}, mass: 1.5,\n"
+        "     inertia: {Ixx: 0.1, Iyy: 0.1, Izz: 0.1}}\n"
+        "  - {name: b, parent: " + long + ", joint: {name: j2, type: prismatic}, mass: 2.0}\n"
+    )
+    code, out, _err = run(capsys, "info", path)
+    head, *rows = [ln for ln in out.splitlines()[1:] if not ln.startswith("inputs:")]
+    assert code == 0 and len(rows) == 2
+    for label in ("parent (L)", "joint", "type"):  # left-aligned columns start where their header does
+        assert all(r[head.index(label) - 1] == " " and r[head.index(label)] != " " for r in rows), label
+    assert rows[0].split() == ["1", long, "world", f"{long}_joint", "revolute", "1", "1", "1.5"]
+    assert head.index("mass [kg]") + len("mass [kg]") == len(rows[0]) == len(rows[1])
