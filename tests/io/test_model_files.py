@@ -545,15 +545,15 @@ forces:
 
 
 def test_thousands_of_problems_list_a_screenful_and_count_the_rest(tmp_path):
-    """An alias repeated 300 times gives 900 problems (4,000 gave 12,000 lines): all are in .problems,
+    """An alias repeated 1,500 times gives 4,500 problems (4,000 gave 12,000 lines): all are in .problems,
     the message lists the first 50 and says how many more."""
     from mbsfmu.errors import MAX_LISTED
 
     path = tmp_path / "bomb.yaml"
-    path.write_text("version: 1\nx: &x {name: 1}\nbodies: [" + ", ".join(["*x"] * 300) + "]\n", encoding="utf-8")
+    path.write_text("version: 1\nx: &x {name: 1}\nbodies: [" + ", ".join(["*x"] * 1500) + "]\n", encoding="utf-8")
     with pytest.raises(mbsfmu.ModelError) as info:
         mbsfmu.load_model(path)
     n = len(info.value.problems)
     lines = str(info.value).splitlines()
-    assert n >= 300 and len(lines) == MAX_LISTED + 2
+    assert n >= 1500 and len(lines) == MAX_LISTED + 2
     assert lines[-1] == f"  ... and {n - MAX_LISTED} more (the first {MAX_LISTED} are listed)"
