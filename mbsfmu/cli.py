@@ -186,7 +186,9 @@ def _cosim(args) -> int:
 
 
 def _print_report(scn, report: dict, out, how: str) -> int:
-    """The summary of a run (``mbsfmu run`` and ``mbsfmu cosim``); the exit code (130 after Ctrl-C)."""
+    """The summary of a run (``mbsfmu run`` and ``mbsfmu cosim``); the exit code (130 after Ctrl-C,
+    143 after SIGTERM)."""
+    from . import stops
     from .checker.checks import summary_table
 
     if report.get("interrupted"):
@@ -195,7 +197,7 @@ def _print_report(scn, report: dict, out, how: str) -> int:
             f"{'report in ' + str(out) + '/report.json' if not report.get('write_error') else report['write_error']}",
             file=sys.stderr,
         )
-        return 130
+        return stops.EXIT_CODES.get(report.get("interrupted_by"), 130)
     t_end = report.get("t_end")
     simulated = (
         f"{t_end:g} s simulated"
@@ -411,16 +413,21 @@ def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code: 0 pass, 1 a check failed, 2 bad input, 130 Ctrl-C."""
     if argv is None:
         _default_sigpipe()
+    from . import stops
+
     Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        with stops.stoppable():  # SIGTERM stops a command as Ctrl-C does (mbsfmu/stops.py)
+            return args.func(args)
     except MbsError as e:
         print(f"mbsfmu: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("mbsfmu: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        report = getattr(e, "report", None)  # stopped while a run's outputs were written: what was kept
+        kept = f"; the report so far in {report['report_file']}" if report and "report_file" in report else ""
+        print(f"mbsfmu: interrupted by {stops.name(e)}{kept}", file=sys.stderr)
+        return stops.exit_code(e)
     except OSError as e:
         if e.filename is None:
             raise

@@ -3,41 +3,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import threading
 
-EXIT_SIGINT, EXIT_SIGTERM = 130, 143
-
-
-@contextlib.contextmanager
-def interruptible():
-    """While inside, SIGTERM raises KeyboardInterrupt as Ctrl-C does, so a terminated campaign
-    shuts its workers down and writes its finished rows. Yields a dict whose "signal" says which
-    signal arrived (None: none)."""
-    state = {"signal": None}
-    if threading.current_thread() is not threading.main_thread():
-        yield state
-        return
-
-    def on_signal(signum, frame):
-        if state["signal"] is None:
-            state["signal"] = signum
-            raise KeyboardInterrupt
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield state
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+from .. import stops
 
 
 def exit_code(result, state: dict) -> int:
     """130 after Ctrl-C, 143 after SIGTERM, 1 if a run failed, 0 when every run passed."""
     if result.interrupted:
-        return EXIT_SIGTERM if state["signal"] == signal.SIGTERM else EXIT_SIGINT
+        return stops.EXIT_CODES.get(state["signal"], 130)
     return 0 if not result.failed else 1
 
 
@@ -52,7 +26,7 @@ def _montecarlo(args) -> int:
     from . import run_montecarlo
     from .statistics import statistics_text
 
-    with interruptible() as state:
+    with stops.stoppable() as state:
         result = run_montecarlo(
             args.scenario,
             args.runs,

@@ -134,12 +134,13 @@ def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
 
 
 def _sweep(args) -> int:
-    from .command import exit_code, interrupted_note, interruptible
+    from .. import stops
+    from .command import exit_code, interrupted_note
     from .execution import Dask, Serial
 
     params = parse_params(args.param)
     execution = Serial() if args.serial else Dask(args.scheduler, args.workers)
-    with interruptible() as state:
+    with stops.stoppable() as state:
         result = run_sweep(
             args.scenario,
             params,

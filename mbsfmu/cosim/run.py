@@ -19,6 +19,7 @@ from __future__ import annotations
 import time as wallclock
 from pathlib import Path
 
+from .. import stops
 from ..extras import require
 from ..scenario.cosim_section import MBS, SCHEMES
 from ..scenario.grid import check_run_length
@@ -91,31 +92,31 @@ def run_cosim(
     bar = Progress(n_steps, progress)
     log: list[tuple[str, int, str]] = []
     (out / "records.csv").unlink(missing_ok=True)  # no body records here: drop a previous run's
-    # Ctrl-C only sets a flag: a KeyboardInterrupt raised inside an FMU's own (Python) code would
-    # make that FMU fail fatally; the loop stops after the row it is writing instead
-    ctrl_c = []
-    previous = _on_sigint(lambda *_a: ctrl_c.append(True))
-    with TrajectoryWriter(
-        out / "trajectory.csv", ["time", *(c for c, _ in plan.columns), *(c for c, *_ in plan.other)]
-    ) as writer:
+    # Ctrl-C and SIGTERM only set a flag: a KeyboardInterrupt raised inside an FMU's own (Python)
+    # code would make that FMU fail fatally; the loop stops after the row it is writing instead
+    with (
+        stops.stoppable(raise_at_once=False) as asked,
+        TrajectoryWriter(
+            out / "trajectory.csv", ["time", *(c for c, _ in plan.columns), *(c for c, *_ in plan.other)]
+        ) as writer,
+    ):
 
         def write(k: int, row: dict) -> None:
             writer.write(row)
             bar.update(k, wallclock.perf_counter() - start)
-            if ctrl_c:
-                raise KeyboardInterrupt
+            if asked["signal"] is not None:
+                raise stops.Stop(asked["signal"])
 
         runner = run_fmpy if master == "fmpy" else run_libcosim
         interrupted = None
         try:
             error, final = runner(plan, scn.dt, n_steps, scheme, order, write, log)
-        except KeyboardInterrupt:  # Ctrl-C: the runner has freed its FMUs; keep the rows written
+        except KeyboardInterrupt as e:  # the runner has freed its FMUs; keep the rows written
             error, final = None, {}
-            interrupted = "interrupted at t = " + (
+            interrupted = f"interrupted by {stops.name(e)} at t = " + (
                 f"{writer.last_time:.9g} s (last row written)" if writer.n_rows else "0 s (no row written)"
             )
-        finally:
-            _on_sigint(previous)
+            interrupted_by = stops.signal_name(e)
     bar.close()
     wall = wallclock.perf_counter() - start
     solver = {"n_steps": final.get("solver.n_steps"), "n_rhs": final.get("solver.n_rhs")}
@@ -136,22 +137,11 @@ def run_cosim(
         "fmu_drift": {k: v for k, v in final.items() if k.startswith("drift.")},
     }
     if interrupted:
-        extra["interrupted"] = interrupted
-    skip = "the run was interrupted (Ctrl-C)" if interrupted else SKIPPED if scn.checks else None
+        extra["interrupted"], extra["interrupted_by"] = interrupted, interrupted_by
+    skip = "the run was interrupted" if interrupted else SKIPPED if scn.checks else None
     return finish_run(
         scn, out, T, wall, error or interrupted, solver, skip_checks=skip, extra=extra, plot_traj=_with_P_sys(sim.model)
     )
-
-
-def _on_sigint(handler):
-    """Install a SIGINT handler (None: Python's default, KeyboardInterrupt) in the main thread
-    (elsewhere nothing changes); returns the previous one."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGINT, signal.default_int_handler if handler is None else handler)
 
 
 _STATUS = {0: "ok", 1: "warning", 2: "discard", 3: "error", 4: "fatal", 5: "pending"}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import stops
 from ..errors import MbsError
 from ..files import make_folder
 
@@ -63,7 +64,41 @@ def finish_run(
     (``plots.joint_kinds``). Returns the report; "passed" says if every check that ran held and
     the run completed; "checked" if anything was checked at all; "t_end" [s] is the time of the
     last row written (what was simulated); "write_error" / "plot_error" say why the report or the
-    plots could not be written."""
+    plots could not be written.
+
+    Ctrl-C or SIGTERM (mbsfmu/stops.py) while this reads, checks or plots: report.json is still
+    written, with what was computed, "interrupted" saying during which stage, "passed" false; then
+    the interrupt goes on to the caller."""
+    at: dict = {"stage": "reading the trajectory back", "report": None}
+    try:
+        return _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, at)
+    except KeyboardInterrupt as e:
+        report = at["report"] or {
+            "scenario": scn.name,
+            "scenario_file": str(scn.path),
+            "model": str(scn.model_path),
+            "duration": T,
+            "t_end": None,  # not read back yet: trajectory.csv holds every row written
+            "wall_time_s": wall,
+            "error": error,
+            **(extra or {}),
+        }
+        report.update(
+            interrupted=f"interrupted by {stops.name(e)} while {at['stage']}",
+            interrupted_by=stops.signal_name(e),
+            passed=False,
+        )
+        try:
+            write_json(out / "report.json", report)
+            report["report_file"] = str(out / "report.json")
+        except OSError as w:
+            report["write_error"] = f"cannot write {out / 'report.json'}: {w.strerror or w}"
+        e.report = report  # for the command line's message
+        raise
+
+
+def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, at: dict) -> dict:
+    """finish_run's stages; ``at`` tells which stage runs and holds the report once it exists."""
     from ..checker.checks import conservation_report
     from ..trajectory import TrajectoryError, join_trajectories, read_trajectory
 
@@ -78,6 +113,7 @@ def finish_run(
     except TrajectoryError as e:  # the run stopped before its first row
         traj, error = None, error or str(e)
     steps = int(len(traj.time) - 1) if traj is not None else 0
+    at["stage"] = "checking the run"
     series: dict = {}  # per-row values the checks bound, for conservation.png
     report = {
         "scenario": scn.name,
@@ -95,6 +131,7 @@ def finish_run(
         "error": error,
         **(extra or {}),
     }
+    at["report"] = report
     if skip_checks is not None or traj is None:
         why = skip_checks or "no trajectory rows"
         report.update({"checks": {}, "passed": True, "skipped_checks": {name: why for name in scn.checks}})
@@ -127,6 +164,7 @@ def finish_run(
     if scn.plots and traj is not None and not report.get("interrupted"):
         from .plots import plot_run
 
+        at["stage"] = "writing the plots (the checks are in this report)"
         checks = {name: (series.get(name), e) for name, e in report["checks"].items()}
         try:
             report["plots"] = [

@@ -8,6 +8,7 @@ import time as wallclock
 from dataclasses import replace
 from pathlib import Path
 
+from .. import stops
 from ..engine.model import Model
 from ..errors import MbsError
 from ..sim.pid import JointPID
@@ -97,7 +98,7 @@ def run_scenario(
     out = make_out_dir(out_dir)
     sim = build_simulator(scn)
     n_steps = len(times) - 1
-    error = interrupted = None
+    error = interrupted = interrupted_by = None
     start = wallclock.perf_counter()
     bar = Progress(n_steps, progress)
     recorder = None
@@ -140,11 +141,12 @@ def run_scenario(
                 bar.update(k, wallclock.perf_counter() - start)
         except (SimulationError, TrajectoryError) as e:
             error = str(e)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (mbsfmu/stops.py): keep the rows written
             last = writer.last_time if writer.n_rows else None
-            interrupted = f"interrupted at t = {sim.t:.9g} s" + (
+            interrupted = f"interrupted by {stops.name(e)} at t = {sim.t:.9g} s" + (
                 "" if last is None else f" (last row written: t = {last:.9g} s)"
             )
+            interrupted_by = stops.signal_name(e)
         finally:
             if recorder is not None:
                 recorder.close()
@@ -153,7 +155,7 @@ def run_scenario(
     bar.close()
     from .plots import joint_kinds
 
-    extra = {"interrupted": interrupted} if interrupted else None
+    extra = {"interrupted": interrupted, "interrupted_by": interrupted_by} if interrupted else None
     return finish_run(
         scn,
         out,
@@ -161,7 +163,7 @@ def run_scenario(
         wallclock.perf_counter() - start,
         error or interrupted,
         {"n_steps": sim.n_steps, "n_rhs": sim.n_rhs},
-        skip_checks="the run was interrupted (Ctrl-C)" if interrupted else None,
+        skip_checks="the run was interrupted" if interrupted else None,
         extra=extra,
         kinds=joint_kinds(sim.model),
     )

@@ -593,8 +593,12 @@ def _spawn(*argv, **kw):
     )
 
 
+STOPS = [(signal.SIGINT, 130, "Ctrl-C (SIGINT)"), (signal.SIGTERM, 143, "SIGTERM")]
+
+
 @pytest.mark.integration
-def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path):
+@pytest.mark.parametrize("signum, code, name", STOPS)
+def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path, signum, code, name):
     # rk4 at h_max 1e-6 s: each 10 ms row costs 1e4 sub-steps (milliseconds of wall time), so the run
     # is still short of a few thousand rows when the signal lands, however loaded the machine (with a
     # fast row the run wrote millions of rows before a starved test process sent SIGINT, and reading
@@ -611,20 +615,63 @@ def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path)
     try:
         while not (csv.exists() and csv.read_text().count("\n") >= 20):  # wait on state: rows written
             assert proc.poll() is None, proc.communicate()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
-    assert stderr.startswith("mbsfmu: interrupted at t = ")
+    assert stderr.startswith(f"mbsfmu: interrupted by {name} at t = ")
     from mbsfmu.trajectory import read_trajectory
 
     traj = read_trajectory(csv)  # every row whole and valid
     report = json.loads((out / "report.json").read_text())
-    assert report["interrupted"].startswith("interrupted at t = ") and report["passed"] is False
+    assert report["interrupted"].startswith(f"interrupted by {name} at t = ") and report["passed"] is False
+    assert report["interrupted_by"] == signum.name
     assert report["t_end"] == traj.time[-1] and traj.n_rows >= 19
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signum, code, name", STOPS)
+def test_a_stop_while_the_outputs_are_written_keeps_the_report(tmp_path, signum, code, name):
+    """The simulation has finished (every row is in trajectory.csv); the signal lands while the run
+    reads its trajectory back, checks it or draws the plots (40 joints: several pages): report.json
+    is written all the same, marked interrupted with the stage, passed false (it was not written
+    at all after Ctrl-C there, and SIGTERM ended with 143 and no message)."""
+    bodies = "".join(
+        f"  - {{name: b{k}, parent: {'world' if k == 0 else f'b{k - 1}'}, joint: {{name: j{k}, type: revolute, "
+        f"axis: [0, 0, 1], origin: {{xyz: [0.1, 0, 0]}}}}, mass: 1.0, com: [0.05, 0, 0], "
+        "inertia: {Ixx: 0.01, Iyy: 0.01, Izz: 0.01}}\n"
+        for k in range(40)
+    )
+    (tmp_path / "chain.yaml").write_text("version: 1\ngravity: [0, -9.81, 0]\nbodies:\n" + bodies)
+    n_rows = 801
+    path = scenario(
+        tmp_path,
+        "version: 1\nmodel: chain.yaml\nduration: 0.8\ndt: 0.001\n"
+        "integrator: {method: rk4, h_max: 1.0e-3}\ncheck" + "s: {energy_constant: rel:1.0e-3}\n",
+    )
+    out = tmp_path / "o"
+    proc = _spawn("run", path, "-o", out, "--no-progress", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    files = (out / "trajectory.csv", out / "records.csv")
+    try:  # wait on state: the last row of both files on disk (records.csv is written second), the report not yet
+        while not all(f.exists() and f.read_text().count("\n") >= n_rows + 1 for f in files):
+            assert proc.poll() is None, proc.communicate()
+        assert not (out / "report.json").exists() or "plots" not in json.loads((out / "report.json").read_text())
+        proc.send_signal(signum)
+        _stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith(f"mbsfmu: interrupted by {name}")
+    report = json.loads((out / "report.json").read_text())
+    assert report["interrupted"].startswith(f"interrupted by {name} while "), report["interrupted"]
+    assert report["interrupted_by"] == signum.name and report["passed"] is False
+    assert report["interrupted"].endswith(("reading the trajectory back", "checking the run", "this report)"))
+    if "checking" in report["interrupted"] or "plots" in report["interrupted"]:
+        assert report["t_end"] == pytest.approx(0.8)  # the simulation was complete and read back
 
 
 @pytest.mark.slow  # builds two FMUs: minutes on a loaded machine
@@ -656,18 +703,19 @@ def test_ctrl_c_during_cosim_keeps_rows_and_writes_an_interrupted_report(tmp_pat
     try:
         while not (csv.exists() and csv.read_text().count("\n") >= 20):  # wait on state: rows written
             assert proc.poll() is None, proc.communicate()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         _stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("mbsfmu: interrupted at t = ")
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith("mbsfmu: interrupted by SIGTERM at t = ")
     from mbsfmu.trajectory import read_trajectory
 
     traj = read_trajectory(csv)
     report = json.loads((out / "report.json").read_text())
-    assert report["interrupted"].startswith("interrupted at t = ") and report["t_end"] == traj.time[-1]
+    assert report["interrupted"].startswith("interrupted by SIGTERM at t = ") and report["t_end"] == traj.time[-1]
 
 
 @pytest.mark.integration
