@@ -1,0 +1,125 @@
+"""The native FMU in hosts that load other FMUs too (issue 20 item 6): the FMU's own calls of an
+fmi2 function never go through the dynamic symbol table, where another library's function of the
+same name can take their place (symbol interposition)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from mbsfmu.engine.native import build
+
+pytestmark = pytest.mark.integration
+
+# another "FMU" exporting fmi2FreeFMUstate: counts its calls and frees nothing
+INTERPOSER = """
+int interposer_calls = 0;
+int fmi2FreeFMUstate(void *c, void **state) { (void)c; (void)state; interposer_calls++; return 0; }
+"""
+
+# the host: the interposer loaded RTLD_GLOBAL first (as a host that imported it before ours), then
+# the FMU; the FMU frees its own scratch states in fmi2DeSerializeFMUstate (into an existing state
+# object, and when it refuses a blob)
+HOST = """
+import ctypes, json, sys, xml.etree.ElementTree as ET
+from pathlib import Path
+from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, fmi2CallbackAllocateMemoryTYPE
+from fmpy.fmi2 import fmi2CallbackFreeMemoryTYPE
+other = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+d = Path(sys.argv[2])
+root = ET.parse(d / "modelDescription.xml").getroot()
+ident = root.find("CoSimulation").get("modelIdentifier")
+lib = ctypes.CDLL(str(d / "binaries" / "linux64" / f"{ident}.so"))
+libc = ctypes.CDLL(None)
+libc.calloc.restype, libc.calloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t, ctypes.c_size_t]
+libc.free.restype, libc.free.argtypes = None, [ctypes.c_void_p]
+cb = fmi2CallbackFunctions()
+cb.logger = fmi2CallbackLoggerTYPE(lambda *a: None)
+cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(libc.calloc)
+cb.freeMemory = fmi2CallbackFreeMemoryTYPE(libc.free)
+P = ctypes.c_void_p
+lib.fmi2Instantiate.restype = P
+lib.fmi2Instantiate.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, P, ctypes.c_int,
+                                ctypes.c_int]
+for name in ("fmi2EnterInitializationMode", "fmi2ExitInitializationMode", "fmi2FreeInstance"):
+    getattr(lib, name).argtypes = [P]
+for name in ("fmi2GetFMUstate", "fmi2FreeFMUstate"):
+    getattr(lib, name).argtypes = [P, P]
+lib.fmi2SerializedFMUstateSize.argtypes = [P, P, P]
+lib.fmi2SerializeFMUstate.argtypes = [P, P, P, ctypes.c_size_t]
+lib.fmi2DeSerializeFMUstate.argtypes = [P, P, ctypes.c_size_t, P]
+c = lib.fmi2Instantiate(b"i", 1, root.get("guid").encode(), None, ctypes.cast(ctypes.pointer(cb), P), 0, 0)
+status = [lib.fmi2EnterInitializationMode(c), lib.fmi2ExitInitializationMode(c)]
+s = P()
+status.append(lib.fmi2GetFMUstate(c, ctypes.byref(s)))
+n = ctypes.c_size_t()
+status.append(lib.fmi2SerializedFMUstateSize(c, s, ctypes.byref(n)))
+buf = ctypes.create_string_buffer(n.value)
+status.append(lib.fmi2SerializeFMUstate(c, s, buf, n.value))
+status.append(lib.fmi2DeSerializeFMUstate(c, buf, n.value, ctypes.byref(s)))  # into s: frees its scratch copy
+bad = ctypes.create_string_buffer(buf.raw[:-1] + bytes([buf.raw[-1] ^ 1]), n.value)
+t = P()
+status.append(lib.fmi2DeSerializeFMUstate(c, bad, n.value, ctypes.byref(t)))  # refused: frees what it built
+status.append(lib.fmi2FreeFMUstate(c, ctypes.byref(s)))  # the host's own call: ours
+lib.fmi2FreeInstance(c)
+print(json.dumps({"status": status, "interposer_calls": ctypes.c_int.in_dll(other, "interposer_calls").value}))
+"""
+
+
+@pytest.fixture(scope="module")
+def interposer(tmp_path_factory):
+    d = tmp_path_factory.mktemp("interposer")
+    (d / "interposer.c").write_text(INTERPOSER, encoding="utf-8")
+    return build.zig_cc(
+        [d / "interposer.c"], build.LINUX_TARGET, d / "libinterposer.so", ["-shared", "-fPIC"], progress=lambda m: None
+    )
+
+
+def test_an_interposed_fmi2FreeFMUstate_is_never_called_by_the_fmu(native, interposer, tmp_path):
+    """A host that loaded another library exporting fmi2FreeFMUstate with RTLD_GLOBAL: the FMU's
+    states are freed by the FMU's own code (the other function is called 0 times), every call
+    succeeds and the process exits cleanly (before the fix: the interposer was called for the
+    FMU's scratch state, which leaked)."""
+    x = native.extracted(native.fmu("scara"))
+    host = tmp_path / "host.py"
+    host.write_text(textwrap.dedent(HOST), encoding="utf-8")
+    res = subprocess.run(
+        [sys.executable, str(host), str(interposer), str(x)], capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["status"] == [0, 0, 0, 0, 0, 0, 3, 0], out
+    assert out["interposer_calls"] == 0, out
+
+
+def test_the_interposer_does_take_the_place_of_an_exported_call(interposer, tmp_path):
+    """Control: a library calling fmi2FreeFMUstate by its exported name, built as the FMU is
+    (zig cc -shared -fPIC, default visibility for FMI2_Export), does reach the interposer, so the
+    test above can see the defect it is named for."""
+    (tmp_path / "caller.c").write_text(
+        "int fmi2FreeFMUstate(void *c, void **state) { (void)c; (void)state; return 0; }\n"
+        "int call_it(void) { void *s = 0; return fmi2FreeFMUstate(0, &s); }\n",
+        encoding="utf-8",
+    )
+    lib = build.zig_cc(
+        [tmp_path / "caller.c"],
+        build.LINUX_TARGET,
+        tmp_path / "libcaller.so",
+        ["-shared", "-fPIC"],
+        progress=lambda m: None,
+    )
+    script = (
+        "import ctypes, sys\n"
+        "other = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
+        "ctypes.CDLL(sys.argv[2]).call_it()\n"
+        "print(ctypes.c_int.in_dll(other, 'interposer_calls').value)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", script, str(interposer), str(lib)], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "1"
