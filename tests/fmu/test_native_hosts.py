@@ -123,3 +123,60 @@ def test_the_interposer_does_take_the_place_of_an_exported_call(interposer, tmp_
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "1"
+
+
+def test_darwin64_is_a_universal_binary_for_macos_11_exporting_exactly_the_fmi2_functions(native):
+    """binaries/darwin64 holds one fat Mach-O file (read by lief, an independent Mach-O reader)
+    with an x86_64 and an arm64 slice, each for macOS (LC_BUILD_VERSION) from 11.0, linking
+    libSystem only and exporting exactly the fmi2 functions (besides the two symbols the Mach-O
+    linker defines in every dylib)."""
+    lief = pytest.importorskip("lief")
+    from tests.fmu.test_native import FMI2_FUNCTIONS
+
+    fmu = native.fmu("scara", platforms=("darwin64",))
+    x = native.extracted(fmu)
+    (path,) = (x / "binaries" / "darwin64").iterdir()
+    fat = lief.MachO.parse(str(path))
+    assert fat is not None and fat.size == 2
+    slices = {b.header.cpu_type: b for b in fat}
+    assert set(slices) == {lief.MachO.Header.CPU_TYPE.X86_64, lief.MachO.Header.CPU_TYPE.ARM64}
+    want = {f"_fmi2{n}" for n in FMI2_FUNCTIONS}
+    for cpu, b in slices.items():
+        assert b.build_version.platform == lief.MachO.BuildVersion.PLATFORMS.MACOS, cpu
+        assert list(b.build_version.minos) == [11, 0, 0], (cpu, b.build_version.minos)
+        linked = {lib.name for lib in b.libraries if lib.command != lief.MachO.LoadCommand.TYPE.ID_DYLIB}
+        assert linked == {"/usr/lib/libSystem.B.dylib"}, (cpu, linked)
+        exported = {s.name for s in b.exported_symbols} - {"___dso_handle", "__mh_dylib_header"}
+        assert exported == want, (cpu, exported ^ want)
+
+
+def test_a_first_build_reports_each_target_with_its_time_and_says_it_happens_once(tmp_path, monkeypatch):
+    """A target never built on this machine (no marker in the zig cache folder: here an empty
+    folder, so zig's real cache keeps the build short) gets a line before and a line after its
+    compile, with the elapsed time; a second build of the same targets prints nothing."""
+    import re
+    import time
+
+    from mbsfmu.fmu import native as native_module
+    from tests.support.native_fmu import model_file
+
+    monkeypatch.setattr(native_module, "zig_cache_dir", lambda: tmp_path / "zig")
+    said: list[str] = []
+    start = time.monotonic()
+    native_module.build_native_fmu(
+        model_file("scara"), tmp_path / "a.fmu", platforms=("linux64", "darwin64"), progress=said.append
+    )
+    wall = time.monotonic() - start
+    targets = ("x86_64-linux-gnu.2.17", "x86_64-macos.11.0", "aarch64-macos.11.0")
+    for target in targets:
+        begun = [m for m in said if f"({target}): building zig's C library cache" in m]
+        assert len(begun) == 1 and "once per machine" in begun[0], said
+        done = [re.fullmatch(rf"\w+ \({re.escape(target)}\): done in (\d+) s", m) for m in said]
+        (seconds,) = [float(m.group(1)) for m in done if m]
+        assert seconds <= wall + 1, (said, wall)
+    assert len(said) == 2 * len(targets), said
+    said.clear()
+    native_module.build_native_fmu(
+        model_file("scara"), tmp_path / "b.fmu", platforms=("linux64", "darwin64"), progress=said.append
+    )
+    assert said == []
