@@ -180,3 +180,136 @@ def test_a_first_build_reports_each_target_with_its_time_and_says_it_happens_onc
         model_file("scara"), tmp_path / "b.fmu", platforms=("linux64", "darwin64"), progress=said.append
     )
     assert said == []
+
+
+WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
+
+
+def c_compilers() -> list[list[str]]:
+    """gcc (when installed) and clang (zig cc is clang: always there)."""
+    import shutil
+
+    found = [[shutil.which("gcc")]] if shutil.which("gcc") else []
+    return [*found, [sys.executable, "-m", "ziglang", "cc"]]
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2", "-O3"])
+def test_sources_compile_without_a_warning_with_gcc_and_clang(native, tmp_path, opt):
+    """sources/ (the SourceFiles list) under -Wall -Wextra -Werror with gcc and clang, at the
+    optimisation levels an importer may use (gcc's flow-based warnings differ by level)."""
+    x = native.extracted(native.fmu("scara"))
+    files = sorted(str(f) for f in (x / "sources").glob("*.c"))
+    for k, cc in enumerate(c_compilers()):
+        out = tmp_path / f"scara{k}.so"
+        run = subprocess.run(
+            [*cc, *WARNINGS, opt, "-shared", "-fPIC", f"-I{x / 'sources'}", *files, "-o", str(out), "-lm"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert run.returncode == 0, (cc, run.stderr[-3000:])
+
+
+TWO_MODEL_HOST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "fmi2FunctionTypes.h"
+
+#define DECLARE(P)                                                                                  \
+    extern fmi2InstantiateTYPE P##fmi2Instantiate;                                                  \
+    extern fmi2SetupExperimentTYPE P##fmi2SetupExperiment;                                          \
+    extern fmi2EnterInitializationModeTYPE P##fmi2EnterInitializationMode;                          \
+    extern fmi2ExitInitializationModeTYPE P##fmi2ExitInitializationMode;                            \
+    extern fmi2DoStepTYPE P##fmi2DoStep;                                                            \
+    extern fmi2GetRealTYPE P##fmi2GetReal;                                                          \
+    extern fmi2FreeInstanceTYPE P##fmi2FreeInstance;
+DECLARE(A_)
+DECLARE(B_)
+
+static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
+{
+    (void)e; (void)c;
+    if (s != fmi2OK) fprintf(stderr, "%s: %s\n", n, m);
+}
+
+#define RUN(P, GUID, VR)                                                                            \
+    do {                                                                                            \
+        fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};                              \
+        fmi2Component c = P##fmi2Instantiate(#P, fmi2CoSimulation, GUID, NULL, &cb, 0, 0);          \
+        fmi2ValueReference vr = VR;                                                                 \
+        fmi2Real v = -1.0;                                                                          \
+        int st = !c;                                                                                \
+        st |= P##fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0);                                       \
+        st |= P##fmi2EnterInitializationMode(c) | P##fmi2ExitInitializationMode(c);                 \
+        for (int k = 0; k < 10; k++) st |= P##fmi2DoStep(c, k * 0.01, 0.01, 1);                     \
+        st |= P##fmi2GetReal(c, &vr, 1, &v);                                                        \
+        printf(#P " %d %.17g\n", st, v);                                                            \
+        P##fmi2FreeInstance(c);                                                                     \
+    } while (0)
+
+int main(void)
+{
+    RUN(A_, GUID_A, VR_A);
+    RUN(B_, GUID_B, VR_B);
+    return 0;
+}
+"""
+
+
+def test_two_source_fmus_link_into_one_program(native, tmp_path):
+    """The sources/ of two models compiled with FMI2_FUNCTION_PREFIX A_ and B_ link into one C
+    program (no symbol of the core, the wrapper or the model tables clashes: every external name
+    carries the prefix) and each runs its own model: E after 0.1 s equals the shipped binary's
+    value of that model (fmpy) to 1e-12 relative (another compiler; same equations)."""
+    import shutil
+
+    from tests.support.native_fmu import description, fmpy_run, variables
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc to act as the importer")
+    objects, defines = [], []
+    expected = {}
+    for prefix, model in (("A_", "scara"), ("B_", "spacecraft")):
+        fmu = native.fmu(model)
+        x = native.extracted(fmu)
+        for f in sorted((x / "sources").glob("*.c")):
+            obj = tmp_path / f"{prefix}{f.stem}.o"
+            run = subprocess.run(
+                [
+                    gcc,
+                    *WARNINGS,
+                    "-O2",
+                    "-fPIC",
+                    f"-DFMI2_FUNCTION_PREFIX={prefix}",
+                    f"-I{x / 'sources'}",
+                    "-c",
+                    str(f),
+                    "-o",
+                    str(obj),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert run.returncode == 0, run.stderr[-3000:]
+            objects.append(str(obj))
+        v = variables(fmu)
+        defines += [f'-DGUID_{prefix[0]}="{description(fmu).get("guid")}"', f"-DVR_{prefix[0]}={v['E'][0]}"]
+        expected[prefix] = fmpy_run(fmu, x, 0.01, 10, ["E"])[-1][1]
+    (tmp_path / "host.c").write_text(TWO_MODEL_HOST, encoding="utf-8")
+    exe = tmp_path / "host"
+    headers = native.extracted(native.fmu("scara")) / "sources"
+    run = subprocess.run(
+        [gcc, "-std=c99", "-O2", f"-I{headers}", *defines, str(tmp_path / "host.c"), *objects, "-o", str(exe), "-lm"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = {line.split()[0]: (int(line.split()[1]), float(line.split()[2])) for line in res.stdout.split("\n") if line}
+    for prefix, value in expected.items():
+        assert got[prefix][0] == 0, res.stderr
+        assert abs(got[prefix][1] - value) <= 1e-12 * max(1.0, abs(value)), (prefix, got[prefix], value)

@@ -1118,7 +1118,7 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         logf_(I, fmi2Error, "%s: out of memory", fn);
         return fmi2Error;
     }
-    char err[1024] = "", why[1024] = "";
+    char err[1024] = "", why[1024 + 128] = "";   /* why: err behind a short prefix */
     int ok = isfinite(t) && n_discards >= 0 && n_steps >= 0 && n_rhs >= 0;
     if (!ok) snprintf(why, sizeof why, "non-finite time or negative counters");
     memcpy(S->par, pp, 8 * (size_t)n_vars);
