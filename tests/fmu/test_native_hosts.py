@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import zipfile
 
 import pytest
 
@@ -313,3 +314,50 @@ def test_two_source_fmus_link_into_one_program(native, tmp_path):
     for prefix, value in expected.items():
         assert got[prefix][0] == 0, res.stderr
         assert abs(got[prefix][1] - value) <= 1e-12 * max(1.0, abs(value)), (prefix, got[prefix], value)
+
+
+def test_build_fmu_cli_solver_flags_reach_the_fmu(tmp_path):
+    """`mbsfmu build-fmu --integrator dop853 --h-max --rtol --atol` (the console script): the
+    modelDescription's start values are the flags' values, and an instance (fmpy) reads them back
+    after initialisation."""
+    import os
+    import shutil
+
+    from fmpy import read_model_description
+    from fmpy.fmi2 import FMU2Slave
+
+    from tests.support.native_fmu import model_file
+    from tests.support.paths import ROOT
+
+    exe = shutil.which("mbsfmu")
+    cmd = [exe] if exe else [sys.executable, "-m", "mbsfmu"]
+    out = tmp_path / "scara.fmu"
+    flags = {"--rtol": 3e-7, "--atol": 2e-9, "--h-max": 0.004}
+    res = subprocess.run(
+        [*cmd, "build-fmu", str(model_file("scara")), "-o", str(out), "--integrator", "dop853"]
+        + [a for k, v in flags.items() for a in (k, repr(v))],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr
+    md = read_model_description(str(out))
+    start = {v.name: v.start for v in md.modelVariables}
+    want = {"solver.rtol": 3e-7, "solver.atol": 2e-9, "solver.h_max": 0.004}
+    assert {n: float(start[n]) for n in want} == want
+    assert int(start["solver.method"]) == 2
+    x = tmp_path / "x"
+    zipfile.ZipFile(out).extractall(x)
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    f = FMU2Slave(
+        guid=md.guid, unzipDirectory=str(x), modelIdentifier=md.coSimulation.modelIdentifier, instanceName="i"
+    )
+    f.instantiate()
+    f.setupExperiment(startTime=0.0)
+    f.enterInitializationMode()
+    f.exitInitializationMode()
+    assert f.getReal([vr[n] for n in want]) == list(want.values())
+    assert f.getInteger([vr["solver.method"]]) == [2]
+    f.terminate()
+    f.freeInstance()
