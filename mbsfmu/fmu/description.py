@@ -22,6 +22,11 @@ from .variables import UNITS, FmuVariable
 
 BUILD_INFO = "mbsfmu_build.json"  # resources/ file of the python runtime's FMUs
 INFO_FORMAT = 1
+# the header's author, copyright and license (FMI 2.0 section 2.2.1): the engine and wrapper code the
+# FMU carries are mbsfmu's (LICENSE)
+AUTHOR = "mbsfmu developers"
+COPYRIGHT = "Copyright (c) 2026 mbsfmu developers"
+LICENSE = "MIT (mbsfmu's engine and FMI wrapper in this FMU); the model's data as its author states"
 LOG_CATEGORIES = (
     ("logStatusWarning", "Log messages with fmi2Warning status."),
     ("logStatusDiscard", "Log messages with fmi2Discard status."),
@@ -103,6 +108,9 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
     root.set("guid", info["guid"])
     root.set("description", info["description"])
     root.set("version", info["engine_version"])
+    root.set("author", AUTHOR)
+    root.set("copyright", COPYRIGHT)
+    root.set("license", LICENSE)
     root.set("generationTool", f"mbsfmu {info['engine_version']} ({root.get('generationTool', 'PythonFMU')})")
     root.set("variableNamingConvention", info["naming"])
     cs = root.find("CoSimulation")
@@ -191,8 +199,11 @@ def xsd_double(x: float) -> str:
 
 
 __all__ = [
+    "AUTHOR",
     "BUILD_INFO",
     "CAPABILITIES",
+    "COPYRIGHT",
+    "LICENSE",
     "LOG_CATEGORIES",
     "FmuBuildError",
     "build_info",

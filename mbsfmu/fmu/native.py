@@ -5,7 +5,8 @@ the same variables, names, value references, units, start/min/max and ModelStruc
 python-runtime FMU) and its constant tables (``tables.c_source``) as one generated C file,
 ``mbsfmu_model.c``, and compiles it with the FMI wrapper ``fmi2_slave.c`` and the core with
 ``zig cc`` (the ``ziglang`` package) for linux64 (glibc 2.17, needs libc and libm only), win64
-(KERNEL32 and the Universal C Runtime) and darwin64 (libSystem). The FMU also carries
+(KERNEL32 and the Universal C Runtime) and darwin64 (libSystem; a universal x86_64 + arm64
+binary for macOS 11.0 and later). The FMU also carries
 ``sources/`` (listed in the modelDescription's ``SourceFiles``) so an importer can compile it.
 
 Nothing in the FMU names a path of the build machine: the compiler runs in the staged sources
@@ -19,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from ..errors import InputError, MbsError
 from ..files import make_folder
 from .c_text import c_double, c_string
 from .description import build_info, model_identifier, native_description, skeleton
+from .macho import fat_binary
 from .package import fmu_zip, zip_entry
 from .variables import variable_table
 
@@ -35,11 +38,13 @@ FMI_HEADERS = CSRC_DIR / "fmi2"
 WRAPPER = ("fmi2_slave.c", "fmu_model.h")
 GENERATED = "mbsfmu_model.c"
 
-# FMI platform folder -> (zig target, binary suffix, extra link flags)
+MACOS_MIN = "11.0"  # the oldest macOS the darwin64 binary loads on (Big Sur, the first on Apple silicon)
+# FMI platform folder -> (zig targets, binary suffix, extra link flags); several targets: slices of
+# one universal Mach-O binary (macho.fat_binary)
 TARGETS = {
-    "linux64": ("x86_64-linux-gnu.2.17", ".so", ["-lm"]),
-    "win64": ("x86_64-windows-gnu", ".dll", []),
-    "darwin64": ("x86_64-macos", ".dylib", []),
+    "linux64": (("x86_64-linux-gnu.2.17",), ".so", ["-lm"]),
+    "win64": (("x86_64-windows-gnu",), ".dll", []),
+    "darwin64": ((f"x86_64-macos.{MACOS_MIN}", f"aarch64-macos.{MACOS_MIN}"), ".dylib", []),
 }
 CFLAGS = ["-g0", "-fno-sanitize=undefined", "-fvisibility=hidden", "-Wno-unused-parameter"]  # after build.FLAGS
 
@@ -182,32 +187,43 @@ def zig_cache_dir() -> Path:
 
 def compile_target(platform: str, srcdir: Path, c_files: list[str], out: Path, progress=print) -> None:
     """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform, with
-    the core's one zig invocation (``build.zig_cc``). progress: told once per target, the first
-    time (zig then builds its C library cache for that target)."""
+    the core's one zig invocation (``build.zig_cc``) per zig target; darwin64's two slices joined
+    into one universal binary (``macho.fat_binary``). progress: told when a target is compiled for
+    the first time on this machine (zig then builds its C library cache for it, minutes, once)
+    and when that target is done, with the elapsed time."""
     from ..engine.native import build
 
-    target, _suffix, libs = TARGETS[platform]
-    marker = zig_cache_dir() / f"mbsfmu-libc-{target}.ok"
-    first = not marker.exists()
-
-    def say(_msg):
-        if first and progress:
-            progress(f"building the zig C library cache for {platform}, first time only, a few minutes")
-
+    targets, _suffix, libs = TARGETS[platform]
     flags = [*build.FLAGS, *CFLAGS, f"-I{srcdir}", "-shared", *libs]
     if platform == "linux64":
         flags += ["-fPIC", "-Wl,-z,defs"]
     elif platform == "darwin64":  # the install name, else the build folder's path
         flags.append(f"-Wl,-install_name,@rpath/{out.name}")
-    try:
-        build.zig_cc([srcdir / f for f in c_files], target, out, flags, progress=say)
-    except build.BuildError as e:
-        raise NativeBuildError(f"compiling the FMU for {platform} failed (zig cc -target {target}): {e}") from None
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass
+    parts = []
+    for target in targets:
+        part = out if len(targets) == 1 else out.parent / target / out.name
+        marker = zig_cache_dir() / f"mbsfmu-libc-{target}.ok"
+        first = not marker.exists()
+        start = time.monotonic()
+        if first and progress:
+            progress(
+                f"{platform} ({target}): building zig's C library cache for this target, once per machine "
+                "(a few minutes; later builds take seconds)..."
+            )
+        try:
+            build.zig_cc([srcdir / f for f in c_files], target, part, flags, progress=lambda _msg: None)
+        except build.BuildError as e:
+            raise NativeBuildError(f"compiling the FMU for {platform} failed (zig cc -target {target}): {e}") from None
+        if first and progress:
+            progress(f"{platform} ({target}): done in {time.monotonic() - start:.0f} s")
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        except OSError:
+            pass
+        parts.append(part)
+    if len(parts) > 1:
+        fat_binary(parts, out)
 
 
 # ---- the FMU -----------------------------------------------------------------------------------
@@ -226,8 +242,8 @@ def build_native_fmu(
     progress=print,
 ) -> Path:
     """Build ``output`` (default ``<modelIdentifier>.fmu``) from the model file ``model``, for the
-    FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the one-time
-    zig cache message (None: silent). Returns the FMU's path."""
+    FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the per-target
+    messages of a first build (zig's one-time cache; None: silent). Returns the FMU's path."""
     from ..sim.simulator import Simulator
 
     model_path = Path(model)

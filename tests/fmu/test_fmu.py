@@ -4,6 +4,7 @@ Discard path and rejected values."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -442,13 +443,16 @@ def test_python_checks_without_loader(fmus):
 def test_simulate_fmu_twice_in_one_process(fmus):
     """fmpy.simulate_fmu unpacks the FMU anew at each call and deletes the folder afterwards; the
     second call must import the slave module again (not the first unpacking's, whose files are
-    gone) and give the same result. Known defect, not asserted here: such a process sometimes
-    aborts at exit with a corrupted heap, found by scipy's libgfortran exit handler
-    (_gfortrani_close_units; 4 of 120 runs under gdb, the corrupting write not found), so only the
-    run itself is checked."""
+    gone) and give the same result, and the process exits cleanly. Known defect (pythonfmu's
+    binary, not ours): such a process sometimes aborts at exit with a corrupted heap, found by
+    scipy's libgfortran exit handler (_gfortrani_close_units; 4 of 120 runs under gdb), so one
+    exit status besides 0 is accepted: SIGABRT with glibc's heap-corruption report, after the
+    results were printed. Any other exit status fails."""
     code = (
         f"import fmpy\nr = [fmpy.simulate_fmu({str(fmus.fmu('scara'))!r}, stop_time=0.01, output_interval=0.005)"
         f" for _ in range(2)]\nassert (r[0] == r[1]).all()\nprint('same', flush=True)\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "same" in res.stdout.split(), res.stdout + res.stderr
+    known_exit_defect = res.returncode == -6 and re.search(r"corrupted|double free|free\(\)", res.stderr)
+    assert res.returncode == 0 or known_exit_defect, (res.returncode, res.stderr[-2000:])

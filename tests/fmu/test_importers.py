@@ -7,7 +7,6 @@ fmpy, libcosimpy and the C host."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -197,11 +196,22 @@ def test_c_host_nan_rejected(fmus):
     assert "q1.tau = nan rejected" in run.stderr
 
 
-def test_pythonfmu_binary_alone_needs_libpython(fmus):
-    """Why the loader exists: pythonfmu's own binary does not load in a plain C host."""
-    fmu = fmus.fmu("scara", loader=False)
-    run = run_host(host_args(fmus, fmu, 1, 0.01, ["q1.q"], {}), ok=False)
-    assert run.returncode != 0 and re.search(r"undefined symbol: _?Py", run.stderr), run.stderr
+def test_without_the_loader_the_fmu_keeps_pythonfmu_s_binary_and_says_so(fmus):
+    """loader=False: binaries/linux64/<id>.so is pythonfmu's binary as pythonfmu built it (no
+    loader, no second copy) and resources/mbsfmu_build.json records "loader": false, which
+    documentation/externalDependencies.txt's C-host route depends on; with the loader (the
+    default) pythonfmu's binary moves beside it as <id>.pythonfmu.so and the record says true."""
+    import json
+
+    for loader, expected in ((False, False), (None, True)):
+        fmu = fmus.fmu("scara", loader=loader)
+        with zipfile.ZipFile(fmu) as z:
+            names = set(z.namelist())
+            info = json.loads(z.read("resources/mbsfmu_build.json"))
+        assert info["loader"] is expected, info
+        assert "binaries/linux64/scara.so" in names
+        assert ("binaries/linux64/scara.pythonfmu.so" in names) is expected, sorted(names)
+        assert not [n for n in names if n.startswith("binaries/") and not n.startswith("binaries/linux64/")]
 
 
 def test_loader_reports_missing_python(fmus):

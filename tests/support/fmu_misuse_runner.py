@@ -58,6 +58,15 @@ for name, res, args in [
     ("fmi2GetInteger", I32, [P, P, SZ, P]),
     ("fmi2SetInteger", I32, [P, P, SZ, P]),
     ("fmi2GetBoolean", I32, [P, P, SZ, P]),
+    ("fmi2SetBoolean", I32, [P, P, SZ, P]),
+    ("fmi2GetString", I32, [P, P, SZ, P]),
+    ("fmi2SetString", I32, [P, P, SZ, P]),
+    ("fmi2SetDebugLogging", I32, [P, I32, SZ, P]),
+    ("fmi2GetStatus", I32, [P, I32, P]),
+    ("fmi2GetRealStatus", I32, [P, I32, P]),
+    ("fmi2GetIntegerStatus", I32, [P, I32, P]),
+    ("fmi2GetBooleanStatus", I32, [P, I32, P]),
+    ("fmi2GetStringStatus", I32, [P, I32, P]),
     ("fmi2GetFMUstate", I32, [P, P]),
     ("fmi2SetFMUstate", I32, [P, P]),
     ("fmi2FreeFMUstate", I32, [P, P]),
@@ -228,6 +237,91 @@ elif case == "bad_instantiate":
     status.append(int(bool(lib.fmi2Instantiate(b"x", 0, guid, b"file:///r", ctypes.cast(ctypes.pointer(cb), P), 0, 0))))
     status.append(int(bool(lib.fmi2Instantiate(b"x", 1, guid, b"file:///r", None, 0, 0))))
     status.append(int(bool(new(resources=None))))  # no location: accepted (the FMU needs no resources)
+elif case == "time_mismatch":
+    init(c)
+    status.append(lib.fmi2DoStep(c, 0.0, 1e-3, 1))
+    status.append(lib.fmi2DoStep(c, 0.0, 1e-3, 1))  # the same step again: backwards by 1 ms
+    status.append(lib.fmi2DoStep(c, 0.5, 1e-3, 1))  # a skipped interval
+    status.append(lib.fmi2DoStep(c, 2e-3, 1e-3, 1))  # 1 ms ahead
+    status.append(lib.fmi2DoStep(c, 1e-3 * (1 + 4e-16), 1e-3, 1))  # the FMU's time up to round-off
+    status.append(int(abs(get(c, "KE")[0]) >= 0))  # still usable
+elif case == "log_categories":
+
+    def cats(*names):
+        return ctypes.cast((ctypes.c_char_p * len(names))(*names), P)
+
+    def ok_messages():
+        return sum(1 for s, _ in log if s == 0)
+
+    status.append(lib.fmi2SetDebugLogging(c, 1, 2, cats(b"logAll", b"logStatusError")))
+    status.append(lib.fmi2SetDebugLogging(c, 1, 1, cats(b"logBogus")))
+    status.append(lib.fmi2SetDebugLogging(c, 1, 1, cats(None)))
+    status.append(lib.fmi2SetDebugLogging(c, 0, 0, None))  # off: no fmi2OK message
+    before = ok_messages()
+    status.append(lib.fmi2SetupExperiment(c, 1, 1e-6, 0.0, 0, 0.0))
+    status.append(ok_messages() - before)
+    status.append(lib.fmi2SetDebugLogging(c, 1, 0, None))  # on: its fmi2OK message
+    before = ok_messages()
+    status.append(lib.fmi2SetupExperiment(c, 1, 1e-6, 0.0, 0, 0.0))
+    status.append(ok_messages() - before)
+elif case == "tolerance":
+    lib.fmi2SetDebugLogging(c, 1, 0, None)
+    status.append(lib.fmi2SetupExperiment(c, 1, 1e-6, 0.0, 0, 0.0))  # rk4: stored, not used (logged)
+    status.append(lib.fmi2SetupExperiment(c, 1, -1.0, 0.0, 0, 0.0))
+    status.append(lib.fmi2EnterInitializationMode(c))
+    status.append(int(get(c, "solver.rtol")[0] == 1e-6))
+    n_rhs = []  # evaluations of the equations of motion
+    for tol in (1e-4, 1e-12):  # dop853 (solver.method = 2): fewer at the looser tolerance
+        d = new(b"dop853")
+        lib.fmi2SetDebugLogging(d, 1, 0, None)
+        status.append(lib.fmi2SetInteger(d, vrs("solver.method"), 1, (ctypes.c_int * 1)(2)))
+        lib.fmi2SetReal(d, vrs("solver.h_max"), 1, reals(0.0))  # unlimited: the tolerance sets the steps
+        status.append(lib.fmi2SetupExperiment(d, 1, tol, 0.0, 0, 0.0))
+        status.append(lib.fmi2EnterInitializationMode(d))
+        status.append(lib.fmi2ExitInitializationMode(d))
+        status.append(int(get(d, "solver.rtol")[0] == tol))
+        inputs = [sv.get("name") for sv in root.find("ModelVariables") if sv.get("causality") == "input"]
+        lib.fmi2SetReal(d, vrs(*inputs), len(inputs), reals(*[1.0 + k for k in range(len(inputs))]))
+        status.append(lib.fmi2DoStep(d, 0.0, 2.0, 1))
+        n = (ctypes.c_int * 1)()
+        lib.fmi2GetInteger(d, vrs("solver.n_rhs"), 1, n)
+        n_rhs.append(n[0])
+        lib.fmi2FreeInstance(d)
+    status.append(int(0 < n_rhs[0] < n_rhs[1]))
+elif case == "reset":
+    init(c)
+    start = get(c, first_output, "KE", "E")
+    lib.fmi2SetReal(c, vrs(first_input), 1, reals(0.5))
+    for k in range(10):
+        status.append(lib.fmi2DoStep(c, k * 1e-2, 1e-2, 1))
+    status.append(int(get(c, first_output, "KE", "E") != start))
+    status.append(lib.fmi2Reset(c))
+    status.append(lib.fmi2DoStep(c, 0.0, 1e-3, 1))  # back to instantiated: not allowed
+    init(c)
+    status.append(int(get(c, first_output, "KE", "E") == start))  # the start state again
+    status.append(int(get(c, first_input)[0] == 0.0))  # the input's start value again
+    status.append(lib.fmi2DoStep(c, 0.0, 1e-2, 1))  # time 0 again
+elif case == "status_queries":
+    init(c)
+    status.append(lib.fmi2DoStep(c, 0.0, 0.25, 1))
+    st, t, b, i, s = ctypes.c_int(-1), ctypes.c_double(-1.0), ctypes.c_int(-1), ctypes.c_int(-1), ctypes.c_char_p()
+    status.append(lib.fmi2GetStatus(c, 0, ctypes.byref(st)))  # fmi2DoStepStatus
+    status.append(st.value)
+    status.append(lib.fmi2GetRealStatus(c, 2, ctypes.byref(t)))  # fmi2LastSuccessfulTime
+    status.append(int(t.value == 0.25))
+    status.append(lib.fmi2GetBooleanStatus(c, 3, ctypes.byref(b)))  # fmi2Terminated
+    status.append(b.value)
+    status.append(lib.fmi2GetStatus(c, 1, ctypes.byref(st)))  # fmi2PendingStatus: no asynchronous step
+    status.append(lib.fmi2GetIntegerStatus(c, 0, ctypes.byref(i)))
+    status.append(lib.fmi2GetStringStatus(c, 1, ctypes.byref(s)))
+    status.append(lib.fmi2GetRealStatus(c, 2, None))
+elif case == "no_boolean_or_string":
+    init(c)
+    status.append(lib.fmi2GetString(c, vrs("KE"), 1, (ctypes.c_char_p * 1)()))
+    status.append(lib.fmi2SetBoolean(c, vrs("KE"), 1, (ctypes.c_int * 1)(1)))
+    status.append(lib.fmi2SetString(c, vrs(99999), 1, (ctypes.c_char_p * 1)(b"x")))
+    status.append(lib.fmi2SetString(c, vrs("KE"), 0, None))  # nvr = 0: nothing to do
+    status.append(lib.fmi2GetBoolean(c, vrs("KE"), 1, None))
 else:
     raise SystemExit(f"unknown case {case}")
 if c:

@@ -88,10 +88,10 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
             memcpy(Ia, IAi, sizeof Ia);
             for (k = 0; k < 6; k++) pa[k] = 0.0;
         } else if (n == 1) {                                  /* D = S^T U a number: Li[0] = 1 / D */
-            double d, U0[6];
-            for (k = 0; k < 6; k++) U0[k] = M6(Ui, k, 0);
-            ST_mul(jt, axis, U0, &d);
-            Li[0] = 1.0 / d;
+            double d[6] = {0}, U0[6];                         /* d: room for any joint's S^T (a compiler */
+            for (k = 0; k < 6; k++) U0[k] = M6(Ui, k, 0);     /* checking ST_mul's every branch sees it) */
+            ST_mul(jt, axis, U0, d);
+            Li[0] = 1.0 / d[0];
             if (lam == 0) continue;
             for (k = 0; k < 6; k++) {                         /* Ia = IA - U U^T / D (aba.py's operations) */
                 double UDk = M6(Ui, k, 0) * Li[0];

@@ -31,7 +31,7 @@ SOURCES = (
     "loops.c",
     "sim.c",
 )
-HEADERS = ("mbs_core.h", "instance.h", "spatial.h", "dop853_coef.h")
+HEADERS = ("mbs_core.h", "mbs_names.h", "instance.h", "spatial.h", "dop853_coef.h")
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
 FLAGS = (
     "-std=c99",

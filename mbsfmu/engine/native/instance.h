@@ -8,6 +8,7 @@
 #ifndef MBS_INSTANCE_H
 #define MBS_INSTANCE_H
 
+#include <math.h>
 #include "mbs_core.h"
 
 #define MBS_MAGIC 0x6d62735f73696d31ULL /* "mbs_sim1" */
@@ -68,6 +69,16 @@ struct mbs_sim {
     char msg[MBS_MSG];
 };
 
+/* 1 if the n entries of x are finite, else 0; inline here (not in model.c), so every module uses it
+ * without calling into model.c, which calls loops.c (mbs_loop_work): the modules' calls form no cycle */
+static inline int mbs_all_finite(const double *x, int n)
+{
+    int k;
+    for (k = 0; k < n; k++)
+        if (!isfinite(x[k])) return 0;
+    return 1;
+}
+
 /* model.c */
 void mbs_layout(mbs_sim *s);
 void mbs_rebuild_inertia(mbs_sim *s);          /* I_i from mass, com, I_c; S_i from jtype, axis; leaf */
@@ -75,7 +86,6 @@ const char *mbs_body_name(const mbs_sim *s, int i);
 const char *mbs_joint_name(const mbs_sim *s, int i);
 void mbs_fmt(char *buf, size_t n, const char *fmt, ...);
 void mbs_append(char *buf, size_t n, const char *fmt, ...);
-int mbs_all_finite(const double *x, int n);
 
 /* kinematics.c */
 void mbs_joint_transforms(mbs_sim *s, const double *q);

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mbs_names.h" /* FMI2_FUNCTION_PREFIX on the core's names (source FMUs) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

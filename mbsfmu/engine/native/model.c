@@ -31,14 +31,6 @@ void mbs_append(char *buf, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-int mbs_all_finite(const double *x, int n)
-{
-    int k;
-    for (k = 0; k < n; k++)
-        if (!isfinite(x[k])) return 0;
-    return 1;
-}
-
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 /* number of doubles of the derived and work arrays */

@@ -41,7 +41,12 @@
 #define INT_MAX32 2147483647LL
 #define MAX_SUBSTEPS 1e7              /* steps of h_max in one fmi2DoStep (a larger step is refused) */
 #define MAX_STEP 1e9                  /* [s] largest communication step accepted */
-#define TIME_RTOL 1e-9                /* a communication point further than this from the FMU's time is reported */
+/* a communication point further than TIME_EPS max(1, |t|) from the FMU's time t is refused: the
+ * FMU takes the host's point at every step, so both sides' times differ only by the rounding of
+ * one step's sum, fl(t + h) against the host's fl(t + h) or fl(n h): a few ulp (eps = 2^-52 relative,
+ * absolute below |t| = 1 s); 1000 eps (2.2e-13 s at |t| <= 1 s) leaves a margin of 100 over that
+ * and still catches a skipped, repeated or backward step of any size above it. */
+#define TIME_EPS (1000.0 * 2.220446049250313e-16)
 #define ERR_N 4096
 
 typedef enum { S_INSTANTIATED = 0, S_INIT, S_STEP, S_TERMINATED } mode_t_;
@@ -65,7 +70,6 @@ typedef struct {
     int have_ref;
     double H0[3], E0, KE0, PE0, S0;   /* drift references, taken at fmi2ExitInitializationMode */
     long long n_discards;
-    int time_warned;
     struct FmuState **states;   /* live FMU states made by this instance */
     size_t n_states, cap_states;
     char err[ERR_N];
@@ -83,6 +87,10 @@ typedef struct FmuState {
 } FmuState;
 
 /* ---- logging ------------------------------------------------------------------------------ */
+
+/* the LogCategories of the modelDescription (description.LOG_CATEGORIES) */
+static const char *const LOG_CATEGORY[] = {"logStatusWarning", "logStatusDiscard", "logStatusError", "logStatusFatal",
+                                           "logAll"};
 
 static const char *status_category(fmi2Status s)
 {
@@ -328,6 +336,18 @@ fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean loggingOn, size_t nC
         logf_(I, fmi2Error, "fmi2SetDebugLogging: categories is NULL with nCategories = %lu", (unsigned long)nCategories);
         return fmi2Error;
     }
+    for (size_t k = 0; k < nCategories; k++) {
+        const char *cat = categories[k];
+        int known = 0;
+        for (size_t j = 0; cat && j < sizeof LOG_CATEGORY / sizeof LOG_CATEGORY[0]; j++)
+            known |= strcmp(cat, LOG_CATEGORY[j]) == 0;
+        if (!known) {
+            logf_(I, fmi2Error, "fmi2SetDebugLogging: unknown log category %s%s%s (the modelDescription's "
+                  "LogCategories: logStatusWarning, logStatusDiscard, logStatusError, logStatusFatal, logAll)",
+                  cat ? "'" : "", cat ? cat : "NULL", cat ? "'" : "");
+            return fmi2Error;
+        }
+    }
     I->logging_on = loggingOn;
     return fmi2OK;
 }
@@ -338,15 +358,30 @@ fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefined, fm
                                fmi2Real startTime, fmi2Boolean stopTimeDefined, fmi2Real stopTime)
 {
     GET_INSTANCE(c, "fmi2SetupExperiment");
-    (void)toleranceDefined;
-    (void)tolerance;
     if (!allowed(I, "fmi2SetupExperiment", M_INST)) return fmi2Error;
     if (!isfinite(startTime) || (stopTimeDefined && (!isfinite(stopTime) || stopTime < startTime))) {
         logf_(I, fmi2Error, "fmi2SetupExperiment: startTime %.17g / stopTime %.17g rejected: finite times with "
               "stopTime >= startTime expected", startTime, stopTime);
         return fmi2Error;
     }
+    if (toleranceDefined && !(isfinite(tolerance) && tolerance > 0.0)) {
+        logf_(I, fmi2Error, "fmi2SetupExperiment: tolerance %g rejected: a positive, finite relative tolerance "
+              "expected", tolerance);
+        return fmi2Error;
+    }
     mbs_sim_set_time(I->sim, startTime);
+    if (toleranceDefined) {          /* the host's tolerance is solver.rtol (a later fmi2SetReal of it wins) */
+        for (size_t k = 0; k < I->m->n_vars; k++) {
+            const mbsfmu_var *v = &I->m->vars[k];
+            if (v->kind == MBSFMU_V_SOLVER && v->a == 2) I->par[k] = tolerance;
+        }
+        if ((int)solver_setting(I, 0) == 2)
+            logf_(I, fmi2OK, "fmi2SetupExperiment: tolerance %g used as solver.rtol of dop853", tolerance);
+        else
+            logf_(I, fmi2OK, "fmi2SetupExperiment: tolerance %g stored as solver.rtol, not used by rk4 (fixed steps "
+                  "of solver.h_max = %g s; solver.method = 2 selects the adaptive dop853, which uses it)", tolerance,
+                  solver_setting(I, 1));
+    }
     return fmi2OK;
 }
 
@@ -407,7 +442,6 @@ fmi2Status fmi2Reset(fmi2Component c)
     set_starts(I);
     I->have_ref = 0;
     I->n_discards = 0;
-    I->time_warned = 0;
     I->mode = S_INSTANTIATED;
     return fmi2OK;
 }
@@ -551,7 +585,12 @@ static const char *set_problem(Instance *I, const mbsfmu_var *v, double x, char 
     } else if (!isfinite(x)) {
         snprintf(buf, n, "%s = %g rejected: values must be finite", v->name, x);
     } else if ((!isnan(v->min) && x < v->min) || (!isnan(v->max) && x > v->max)) {
-        snprintf(buf, n, "%s = %.17g rejected: outside [%.17g, %.17g]", v->name, x, v->min, v->max);
+        if (isnan(v->max))
+            snprintf(buf, n, "%s = %.17g rejected: must be >= %.17g", v->name, x, v->min);
+        else if (isnan(v->min))
+            snprintf(buf, n, "%s = %.17g rejected: must be <= %.17g", v->name, x, v->max);
+        else
+            snprintf(buf, n, "%s = %.17g rejected: outside [%.17g, %.17g]", v->name, x, v->min, v->max);
     } else {
         return NULL;
     }
@@ -664,11 +703,11 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
         return fmi2Error;
     }
     double now = mbs_sim_time(I->sim);
-    if (fabs(t - now) > TIME_RTOL * fmax(1.0, fabs(now))) {
-        if (!I->time_warned)
-            logf_(I, fmi2Warning, "fmi2DoStep: communication point t = %.17g s differs from the FMU's time %.17g s: "
-                  "continuing from the FMU's state at the host's time (reported once)", t, now);
-        I->time_warned = 1;
+    if (fabs(t - now) > TIME_EPS * fmax(1.0, fabs(now))) {
+        logf_(I, fmi2Error, "fmi2DoStep: communication point t = %.17g s rejected: the FMU's state is at t = %.17g s "
+              "(difference %.3g s, more than round-off %.3g s); to go back, restore a state with fmi2SetFMUstate",
+              t, now, t - now, TIME_EPS * fmax(1.0, fabs(now)));
+        return fmi2Error;
     }
     mbs_sim_set_time(I->sim, t);
     int rc = mbs_sim_step(I->sim, dt);
@@ -896,9 +935,10 @@ fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate)
     return fmi2OK;
 }
 
-fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *FMUstate)
+/* fmi2FreeFMUstate's work; the FMU's own calls come here, never through the exported name, which
+ * a host's dynamic linker may bind to another FMU's function of the same name (interposition) */
+static fmi2Status free_fmu_state(Instance *I, fmi2FMUstate *FMUstate)
 {
-    GET_INSTANCE(c, "fmi2FreeFMUstate");
     if (!FMUstate) {
         logf_(I, fmi2Error, "fmi2FreeFMUstate: FMUstate is NULL");
         return fmi2Error;
@@ -913,6 +953,12 @@ fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *FMUstate)
     I->states[k] = I->states[--I->n_states];
     *FMUstate = NULL;
     return fmi2OK;
+}
+
+fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *FMUstate)
+{
+    GET_INSTANCE(c, "fmi2FreeFMUstate");
+    return free_fmu_state(I, FMUstate);
 }
 
 /* serialised state, little-endian as the machine (every target of this FMU is):
@@ -1072,7 +1118,7 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         logf_(I, fmi2Error, "%s: out of memory", fn);
         return fmi2Error;
     }
-    char err[1024] = "", why[1024] = "";
+    char err[1024] = "", why[1024 + 128] = "";   /* why: err behind a short prefix */
     int ok = isfinite(t) && n_discards >= 0 && n_steps >= 0 && n_rhs >= 0;
     if (!ok) snprintf(why, sizeof why, "non-finite time or negative counters");
     memcpy(S->par, pp, 8 * (size_t)n_vars);
@@ -1135,7 +1181,7 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
     }
     if (!ok) {
         fmi2FMUstate tmp = S;
-        fmi2FreeFMUstate(I, &tmp);
+        free_fmu_state(I, &tmp);
         logf_(I, fmi2Error, "%s: the state is refused: %s", fn, why);
         return fmi2Error;
     }
@@ -1164,7 +1210,7 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         D->S0 = S->S0;
         D->n_discards = S->n_discards;
         fmi2FMUstate tmp = S;
-        fmi2FreeFMUstate(I, &tmp);
+        free_fmu_state(I, &tmp);
     } else {
         *FMUstate = S;
     }

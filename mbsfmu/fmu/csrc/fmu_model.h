@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mbs_names.h" /* FMI2_FUNCTION_PREFIX on MBSFMU_MODEL and the tables (source FMUs) */
+
 /* variable source kinds (variable_table's FmuVariable.source[0]) */
 enum {
     MBSFMU_V_SOLVER = 1,   /* a: 0 method (Integer), 1 h_max [s], 2 rtol, 3 atol */

@@ -144,27 +144,38 @@ extern "C" {
 
 
 /*
-Export FMI2 API functions on Windows and under GCC. 
-This definition has been changed to always export the symbols.
+  Export FMI2 API functions on Windows and under GCC (the standard FMI 2.0.x header's definitions:
+  a source FMU compiled with FMI2_FUNCTION_PREFIX gets prefixed names and no export attribute).
+  If custom linking is desired then the FMI2_Export must be
+  defined before including this file. For instance,
+  it may be set to __declspec(dllimport).
 */
-#if defined _WIN32 || defined __CYGWIN__
-    /* Note: both gcc & MSVC on Windows support this syntax. */
-    #define FMI2_Export __declspec(dllexport)
-#else
-    #if __GNUC__ >= 4
-    #define FMI2_Export __attribute__ ((visibility ("default")))
+#if !defined(FMI2_Export)
+  #if !defined(FMI2_FUNCTION_PREFIX)
+    #if defined _WIN32 || defined __CYGWIN__
+     /* Note: both gcc & MSVC on Windows support this syntax. */
+        #define FMI2_Export __declspec(dllexport)
     #else
-    #define FMI2_Export
+      #if __GNUC__ >= 4
+        #define FMI2_Export __attribute__ ((visibility ("default")))
+      #else
+        #define FMI2_Export
+      #endif
     #endif
+  #else
+    #define FMI2_Export
+  #endif
 #endif
 
-
-/* 
-Macro to construct the real function name.
-This definition has been changed to add no prefix.
-*/
-#define fmi2FullName(name) name
-
+/* Macros to construct the real function name
+   (prepend function name by FMI2_FUNCTION_PREFIX) */
+#if defined(FMI2_FUNCTION_PREFIX)
+  #define fmi2Paste(a,b)     a ## b
+  #define fmi2PasteB(a,b)    fmi2Paste(a,b)
+  #define fmi2FullName(name) fmi2PasteB(FMI2_FUNCTION_PREFIX, name)
+#else
+  #define fmi2FullName(name) name
+#endif
 
 /***************************************************
 Common Functions
