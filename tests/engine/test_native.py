@@ -679,7 +679,12 @@ def test_a_heavy_link_does_not_make_a_light_joint_massless():
     b = model.spec.bodies
     huge = ((1e300, 0.0, 0.0), (0.0, 1e300, 0.0), (0.0, 0.0, 1e300))
     heavy = replace(model.spec, bodies=(replace(b[0], inertia=huge), b[1]))
-    mbsfmu.Model(heavy)  # no "moves no mass" problem
+    heavy_model = mbsfmu.Model(heavy)  # no "moves no mass" problem
+    # and q2 keeps its mass: M_22 sees link2 only, so it equals the light model's (1e-12: CRBA's
+    # round-off on link2's own terms)
+    q0 = np.zeros(model.nq)
+    M_heavy, M_light = heavy_model.mass_matrix(q0), model.mass_matrix(q0)
+    assert M_light[1, 1] > 0 and M_heavy[1, 1] == pytest.approx(M_light[1, 1], rel=1e-12, abs=0)
     core = Core(model)
     i1 = model.body_index[b[0].name]
     for comp, val in enumerate((1e300, 1e300, 1e300, 0.0, 0.0, 0.0)):
