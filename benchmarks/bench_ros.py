@@ -7,7 +7,7 @@ the client (1 ms cycles).
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--json out.json]
 
 Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
-localhost discovery, unique node name and topics: mbsfmu_ros/testing.py).
+localhost discovery, unique node name and topics: tests/support/ros_sandbox.py).
 Client-side numbers come from the arrival times of /joint_states in this process; node-side
 numbers (lateness, work per cycle, overruns) from its real_time diagnostic. Needs the ``ros``
 extra (or a sourced ROS 2).
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import mbsfmu  # noqa: E402
 from mbsfmu_ros import conversion as cv  # noqa: E402
-from mbsfmu_ros import testing as rt  # noqa: E402
+from tests.support import ros_sandbox as rt  # noqa: E402
 
 MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
 

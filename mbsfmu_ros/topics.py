@@ -2,7 +2,7 @@
 whoever remaps them.
 
 All are absolute, so a namespace does not move them; a launch file or a test moves them with
-remapping rules (``--ros-args -r /joint_states:=/robot1/joint_states``; ``mbsfmu_ros.testing``
+remapping rules (``--ros-args -r /joint_states:=/robot1/joint_states``; ``tests/support/ros_sandbox.py``
 does this to give each test run topics of its own). No rclpy here. The state outputs' names
 and types are ``mbsfmu.sim.messages``'s, shared with the MCAP recorder.
 """

@@ -1,11 +1,12 @@
 """The architecture's rules as tests (docs/explanation/architecture.md): the import contracts of
 pyproject.toml ([tool.importlinter]: layers, the checker's independence, the ROS package above
 mbsfmu, no cycles), no private name of one module used by another, the checker importable without
-the engine, and the deprecated import paths of 0.1 still working with a warning."""
+the engine, and the import paths of 0.1 gone (removed in 0.3.0)."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -108,27 +109,11 @@ def test_checker_loads_without_the_engine():
     )
 
 
-@pytest.mark.parametrize(
-    "old, new, name",
-    [
-        ("mbsfmu.simulator", "mbsfmu.sim.simulator", "Simulator"),
-        ("mbsfmu.invariants", "mbsfmu.checker.checks", "conservation_report"),
-        ("mbsfmu.multibody", "mbsfmu.engine.model", "Model"),
-    ],
-)
-def test_deprecated_paths_warn_and_work(old, new, name):
-    """The 0.1 import paths work for one release: the same objects, with a DeprecationWarning
-    that names the new path (fresh interpreter: the warning fires on first import)."""
-    code = (
-        f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
-        f"try:\n    from {old} import {name}\nexcept DeprecationWarning as w:\n    print('warned', w)\n"
-        f"warnings.simplefilter('ignore')\nimport {old} as a, {new} as b\n"
-        f"print(a is b, getattr(a, {name!r}) is getattr(b, {name!r}))"
-    )
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert f"warned {old} is deprecated" in r.stdout and new in r.stdout
-    assert r.stdout.strip().endswith("True True")
+@pytest.mark.parametrize("old", ["mbsfmu.simulator", "mbsfmu.invariants", "mbsfmu.multibody"])
+def test_the_paths_of_version_0_1_are_gone(old):
+    """Deprecated in 0.2.0 with a warning naming the new path, removed in 0.3.0 as announced."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
 
 
 def test_the_package_never_names_itself_in_an_import():

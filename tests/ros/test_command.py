@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
 from mbsfmu_ros import conversion as cv
-from mbsfmu_ros import testing as rt
+from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS, ROOT
 
 pytestmark = pytest.mark.integration

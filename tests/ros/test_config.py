@@ -109,7 +109,7 @@ def test_node_reports_every_bad_parameter_and_exits_2(tmp_path):
     """The node builds its config through node_config: bad parameters on the command line give
     one error listing them all (exit 2, no traceback), before any topic exists."""
     pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy")
-    from mbsfmu_ros import testing as rt
+    from tests.support import ros_sandbox as rt
     from tests.support.paths import MODELS
 
     log = tmp_path / "node.log"

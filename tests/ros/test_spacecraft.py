@@ -11,7 +11,7 @@ pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[
 import mbsfmu
 from mbsfmu.sim.simulator import Simulator
 from mbsfmu_ros import conversion as cv
-from mbsfmu_ros import testing as rt
+from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""The isolation helpers of mbsfmu_ros/testing.py, without ROS: a leased domain id is exclusive
+"""The isolation helpers of tests/support/ros_sandbox.py, without ROS: a leased domain id is exclusive
 (between leases of one process and between processes) and free again when its holder releases it
 or dies; a sandbox's names are unique, valid ROS names and cover every topic of the node."""
 
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from mbsfmu_ros import testing as rt
 from mbsfmu_ros import topics
+from tests.support import ros_sandbox as rt
 
 ROS_NAME = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
 
@@ -29,7 +29,7 @@ def test_leases_in_one_process_never_share_an_id(tmp_path):
 @pytest.mark.integration
 def test_a_lease_held_by_another_process_is_skipped_and_freed_when_it_dies(tmp_path):
     code = (
-        "import sys; from mbsfmu_ros import testing as rt; "
+        "import sys; from tests.support import ros_sandbox as rt; "
         f"lease = rt.lease_domain([77], {str(tmp_path)!r}); print(lease.domain_id, flush=True); sys.stdin.read()"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
