@@ -74,6 +74,7 @@ import csv
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -82,6 +83,8 @@ from .errors import MbsError
 from .files import open_regular
 
 Array = NDArray[np.float64]
+TRAJECTORY_FILE = "trajectory.csv"  # a run folder's joint states and engine columns (`mbsfmu run`)
+RECORDS_FILE = "records.csv"  # ... and its body records for the checker, beside it
 
 
 class TrajectoryError(MbsError):
@@ -386,3 +389,20 @@ __all__ = [
     "save_trajectory",
     "write_trajectory",
 ]
+
+
+def read_run(path: str | os.PathLike) -> Trajectory:
+    """What the checker reads from ``path``: a run folder (its trajectory.csv joined with the
+    records.csv beside it), or a trajectory file, joined with a records.csv in the same folder
+    when the file is a run's trajectory.csv (the body records are there); any other CSV as it is.
+    TrajectoryError says what was looked for when a folder holds neither."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / TRAJECTORY_FILE).is_file():
+            raise TrajectoryError(f"{path} is a folder without {TRAJECTORY_FILE}: expected a run folder or a CSV file")
+        path = path / TRAJECTORY_FILE
+    traj = read_trajectory(path)
+    beside = path.parent / RECORDS_FILE
+    if path.name == TRAJECTORY_FILE and beside.is_file():
+        traj = join_trajectories(traj, read_trajectory(beside))
+    return traj

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import MbsError, brief
-from ..trajectory import Trajectory, TrajectoryError, read_trajectory
+from ..trajectory import Trajectory, TrajectoryError, read_run, read_trajectory
 
 Array = NDArray[np.float64]
 
@@ -992,11 +992,12 @@ def run_check(
     checks: Mapping[str, object] | Iterable[str] | None = None,
     energy_procedure: int | None = None,
 ) -> tuple[dict, bool]:
-    """Read a trajectory file and run ``conservation_report``: (report, all checks passed)."""
+    """Read a run folder or a trajectory file (``trajectory.read_run``: a run's trajectory.csv is
+    joined with its records.csv) and run ``conservation_report``: (report, all checks passed)."""
     check_procedure(procedure)
     if energy_procedure is not None:
         check_procedure(energy_procedure)
-    report = conservation_report(read_trajectory(path), checks, procedure, energy_procedure)
+    report = conservation_report(read_run(path), checks, procedure, energy_procedure)
     return report, report["passed"]
 
 
@@ -1061,7 +1062,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "trajectory", metavar="TRAJECTORY.csv", help="trajectory CSV of any simulator (columns: mbsfmu/trajectory.py)"
+        "trajectory",
+        metavar="TRAJECTORY.csv",
+        help="trajectory CSV of any simulator (columns: mbsfmu/trajectory.py), or a run folder of `mbsfmu run` "
+        "(its trajectory.csv with the records.csv beside it)",
     )
     p.add_argument(
         "--procedure",

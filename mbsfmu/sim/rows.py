@@ -13,9 +13,9 @@ only when a scenario's checks need them (docs/reference/trajectory-format.md).
 
 from __future__ import annotations
 
+from ..trajectory import RECORDS_FILE, TRAJECTORY_FILE
+
 INVARIANT_VECTORS = ("p_sys", "P_sys", "H_sys", "R", "Rdot")
-TRAJECTORY_FILE = "trajectory.csv"
-RECORDS_FILE = "records.csv"
 
 
 def engine_columns(sim) -> dict[str, float]:

@@ -708,3 +708,19 @@ def test_any_non_finite_cell_is_never_certified(rng):
         assert not report["passed"], (column, row, value, inv.summary_table(report))
 
     never_passes()
+
+
+def test_check_takes_a_run_folder_or_its_trajectory_csv(tmp_path, capsys):
+    """`mbsfmu check out/X/trajectory.csv` (the --help example) failed: the body records are in
+    records.csv beside it. A run folder or its trajectory.csv is read with records.csv joined."""
+    from mbsfmu.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", str(ROOT / "scenarios" / "spacecraft_free.yaml"), "-o", str(out), "--quick", "--no-progress"]) == 0
+    capsys.readouterr()
+    for target in (out / "trajectory.csv", out):
+        assert main(["check", str(target), "--procedure", "1"]) == 0, capsys.readouterr().err
+        text = capsys.readouterr().out
+        assert "3 bodies and 4 reaction wheels" in text and "overall: PASS" in text
+    assert main(["check", str(tmp_path)]) == 2
+    assert f"{tmp_path} is a folder without trajectory.csv" in capsys.readouterr().err
