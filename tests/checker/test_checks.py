@@ -324,6 +324,7 @@ def test_unknown_check_and_bad_bounds_are_named(rng):
 STDLIB_OR_NUMPY = (
     "__future__",
     "numpy",
+    "pathlib",
     "argparse",
     "collections",
     "csv",
@@ -716,7 +717,8 @@ def test_check_takes_a_run_folder_or_its_trajectory_csv(tmp_path, capsys):
     from mbsfmu.cli import main
 
     out = tmp_path / "run"
-    assert main(["run", str(ROOT / "scenarios" / "spacecraft_free.yaml"), "-o", str(out), "--quick", "--no-progress"]) == 0
+    scn = str(ROOT / "scenarios" / "spacecraft_free.yaml")
+    assert main(["run", scn, "-o", str(out), "--quick", "--no-progress"]) == 0
     capsys.readouterr()
     for target in (out / "trajectory.csv", out):
         assert main(["check", str(target), "--procedure", "1"]) == 0, capsys.readouterr().err
