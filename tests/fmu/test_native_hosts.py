@@ -361,3 +361,17 @@ def test_build_fmu_cli_solver_flags_reach_the_fmu(tmp_path):
     assert f.getInteger([vr["solver.method"]]) == [2]
     f.terminate()
     f.freeInstance()
+
+
+def test_model_description_names_author_version_copyright_and_license(native, fmus):
+    """Both runtimes' modelDescription headers carry author, version (mbsfmu's), copyright and
+    license (FMI 2.0 section 2.2.1 optional attributes that tools show and catalogues require)."""
+    import mbsfmu
+    from tests.support.native_fmu import description
+
+    for fmu in (native.fmu("scara"), fmus.fmu("scara", loader=False)):
+        root = description(fmu)
+        assert root.get("author") == "mbsfmu developers"
+        assert root.get("version") == mbsfmu.__version__
+        assert root.get("copyright", "").startswith("Copyright (c) 2026 mbsfmu developers")
+        assert root.get("license", "").startswith("MIT")
