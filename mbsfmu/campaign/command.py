@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from .. import stops
+from .runner import failure_reason
 
 
 def exit_code(result, state: dict) -> int:
@@ -46,7 +47,7 @@ def _montecarlo(args) -> int:
     n_fail = len(result.failed)
     print(statistics_text(result.statistics))
     for r in result.failed[:10]:
-        print(f"run {r['run']:>6}: FAIL  {r['error'] or r.get('failed_checks') or 'a check failed'}")
+        print(f"run {r['run']:>6}: FAIL  {failure_reason(r)}")
     if n_fail > 10:
         print(f"... {n_fail - 10} more failed runs in {result.files['csv']}")
     print(f"montecarlo: {len(result.rows)} of {result.n_runs} runs, {n_fail} failed; {files_text(result.files)}")

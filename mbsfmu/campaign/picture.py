@@ -63,7 +63,14 @@ def plot_campaign(
     bad_series = [s for r, s in zip(rows, series) if not r.get("passed")]
     for ax, (kind, col, log) in zip(axes.flat, panels):
         if kind == "hist":
-            xs = [_finite(ok, col, log), _finite(bad, col, log)]
+            if log:  # a check's panel: coloured by that check's own verdict, not by the run's (a run that
+                # failed a reference passed its engine_agreement, and is blue here)
+                key = f"check.{col[len('check.') :].rsplit('.', 1)[0]}.passed"
+                groups = ([r for r in rows if r.get(key)], [r for r in rows if not r.get(key)])
+                labels = ("passed this check", "failed this check")
+            else:
+                groups, labels = (ok, bad), ("runs passed", "runs failed")
+            xs = [_finite(groups[0], col, log), _finite(groups[1], col, log)]
             allx = np.concatenate(xs)
             if allx.size:
                 lo, hi = float(allx.min()), float(allx.max())
@@ -73,7 +80,7 @@ def plot_campaign(
                     bins=bins,
                     stacked=True,
                     color=["tab:blue", "tab:red"],
-                    label=[f"passed ({xs[0].size})", f"failed ({xs[1].size})"],
+                    label=[f"{labels[0]} ({xs[0].size})", f"{labels[1]} ({xs[1].size})"],
                 )
                 ax.legend(fontsize=7, loc="upper right")
             else:

@@ -120,3 +120,11 @@ def run_one(spec: RunSpec) -> dict:
 
 def _num(x) -> float:
     return math.nan if x is None else float(x)
+
+
+def failure_reason(row: dict) -> str:
+    """Why a run failed: its error, else the checks, references and final values that failed ("" for a
+    run that passed)."""
+    if row.get("passed"):
+        return ""
+    return row.get("error") or row.get("failed_checks") or "failed (no reason recorded)"

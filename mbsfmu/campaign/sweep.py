@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from .runner import failure_reason
 
 MAX_POINTS_PER_PARAM = 10_000_000  # 80 MB of values for one parameter: beyond, a typo more likely than a plan
 
@@ -116,15 +117,15 @@ def run_sweep(
 
 def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
     """A fixed-width table of the sweep (the first ``limit`` rows): run, parameter values,
-    pass/fail, wall time, error."""
-    head = f"{'run':<9} " + " ".join(f"{p[-22:]:>22}" for p in params) + f" {'result':>6} {'wall [s]':>9}  error"
+    pass/fail, wall time and, for a failed run, why (``failure_reason``)."""
+    head = f"{'run':<9} " + " ".join(f"{p[-22:]:>22}" for p in params) + f" {'result':>6} {'wall [s]':>9}  why"
     lines = [head]
     for r in rows[:limit]:
         verdict, wall = "PASS" if r["passed"] else "FAIL", r.get("wall_time_s", float("nan"))
         lines.append(
             f"run_{r['run']:04d} "
             + " ".join(f"{r[p]:>22.6g}" for p in params)
-            + f" {verdict:>6} {wall:>9.3g}  {r.get('error', '')}"
+            + f" {verdict:>6} {wall:>9.3g}  {failure_reason(r)}"
         )
     if len(rows) > limit:
         lines.append(f"... {len(rows) - limit} more rows in summary.csv")

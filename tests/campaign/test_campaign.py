@@ -528,3 +528,40 @@ def test_the_bundled_gnc_monte_carlo_example_passes_in_every_run(tmp_path):
     assert len(rows) == 5 and all(r["passed"] == "True" for r in rows)
     masses = {float(r["body.hub.mass"]) for r in rows}
     assert len(masses) == 5 and all(480.0 <= m <= 520.0 for m in masses)  # drawn, within the truncation
+
+
+def test_the_picture_colours_each_check_by_its_own_verdict(tmp_path, monkeypatch):
+    """Runs that failed a reference but passed engine_agreement: the engine_agreement panel shows
+    them as passing that check (it showed them red, "failed", though the check passed); the
+    sweep table and the failed-run lines say why a run failed."""
+    from matplotlib.figure import Figure
+
+    from mbsfmu.campaign.picture import plot_campaign
+    from mbsfmu.campaign.runner import failure_reason
+
+    legends = {}
+    real = Figure.savefig
+
+    def savefig(self, path, *a, **k):
+        for ax in self.axes:
+            if ax.get_legend():
+                legends[ax.get_xlabel()] = [t.get_text() for t in ax.get_legend().get_texts()]
+        return real(self, path, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    rows = [
+        {
+            "run": i,
+            "p": float(i),
+            "passed": False,
+            "error": None,
+            "failed_checks": "reference q.q1 ~ a * t",
+            "check.engine_agreement.max_rel": 1e-15,
+            "check.engine_agreement.passed": True,
+        }
+        for i in range(4)
+    ]
+    plot_campaign(tmp_path, "t", rows, [{} for _ in rows], ["p"], [], {"engine_agreement": ("rel", 1e-13)})
+    assert legends["log10 max_rel engine_agreement"][:2] == ["passed this check (4)", "failed this check (0)"]
+    assert legends["p"][:2] == ["runs passed (0)", "runs failed (4)"]
+    assert failure_reason(rows[0]) == "reference q.q1 ~ a * t" and failure_reason({"passed": True}) == ""
