@@ -545,7 +545,7 @@ def test_wall_time_estimate_is_within_a_factor_of_the_run(tmp_path, duration, dt
     )
     scn = load_scenario(path)
     wall, how = estimate_wall(scn, budget=0.05)
-    assert ("measured" in how) == (duration == dt)
+    assert "measured" in how or duration > dt  # one interval: the probe is the run (more: either, by speed)
     report = run_scenario(scn, tmp_path / "o", progress=False)
     measured = report["wall_time_s"]
     assert measured / 5 <= wall <= 5 * measured, (wall, measured, how)
