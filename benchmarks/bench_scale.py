@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 import mbsfmu
-from mbsfmu.checker.checks import conservation_report
+from mbsfmu.checker import conservation_report
 from mbsfmu.scenario.plots import joint_kinds, plot_run
 from mbsfmu.sim.rows import records_row, trajectory_row
 from mbsfmu.sim.simulator import Simulator

@@ -189,7 +189,7 @@ def _print_report(scn, report: dict, out, how: str) -> int:
     """The summary of a run (``mbsfmu run`` and ``mbsfmu cosim``); the exit code (130 after Ctrl-C,
     143 after SIGTERM)."""
     from . import stops
-    from .checker.checks import summary_table
+    from .checker.conservation import summary_table
 
     if report.get("interrupted"):
         print(
@@ -323,7 +323,7 @@ def _ros(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .checker.checks import add_parser as add_check_parser
+    from .checker.command import add_parser as add_check_parser
 
     parser = Parser(
         prog="mbsfmu", description=PURPOSE, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter

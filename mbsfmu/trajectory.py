@@ -1,5 +1,5 @@
 """Trajectory files: plain CSV, one row per output time, read by the independent checker
-(``mbsfmu check TRAJECTORY.csv --procedure N``, see ``mbsfmu/checker/checks.py``).
+(``mbsfmu check TRAJECTORY.csv --procedure N``, see ``mbsfmu/checker/``).
 
 Any simulator can write one (MuJoCo, Pinocchio, an in-house code): export the columns below and
 run the checker on the file. Format:
@@ -53,7 +53,7 @@ Optional: joint states ``q.<joint>``, ``qd.<joint>`` (``[k]`` for multi-DoF join
 work, <= 0) [J], so that KE + PE - W_in - W_diss is constant (``energy_balance`` check).
 
 Which columns a check needs depends on the procedure (MBS Momentum/Energy Testing Procedures 1-4, table in
-``mbsfmu/checker/checks.py``): a file needs only the columns of the procedures it is checked with;
+``mbsfmu/checker/``): a file needs only the columns of the procedures it is checked with;
 the checker names any that are missing. The smallest export is the inertial absolute one:
 ``time``, ``g``, and per body ``m``, ``I``, ``omega``, ``r_abs``, ``rdot_abs`` (plus wheels' ``h``,
 ``Iw`` and springs' ``k``, ``x``), checked with ``--procedure 2 --energy-procedure 1``.

@@ -2,7 +2,7 @@
 returns a ``Status`` (name, level, message, key/values) that ``node.py`` copies into a
 diagnostic_msgs/DiagnosticStatus.
 
-The conservation checks are the independent checker's (``mbsfmu.checker.checks``,
+The conservation checks are the independent checker's (``mbsfmu.checker``,
 docs/reference/cli.md, "mbsfmu check"), run on two rows: the state at the start (or the last reset) and the
 current one. Each status's level compares the check's ``max_rel`` (deviation / the checker's
 scale) with two thresholds: OK below ``warn``, WARN below ``error``, ERROR from ``error`` on (and
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbsfmu.checker.checks import CHECKS, conservation_report
+from mbsfmu.checker import CHECKS, conservation_report
 from mbsfmu.sim.rows import records_row
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3

@@ -150,7 +150,7 @@ def run_campaign(
     finally:
         journal.close()
         bar.close()
-    from ..checker.checks import parse_bound
+    from ..checker.conservation import parse_bound
 
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:

@@ -9,7 +9,7 @@ The result is {"row": {...}, "series": {...}, "trajectory": {...} | None}:
   executions of the same campaign), ``failed_checks`` (the checks, references and final values
   that failed, "; "-separated); per conservation check ``check.<name>.max_abs``,
   ``.max_rel``, ``.drift_per_s`` (the summary statistics of its error series,
-  mbsfmu/checker/checks.py) and ``.passed``; the final state ``final.<state column>`` (every q and
+  mbsfmu/checker/) and ``.passed``; the final state ``final.<state column>`` (every q and
   qd); per chosen output ``output.<column>.final``, ``.min``, ``.max``.
 - series: ``time`` and the chosen outputs at every trajectory row (for the time envelopes).
 - trajectory: every trajectory column, when asked for.

@@ -99,7 +99,7 @@ def finish_run(
 
 def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, at: dict) -> dict:
     """finish_run's stages; ``at`` tells which stage runs and holds the report once it exists."""
-    from ..checker.checks import conservation_report
+    from ..checker.conservation import conservation_report
     from ..trajectory import TrajectoryError, join_trajectories, read_trajectory
 
     t_end = None

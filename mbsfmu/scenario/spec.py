@@ -307,12 +307,12 @@ def _inputs(r, raw, base: Path) -> dict[str, Schedule]:
 
 def _checks(r, raw) -> tuple[dict, int]:
     """``checks: {check: bound, procedure: 1..4}``: (checks, procedure), the bounds as written
-    (mbsfmu/checker/checks.py parses them again when it checks)."""
+    (mbsfmu/checker/ parses them again when it checks)."""
     checks, procedure = {}, 1
     if not isinstance(raw, dict):
         r.problem(("checks",), "expected a mapping of check name to bound")
         return checks, procedure
-    from ..checker.checks import CHECKS, CheckError, parse_bound
+    from ..checker.conservation import CHECKS, CheckError, parse_bound
 
     for name, bound in raw.items():
         if name == "procedure":

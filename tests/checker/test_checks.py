@@ -1,4 +1,4 @@
-"""The independent checker (mbsfmu/checker/checks.py): MBS Momentum Testing Eqs. 9, 10 and MBS
+"""The independent checker (mbsfmu/checker/): MBS Momentum Testing Eqs. 9, 10 and MBS
 Energy Testing Eqs. 1, 2 by
 Procedures 1-4 on a synthetic system with known motion (no engine), the conservation report, the
 errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from mbsfmu.checker import checks as inv
+from mbsfmu import checker as inv
+from mbsfmu.checker import command as check_command
 from mbsfmu.errors import MbsError
 from mbsfmu.trajectory import Trajectory, read_trajectory, save_trajectory
 from tests.support.paths import ROOT
@@ -519,7 +520,7 @@ def test_short_engine_run_conserves_and_converges(tmp_path, rng):
 
 # ---- command line ---------------------------------------------------------------------------
 def cli_wired() -> bool:
-    """Whether ``mbsfmu check`` is registered in mbsfmu/cli.py (else run ``-m mbsfmu.checker.checks``)."""
+    """Whether ``mbsfmu check`` is registered in mbsfmu/cli.py (else run ``-m mbsfmu.checker``)."""
     import argparse
 
     from mbsfmu.cli import build_parser
@@ -529,7 +530,7 @@ def cli_wired() -> bool:
 
 
 def run_cli(*args):
-    cmd = [sys.executable, "-m", "mbsfmu", "check"] if cli_wired() else [sys.executable, "-m", "mbsfmu.checker.checks"]
+    cmd = [sys.executable, "-m", "mbsfmu", "check"] if cli_wired() else [sys.executable, "-m", "mbsfmu.checker"]
     return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=60)
 
 
@@ -574,9 +575,9 @@ def test_cli_missing_column_names_it(files, tmp_path):
     save_trajectory(path, cols)
     args = __import__("argparse").Namespace(trajectory=str(path), procedure=4, expect=None, json=None)
     with pytest.raises(MbsError, match=r"procedure 4 .*: b1.I_b1\[xz\]"):
-        inv.main_check(args)
-    assert inv.main([str(path), "--procedure", "1"]) == 0
-    assert inv.main([str(path), "--procedure", "4"]) == 2
+        check_command.main_check(args)
+    assert check_command.main([str(path), "--procedure", "1"]) == 0
+    assert check_command.main([str(path), "--procedure", "4"]) == 2
 
 
 # ---- another simulator's output ---------------------------------------------------------------

@@ -102,7 +102,7 @@ def test_a_tiny_duration_simulates_exactly_that(tmp_path, capsys):
 
 
 def test_check_names_a_body_column_missing_its_mass(tmp_path, capsys):
-    from mbsfmu.checker.checks import CheckError, discover
+    from mbsfmu.checker import CheckError, discover
     from mbsfmu.trajectory import Trajectory
 
     cols = {
@@ -121,7 +121,7 @@ def test_p_sys_and_H_sys_scales_cover_the_round_off_of_absolute_records():
     """Falling bodies (|rbardot| ~ 1e3 m/s, |rbar| ~ 5e4 m) with a small relative motion: p_sys =
     sum m (rbardot - Rdot) is zero up to ~N eps sum m |rbardot|, so relative to the momenta summed
     (not to sum m |rhatdot| ~ 1e-2) the check holds at a few eps."""
-    from mbsfmu.checker.checks import conservation_report
+    from mbsfmu.checker import conservation_report
     from mbsfmu.trajectory import Trajectory
 
     rng = np.random.default_rng(7)
@@ -346,7 +346,7 @@ def test_simulator_arguments_are_numbers_of_any_kind_with_clear_errors():
 
 
 def test_total_mass_message_shows_a_number_not_a_repr():
-    from mbsfmu.checker.checks import CheckError, field_columns, momentum
+    from mbsfmu.checker import CheckError, field_columns, momentum
     from mbsfmu.trajectory import Trajectory
 
     cols = {"time": [0.0], "a.m": math.nan}
@@ -449,7 +449,7 @@ def test_list_of_a_model_folder_lists_models(capsys):
 def test_info_and_run_count_bodies_and_wheels_alike(capsys):
     code, out, _err = run(capsys, "info", MODELS / "spacecraft.yaml")
     assert code == 0 and "3 bodies and 4 reaction wheels" in out
-    from mbsfmu.checker.checks import summary_table
+    from mbsfmu.checker import summary_table
 
     report = {
         "file": "f",

@@ -293,7 +293,7 @@ def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
     """trajectory.csv holds time, q, qd, u and engine.* (no '<body>.m' record columns);
     records.csv (time, records, engine.*) is written when the scenario has checks and is what
     `mbsfmu check` reads; a scenario without checks writes no records.csv unless asked."""
-    from mbsfmu.checker.checks import main as check_main
+    from mbsfmu.checker.command import main as check_main
     from mbsfmu.sim.rows import records_row, trajectory_row
 
     model = ROOT / "scenarios" / "models" / "scara.yaml"
