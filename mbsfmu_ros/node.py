@@ -522,8 +522,9 @@ def main(argv: list[str] | None = None) -> int:
             executor = SingleThreadedExecutor()
         executor.add_node(node)
         node.run(executor)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    except (KeyboardInterrupt, ExternalShutdownException):  # SIGINT or SIGTERM (rclpy handles both)
+        if node is not None:  # what ran, said as `mbsfmu run` says it (issue 20, item 3)
+            print(f"mbsfmu ros: stopped by a signal (Ctrl-C or SIGTERM) at t = {node.sim.t:.9g} s", file=sys.stderr)
     except Exception:
         if rclpy.ok():  # a real failure; after SIGINT, publishing may fail on the shut-down context
             raise

@@ -42,3 +42,34 @@ def test_mbsfmu_ros_command_runs_the_node_with_its_parameters(tmp_path):
             code = rt.stop_node(proc)
             client.close()
         assert code == 0, rt.read_log(log)
+        assert "mbsfmu ros: stopped by a signal (Ctrl-C or SIGTERM) at t = " in rt.read_log(log)
+
+
+def test_sigterm_stops_the_node_cleanly_and_says_so(tmp_path):
+    """docker stop, systemd and batch schedulers send SIGTERM: the node ends as after Ctrl-C (exit 0,
+    the shutdown of rclpy, one line saying where the simulation stood)."""
+    import signal
+
+    from sensor_msgs.msg import JointState
+
+    with rt.Sandbox("sigterm") as sandbox:
+        params = rt.param_args({"real_time_factor": 0.0})
+        cmd = [sys.executable, "-m", "mbsfmu", "ros", str(MODELS / "scara.yaml"), *params, *sandbox.ros_args()]
+        env = sandbox.env({**os.environ, "PYTHONPATH": str(ROOT)})
+        log = tmp_path / "node.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(
+                cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT
+            )
+        client = rt.Client(sandbox, proc)
+        try:
+            client.subscribe("/joint_states", JointState)
+            assert client.spin_until(lambda: len(client.msgs["/joint_states"]) >= 3), client.failure(log)
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(30)
+        finally:
+            rt.stop_node(proc)
+            client.close()
+        text = rt.read_log(log)
+        assert code == 0 and "Traceback" not in text, text
+        assert "mbsfmu ros: stopped by a signal (Ctrl-C or SIGTERM) at t = " in text
