@@ -164,9 +164,23 @@ class Loop:
 
 
 @dataclass(frozen=True)
+class Coupling:
+    """A joint coupling (URDF ``<mimic>``): the follower joint's coordinate is
+    q_f = multiplier q_l + offset [rad or m] in the leader's coordinate q_l (1-DoF joints both).
+    A holonomic constraint, closed by the loop machinery (mbsfmu/engine/dynamics/closed_loops.py)
+    with the leader as the independent coordinate; the follower has no actuator of its own."""
+
+    follower: str
+    leader: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """Everything a model file says: bodies in any order, gravity [m/s^2] in world axes,
-    initial joint values by joint (or wheel) name, force elements, loop-closure joints."""
+    initial joint values by joint (or wheel) name, force elements, loop-closure joints, joint
+    couplings (URDF mimic joints)."""
 
     name: str
     bodies: tuple[Body, ...]
@@ -175,3 +189,4 @@ class ModelSpec:
     initial_qd: dict[str, tuple[float, ...]] = field(default_factory=dict)
     forces: tuple[SpringDamper | Thruster | BodyWrench, ...] = ()
     loops: tuple[Loop, ...] = ()
+    couplings: tuple[Coupling, ...] = ()
