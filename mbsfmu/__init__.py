@@ -69,23 +69,29 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def load_model(path: str | Path) -> Model:
+def load_model(path: str | Path, repair_inertia: bool = False) -> Model:
     """Load and validate a model file: YAML/JSON (.yaml, .yml, .json), a URDF robot description
     (.urdf), or a YAML/JSON overlay with a ``urdf`` key (a URDF plus wheels, forces, gravity,
-    initial state; see docs/guides/urdf.md). ModelError lists every problem."""
+    initial state; see docs/guides/urdf.md). ModelError lists every problem. repair_inertia:
+    moving bodies whose inertia no rigid body has get their smallest principal moments raised
+    (mbsfmu/engine/spec/repair.py), each change listed in ``Model.notes``."""
     from .engine.model import Model
     from .io.model_file import parse_file, spec_from_dict
 
     if Path(path).suffix.lower() == ".urdf":
         from .io.urdf import load_urdf
 
-        return load_urdf(path)
+        return load_urdf(path, repair_inertia=repair_inertia)
     data, lines = parse_file(path)
     if isinstance(data, dict) and "urdf" in data:
         from .io.urdf import load_overlay
 
-        return load_overlay(data, lines, path)
+        return load_overlay(data, lines, path, repair_inertia=repair_inertia)
     spec = spec_from_dict(data, lines, str(path))
+    if repair_inertia:
+        from .engine.spec.repair import repair_inertia as repaired
+
+        spec, _repairs = repaired(spec)
     return Model(spec, source=str(path), lines=lines)
 
 

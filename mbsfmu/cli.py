@@ -93,7 +93,7 @@ def bodies_text(n_bodies: int, n_wheels: int) -> str:
 def _info(args) -> int:
     from . import load_model
 
-    m = load_model(args.model)
+    m = load_model(args.model, repair_inertia=args.repair_inertia)
     n_wheels = len(m.wheels)
     print(
         f"model {m.name} ({args.model}): {bodies_text(m.N - n_wheels, n_wheels)}, nq = {m.nq}, nv = {m.nv}, "
@@ -122,6 +122,18 @@ def _info(args) -> int:
 
     sim_inputs = ForceElements(m).layout.names
     print(f"inputs: {', '.join(sim_inputs) or 'none'}")
+    hosted = {}
+    for name, (i, _fr) in m.frames.items():
+        if name != m.body_names[i - 1]:
+            hosted.setdefault(m.body_names[i - 1], []).append(name)
+    if hosted:
+        print(f"frames on bodies ({sum(map(len, hosted.values()))}, links welded by fixed joints among them):")
+        for body, names in hosted.items():
+            print(f"  {body}: {', '.join(names)}")
+    for c in m.spec.couplings:
+        print(f"coupling: {c.follower} = {c.multiplier:g} * {c.leader} + {c.offset:g} (follower is not an input)")
+    for note in m.notes:
+        print(f"note: {note}")
     return 0
 
 
@@ -191,6 +203,8 @@ def _print_report(scn, report: dict, out, how: str) -> int:
     from . import stops
     from .checker.conservation import summary_table
 
+    for note in report.get("model_notes", ()):
+        print(f"mbsfmu: note: {note}", file=sys.stderr)
     if report.get("interrupted"):
         print(
             f"mbsfmu: {report['interrupted']}; rows up to then in {out}/trajectory.csv, "
@@ -332,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     p = sub.add_parser("info", help="validate a model file and print its bodies, joints and topology")
     p.add_argument("model", help="model file (YAML/JSON, URDF or URDF overlay)")
+    p.add_argument(
+        "--repair-inertia",
+        action="store_true",
+        help="raise the smallest principal moments of moving bodies whose inertia no rigid body has "
+        "(each change printed as a note)",
+    )
     p.set_defaults(func=_info)
     p = sub.add_parser("run", help="run a scenario: trajectory.csv, report.json and a summary table")
     p.add_argument("scenario", help="scenario file (YAML/JSON; `mbsfmu list` shows the bundled ones)")

@@ -88,6 +88,11 @@ class Model:
         return self.spec.name
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """The reader's remarks on the model file: what it read but does not model, what it repaired."""
+        return self.spec.notes
+
+    @property
     def nq(self) -> int:
         return self.tree.nq_total
 
@@ -382,13 +387,14 @@ class Model:
         try:
             q, qd = loop_assemble(self.tree, self.loops, q, qd)
         except AssemblyError as e:
-            index = {c.name: k for k, c in enumerate(self.spec.loops)}
+            index = {c.name: ("loops", k) for k, c in enumerate(self.spec.loops)}
+            index |= {c.follower: ("couplings", k) for k, c in enumerate(self.spec.couplings)}
             what = "initial state" if e.what == "|Phi|" else "initial rates"
             raise ModelError(
                 locate(
                     [
                         Problem(
-                            ("loops", index[n]),
+                            index[n],
                             f"loop {n!r} cannot be closed from the {what}: max {e.what} = {v:.3g} remains; {e.reason}",
                         )
                         for n, v in e.residuals.items()

@@ -10,6 +10,8 @@ A rotation matrix ``R`` "of a frame" has that frame's axes as columns in the par
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -52,6 +54,19 @@ def rpy_to_R(rpy: Array) -> Array:
             [-sp, cp * sr, cp * cr],
         ]
     )
+
+
+def R_to_rpy(R: Array) -> Array:
+    """URDF roll-pitch-yaw [rad] of a rotation matrix (the inverse of ``rpy_to_R``), pitch in
+    [-pi/2, pi/2]. R = Rz(y) Ry(p) Rx(r): cos p = hypot(R00, R10) and yaw from the first column;
+    roll from the second and third columns turned back by yaw, whose middle row is (cos r, -sin r)
+    whatever p: exact to round-off also at and near gimbal lock (cos p -> 0), where the first
+    column no longer fixes yaw and roll absorbs its error."""
+    cp = math.hypot(R[0, 0], R[1, 0])
+    yaw = math.atan2(R[1, 0], R[0, 0])
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    roll = math.atan2(sy * R[0, 2] - cy * R[1, 2], cy * R[1, 1] - sy * R[0, 1])
+    return np.array([roll, math.atan2(-R[2, 0], cp), yaw])
 
 
 def quat_to_R(quat: Array) -> Array:

@@ -160,12 +160,17 @@ def model_c_source(model, table, guid: str, identifier: str) -> str:
             f"    {{{c_string(name)}, '{typ}', '{cau}', {kind}, {a}, {b}, {c}, {c_double(start)}, "
             f"{c_double(lo)}, {c_double(hi)}}},"
         )
+    notes = model.notes
     lines += [
+        "};",
+        f"static const char *const mbsfmu_notes[{max(len(notes), 1)}] = {{",
+        *(f"    {c_string(n)}," for n in notes or ("",)),
         "};",
         "const mbsfmu_model MBSFMU_MODEL = {",
         f"    {c_string(guid)}, {c_string(identifier)},",
         "    mbs_ti, sizeof mbs_ti / sizeof mbs_ti[0], mbs_tf, sizeof mbs_tf / sizeof mbs_tf[0],",
         f"    mbsfmu_vars, {len(rows)},",
+        f"    mbsfmu_notes, {len(notes)},",
         "};",
         "",
     ]

@@ -76,6 +76,8 @@ class MbsfmuSlave(SlaveBase):
         super().__init__(**kwargs)
         info = self._info
         model = load_model(Path(self.resources) / info["model_file"])
+        for note in model.notes:  # what the reader left out or repaired (as the native FMU logs them)
+            self.log(f"model note: {note}")
         self._base_spec = model.spec
         self._source = info["model_source"]
         solver = info["solver"]

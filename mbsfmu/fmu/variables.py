@@ -484,7 +484,7 @@ def _input_deps(model, input_bodies: list[int], i: int, inputs: list[str]) -> tu
     """Inputs that act directly on the accelerations of body i's joint: every input on a body of
     the same world-attached subtree (M^-1 couples exactly the joints of a connected tree; a model
     with loop-closure joints couples everything)."""
-    if getattr(model.spec, "loops", ()):
+    if model.loops:  # loop-closure joints and joint couplings
         return tuple(inputs)
     root = _root(model, i)
     return tuple(name for name, b in zip(inputs, input_bodies) if b > 0 and _root(model, b) == root)

@@ -41,8 +41,12 @@ from xml.parsers import expat
 import numpy as np
 
 from ..engine.spatial import rot_axis, rpy_to_R
-from ..engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin, Spring
+from ..engine.spec.couplings import check_couplings
+from ..engine.spec.description import WORLD, Body, Coupling, Joint, ModelSpec, Origin, Spring
 from ..engine.spec.elements import parse_forces, parse_wheels
+from ..engine.spec.lumping import lump_fixed
+from ..engine.spec.repair import OPTION as REPAIR_OPTION
+from ..engine.spec.repair import repair_inertia
 from ..engine.spec.validation import check_spec, locate
 from ..errors import ModelError, Problem, did_you_mean
 from ..files import read_bytes
@@ -54,6 +58,7 @@ if TYPE_CHECKING:  # the Model is built from this package's output: import it la
 
 URDF_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 AXIS_TYPES = ("revolute", "continuous", "prismatic", "planar")
+MIMIC_TYPES = ("revolute", "continuous", "prismatic")
 INERTIA_ATTRS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 ROOT_JOINT = "root_joint"
 _WORLD_FLOATS = (
@@ -63,7 +68,9 @@ _WORLD_FLOATS = (
 AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction (as the model's own check)
 
 OVERLAY_VERSION = 1
-OVERLAY_KEYS = ("version", "urdf", "name", "floating_base", "gravity", "joints", "wheels", "forces", "initial")
+OVERLAY_KEYS = (
+    "version", "urdf", "name", "floating_base", "repair_inertia", "gravity", "joints", "wheels", "forces", "initial",
+)  # fmt: skip
 OVERLAY_JOINT_KEYS = ("spring", "actuated")
 SPRING_KEYS = ("k", "d", "q0")
 
@@ -77,6 +84,15 @@ class Limit:
     upper: float | None = None
     effort: float | None = None
     velocity: float | None = None
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """A URDF <mimic>: this joint's coordinate is multiplier * q_leader + offset."""
+
+    leader: str
+    multiplier: float = 1.0
+    offset: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +123,7 @@ class UrdfJoint:
     damping: float = 0.0
     friction: float = 0.0
     limit: Limit | None = None
+    mimic: Mimic | None = None
     lines: dict = field(default_factory=dict)
 
 
@@ -142,19 +159,29 @@ def read_urdf(path: str | Path) -> UrdfRobot:
     return robot
 
 
-def load_urdf(path: str | Path, floating_base: bool = False) -> Model:
-    """The Model of a URDF file; the root link on a free joint ``root_joint`` if floating_base."""
+def load_urdf(
+    path: str | Path, floating_base: bool = False, lump_fixed: bool = True, repair_inertia: bool = False
+) -> Model:
+    """The Model of a URDF file; the root link on a free joint ``root_joint`` if floating_base.
+    lump_fixed: links welded by fixed joints become one body (their links kept as frames), as
+    Pinocchio and MuJoCo read a URDF; False keeps one body per link (each validated alone).
+    repair_inertia: non-physical inertias of moving bodies repaired (engine/spec/repair.py), each
+    change listed in ``Model.notes``."""
     robot = read_urdf(path)
     if floating_base and robot.root == WORLD:
         raise ModelError([Problem((f"link {WORLD!r}",), _WORLD_FLOATS)], str(path))
     spec, where = urdf_spec(robot, floating_base)
+    spec, where, problems = dynamics_spec(spec, where, lump_fixed, repair_inertia)
+    if problems:
+        raise ModelError(_sorted([_map(p, where, None, None) for p in problems]), str(path))
     return _build(spec, where, source=str(path), urdf_label=None, overlay_lines=None)
 
 
-def load_overlay(data, lines: dict, path: str | Path) -> Model:
+def load_overlay(data, lines: dict, path: str | Path, repair_inertia: bool = False) -> Model:
     """The Model of a URDF overlay file (parsed document ``data`` with its path -> line map):
-    the referenced URDF (path relative to the overlay) plus floating_base, gravity, joint springs,
-    wheels, force elements and initial state. One ModelError lists the problems of both files."""
+    the referenced URDF (path relative to the overlay) plus floating_base, repair_inertia, gravity,
+    joint springs, wheels, force elements and initial state. One ModelError lists the problems of
+    both files. repair_inertia here: as the overlay's key (either asks for the repair)."""
     path = Path(path)
     r = Reader(lines or {})
     doc = r.mapping(data, (), OVERLAY_KEYS, required=("version", "urdf"))
@@ -170,6 +197,10 @@ def load_overlay(data, lines: dict, path: str | Path) -> Model:
     if not isinstance(floating, bool):
         r.problem(("floating_base",), f"expected true or false, got {describe(floating)}")
         floating = False
+    repair = doc.get(REPAIR_OPTION, False)
+    if not isinstance(repair, bool):
+        r.problem((REPAIR_OPTION,), f"expected true or false, got {describe(repair)}")
+        repair = False
     robot, urdf_problems = None, []
     if isinstance(doc.get("urdf"), str):
         if urdf_path.is_file():
@@ -184,6 +215,8 @@ def load_overlay(data, lines: dict, path: str | Path) -> Model:
     spec, where = urdf_spec(robot, floating) if robot is not None else (None, {})
     if spec is not None:
         spec, where = _apply_overlay(r, doc, spec, where, robot)
+        spec, where, lump_problems = dynamics_spec(spec, where, True, repair_inertia or repair)
+        problems += [_map(p, where, label, lines) for p in lump_problems]
         if r.problems:  # also the model's checks of meaning, outside what could not be read (as the loader)
             unread = [p.path for p in r.problems]
             for p in check_spec(spec):
@@ -348,14 +381,22 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
             continue
         ln[end] = x.lines.get(sub)
         ends[end] = x.text(sub, "link", f"{label}/{end}")
-    mimic = el.find("mimic")
-    if mimic is not None:
-        x.problem(
-            f"{label}/mimic",
-            f"mimic joints are not supported: joint {name!r} mimics joint "
-            f"{mimic.get('joint')!r}; remove <mimic> (the joint then moves on its own) or make it fixed",
-            mimic,
+    mimic_el = el.find("mimic")
+    mimic = None
+    if mimic_el is not None:
+        ln["mimic"] = x.lines.get(mimic_el)
+        leader = x.text(mimic_el, "joint", f"{label}/mimic")
+        mimic = Mimic(
+            leader or "",
+            x.number(mimic_el, "multiplier", f"{label}/mimic", 1.0),
+            x.number(mimic_el, "offset", f"{label}/mimic", 0.0),
         )
+        if jtype is not None and jtype not in MIMIC_TYPES + ("fixed",):  # on a fixed joint: ignored (a note)
+            x.problem(
+                f"{label}/mimic",
+                f"a {jtype} joint cannot mimic another: <mimic> couples 1-DoF joints ({', '.join(MIMIC_TYPES)})",
+                mimic_el,
+            )
     origin_el = el.find("origin")
     if origin_el is not None:
         ln["origin"] = x.lines.get(origin_el)
@@ -403,6 +444,7 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
         damping=damping,
         friction=friction,
         limit=limit,
+        mimic=mimic,
         lines=ln,
     )
 
@@ -554,13 +596,78 @@ def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec,
             joint = Joint(j.name + "_RZ", "revolute", tuple(n), Origin(), spring)
         else:
             jtype = {"continuous": "revolute", "floating": "free"}.get(j.type, j.type)
-            joint = Joint(j.name, jtype, j.axis, j.origin, spring if jtype in ("revolute", "prismatic") else None)
+            joint = Joint(
+                j.name,
+                jtype,
+                j.axis,
+                j.origin,
+                spring if jtype in ("revolute", "prismatic") else None,
+                actuated=False if j.mimic is not None else None,  # moved by its leader, not an input
+            )
         k = len(bodies)
         bodies.append(_body(child, joint, parent))
         _where_link(where, k, child, f"link {child.name!r}")
         _where_joint(where, k, j, label)
         stack.extend(reversed(kids.get(j.child, [])))
-    return ModelSpec(name=robot.name, bodies=tuple(bodies)), where
+    couplings = []
+    for j in robot.joints:
+        if j.mimic is not None and j.type != "fixed":
+            where[("couplings", len(couplings))] = (f"joint {j.name!r}/mimic", j.lines.get("mimic", j.lines["joint"]))
+            couplings.append(Coupling(j.name, j.mimic.leader, j.mimic.multiplier, j.mimic.offset))
+    notes = []
+    fixed_mimics = [j.name for j in robot.joints if j.mimic is not None and j.type == "fixed"]
+    if fixed_mimics:
+        notes.append(
+            f"<mimic> ignored on {len(fixed_mimics)} fixed joint(s) ({_listed(fixed_mimics)}): a fixed joint has "
+            "no coordinate to couple (as Pinocchio reads it)"
+        )
+    if robot.friction:
+        notes.append(
+            f"joint Coulomb friction (<dynamics friction>) is read but not modelled on {len(robot.friction)} "
+            f"joint(s) ({_listed(list(robot.friction))}): the joints move without it (damping is modelled); "
+            "UrdfRobot.friction holds the values"
+        )
+    spec = ModelSpec(name=robot.name, bodies=tuple(bodies), couplings=tuple(couplings), notes=tuple(notes))
+    return spec, where
+
+
+def _listed(names: list[str], n: int = 5) -> str:
+    """Up to n names, then how many more."""
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def dynamics_spec(spec: ModelSpec, where: dict, lump: bool, repair: bool) -> tuple[ModelSpec, dict, list[Problem]]:
+    """The bodies the dynamics sees: fixed links lumped (if ``lump``), then non-physical moving
+    inertias repaired (if ``repair``, each change a note); problems as ``lumped_spec``."""
+    problems = check_couplings(spec)  # before lumping: a mimic of a fixed joint is named as such
+    if problems:
+        return spec, where, problems
+    if lump:
+        spec, where, problems = lumped_spec(spec, where)
+    if repair:
+        spec, _repairs = repair_inertia(spec)
+    return spec, where, problems
+
+
+def lumped_spec(spec: ModelSpec, where: dict) -> tuple[ModelSpec, dict, list[Problem]]:
+    """``spec`` with links welded by fixed joints merged into composite bodies (engine/spec/
+    lumping.py), the URDF location map moved to the composites (their mass properties reported
+    at the host link, naming the merged links), and what could not be moved as problems."""
+    lumped = lump_fixed(spec)
+    if lumped.spec is spec:
+        return spec, where, []
+    out = {key: val for key, val in where.items() if key[0] != "bodies"}
+    for key, val in where.items():  # a kept body's entries move to its new index
+        if key[0] == "bodies" and len(key) >= 2 and lumped.host[spec.bodies[key[1]].name] == spec.bodies[key[1]].name:
+            out[("bodies", lumped.index[key[1]]) + key[2:]] = val
+    merged, old_index = lumped.merged, {b.name: k for k, b in enumerate(spec.bodies)}
+    for k, b in enumerate(lumped.spec.bodies):
+        if b.name in merged:
+            _label, line = where[("bodies", old_index[b.name])]
+            whole = f"link {b.name!r} with the links fixed to it ({', '.join(map(repr, merged[b.name]))})"
+            for key in ("mass", "com", "inertia"):
+                out[("bodies", k, key)] = (f"{whole}: composite {key}", line)
+    return lumped.spec, out, [Problem(path, msg) for path, msg in lumped.problems]
 
 
 def _body(link: UrdfLink, joint: Joint, parent: str) -> Body:
@@ -657,7 +764,8 @@ def _apply_overlay(r: Reader, doc: dict, spec: ModelSpec, where: dict, robot: Ur
         bodies[k] = replace(bodies[k], wheels=bodies[k].wheels + wheels)
         where[("bodies", k, "wheels")] = ("overlay", at)
     init = r.mapping(doc.get("initial", {}), ("initial",), ("q", "qd"))
-    spec = ModelSpec(
+    spec = replace(
+        spec,
         name=r.string(doc["name"], ("name",)) if "name" in doc else spec.name,
         bodies=tuple(bodies),
         gravity=r.vector(doc["gravity"], ("gravity",), 3) if "gravity" in doc else spec.gravity,

@@ -155,7 +155,9 @@ def run_scenario(
     bar.close()
     from .plots import joint_kinds
 
-    extra = {"interrupted": interrupted, "interrupted_by": interrupted_by} if interrupted else None
+    extra = {"interrupted": interrupted, "interrupted_by": interrupted_by} if interrupted else {}
+    if sim.model.notes:  # what the model reader left out or repaired
+        extra["model_notes"] = list(sim.model.notes)
     return finish_run(
         scn,
         out,

@@ -640,3 +640,67 @@ def test_sources_compile_with_a_plain_c_compiler_and_give_the_same_outputs(nativ
         assert res.returncode == 0, res.stderr
         rows.append(parse_rows(res.stdout))
     np.testing.assert_allclose(rows[0], rows[1], rtol=0, atol=1e-12 * max(1.0, float(np.abs(rows[1]).max())))
+
+
+GRIPPER = """<?xml version="1.0"?>
+<robot name="gripper">
+  <link name="palm"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>
+  </inertial></link>
+  <link name="finger_l"><inertial><mass value="0.3"/>
+    <inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-3"/></inertial></link>
+  <link name="finger_r"><inertial><mass value="0.2"/>
+    <inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-4"/></inertial></link>
+  <joint name="left" type="prismatic"><parent link="palm"/><child link="finger_l"/><axis xyz="0 1 0"/></joint>
+  <joint name="right" type="prismatic"><parent link="palm"/><child link="finger_r"/><axis xyz="0 1 0"/>
+    <mimic joint="left" multiplier="-1"/></joint>
+</robot>
+"""
+
+
+def test_a_mimic_gripper_fmu_holds_its_coupling_and_logs_the_model_notes(native, tmp_path):
+    """A URDF gripper (the right finger mimics the left, multiplier -1; the left finger's vendor
+    inertia repaired by the overlay): the native FMU has one force input, keeps q_r = -q_l, moves
+    the pair as one mass (a = F / (m_l + m_r), no gravity along the fingers), and logs the repair
+    at fmi2Instantiate."""
+    from fmpy import calloc, free, read_model_description
+    from fmpy.fmi2 import (
+        FMU2Slave,
+        fmi2CallbackAllocateMemoryTYPE,
+        fmi2CallbackFreeMemoryTYPE,
+        fmi2CallbackFunctions,
+        fmi2CallbackLoggerTYPE,
+    )
+
+    (tmp_path / "gripper.urdf").write_text(GRIPPER)
+    (tmp_path / "gripper.yaml").write_text("version: 1\nurdf: gripper.urdf\nrepair_inertia: true\n")
+    fmu = native.fmu(str(tmp_path / "gripper.yaml"))
+    md = read_model_description(str(fmu))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    inputs = [v.name for v in md.modelVariables if v.causality == "input"]
+    assert inputs == ["left.tau"]
+    messages = []
+
+    def log(env, name, status, category, message):
+        messages.append(message.decode())
+
+    cb = fmi2CallbackFunctions()
+    cb.logger = fmi2CallbackLoggerTYPE(log)
+    cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
+    cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
+    f = FMU2Slave(
+        guid=md.guid, unzipDirectory=str(native.extracted(fmu)), modelIdentifier=md.coSimulation.modelIdentifier
+    )
+    f.instantiate(callbacks=cb, loggingOn=True)
+    assert any("model note: inertia of body 'finger_l' repaired (repair_inertia)" in m for m in messages), messages
+    f.setupExperiment(startTime=0.0)
+    f.enterInitializationMode()
+    f.exitInitializationMode()
+    F = 1.0
+    f.setReal([vr["left.tau"]], [F])
+    for k in range(100):
+        f.doStep(k * 1e-3, 1e-3)
+    ql, qr = f.getReal([vr["left.q"], vr["right.q"]])
+    f.terminate()
+    f.freeInstance()
+    assert qr == pytest.approx(-ql, abs=1e-14)
+    assert ql == pytest.approx(0.5 * F / 0.5 * 0.1**2, rel=1e-10)  # x = a t^2 / 2, RK4 exact on a parabola

@@ -11,10 +11,10 @@ import pytest
 
 import mbsfmu
 from mbsfmu import ModelError
-from mbsfmu.engine import joints
 from mbsfmu.io.urdf import Limit, load_urdf, read_urdf
 from mbsfmu.sim.simulator import Simulator
 from tests.support.paths import MODELS, ROOT
+from tests.support.pin_twin import UrdfTwin
 
 pin = pytest.importorskip("pinocchio")
 mujoco = pytest.importorskip("mujoco")
@@ -26,45 +26,6 @@ DATA = ROOT / "tests" / "data" / "urdf"
 
 
 # ---- Pinocchio as oracle ------------------------------------------------------------------------
-
-
-class PinTwin:
-    """Pinocchio's own reading of a URDF file, with our coordinates mapped onto its joints by name
-    (Pinocchio orders siblings differently; its continuous joints take (cos, sin) in q; its
-    quaternions are (x, y, z, w), ours (w, x, y, z); free-joint rates are [linear; angular] in body
-    axes in both)."""
-
-    def __init__(self, model: mbsfmu.Model, path, floating_base: bool):
-        self.model = model
-        self.pm = (
-            pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-            if floating_base
-            else pin.buildModelFromUrdf(str(path))
-        )
-        self.pd = self.pm.createData()
-        t = model.tree
-        self.moving = [i for i in range(1, model.N + 1) if t.nv[i] > 0]
-        self.pj = {i: self.pm.joints[self.pm.getJointId(model.joint_names[i - 1])] for i in self.moving}
-        assert sorted(self.pm.names[1:]) == sorted(model.joint_names[i - 1] for i in self.moving)
-        self.perm = np.zeros(model.nv, dtype=int)  # our v index -> Pinocchio's v index
-        for i in self.moving:
-            self.perm[t.iv[i] : t.iv[i] + t.nv[i]] = range(self.pj[i].idx_v, self.pj[i].idx_v + self.pj[i].nv)
-
-    def q(self, q: np.ndarray) -> np.ndarray:
-        t, out = self.model.tree, pin.neutral(self.pm)
-        for i in self.moving:
-            qi, J = q[t.iq[i] : t.iq[i] + t.nq[i]], self.pj[i]
-            if t.jtype[i] == joints.FREE:
-                qi = np.r_[qi[:3], qi[4:], qi[3]]
-            elif J.nq == 2:  # continuous: (cos, sin)
-                qi = np.array([np.cos(qi[0]), np.sin(qi[0])])
-            out[J.idx_q : J.idx_q + J.nq] = qi
-        return out
-
-    def v(self, v: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.model.nv)
-        out[self.perm] = v
-        return out
 
 
 @pytest.mark.parametrize(
@@ -81,7 +42,7 @@ class PinTwin:
 def test_same_M_rnea_aba_as_pinocchio(rng, path, floating_base):
     """M (CRBA), RNEA and ABA at random states equal Pinocchio's on its own parse of the file."""
     model = load_urdf(path, floating_base=floating_base)
-    tw = PinTwin(model, path, floating_base)
+    tw = UrdfTwin(model, path, floating_base)
     pm, pd = tw.pm, tw.pd
     assert pm.nv == model.nv
     assert sum(I.mass for I in pm.inertias) == pytest.approx(model.tree.mass.sum(), rel=1e-14)  # universe incl.
@@ -111,11 +72,15 @@ def test_same_M_rnea_aba_as_pinocchio(rng, path, floating_base):
     )
 
 
-def test_quadruped_is_a_24_body_tree_with_a_continuous_joint():
-    model = mbsfmu.load_model(QUADRUPED)
-    assert model.N == 24 and model.nv == 13
+def test_quadruped_is_a_24_link_tree_lumped_to_14_bodies_with_a_continuous_joint():
+    links = load_urdf(QUADRUPED, lump_fixed=False)
+    assert links.N == 24 and links.nv == 13
+    assert links.subtree("FR_hip") == ["FR_hip", "FR_thigh_shoulder", "FR_thigh", "FR_calf", "FR_foot"]
+    model = mbsfmu.load_model(QUADRUPED)  # fixed links (shoulders, feet, sensors) merged into their hosts
+    assert model.N == 14 and model.nv == 13
     assert model.bodies[model.body_index["lidar"] - 1].joint.type == "revolute"  # URDF continuous
-    assert model.subtree("FR_hip") == ["FR_hip", "FR_thigh_shoulder", "FR_thigh", "FR_calf", "FR_foot"]
+    assert model.subtree("FR_hip") == ["FR_hip", "FR_thigh", "FR_calf"]
+    assert set(model.frames) == set(links.body_names)  # every link is still a named frame
 
 
 def test_inertial_origin_rotates_the_inertia_into_link_axes(tmp_path):
@@ -374,12 +339,35 @@ BAD = {
         [
             (
                 '<axis xyz="0 1 0"/>\n  </joint>\n</robot>',
-                '<axis xyz="0 1 0"/>\n    <mimic joint="shoulder" multiplier="-1"/>\n  </joint>\n</robot>',
+                '<axis xyz="0 1 0"/>\n    <mimic joint="shouldr" multiplier="-1"/>\n  </joint>\n</robot>',
             )
         ],
         "joint 'elbow'/mimic",
         "<mimic",
-        "mimic joints are not supported: joint 'elbow' mimics joint 'shoulder'",
+        "unknown joint 'shouldr' (did you mean 'shoulder'?)",
+    ),
+    "mimic cycle": (
+        [
+            (
+                '<axis xyz="0 1 0"/>\n  </joint>\n</robot>',
+                '<axis xyz="0 1 0"/>\n    <mimic joint="shoulder"/>\n  </joint>\n</robot>',
+            ),
+            ('"shoulder" type="revolute">', '"shoulder" type="revolute">\n    <mimic joint="elbow" multiplier="2"/>'),
+        ],
+        "joint 'shoulder'/mimic",
+        '<mimic joint="elbow"',
+        "joints shoulder -> elbow -> shoulder follow each other in a cycle: one must lead",
+    ),
+    "mimic bad number": (
+        [
+            (
+                '<axis xyz="0 1 0"/>\n  </joint>\n</robot>',
+                '<axis xyz="0 1 0"/>\n    <mimic joint="shoulder" multiplier="two"/>\n  </joint>\n</robot>',
+            )
+        ],
+        "joint 'elbow'/mimic@multiplier",
+        "<mimic",
+        "expected a finite number, got 'two'",
     ),
     "bad number": (
         [('<origin xyz="0 0 0.4"/>', '<origin xyz="0 0"/>')],
@@ -465,8 +453,10 @@ def test_massless_moving_link_is_legal_when_its_children_carry_mass(tmp_path):
         '<child link="tool"/></joint>\n' + EXTRA,
     )
     (tmp_path / "robot.urdf").write_text(text)
-    model = mbsfmu.load_model(tmp_path / "robot.urdf")
+    model = load_urdf(tmp_path / "robot.urdf", lump_fixed=False)
     assert model.tree.mass[model.body_index["fore"]] == 0.0 and model.nv == 2
+    lumped = mbsfmu.load_model(tmp_path / "robot.urdf")  # the tool's mass carried by 'fore'
+    assert lumped.tree.mass[lumped.body_index["fore"]] > 0.0 and "tool" in lumped.frames
 
 
 def test_world_root_link_cannot_float():
@@ -534,7 +524,7 @@ def test_overlay_adds_wheels_springs_forces_gravity_and_simulates(tmp_path):
 def test_bundled_quadruped_overlay_floats_and_falls():
     model = mbsfmu.load_model(MODELS / "urdf_quadruped_overlay.yaml")
     assert model.joint_names[0] == "root_joint" and model.bodies[0].joint.type == "free"
-    assert model.nq == 20 and model.nv == 19 and model.N == 24
+    assert model.nq == 20 and model.nv == 19 and model.N == 14  # 24 links, fixed ones lumped
     sim = Simulator(model, "rk4", h_max=1e-3)
     assert "lidar_joint.tau" not in sim.input_names and "push.f[3]" in sim.input_names
     R0, Rdot0 = sim.invariants().R, sim.invariants().Rdot

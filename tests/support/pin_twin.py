@@ -49,3 +49,53 @@ def q_to_pin(model: Model, q: np.ndarray) -> np.ndarray:
             qi = np.r_[qi[:3], qi[4:], qi[3]]
         out.append(qi)
     return np.concatenate(out)
+
+
+class UrdfTwin:
+    """Pinocchio's own reading of a URDF file (``mimic``: its mimic joints, Pinocchio 3.4+), with
+    our coordinates mapped onto its joints by name. Pinocchio orders siblings differently; its
+    continuous joints take (cos, sin) in q; its quaternions are (x, y, z, w), ours (w, x, y, z);
+    free-joint rates are [linear; angular] in body axes in both. With joint couplings the map
+    and ``mimic`` the map covers the independent coordinates (``iu``: ours, in the order of
+    Model.loop_partition); without ``mimic`` every joint (the spanning tree's dynamics)."""
+
+    def __init__(self, model: Model, path, floating_base: bool, mimic: bool = False):
+        self.model = model
+        args = (str(path), pin.JointModelFreeFlyer()) if floating_base else (str(path),)
+        self.pm = pin.buildModelFromUrdf(*args, mimic=mimic)
+        self.pd = self.pm.createData()
+        t = model.tree
+        followers = {c.follower for c in model.spec.couplings} if mimic else set()  # else: the spanning tree
+        self.iu = model.loop_partition().iu if followers else np.arange(model.nv)
+        self.moving = [i for i in range(1, model.N + 1) if t.nv[i] > 0 and model.joint_names[i - 1] not in followers]
+        self.pj = {i: self.pm.joints[self.pm.getJointId(model.joint_names[i - 1])] for i in self.moving}
+        pin_moving = [n for n, j in zip(self.pm.names[1:], self.pm.joints[1:], strict=True) if j.nv > 0]
+        assert sorted(pin_moving) == sorted(model.joint_names[i - 1] for i in self.moving)
+        column = {k: n for n, k in enumerate(self.iu)}  # our v index -> position in iu
+        self.perm = np.zeros(self.iu.size, dtype=int)  # position in iu -> Pinocchio's v index
+        for i in self.moving:
+            for k in range(t.nv[i]):
+                self.perm[column[t.iv[i] + k]] = self.pj[i].idx_v + k
+
+    def q(self, q: np.ndarray) -> np.ndarray:
+        t, out = self.model.tree, pin.neutral(self.pm)
+        for i in self.moving:
+            qi, J = q[t.iq[i] : t.iq[i] + t.nq[i]], self.pj[i]
+            if t.jtype[i] == joints.FREE:
+                qi = np.r_[qi[:3], qi[4:], qi[3]]
+            elif J.nq == 2:  # continuous: (cos, sin)
+                qi = np.array([np.cos(qi[0]), np.sin(qi[0])])
+            out[J.idx_q : J.idx_q + J.nq] = qi
+        return out
+
+    def v(self, v_u: np.ndarray) -> np.ndarray:
+        """Our independent rates (ordered as ``iu``) in Pinocchio's order."""
+        out = np.zeros(self.pm.nv)
+        out[self.perm] = v_u
+        return out
+
+    def M(self, pq: np.ndarray) -> np.ndarray:
+        """Pinocchio's joint-space inertia in our ``iu`` order (pin.crba fills the upper triangle
+        of data.M, which later calls overwrite: copied)."""
+        M = pin.crba(self.pm, self.pd, pq).copy()
+        return (np.triu(M) + np.triu(M, 1).T)[np.ix_(self.perm, self.perm)]

@@ -14,6 +14,9 @@ motion Phiddot = A qdd + Adot qd = 0, i.e. A qdd = gamma with gamma = -Adot qd:
   A = t^T (Jv_b - Jv_a) + (t x d)^T Jw_a; gamma = -[(alpha0_a x t + w_a x (w_a x t)) . d
   + 2 (w_a x t) . (v_b - v_a) + t . (a0_b - a0_a)].
 
+- coupling (1 row, ModelSpec.couplings, URDF mimic): Phi = q_f - a q_l - b; A = e_f - a e_l;
+  gamma = 0 (both 1-DoF joints, so qd and q agree); the leader is the declared independent joint.
+
 Cut joints: ball = coincidence; revolute = coincidence + dot(t1_a, n_b), dot(t2_a, n_b) with
 t1, t2 perpendicular to ``axis`` n; prismatic = offset(t1_a), offset(t2_a) + dot(x_a, y_b),
 dot(y_a, z_b), dot(z_a, x_b) (frames keep a common orientation); planar = offset(n_a) +
@@ -101,6 +104,7 @@ class Closure:
     rows: slice
     dofs: tuple[int, ...]
     held: tuple[int, ...]
+    coupling: tuple[int, int, int, int, float, float] | None = None  # (iq_f, iv_f, iq_l, iv_l, a, b)
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,20 @@ def compile_loops(model) -> LoopSet:
             )
         )
         m += rows
+    from ..spec.couplings import resolved_couplings
+
+    zero, eye = np.zeros(3), np.eye(3)
+    for follower, leader, a, b in resolved_couplings(spec):
+        f, lead = model.v_slice(follower).start, model.v_slice(leader).start
+        qf, ql = model.q_slice(follower).start, model.q_slice(leader).start
+        i_f, i_l = model.joint_index[follower], model.joint_index[leader]
+        closures.append(
+            Closure(
+                follower, "coupling", i_f, i_l, zero, zero, eye, eye, zero, zero, zero,
+                slice(m, m + 1), (lead, f), (lead,), (qf, f, ql, lead, a, b),
+            )
+        )  # fmt: skip
+        m += 1
     return LoopSet(tuple(closures), m, scale)
 
 
@@ -274,6 +292,14 @@ def constraints(tree: Tree, loops: LoopSet, q: Array, qd: Array | None = None, k
     Phi, A = np.zeros(loops.m), np.zeros((loops.m, tree.nv_total))
     Phidot, gamma = (np.zeros(loops.m), np.zeros(loops.m)) if rates else (None, None)
     for c in loops.closures:
+        if c.coupling is not None:
+            qf, vf, ql, vl, a, b = c.coupling
+            k = c.rows.start
+            Phi[k] = q[qf] - a * q[ql] - b
+            A[k, vf], A[k, vl] = 1.0, -a
+            if rates:
+                Phidot[k], gamma[k] = qd[vf] - a * qd[vl], 0.0
+            continue
         sa = _side(tree, kin, c.a, c.ra, c.Ea, rates)
         sb = _side(tree, kin, c.b, c.rb, c.Eb, rates)
         k = c.rows.start

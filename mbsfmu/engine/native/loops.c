@@ -3,7 +3,8 @@
  * No's method, Eq. 24: [[M, A^T], [A, 0]] [qdd; lambda] = [tau - C; gamma - 2 alpha Phidot - beta^2 Phi]
  * (Baumgarte) solved by the Schur complement with the minimum-norm lambda for redundant rows; and
  * the projection after a step (Gauss-Newton on Phi = 0 with M-weighted steps, then qd onto
- * A qd = 0). Row formulas: coincidence, dot and offset rows of loops.py's module docstring. */
+ * A qd = 0). Row formulas: coincidence, dot and offset rows of loops.py's module docstring; a joint
+ * coupling (kind 4, URDF mimic) is the one row q_f - a q_l - b with A = e_f - a e_l, gamma = 0. */
 #include <string.h>
 #include "instance.h"
 #include "spatial.h"
@@ -151,6 +152,18 @@ static void constraints(mbs_sim *s, work_t *W, const double *q, const double *qd
         side_t a, b;
         double na[3], nb[3], t1[3], t2[3], ca[3], cb[3];
         int k = li[3];
+        if (li[0] == 4) {                                     /* coupling: Phi = q_f - a q_l - b */
+            int f = s->iv[li[1]], ld = s->iv[li[2]], j;
+            for (j = 0; j < s->nv; j++) W->A[k * s->nv + j] = 0.0;
+            W->A[k * s->nv + f] = 1.0;
+            W->A[k * s->nv + ld] = -lf[0];
+            W->Phi[k] = q[s->iq[li[1]]] - lf[0] * q[s->iq[li[2]]] - lf[1];
+            if (rates) {
+                W->Phidot[k] = qd[f] - lf[0] * qd[ld];
+                W->gamma[k] = 0.0;
+            }
+            continue;
+        }
         a.Jw = W->Jwa; a.Jv = W->Jva; b.Jw = W->Jwb; b.Jv = W->Jvb;
         side(s, li[1], lf, lf + 6, rates, &a);
         side(s, li[2], lf + 3, lf + 15, rates, &b);

@@ -105,8 +105,11 @@ static int check_tables(const int32_t *ti, size_t n_ti, const double *tf, size_t
     }
     for (e = 0; e < n_loops; e++) {
         const int32_t *lp = ti + N_HEAD_I + 7 * (N + 1) + 4 * n_elem + 5 * e;
-        if (lp[0] < 0 || lp[0] > 3 || lp[1] < 0 || lp[1] > N || lp[2] < 0 || lp[2] > N || lp[3] < 0 ||
-            lp[4] != (lp[0] == 0 || lp[0] == 3 ? 3 : 5) || lp[3] + lp[4] > ti[11]) {
+        const int32_t *nvj = ti + N_HEAD_I + 5 * (N + 1);    /* the body table's nv row */
+        int rows = lp[0] == 4 ? 1 : (lp[0] == 0 || lp[0] == 3 ? 3 : 5);
+        if (lp[0] < 0 || lp[0] > 4 || lp[1] < 0 || lp[1] > N || lp[2] < 0 || lp[2] > N || lp[3] < 0 ||
+            lp[4] != rows || lp[3] + lp[4] > ti[11] ||
+            (lp[0] == 4 && (lp[1] < 1 || lp[2] < 1 || nvj[lp[1]] != 1 || nvj[lp[2]] != 1))) {
             mbs_fmt(err, n_err, "model tables: loop %d is malformed", e);
             return 0;
         }

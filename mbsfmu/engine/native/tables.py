@@ -10,7 +10,7 @@ int32 table ``ti`` (N bodies, row 0 the world; offsets in int32 words):
 | 0..15 | header: VERSION, n_ti, n_tf, hash_lo, hash_hi, N, nq, nv, n_u, n_elem, n_loops, n_rows, has_forces, names_off, names_len, 0 |
 | 16 + k (N+1) | body row k = PARENT, JTYPE, IQ, NQ, IV, NV, WHEEL (1: the rotor body of a reaction wheel) |
 | then n_elem x 4 | element rows [kind, a, b, iu] (kinds below) |
-| then n_loops x 5 | cut joints: [kind (0 ball, 1 revolute, 2 prismatic, 3 planar), body a, body b, first row, rows] |
+| then n_loops x 5 | cut joints: [kind (0 ball, 1 revolute, 2 prismatic, 3 planar, 4 coupling), body a, body b, first row, rows] (coupling: a follower, b leader body) |
 | names_off .. | body names then joint names, each NUL-terminated, packed 4 bytes a word (little end first) |
 
 float64 table ``tf``:
@@ -24,7 +24,7 @@ float64 table ``tf``:
 | then n_elem x 9 | element numbers |
 | then nq + nv | the model's initial q, qd (closed: ``Model.initial_state()``) |
 | then 1 | the loops' length scale L [m] (``LoopSet.scale``; 1 without loops) |
-| then n_loops x 33 | cut joint: ra (3), rb (3) [m], Ea (9), Eb (9) (frame axes as columns, row-major), axis (3), t1 (3), t2 (3) |
+| then n_loops x 33 | cut joint: ra (3), rb (3) [m], Ea (9), Eb (9) (frame axes as columns, row-major), axis (3), t1 (3), t2 (3); coupling: multiplier, offset, 31 zeros |
 
 Elements, in the order the Python reference sums them (``ForceElements``: thrusters, then
 wrenches, then spring-dampers):
@@ -103,7 +103,7 @@ class Tables:
         if n_elem:
             ti[N_HEAD_I + body.size : N_HEAD_I + body.size + 4 * n_elem] = np.array(rows_i, dtype=np.int32).ravel()
         closures = model.loops.closures if with_loops else ()
-        kinds = {"ball": 0, "revolute": 1, "prismatic": 2, "planar": 3}
+        kinds = {"ball": 0, "revolute": 1, "prismatic": 2, "planar": 3, "coupling": 4}
         for k, c in enumerate(closures):
             o = N_HEAD_I + body.size + 4 * n_elem + 5 * k
             ti[o : o + 5] = (kinds[c.kind], c.a, c.b, c.rows.start, c.rows.stop - c.rows.start)
@@ -128,8 +128,10 @@ class Tables:
         tf[o : o + nq], tf[o + nq : o + nq + nv] = q0, qd0
         tf[o + nq + nv] = model.loops.scale if with_loops else 1.0
         for k, c in enumerate(closures):
-            tf[o + nq + nv + 1 + 33 * k : o + nq + nv + 1 + 33 * (k + 1)] = np.concatenate(
-                (c.ra, c.rb, np.ravel(c.Ea), np.ravel(c.Eb), c.axis, c.t1, c.t2)
+            tf[o + nq + nv + 1 + 33 * k : o + nq + nv + 1 + 33 * (k + 1)] = (
+                np.r_[c.coupling[4:], np.zeros(31)]  # coupling: multiplier, offset (bodies: follower, leader)
+                if c.coupling is not None
+                else np.concatenate((c.ra, c.rb, np.ravel(c.Ea), np.ravel(c.Eb), c.axis, c.t1, c.t2))
             )
 
         ti[:16] = (

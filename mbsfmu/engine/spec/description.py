@@ -180,7 +180,8 @@ class Coupling:
 class ModelSpec:
     """Everything a model file says: bodies in any order, gravity [m/s^2] in world axes,
     initial joint values by joint (or wheel) name, force elements, loop-closure joints, joint
-    couplings (URDF mimic joints)."""
+    couplings (URDF mimic joints); ``notes``: the reader's remarks (e.g. URDF elements read but not
+    modelled, inertia repairs)."""
 
     name: str
     bodies: tuple[Body, ...]
@@ -190,3 +191,4 @@ class ModelSpec:
     forces: tuple[SpringDamper | Thruster | BodyWrench, ...] = ()
     loops: tuple[Loop, ...] = ()
     couplings: tuple[Coupling, ...] = ()
+    notes: tuple[str, ...] = ()  # what the reader did or left out that a user should know (one line each)

@@ -314,6 +314,7 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     I->magic = INST_MAGIC;
     logf_(I, fmi2OK, "fmi2Instantiate: %s, %d bodies, nq = %d, nv = %d, %d inputs", m->identifier, I->sz.N, I->sz.nq,
           I->sz.nv, I->sz.n_u);
+    for (size_t k = 0; k < m->n_notes; k++) logf_(I, fmi2OK, "model note: %s", m->notes[k]);
     return I;
 }
 

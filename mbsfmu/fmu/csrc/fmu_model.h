@@ -47,6 +47,8 @@ typedef struct {
     size_t n_tf;
     const mbsfmu_var *vars;
     size_t n_vars;
+    const char *const *notes;  /* the model reader's remarks (Model.notes), logged at fmi2Instantiate */
+    size_t n_notes;
 } mbsfmu_model;
 
 extern const mbsfmu_model MBSFMU_MODEL;
