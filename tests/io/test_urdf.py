@@ -11,13 +11,14 @@ import pytest
 
 import mbsfmu
 from mbsfmu import ModelError
-from mbsfmu.engine import joints
 from mbsfmu.io.urdf import Limit, load_urdf, read_urdf
 from mbsfmu.sim.simulator import Simulator
 from tests.support.paths import MODELS, ROOT
 
 pin = pytest.importorskip("pinocchio")
 mujoco = pytest.importorskip("mujoco")
+
+from tests.support.pin_twin import PinTwin  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-10
 ARM = MODELS / "urdf_arm7.urdf"
@@ -26,45 +27,6 @@ DATA = ROOT / "tests" / "data" / "urdf"
 
 
 # ---- Pinocchio as oracle ------------------------------------------------------------------------
-
-
-class PinTwin:
-    """Pinocchio's own reading of a URDF file, with our coordinates mapped onto its joints by name
-    (Pinocchio orders siblings differently; its continuous joints take (cos, sin) in q; its
-    quaternions are (x, y, z, w), ours (w, x, y, z); free-joint rates are [linear; angular] in body
-    axes in both)."""
-
-    def __init__(self, model: mbsfmu.Model, path, floating_base: bool):
-        self.model = model
-        self.pm = (
-            pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-            if floating_base
-            else pin.buildModelFromUrdf(str(path))
-        )
-        self.pd = self.pm.createData()
-        t = model.tree
-        self.moving = [i for i in range(1, model.N + 1) if t.nv[i] > 0]
-        self.pj = {i: self.pm.joints[self.pm.getJointId(model.joint_names[i - 1])] for i in self.moving}
-        assert sorted(self.pm.names[1:]) == sorted(model.joint_names[i - 1] for i in self.moving)
-        self.perm = np.zeros(model.nv, dtype=int)  # our v index -> Pinocchio's v index
-        for i in self.moving:
-            self.perm[t.iv[i] : t.iv[i] + t.nv[i]] = range(self.pj[i].idx_v, self.pj[i].idx_v + self.pj[i].nv)
-
-    def q(self, q: np.ndarray) -> np.ndarray:
-        t, out = self.model.tree, pin.neutral(self.pm)
-        for i in self.moving:
-            qi, J = q[t.iq[i] : t.iq[i] + t.nq[i]], self.pj[i]
-            if t.jtype[i] == joints.FREE:
-                qi = np.r_[qi[:3], qi[4:], qi[3]]
-            elif J.nq == 2:  # continuous: (cos, sin)
-                qi = np.array([np.cos(qi[0]), np.sin(qi[0])])
-            out[J.idx_q : J.idx_q + J.nq] = qi
-        return out
-
-    def v(self, v: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.model.nv)
-        out[self.perm] = v
-        return out
 
 
 @pytest.mark.parametrize(
