@@ -29,12 +29,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Load, export, write; 0 on success (warnings on stderr)."""
     from .. import load_model
-    from .urdf_export import source_limits, write_urdf
+    from .urdf_export import source_urdf, write_urdf
 
     if not Path(args.model).is_file():
         raise InputError(f"model file {args.model!r} does not exist")
     model = load_model(args.model)
-    dropped = write_urdf(model, args.out, limits=source_limits(args.model), source=args.model)
+    robot = source_urdf(args.model)
+    dropped = write_urdf(model, args.out, limits=robot.limits if robot else None, source=args.model)
+    if robot is not None:
+        dropped += tuple(f"joint {j!r}: <dynamics friction> {f!r} (not modelled)" for j, f in robot.friction.items())
     for what in dropped:
         print(f"mbsfmu: warning: not in the URDF: {what}", file=sys.stderr)
     n = len(model.spec.bodies)

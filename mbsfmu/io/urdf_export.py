@@ -62,7 +62,7 @@ from ..engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin
 from ..engine.spec.validation import check_spec
 from ..errors import InputError, ModelError, Problem
 from .model_file import parse_file
-from .urdf import Limit, read_urdf
+from .urdf import Limit, UrdfRobot, read_urdf
 
 if TYPE_CHECKING:
     from ..engine.model import Model
@@ -129,16 +129,17 @@ def write_urdf(
     return out.dropped
 
 
-def source_limits(path: str | Path) -> dict[str, Limit]:
-    """The joint limits of the URDF behind a model file: a .urdf file's own, an overlay's URDF's
-    (its ``urdf`` key, relative to the overlay); {} for a YAML/JSON model file."""
+def source_urdf(path: str | Path) -> UrdfRobot | None:
+    """The URDF behind a model file: a .urdf file itself, an overlay's URDF (its ``urdf`` key,
+    relative to the overlay); None for a YAML/JSON model file. Its ``limits`` go into the export,
+    its ``friction`` is what the export drops (the engine does not model it)."""
     path = Path(path)
     if path.suffix.lower() == ".urdf":
-        return read_urdf(path).limits
+        return read_urdf(path)
     data, _ = parse_file(path)
     if isinstance(data, dict) and isinstance(data.get("urdf"), str):
-        return read_urdf(path.parent / data["urdf"]).limits
-    return {}
+        return read_urdf(path.parent / data["urdf"])
+    return None
 
 
 # ---- numbers and geometry -------------------------------------------------------------------------

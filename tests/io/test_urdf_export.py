@@ -18,7 +18,7 @@ from mbsfmu.engine.model import Model
 from mbsfmu.engine.spatial import R_to_quat, rpy_to_R
 from mbsfmu.engine.spec.description import Coupling, Wheel
 from mbsfmu.io.urdf import load_urdf, read_urdf
-from mbsfmu.io.urdf_export import R_to_rpy, equivalent_box, export_urdf, source_limits, urdf_text, write_urdf
+from mbsfmu.io.urdf_export import R_to_rpy, equivalent_box, export_urdf, source_urdf, urdf_text, write_urdf
 from tests.support.paths import DATA, MODELS, ROOT
 
 RTOL = 1e-12  # relative to the largest entry of the reference
@@ -30,6 +30,11 @@ URDF_CASES = [
     (MODELS / "urdf_quadruped.urdf", True),
     *[(p, False) for p in sorted((DATA / "urdf").glob("*.urdf"))],
 ]
+
+
+def limits_of(path: Path) -> dict:
+    robot = source_urdf(path)
+    return robot.limits if robot else {}
 
 
 def source_model(path: Path, floating_base: bool = False) -> Model:
@@ -155,7 +160,7 @@ def same_dynamics(model: Model, back: Model, floating: bool, seed: int) -> dict:
 @pytest.mark.parametrize("path", loop_free(YAML_MODELS), ids=lambda p: p.stem)
 def test_yaml_model_round_trip(tmp_path, path):
     model = mbsfmu.load_model(path)
-    _, back, floating = export_and_load(model, tmp_path, limits=source_limits(path))
+    _, back, floating = export_and_load(model, tmp_path, limits=limits_of(path))
     worst = same_dynamics(model, back, floating, seed=len(path.stem))
     print(f"{path.stem}: worst relative difference after the round trip", {k: f"{v:.2g}" for k, v in worst.items()})
 
@@ -297,7 +302,7 @@ def test_pinocchio_reads_the_export_to_the_same_dynamics(tmp_path, path, floatin
     from tests.support.pin_twin import PinTwin
 
     model = source_model(path, floating_base)
-    out, back, floating = export_and_load(model, tmp_path, limits=source_limits(path))
+    out, back, floating = export_and_load(model, tmp_path, limits=limits_of(path))
     tw = PinTwin(back, out, floating)
     pm, pd = tw.pm, tw.pd
     pm.gravity.linear = back.gravity
@@ -326,6 +331,15 @@ def test_cli_writes_the_urdf_and_warns_of_what_it_drops(run_cli, tmp_path):
     assert "exported by mbsfmu" in text and str(ROOT) not in text and str(tmp_path) not in text
     assert "warning: not in the URDF: joint 'hinge_l': spring k = 40.0" in r.stderr
     assert "force element 'thr1'" in r.stderr
+
+
+def test_cli_exports_an_overlay_with_its_urdf_limits_and_warns_of_friction(run_cli, tmp_path):
+    out = tmp_path / "quadruped.urdf"
+    r = run_cli("export-urdf", MODELS / "urdf_quadruped_overlay.yaml", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert read_urdf(out).limits == read_urdf(MODELS / "urdf_quadruped.urdf").limits
+    r = run_cli("export-urdf", MODELS / "urdf_arm7.urdf", "-o", out)
+    assert r.returncode == 0 and "joint 'panda_joint1': <dynamics friction> 0.05 (not modelled)" in r.stderr
 
 
 def test_cli_nonexistent_model_is_one_line_exit_2(run_cli, tmp_path):
