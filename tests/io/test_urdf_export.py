@@ -183,6 +183,22 @@ def test_urdf_round_trip_keeps_dynamics_names_and_limits(tmp_path, path, floatin
             assert types_back[name] == jtype, name
 
 
+def test_several_bodies_on_the_world_and_a_free_joint_with_an_origin(tmp_path):
+    """A world link with each root joint; a free joint off the identity pose stays a floating joint
+    with its origin (the root link alone would float about the world's origin instead)."""
+    I = ((0.1, 0.01, 0.0), (0.01, 0.2, 0.0), (0.0, 0.0, 0.25))
+    free = Body(
+        "drone", "world", Joint("fly", "free", origin=Origin((0.0, 1.0, 2.0), (0.1, 0.2, 0.3))), 2.0, (0.1, 0, 0), I
+    )
+    arm = Body("arm", "world", Joint("hinge", "revolute", (0.0, 1.0, 1.0), spring=Spring(d=0.4)), 1.0, (0.3, 0, 0), I)
+    model = Model(ModelSpec("pair", (free, arm), gravity=(0.0, 0.0, -3.0)))
+    out, back, floating = export_and_load(model, tmp_path)
+    assert not floating and back.joint_names[:1] != ("root_joint",)
+    assert {j.name: j.type for j in read_urdf(out).joints} == {"fly": "floating", "hinge": "continuous"}
+    worst = same_dynamics(model, back, floating, seed=2)
+    assert max(worst.values()) <= RTOL
+
+
 def test_loops_are_refused_naming_them():
     model = mbsfmu.load_model(MODELS / "fourbar.yaml")
     with pytest.raises(ModelError, match="closed loops cannot be exported to URDF.*'closure'"):
