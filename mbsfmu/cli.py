@@ -426,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .symbolic.command import add_parser as add_derive_parser
 
     add_derive_parser(sub)
+    from .io.command import add_parser as add_export_urdf_parser
+
+    add_export_urdf_parser(sub)
     return parser
 
 

@@ -14,10 +14,11 @@ from mbsfmu import ModelError
 from mbsfmu.io.urdf import Limit, load_urdf, read_urdf
 from mbsfmu.sim.simulator import Simulator
 from tests.support.paths import MODELS, ROOT
-from tests.support.pin_twin import UrdfTwin
 
 pin = pytest.importorskip("pinocchio")
 mujoco = pytest.importorskip("mujoco")
+
+from tests.support.pin_twin import UrdfTwin  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-10
 ARM = MODELS / "urdf_arm7.urdf"
