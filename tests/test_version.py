@@ -1,6 +1,6 @@
 """One source for the version: pyproject.toml. ``mbsfmu.__version__`` reads it (or the installed
 metadata pip wrote from it); the ROS package's package.xml cannot read it and must agree with it,
-and mbsfmu_ros/setup.py takes package.xml's."""
+and ros_node/setup.py takes package.xml's."""
 
 from __future__ import annotations
 
@@ -31,12 +31,12 @@ def test_package_version_is_pyprojects():
 
 
 def test_ros_package_xml_agrees_with_pyproject():
-    assert ET.parse(ROOT / "mbsfmu_ros" / "package.xml").getroot().findtext("version").strip() == pyproject_version()
+    assert ET.parse(ROOT / "ros_node" / "package.xml").getroot().findtext("version").strip() == pyproject_version()
 
 
 def test_ros_setup_py_takes_package_xml_version(monkeypatch):
     captured = {}
     monkeypatch.setattr(setuptools, "setup", lambda **kw: captured.update(kw))
-    path = ROOT / "mbsfmu_ros" / "setup.py"
+    path = ROOT / "ros_node" / "setup.py"
     exec(compile(path.read_text(), str(path), "exec"), {"__file__": str(path), "__name__": "__main__"})
     assert captured["version"] == pyproject_version()

@@ -134,3 +134,18 @@ def test_node_reports_every_bad_parameter_and_exits_2(tmp_path):
     ):
         assert fragment in text, text
     assert "Traceback" not in text
+
+
+def test_the_shipped_parameters_file_lists_every_parameter_with_its_default():
+    """ros_node/config/mbsfmu.yaml (installed to share/mbsfmu_ros/config) is a valid ROS 2 parameters
+    file holding every parameter but the model, each at the node's default."""
+    import yaml
+
+    from tests.support.paths import ROOT
+
+    doc = yaml.safe_load((ROOT / "ros_node" / "config" / "mbsfmu.yaml").read_text())
+    params = dict(doc["/**"]["ros__parameters"])
+    for check, levels in params.pop("thresholds").items():  # nested as ROS parameter files nest dotted names
+        params.update({f"thresholds.{check}.{level}": v for level, v in levels.items()})
+    expected = {name: default for name, default, _text, _num in declarations() if name != "model"}
+    assert params == expected

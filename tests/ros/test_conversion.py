@@ -2,6 +2,7 @@
 diagnostics levels and checks, pacing statistics (message contents: test_ros_messages.py)."""
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -195,3 +196,25 @@ def test_pacing_stats():
     assert lock.level == dg.OK and "lock-step" in lock.message
     paced = dg.real_time_status(s, 1.0, lock_step=False, paused=False, warn=0.01, error=0.1)
     assert paced.level == dg.ERROR and "10 of 100 cycles overran" in paced.message
+
+
+def test_joint_command_position_velocity_effort_by_the_topic_based_convention():
+    model = mbsfmu.load_model(MODELS / "scara.yaml")
+    inputs = ["q1.tau", "q2.tau"]
+    aliases, servos = cv.command_aliases(model, inputs), cv.servo_joints(model, inputs)
+    efforts, targets = cv.joint_command(["q1", "q2"], [0.4, math.nan], [], [0.0, 2.0], aliases, servos)
+    assert efforts == {"q2.tau": 2.0} and targets == {"q1": cv.JointTarget(0.4, None, 0.0)}
+    q, qd = np.array([0.1, 0.0]), np.array([0.5, 0.0])
+    tau = cv.servo_efforts(targets, servos, q, qd, kp=100.0, kd=10.0, kv=3.0)
+    assert tau == {"q1.tau": pytest.approx(100.0 * 0.3 - 10.0 * 0.5, rel=1e-15)}
+    _, targets = cv.joint_command(["q2"], [], [1.5], [], aliases, servos)
+    assert cv.servo_efforts(targets, servos, q, qd, 100.0, 10.0, 3.0) == {"q2.tau": 3.0 * 1.5}
+    for names, pos, vel, eff, fragment in (
+        (["q1"], [0.1, 0.2], [], [], "1 names but 2 position entries"),
+        (["q1"], [], [], [], "no position, velocity or effort"),
+        (["q1"], [math.inf], [], [], "position of q1 is inf"),
+        (["q1", "q1"], [0.1, 0.2], [], [], "q1 more than once"),
+        (["q3"], [0.1], [], [], "unknown joint(s) 'q3'"),
+    ):
+        with pytest.raises(cv.CommandError, match=re.escape(fragment)):
+            cv.joint_command(names, pos, vel, eff, aliases, servos)

@@ -74,7 +74,7 @@ def diag(ros, name, since=0):
     """Latest DiagnosticStatus named '<node>: <name>' among /diagnostics messages[since:]."""
     for arr in reversed(ros.msgs["/diagnostics"][since:]):
         for s in arr.status:
-            if s.name == f"{ros.sandbox.node_name}: {name}":
+            if s.name == f"/{ros.sandbox.node_name}: {name}":
                 return s
     return None
 
@@ -85,7 +85,7 @@ def diags(ros, name, since=0):
         s
         for arr in ros.msgs["/diagnostics"][since:]
         for s in arr.status
-        if s.name == f"{ros.sandbox.node_name}: {name}"
+        if s.name == f"/{ros.sandbox.node_name}: {name}"
     ]
 
 
@@ -114,7 +114,7 @@ def test_topics_types_names_and_frame(ros):
     assert en.layout.dim[0].label == "KE,PE,E,W_in,W_diss" and en.layout.dim[0].size == 5 and len(en.data) == 5
     names = {s.name for s in ros.msgs["/diagnostics"][-1].status}
     assert names == {
-        f"{ros.sandbox.node_name}: {n}"
+        f"/{ros.sandbox.node_name}: {n}"
         for n in ("p_sys_zero", "energy_balance", "engine_agreement", "real_time", "commands", "simulation")
     }
     assert all(s.hardware_id == "scara" for s in ros.msgs["/diagnostics"][-1].status)
@@ -380,7 +380,7 @@ def test_bad_input_rejected_with_warning_node_keeps_publishing(ros, kind):
         "nan": "non-finite value(s) q2.tau = nan",
         "unknown_joint": "unknown joint(s) 'elbow'",
         "stale": "stale joint command",
-        "length_mismatch": "2 names but 1 efforts",
+        "length_mismatch": "2 names but 1 effort entries",
     }[kind]
     if kind == "wrong_length":
         eff.publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))

@@ -150,11 +150,18 @@ def param_args(params: Mapping[str, object]) -> list[str]:
 
 
 def start_node(
-    model: str | os.PathLike, params: Mapping[str, object], sandbox: Sandbox, log: str | os.PathLike
+    model: str | os.PathLike,
+    params: Mapping[str, object],
+    sandbox: Sandbox,
+    log: str | os.PathLike,
+    namespace: str | None = None,
 ) -> subprocess.Popen:
     """``python -m mbsfmu_ros MODEL --ros-args -r ... -p ...`` in a subprocess inside ``sandbox``
-    (its domain, node name and topic prefix), stdout and stderr to ``log``."""
-    cmd = [sys.executable, "-m", "mbsfmu_ros", str(model), *param_args(params), *sandbox.ros_args()]
+    (its domain, node name and topic prefix), stdout and stderr to ``log``. With ``namespace``
+    (``/robot1``) the node runs in it: its relative topics are ``/robot1/joint_states``..., which
+    the sandbox's prefix rules (names in the root namespace) leave alone."""
+    ns = ["-r", f"__ns:={namespace}"] if namespace else []
+    cmd = [sys.executable, "-m", "mbsfmu_ros", str(model), *param_args(params), *sandbox.ros_args(), *ns]
     with open(log, "w") as out:
         return subprocess.Popen(cmd, env=sandbox.env(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 

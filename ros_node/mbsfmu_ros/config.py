@@ -46,7 +46,22 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     "frame_id": ("world", "header.frame_id of the stamped outputs: the inertial frame"),
     "start_paused": (False, "start paused (~/pause false or ~/step to go on)"),
     "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
+    "servo_kp": (100.0, "position servo stiffness kp [N m/rad or N/m] of position commands (actuator model)"),
+    "servo_kd": (10.0, "position servo damping kd [N m s/rad or N s/m] of position commands"),
+    "servo_kv": (10.0, "velocity servo gain kv [N m s/rad or N s/m] of velocity-only commands"),
 }
+# parameters that `ros2 param set` may change while the node runs (the others shape the run)
+DYNAMIC = (
+    "real_time_factor",
+    "publish_rate",
+    "command_timeout",
+    "diagnostics_rate",
+    "servo_kp",
+    "servo_kd",
+    "servo_kv",
+)
+# parameters rclpy declares itself (not the node's to refuse)
+ROS_OWN = ("use_sim_time", "start_type_description_service")
 
 
 class ConfigError(InputError):
@@ -88,6 +103,9 @@ class NodeConfig:
     frame_id: str = "world"
     start_paused: bool = False
     executor: str = "single"
+    servo_kp: float = 100.0
+    servo_kd: float = 10.0
+    servo_kv: float = 10.0
     thresholds: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
     @property
@@ -146,7 +164,7 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
     for key in ("rtol", "atol"):
         if not (math.isfinite(p[key]) and p[key] > 0):
             bad(key, "must be a positive number")
-    for key in ("real_time_factor", "command_timeout", "diagnostics_rate"):
+    for key in ("real_time_factor", "command_timeout", "diagnostics_rate", "servo_kp", "servo_kd", "servo_kv"):
         if not (math.isfinite(p[key]) and p[key] >= 0):
             bad(key, "must be a number >= 0")
     dec = p["invariants_decimation"]
@@ -201,5 +219,8 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         frame_id=p["frame_id"],
         start_paused=p["start_paused"],
         executor=p["executor"],
+        servo_kp=p["servo_kp"],
+        servo_kd=p["servo_kd"],
+        servo_kv=p["servo_kv"],
         thresholds=thresholds,
     )

@@ -31,7 +31,7 @@ from geometry_msgs.msg import (
     Wrench,
     WrenchStamped,
 )
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -50,7 +50,7 @@ from mbsfmu_ros import conversion as cv
 from mbsfmu_ros import diagnostics as dg
 from mbsfmu_ros import topics as tp
 
-from .config import declarations, node_config
+from .config import DYNAMIC, ROS_OWN, ConfigError, declarations, node_config
 from .pacing import MAX_LAG, PacingStats
 
 try:  # no PyPI wheel for tf2_msgs: /tf only where it imports
@@ -129,9 +129,14 @@ SPIN_MARGIN = 3e-4  # [s] before a deadline the node stops waiting in the execut
 NODE_NAME = "mbsfmu"
 
 
-def _descriptor(text: str, number: bool = False) -> ParameterDescriptor:
-    """Read-only; a float parameter takes integers too (``publish_rate:=1000``)."""
-    return ParameterDescriptor(description=text, read_only=True, dynamic_typing=number)
+def _descriptor(name: str, text: str, number: bool = False) -> ParameterDescriptor:
+    """Read-only unless in ``DYNAMIC`` (``ros2 param set`` then changes it, checked like at
+    start-up); a float parameter takes integers too (``publish_rate:=1000``); non-negative ones
+    carry their range."""
+    d = ParameterDescriptor(description=text, read_only=name not in DYNAMIC, dynamic_typing=number)
+    if number and name in DYNAMIC:
+        d.floating_point_range = [FloatingPointRange(from_value=0.0, to_value=1e12, step=0.0)]
+    return d
 
 
 class MbsNode(Node):
@@ -142,15 +147,26 @@ class MbsNode(Node):
         if model:
             overrides.append(Parameter("model", value=str(model)))
         super().__init__(kwargs.pop("node_name", NODE_NAME), parameter_overrides=overrides, **kwargs)
+        # every override (-p, params files) checked before any is declared: one ConfigError lists all
+        # problems, a misspelled name among them (did-you-mean), instead of rclpy refusing the first
+        # out-of-range value or ignoring an unknown name; rclpy keeps the overrides it was given in
+        # _parameter_overrides (rclpy's own attribute, public in all but name since Foxy)
+        values = {name: default for name, default, *_ in declarations()}
+        for name, param in getattr(self, "_parameter_overrides", {}).items():
+            if name not in ROS_OWN and not name.startswith("qos_overrides."):
+                values[name] = param.value
+        self.config = p = node_config(values)
         for name, default, text, number in declarations():
-            self.declare_parameter(name, default, _descriptor(text, number))
-        self.config = p = node_config({name: self.get_parameter(name).value for name, *_ in declarations()})
+            self.declare_parameter(name, default, _descriptor(name, text, number))
         self.thresholds = dict(p.thresholds)
         self.model = mbsfmu.load_model(p.model)
         self.sim = Simulator(self.model, integrator=p.integrator, h_max=p.physics_step, rtol=p.rtol, atol=p.atol)
         self.checks = dg.resolve_checks(list(p.checks), self.model)
         self.layout = cv.joint_layout(self.model)
         self.aliases = cv.command_aliases(self.model, self.sim.input_names)
+        self.servos = cv.servo_joints(self.model, self.sim.input_names)
+        self.targets: dict[str, cv.JointTarget] = {}  # joints driven by position/velocity commands
+        self.gains = (p.servo_kp, p.servo_kd, p.servo_kv)
         self.period = p.period
         self.period_ns = cv.time_to_ns(self.period)
         self.rtf = p.real_time_factor
@@ -162,6 +178,7 @@ class MbsNode(Node):
 
         # state of the run
         self.k = 0  # cycles since the start or the last reset
+        self.t_base, self.k_base = 0.0, 0  # episode time at cycle k_base (moved when publish_rate changes)
         self.offset_ns = 0  # published time = offset + episode time (monotonic across resets)
         self.last_ns = -1  # stamp of the last published state
         self.resets = 0
@@ -185,21 +202,22 @@ class MbsNode(Node):
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pubs = {
-            topic: self.create_publisher(MESSAGE_CLASSES[topic], topic, qos)
+            topic: self.create_publisher(MESSAGE_CLASSES[topic], tp.ros_name(topic), qos)
             for topic in ms.state_topics(self.layout)
             if topic != tp.TF
         }
         self.pub_js = self.pubs[tp.JOINT_STATES]
-        self.pub_diag = self.create_publisher(DiagnosticArray, tp.DIAGNOSTICS, qos)
-        self.pub_rtf = self.create_publisher(Float64, tp.REAL_TIME_FACTOR, qos)
-        self.pub_tf = self.create_publisher(TFMessage, tp.TF, QoSProfile(depth=100)) if TFMessage else None
+        self.pub_diag = self.create_publisher(DiagnosticArray, tp.ros_name(tp.DIAGNOSTICS), qos)
+        self.pub_rtf = self.create_publisher(Float64, tp.ros_name(tp.REAL_TIME_FACTOR), qos)
+        self.pub_tf = self.create_publisher(TFMessage, tp.ros_name(tp.TF), QoSProfile(depth=100)) if TFMessage else None
         if self.pub_tf is not None:
             self.pubs[tp.TF] = self.pub_tf
-        self.create_subscription(Float64MultiArray, tp.EFFORT_COMMANDS, self._on_effort, qos)
-        self.create_subscription(JointState, tp.JOINT_COMMANDS, self._on_joint_command, qos)
+        self.create_subscription(Float64MultiArray, tp.ros_name(tp.EFFORT_COMMANDS), self._on_effort, qos)
+        self.create_subscription(JointState, tp.ros_name(tp.JOINT_COMMANDS), self._on_joint_command, qos)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(SetBool, "~/pause", self._srv_pause)
         self.create_service(Trigger, "~/step", self._srv_step)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
 
         multi = ", ".join(self.layout.multi_names)
         mode = (
@@ -270,7 +288,7 @@ class MbsNode(Node):
             arr.status.append(
                 DiagnosticStatus(
                     level=bytes([s.level]),
-                    name=f"{self.get_name()}: {s.name}",
+                    name=f"{self.get_fully_qualified_name()}: {s.name}",
                     message=s.message,
                     hardware_id=self.model.name,
                     values=[KeyValue(key=k, value=v) for k, v in s.values.items()],
@@ -356,10 +374,15 @@ class MbsNode(Node):
                 self.timeout_ns,
                 self.lock_step,
             )
-            values = cv.joint_command_inputs(list(msg.name), msg.effort, self.aliases)
+            efforts, targets = cv.joint_command(
+                list(msg.name), msg.position, msg.velocity, msg.effort, self.aliases, self.servos
+            )
         except cv.CommandError as e:
             return self._reject("joint", f"/mbs/joint_commands: {e}")
-        self._apply(values)
+        for name in msg.name:  # a joint commanded anew leaves the servo unless it has a target again
+            self.targets.pop(name, None)
+        self.targets.update(targets)
+        self._apply(efforts)
 
     def _check_timeout(self) -> None:
         c = self.cmd
@@ -367,6 +390,7 @@ class MbsNode(Node):
             return
         if self.now_ns() - c["last_ns"] > self.timeout_ns:
             self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
+            self.targets.clear()
             c["active"], c["timed_out"] = False, True
             self.get_logger().warning(
                 f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time "
@@ -408,8 +432,10 @@ class MbsNode(Node):
         q, qd = self.model.initial_state()
         self.sim.set_configuration(q, qd)
         self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
+        self.targets.clear()
         self.sim.t = 0.0
         self.k = 0
+        self.t_base, self.k_base = 0.0, 0
         self.error = None
         self.resets += 1
         self.cmd.update(active=False, timed_out=False, last_ns=None)
@@ -421,11 +447,54 @@ class MbsNode(Node):
         )
         self.publish_state()
 
+    # ---- parameters at run time ----------------------------------------------------------
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        """``ros2 param set`` on a DYNAMIC parameter: checked as at start-up, then applied
+        (publish_rate from the next cycle on; gains at once); others are read-only."""
+        values = {name: self.get_parameter(name).value for name, *_ in declarations()}
+        for prm in params:
+            if prm.name in ROS_OWN:
+                continue
+            if prm.name not in DYNAMIC:
+                return SetParametersResult(successful=False, reason=f"{prm.name} is read-only while the node runs")
+            values[prm.name] = prm.value
+        try:
+            p = node_config(values)
+        except ConfigError as e:
+            return SetParametersResult(successful=False, reason=str(e))
+        if p.publish_rate != self.config.publish_rate:
+            self.t_base, self.k_base = self.sim.t, self.k
+            self.period, self.period_ns = p.period, cv.time_to_ns(p.period)
+        self.rtf, self.timeout_ns, self.diag_period = (
+            p.real_time_factor,
+            cv.time_to_ns(p.command_timeout),
+            p.diagnostics_period,
+        )
+        self.gains = (p.servo_kp, p.servo_kd, p.servo_kv)
+        self.config = p
+        self.reanchor = True
+        self.get_logger().info("parameters set: " + ", ".join(f"{prm.name} = {prm.value!r}" for prm in params))
+        return SetParametersResult(successful=True)
+
     # ---- the loop -------------------------------------------------------------------------
     def cycle(self) -> bool:
-        """Advance one publish period (inputs held) and publish; False if the engine failed."""
+        """Advance one publish period and publish; False if the engine failed. Inputs are held,
+        but for servo-driven joints (position/velocity commands), whose PD torques are updated
+        every physics_step inside the cycle (the actuator model, cv.servo_efforts): their work
+        enters W_in like any input's."""
+        t_end = self.t_base + (self.k + 1 - self.k_base) * self.period
         try:
-            self.sim.advance_to((self.k + 1) * self.period)
+            if self.targets:
+                h = self.config.physics_step or self.period
+                n = max(1, math.ceil((t_end - self.sim.t) / h - 1e-9))
+                t0 = self.sim.t
+                for j in range(1, n + 1):
+                    self.sim.set_inputs(
+                        cv.servo_efforts(self.targets, self.servos, self.sim.q, self.sim.qd, *self.gains)
+                    )
+                    self.sim.advance_to(t_end if j == n else t0 + j * (t_end - t0) / n)
+            else:
+                self.sim.advance_to(t_end)
         except SimulationError as e:
             self.error = str(e)
             self.get_logger().error(f"engine stopped: {e}; ~/reset restarts it")
@@ -466,6 +535,7 @@ class MbsNode(Node):
                 else:
                     executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
                 continue
+            budget = self.period / self.rtf if self.rtf > 0 else None  # parameters may change at run time
             if self.reanchor:
                 deadline, self.reanchor = now + (budget or 0.0), False
             if budget is not None:

@@ -1,8 +1,10 @@
-"""ament_python build of the ROS 2 package ``mbsfmu_ros`` (colcon): this folder is the Python
-package ``mbsfmu_ros``; ``ros2 run mbsfmu_ros mbs_node MODEL.yaml`` and ``ros2 launch mbsfmu_ros
+"""ament_python build of the ROS 2 package ``mbsfmu_ros`` (colcon): this folder (``ros_node/``) is
+the ROS package, ``mbsfmu_ros/`` in it the Python package (the layout of ros2/demos' Python
+packages); ``ros2 run mbsfmu_ros mbs_node MODEL.yaml`` and ``ros2 launch mbsfmu_ros
 mbsfmu.launch.py model:=MODEL.yaml`` then work. The engine itself (``mbsfmu``) comes from the
-repository's pyproject.toml: ``pip install -e REPO`` into the Python of the ROS 2 installation.
-Not used by ``pip install -e REPO`` (that installs ``mbsfmu_ros`` from pyproject.toml).
+repository's pyproject.toml: ``pip install REPO`` into the Python of the ROS 2 installation
+(package.xml declares it as ``python3-mbsfmu-pip``). Not used by ``pip install REPO`` (that
+installs ``mbsfmu_ros`` from pyproject.toml, with ``mbsfmu``).
 
 The version is package.xml's (this folder may be copied into a colcon workspace without the
 repository's pyproject.toml); tests/test_version.py checks package.xml against pyproject.toml."""
@@ -20,17 +22,18 @@ VERSION = ET.parse(os.path.join(HERE, "package.xml")).getroot().findtext("versio
 setup(
     name=PACKAGE,
     version=VERSION,
-    packages=["mbsfmu_ros"],
-    package_dir={"mbsfmu_ros": "."},
+    packages=[PACKAGE],
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,
     maintainer="mbsfmu developers",
     description="ROS 2 node of the mbsfmu rigid multibody engine",
     license="MIT",
+    tests_require=["pytest"],
     entry_points={"console_scripts": ["mbs_node = mbsfmu_ros.node:main"]},
 )

@@ -1,0 +1,254 @@
+"""Command messages -> validated input dicts, as pure functions (no rclpy): ``node.py`` applies
+what these return, and the tests check them without ROS.
+
+The node's output contents (joint states, momentum, CM, energy, /tf) are built in one place,
+``mbsfmu.sim.messages``, shared with the MCAP recorder; the time and joint-layout names it
+re-exports here are what command handling and the node's clients (tests, controllers) use.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from mbsfmu.errors import InputError
+from mbsfmu.sim.messages import (
+    ENERGY_LABELS,
+    ENERGY_LAYOUT_LABEL,
+    NS,
+    JointLayout,
+    joint_layout,
+    ns_to_stamp,
+    stamp_to_ns,
+    state_from_joint_state,
+    time_to_ns,
+    transforms,
+)
+
+__all__ = [
+    "ENERGY_LABELS",
+    "ENERGY_LAYOUT_LABEL",
+    "NS",
+    "CommandError",
+    "JointTarget",
+    "ServoJoint",
+    "JointLayout",
+    "check_command_stamp",
+    "command_aliases",
+    "effort_command_inputs",
+    "joint_command",
+    "joint_command_inputs",
+    "joint_layout",
+    "servo_efforts",
+    "servo_joints",
+    "ns_to_stamp",
+    "stamp_to_ns",
+    "state_from_joint_state",
+    "time_to_ns",
+    "transforms",
+]
+
+
+class CommandError(InputError):
+    """A command message the node rejects; the message names the problem."""
+
+
+# ---- commands ------------------------------------------------------------------------------
+def _finite(values: Sequence[float], names: Sequence[str], what: str) -> list[float]:
+    out = []
+    bad = []
+    for n, v in zip(names, values):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            f = math.nan
+        if not math.isfinite(f):
+            bad.append(f"{n} = {v}")
+        out.append(f)
+    if bad:
+        raise CommandError(f"{what}: non-finite value(s) {', '.join(bad)}; command rejected")
+    return out
+
+
+def effort_command_inputs(data: Sequence[float], input_names: Sequence[str]) -> dict[str, float]:
+    """Validated inputs from /mbs/effort_commands (std_msgs/Float64MultiArray, forward_command_
+    controller rules): ``data`` must have one finite entry per input, in ``input_names`` order."""
+    if len(data) != len(input_names):
+        raise CommandError(
+            f"effort command has {len(data)} entries, the model has {len(input_names)} inputs"
+            f"{': ' + ', '.join(input_names) if input_names else ''}; command rejected"
+        )
+    return dict(zip(input_names, _finite(data, input_names, "effort command")))
+
+
+def command_aliases(model, input_names: Sequence[str]) -> dict[str, str]:
+    """Names accepted in /mbs/joint_commands -> input names: every input name itself, a 1-DoF
+    joint's name for ``<joint>.tau``, ``<joint>[k]`` for ``<joint>.tau[k]``, a wheel's name for
+    ``<wheel>.torque``."""
+    alias = {n: n for n in input_names}
+    for n in input_names:
+        base, _, rest = n.partition(".")
+        if rest == "tau" or (rest == "torque" and base in model.wheels):
+            alias.setdefault(base, n)
+        elif rest.startswith("tau["):
+            alias.setdefault(f"{base}{rest[3:]}", n)
+    return alias
+
+
+def joint_command_inputs(names: Sequence[str], effort: Sequence[float], aliases: Mapping[str, str]) -> dict[str, float]:
+    """Validated inputs from /mbs/joint_commands (sensor_msgs/JointState: name and effort of equal
+    length, names from ``command_aliases``; inputs not named keep their value)."""
+    if not names:
+        raise CommandError("joint command names no joint; command rejected")
+    if len(effort) != len(names):
+        raise CommandError(f"joint command has {len(names)} names but {len(effort)} efforts; command rejected")
+    unknown = [n for n in names if n not in aliases]
+    if unknown:
+        hints = []
+        for n in unknown:
+            close = difflib.get_close_matches(n, list(aliases), n=1, cutoff=0.5)
+            hints.append(f"{n!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise CommandError(
+            f"joint command names unknown joint(s) {', '.join(hints)}; accepted: {', '.join(aliases)}; command rejected"
+        )
+    dup = sorted({aliases[n] for n in names if sum(aliases[m] == aliases[n] for m in names) > 1})
+    if dup:
+        raise CommandError(f"joint command sets {', '.join(dup)} more than once; command rejected")
+    values = _finite(effort, names, "joint command")
+    return {aliases[n]: v for n, v in zip(names, values)}
+
+
+def check_command_stamp(stamp_ns: int, now_ns: int, timeout_ns: int, lock_step: bool) -> None:
+    """Raise CommandError for a stamped command the node must not apply at sim time now_ns: in
+    lock-step mode any stamp other than now (0 = unstamped, applies to now); otherwise a stamp
+    older than now - timeout (stale; timeout 0 disables the check)."""
+    if stamp_ns == 0:
+        return
+    if lock_step:
+        if stamp_ns != now_ns:
+            raise CommandError(
+                f"joint command stamped t = {stamp_ns / NS:.9f} s, lock-step node is at "
+                f"t = {now_ns / NS:.9f} s; command rejected"
+            )
+    elif timeout_ns > 0 and stamp_ns < now_ns - timeout_ns:
+        raise CommandError(
+            f"stale joint command: stamped t = {stamp_ns / NS:.9f} s, sim time is "
+            f"{now_ns / NS:.9f} s, older than command_timeout {timeout_ns / NS:g} s; command rejected"
+        )
+
+
+# ---- joint commands with position, velocity and effort (ros2_control's topic-based convention) -----
+@dataclass(frozen=True)
+class ServoJoint:
+    """A 1-DoF actuated joint a position or velocity command can drive: its input name and its
+    coordinate's indices in q and qd."""
+
+    input: str
+    iq: int
+    iv: int
+
+
+@dataclass(frozen=True)
+class JointTarget:
+    """What one command asks of a joint: position q_ref [rad or m], velocity qd_ref [rad/s or
+    m/s], feed-forward effort [N m or N]; None where not commanded."""
+
+    position: float | None = None
+    velocity: float | None = None
+    effort: float | None = None
+
+
+def servo_joints(model, input_names: Sequence[str]) -> dict[str, ServoJoint]:
+    """The joints position and velocity commands may name: every 1-DoF joint with input
+    ``<joint>.tau`` (couplings' followers have none)."""
+    out = {}
+    for name in model.joint_names:
+        sq, sv = model.q_slice(name), model.v_slice(name)
+        if f"{name}.tau" in input_names and sv.stop - sv.start == 1:
+            out[name] = ServoJoint(f"{name}.tau", sq.start, sv.start)
+    return out
+
+
+def joint_command(
+    names: Sequence[str],
+    position: Sequence[float],
+    velocity: Sequence[float],
+    effort: Sequence[float],
+    aliases: Mapping[str, str],
+    servos: Mapping[str, ServoJoint],
+) -> tuple[dict[str, float], dict[str, JointTarget]]:
+    """A sensor_msgs/JointState command as ros2_control's topic-based hardware interface sends it:
+    per named joint any of position, velocity, effort (each array empty or one entry per name; NaN =
+    that interface not commanded for that joint). Returns (plain efforts by input name, servo
+    targets by joint name): a joint with a position or velocity is servo-driven (its effort a
+    feed-forward), a joint with an effort only takes it directly. CommandError names what is wrong."""
+    if not names:
+        raise CommandError("joint command names no joint; command rejected")
+    arrays = {"position": position, "velocity": velocity, "effort": effort}
+    for what, arr in arrays.items():
+        if len(arr) not in (0, len(names)):
+            raise CommandError(
+                f"joint command has {len(names)} names but {len(arr)} {what} entries (0 or one per name); "
+                "command rejected"
+            )
+    if not any(len(a) for a in arrays.values()):
+        raise CommandError("joint command gives no position, velocity or effort; command rejected")
+    unknown = [n for n in names if n not in aliases and n not in servos]
+    if unknown:
+        hints = []
+        for n in unknown:
+            close = difflib.get_close_matches(n, list(aliases), n=1, cutoff=0.5)
+            hints.append(f"{n!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise CommandError(
+            f"joint command names unknown joint(s) {', '.join(hints)}; accepted: {', '.join(aliases)}; command rejected"
+        )
+    if len(set(names)) != len(names):
+        raise CommandError(f"joint command names {', '.join(sorted({n for n in names if names.count(n) > 1}))} "
+                           "more than once; command rejected")  # fmt: skip
+    values = {}
+    for what, arr in arrays.items():
+        vals = []
+        for n, v in zip(names, arr) if len(arr) else ():
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                f = math.inf
+            if math.isinf(f):
+                raise CommandError(f"joint command: {what} of {n} is {v}: not finite; command rejected")
+            vals.append(None if math.isnan(f) else f)
+        values[what] = vals or [None] * len(names)
+    efforts, targets = {}, {}
+    for k, n in enumerate(names):
+        pos, vel, eff = values["position"][k], values["velocity"][k], values["effort"][k]
+        if pos is None and vel is None:
+            if eff is not None:
+                efforts[aliases.get(n, servos[n].input if n in servos else n)] = eff
+            continue
+        if n not in servos:
+            raise CommandError(
+                f"joint command: {n!r} takes efforts only (position and velocity commands drive 1-DoF actuated "
+                f"joints: {', '.join(servos)}); command rejected"
+            )
+        targets[n] = JointTarget(pos, vel, eff)
+    return efforts, targets
+
+
+def servo_efforts(
+    targets: Mapping[str, JointTarget], servos: Mapping[str, ServoJoint], q, qd, kp: float, kd: float, kv: float
+) -> dict[str, float]:
+    """The actuator model of position and velocity commands, per joint (a PD servo, the usual
+    ros2_control position/velocity interface of a simulated joint): with a position target
+    tau = kp (q_ref - q) + kd (qd_ref - qd) + tau_ff (qd_ref 0 unless commanded); with a velocity
+    target only, tau = kv (qd_ref - qd) + tau_ff. Gains [N m/rad, N m s/rad] (prismatic: N/m, N s/m)."""
+    out = {}
+    for name, t in targets.items():
+        s = servos[name]
+        vel = 0.0 if t.velocity is None else t.velocity
+        ff = 0.0 if t.effort is None else t.effort
+        if t.position is not None:
+            out[s.input] = kp * (t.position - float(q[s.iq])) + kd * (vel - float(qd[s.iv])) + ff
+        else:
+            out[s.input] = kv * (vel - float(qd[s.iv])) + ff
+    return out

@@ -1,0 +1,163 @@
+"""Commands as ros2_control sends them (sensor_msgs/JointState with position, velocity or effort per
+joint, the topic-based hardware interface's convention), the PD servo that turns position and
+velocity commands into joint torques (its work counted in W_in), and the parameters: set at run
+time where meaningful, refused where not, a misspelled one fails start-up with a did-you-mean."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
+
+from tests.support import ros_sandbox as rt
+from tests.support.paths import MODELS
+
+pytestmark = pytest.mark.integration
+
+MODEL = MODELS / "scara.yaml"  # vertical plane, gravity along -y
+
+
+def horizontal_scara(folder):
+    """The bundled SCARA turned as real SCARAs are: joint axes vertical, gravity along -z (no gravity
+    torque), so a servo's rest state is exactly its target."""
+    path = folder / "scara_horizontal.yaml"
+    path.write_text(MODEL.read_text().replace("gravity: [0, -9.81, 0]", "gravity: [0, 0, -9.81]"))
+    return path
+
+
+@pytest.fixture
+def node(tmp_path):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    with rt.Sandbox("servo") as sandbox:
+        log = tmp_path / "node.log"
+        params = {
+            "real_time_factor": 2.0,
+            "command_timeout": 0.0,
+            "servo_kp": 400.0,
+            "servo_kd": 40.0,
+            "diagnostics_rate": 10.0,
+        }
+        proc = rt.start_node(horizontal_scara(tmp_path), params, sandbox, log)
+        client = rt.Client(sandbox, proc)
+        client.subscribe("/joint_states", JointState, depth=2000)
+        client.subscribe("/mbs/energy", Float64MultiArray, depth=2000)
+        client.subscribe("/diagnostics", DiagnosticArray)
+        assert client.spin_until(lambda: len(client.msgs["/mbs/energy"]) >= 2), client.failure(log)
+        client.log = log
+        yield client
+        code = rt.stop_node(proc)
+        client.close()
+        assert code == 0, rt.read_log(log)
+
+
+def test_position_command_converges_and_its_work_is_counted(node):
+    """A position-only command (what a position controller sends) is accepted; the PD servo
+    (kp = 400, kd = 40) brings the horizontal SCARA to rest at the target; energy: E - E0 = W_in +
+    W_diss all along (the servo's work counted as input work), to RK4's truncation error
+    ((w h)^4 ~ 1e-6 relative with w = sqrt(kp / I) ~ 30 rad/s and h = 1 ms)."""
+    import numpy as np
+    from sensor_msgs.msg import JointState
+
+    pub = node.publisher("/mbs/joint_commands", JointState)
+    target = [0.4, -0.3]
+    cmd = JointState(name=["q1", "q2"], position=target)
+    E0 = node.msgs["/mbs/energy"][0].data[2]
+    n0 = len(node.msgs["/joint_states"])
+
+    def settled():
+        pub.publish(cmd)
+        js = node.msgs["/joint_states"][n0:]
+        last = js[-1] if js else None
+        return (
+            len(js) > 50
+            and np.abs(np.array(last.position) - target).max() < 1e-6
+            and np.abs(last.velocity).max() < 1e-5
+        )
+
+    assert node.spin_until(settled), [list(m.position) for m in node.msgs["/joint_states"][-3:]]
+    js = node.msgs["/joint_states"][-1]
+    assert np.abs(js.effort).max() < 1e-3
+    rows = np.array([m.data for m in node.msgs["/mbs/energy"]])  # KE, PE, E, W_in, W_diss
+    KE_max = rows[:, 0].max()
+    assert KE_max > 1e-3 and np.abs(rows[:, 3]).max() > 1e-3  # the servo moved the arm: it did work
+    assert np.abs(rows[:, 2] - E0 - rows[:, 3] - rows[:, 4]).max() <= 1e-5 * KE_max
+
+
+def test_velocity_command_then_effort_only_and_bad_commands_keep_the_node_alive(node):
+    from sensor_msgs.msg import JointState
+
+    pub = node.publisher("/mbs/joint_commands", JointState)
+    n0 = len(node.msgs["/joint_states"])
+
+    def spinning():
+        pub.publish(JointState(name=["q1"], velocity=[1.5]))
+        js = node.msgs["/joint_states"][n0:]
+        return len(js) > 50 and abs(js[-1].velocity[0] - 1.5) < 1e-4  # no gravity torque: exact at steady state
+
+    assert node.spin_until(spinning)
+    for bad in (
+        JointState(name=["q1"], position=[0.1, 0.2]),  # lengths differ
+        JointState(name=["q9"], position=[0.1]),  # unknown joint
+        JointState(name=["q1"], velocity=[math.inf]),  # not finite
+        JointState(name=["q1"]),  # nothing commanded
+    ):
+        pub.publish(bad)
+    n1 = len(node.msgs["/joint_states"])
+    assert node.spin_until(lambda: len(node.msgs["/joint_states"]) > n1 + 20)  # still publishing
+
+    def rejected() -> int:
+        for arr in reversed(node.msgs["/diagnostics"]):
+            for st in arr.status:
+                if st.name.endswith(": commands"):
+                    return int({kv.key: kv.value for kv in st.values}["rejected"])
+        return 0
+
+    assert node.spin_until(lambda: rejected() >= 4), rejected()
+    assert "position entries (0 or one per name); command rejected" in rt.read_log(node.log)  # the first, logged
+
+
+def test_parameters_set_at_run_time_or_refused(node):
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    def set_(name, value):
+        v = (
+            ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
+            if isinstance(value, float)
+            else ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+        )
+        req = SetParameters.Request(parameters=[Parameter(name=name, value=v)])
+        return node.call(SetParameters, "~/set_parameters", req).results[0]
+
+    ok = set_("servo_kp", 80.0)
+    assert ok.successful, ok.reason
+    bad = set_("publish_rate", -5.0)
+    assert not bad.successful
+    ro = set_("integrator", "dop853")
+    assert not ro.successful and "read-only" in ro.reason
+    ok = set_("publish_rate", 50.0)
+    assert ok.successful, ok.reason
+    n = len(node.msgs["/joint_states"])
+    assert node.spin_until(lambda: len(node.msgs["/joint_states"]) > n + 5)
+    stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in node.msgs["/joint_states"][-4:]]
+    assert {b - a for a, b in zip(stamps, stamps[1:])} == {20_000_000}  # 50 Hz cycles from now on
+
+
+def test_a_misspelled_parameter_fails_start_up_with_a_did_you_mean(tmp_path):
+    with rt.Sandbox("badparam") as sandbox:
+        cmd = [
+            sys.executable,
+            "-m",
+            "mbsfmu_ros",
+            str(MODEL),
+            *rt.param_args({"publsh_rate": 50.0}),
+            *sandbox.ros_args(),
+        ]
+        r = subprocess.run(cmd, env=sandbox.env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "publsh_rate = 50.0: unknown parameter (did you mean 'publish_rate'?)" in r.stderr
