@@ -62,6 +62,7 @@ from ..engine.spec.couplings import check_couplings
 from ..engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin
 from ..engine.spec.validation import check_spec
 from ..errors import InputError, ModelError, Problem
+from ..files import read_text
 from .model_file import parse_file
 from .urdf import Limit, UrdfRobot, read_urdf
 
@@ -141,6 +142,17 @@ def source_urdf(path: str | Path) -> UrdfRobot | None:
     if isinstance(data, dict) and isinstance(data.get("urdf"), str):
         return read_urdf(path.parent / data["urdf"])
     return None
+
+
+def robot_description(model) -> str:
+    """The model's URDF, as ROS's robot_description carries it: the file itself for a URDF model,
+    the overlay's URDF for an overlay (the links and joints the user wrote, with their meshes),
+    the export (``export_urdf``) for any other model file or a model built in Python."""
+    source = Path(model.source)
+    robot = source_urdf(source) if source.is_file() else None
+    if robot is not None:
+        return read_text(Path(robot.source))
+    return export_urdf(model).text
 
 
 # ---- numbers and geometry -------------------------------------------------------------------------

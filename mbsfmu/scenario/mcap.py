@@ -6,7 +6,10 @@ The messages are the ROS 2 node's state outputs with the same content for the sa
 take them from ``mbsfmu.sim.messages`` (docs/reference/ros-interface.md, "Recording"). A
 recording holds every state topic the node publishes (/clock, /joint_states,
 /mbs/multi_dof_joint_states for models with spherical or free joints, /mbs/centroidal_momentum,
-/mbs/com, /mbs/com_velocity, /mbs/energy, /tf), one message each per trajectory row; not the
+/mbs/com, /mbs/com_velocity, /mbs/energy, /tf), one message each per trajectory row, and once, at
+the first row, /robot_description (the model's URDF) and /tf_static (the named frames, e.g. the
+URDF links lumped into a body, on their bodies): so Foxglove shows the robot moving in 3D from any
+recording, ROS installed or not; not the
 node's /diagnostics and /mbs/real_time_factor, which describe a live run (wall-clock pacing,
 commands) and whose checks a scenario run writes to report.json instead.
 """
@@ -58,6 +61,7 @@ DEFS = {  # ROS 2 Jazzy definitions (comments and defaults dropped) and the type
     "std_msgs/MultiArrayLayout": ("MultiArrayDimension[] dim\nuint32 data_offset", ("std_msgs/MultiArrayDimension",)),
     "std_msgs/Float64MultiArray": ("MultiArrayLayout layout\nfloat64[] data", ("std_msgs/MultiArrayLayout",)),
     "tf2_msgs/TFMessage": ("geometry_msgs/TransformStamped[] transforms", ("geometry_msgs/TransformStamped",)),
+    "std_msgs/String": ("string data", ()),
 }
 
 
@@ -77,7 +81,7 @@ def msgdef(dtype: str) -> str:
     return DEFS[name][0] + "".join(SEP + d + "\n" + DEFS[d][0] for d in seen)
 
 
-MSGDEFS = {dtype: msgdef(dtype) for dtype in ms.STATE_TOPICS.values()}
+MSGDEFS = {dtype: msgdef(dtype) for dtype in (*ms.STATE_TOPICS.values(), *ms.LATCHED_TOPICS.values())}
 
 
 class McapRecorder:
@@ -93,14 +97,24 @@ class McapRecorder:
         self._writer = Writer(self._file)
         self._schemas = {
             topic: self._writer.register_msgdef(dtype, MSGDEFS[dtype])
-            for topic, dtype in ms.state_topics(self.layout).items()
+            for topic, dtype in (*ms.state_topics(self.layout).items(), *ms.LATCHED_TOPICS.items())
         }
         self._seq = 0
+        self.model = model
 
     def write(self, sim, ns: int | None = None) -> None:
         """One message per state topic for the simulator's current state, stamped ns [ns]
         (default: its time sim.t)."""
         ns = ms.time_to_ns(sim.t) if ns is None else ns
+        if self._seq == 0:  # what RViz and Foxglove need once: the URDF and the fixed frames
+            from ..io.urdf_export import robot_description
+
+            latched = {
+                ms.ROBOT_DESCRIPTION: ms.robot_description_message(robot_description(self.model)),
+                ms.TF_STATIC: ms.tf_static(self.model, ns),
+            }
+            for topic, msg in latched.items():
+                self._writer.write_message(topic, self._schemas[topic], msg, log_time=ns, publish_time=ns, sequence=0)
         for topic, msg in ms.state_messages(sim, self.layout, ns, self.frame_id).items():
             self._writer.write_message(
                 topic, self._schemas[topic], msg, log_time=ns, publish_time=ns, sequence=self._seq

@@ -60,6 +60,8 @@ COM = "/mbs/com"
 COM_VELOCITY = "/mbs/com_velocity"
 ENERGY = "/mbs/energy"
 TF = "/tf"
+TF_STATIC = "/tf_static"  # the named frames on their bodies (URDF links lumped into a body): fixed
+ROBOT_DESCRIPTION = "/robot_description"  # the model's URDF (std_msgs/String), once, transient local
 STATE_TOPICS = {  # topic -> message type of every state output, in publishing order
     CLOCK: "rosgraph_msgs/msg/Clock",
     JOINT_STATES: "sensor_msgs/msg/JointState",
@@ -71,6 +73,10 @@ STATE_TOPICS = {  # topic -> message type of every state output, in publishing o
     TF: "tf2_msgs/msg/TFMessage",
 }
 INVARIANT_TOPICS = (CENTROIDAL_MOMENTUM, COM, COM_VELOCITY, ENERGY, TF)  # every invariants_decimation-th cycle
+LATCHED_TOPICS = {  # topic -> type of what is published once (transient local: late subscribers get it)
+    ROBOT_DESCRIPTION: "std_msgs/msg/String",
+    TF_STATIC: "tf2_msgs/msg/TFMessage",
+}
 
 ENERGY_LABELS = ("KE", "PE", "E", "W_in", "W_diss")
 ENERGY_LAYOUT_LABEL = ",".join(ENERGY_LABELS)  # Float64MultiArray layout.dim[0].label of /mbs/energy
@@ -305,6 +311,34 @@ def transforms(model, kin) -> list[tuple[str, str, list[float], list[float]]]:
             )
         )
     return out
+
+
+def tf_static(model, ns: int) -> dict:
+    """tf2_msgs/TFMessage of the fixed transforms: every named frame relative to its body (the
+    links a URDF welds by fixed joints, lumped into one body, and the model's own frames), but a
+    body's frame of its own name at the body origin, which /tf already names."""
+    out = []
+    for name, (i, fr) in model.frames.items():
+        body = model.body_names[i - 1]
+        if name == body:
+            continue
+        w, x, y, z = R_to_quat(fr.R)
+        out.append(
+            {
+                "header": header(ns, body),
+                "child_frame_id": name,
+                "transform": {
+                    "translation": dict(zip("xyz", (float(v) for v in fr.p))),
+                    "rotation": {"x": float(x), "y": float(y), "z": float(z), "w": float(w)},
+                },
+            }
+        )
+    return {"transforms": out}
+
+
+def robot_description_message(text: str) -> dict:
+    """std_msgs/String of the robot description (``mbsfmu.io.urdf_export.robot_description``)."""
+    return {"data": text}
 
 
 def tf(model, kin, ns: int, frame_id: str) -> dict:

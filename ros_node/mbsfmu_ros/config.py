@@ -45,6 +45,11 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     "invariants_decimation": (1, "publish momentum, CM, energy (and /tf) every N-th cycle"),
     "frame_id": ("world", "header.frame_id of the stamped outputs: the inertial frame"),
     "start_paused": (False, "start paused (~/pause false or ~/step to go on)"),
+    "follow_clock": (
+        False,
+        "follow an external /clock (ros2 bag play --clock, a co-simulator): step to each time received "
+        "and publish no /clock of its own; pacing is then the clock's",
+    ),
     "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
     "servo_kp": (100.0, "position servo stiffness kp [N m/rad or N/m] of position commands (actuator model)"),
     "servo_kd": (10.0, "position servo damping kd [N m s/rad or N s/m] of position commands"),
@@ -102,6 +107,7 @@ class NodeConfig:
     invariants_decimation: int = 1
     frame_id: str = "world"
     start_paused: bool = False
+    follow_clock: bool = False
     executor: str = "single"
     servo_kp: float = 100.0
     servo_kd: float = 10.0
@@ -218,6 +224,7 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         invariants_decimation=p["invariants_decimation"],
         frame_id=p["frame_id"],
         start_paused=p["start_paused"],
+        follow_clock=p["follow_clock"],
         executor=p["executor"],
         servo_kp=p["servo_kp"],
         servo_kd=p["servo_kd"],

@@ -36,14 +36,15 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState, MultiDOFJointState
-from std_msgs.msg import Float64, Float64MultiArray, Header, MultiArrayDimension, MultiArrayLayout
+from std_msgs.msg import Float64, Float64MultiArray, Header, MultiArrayDimension, MultiArrayLayout, String
 from std_srvs.srv import SetBool, Trigger
 
 import mbsfmu
 from mbsfmu.errors import MbsError
+from mbsfmu.io.urdf_export import robot_description
 from mbsfmu.sim import messages as ms
 from mbsfmu.sim.simulator import SimulationError, Simulator
 from mbsfmu_ros import conversion as cv
@@ -201,17 +202,31 @@ class MbsNode(Node):
         self.ref_row = dg.checker_row(self.sim)
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.follow_clock = p.follow_clock
+        self.clock_ns: int | None = None  # the latest external /clock time not yet stepped to
         self.pubs = {
             topic: self.create_publisher(MESSAGE_CLASSES[topic], tp.ros_name(topic), qos)
             for topic in ms.state_topics(self.layout)
-            if topic != tp.TF
+            if topic != tp.TF and not (topic == tp.CLOCK and self.follow_clock)  # one /clock per graph
         }
+        if self.follow_clock:
+            self.create_subscription(Clock, tp.ros_name(tp.CLOCK), self._on_clock, qos)
         self.pub_js = self.pubs[tp.JOINT_STATES]
         self.pub_diag = self.create_publisher(DiagnosticArray, tp.ros_name(tp.DIAGNOSTICS), qos)
         self.pub_rtf = self.create_publisher(Float64, tp.ros_name(tp.REAL_TIME_FACTOR), qos)
         self.pub_tf = self.create_publisher(TFMessage, tp.ros_name(tp.TF), QoSProfile(depth=100)) if TFMessage else None
         if self.pub_tf is not None:
             self.pubs[tp.TF] = self.pub_tf
+        # once, for late joiners too (transient local): the URDF (RViz, robot_state_publisher) and the
+        # fixed frames (URDF links lumped into their bodies) on their bodies
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.pub_description = self.create_publisher(String, tp.ros_name(tp.ROBOT_DESCRIPTION), latched)
+        self.pub_description.publish(String(data=robot_description(self.model)))
+        if TFMessage is not None:
+            self.pub_tf_static = self.create_publisher(TFMessage, tp.ros_name(tp.TF_STATIC), latched)
+            self.pub_tf_static.publish(BUILDERS[tp.TF](ms.tf_static(self.model, 0)))
         self.create_subscription(Float64MultiArray, tp.ros_name(tp.EFFORT_COMMANDS), self._on_effort, qos)
         self.create_subscription(JointState, tp.ros_name(tp.JOINT_COMMANDS), self._on_joint_command, qos)
         self.create_service(Trigger, "~/reset", self._srv_reset)
@@ -257,6 +272,8 @@ class MbsNode(Node):
             invariants=not self.k % self.decimation,
             with_tf=self.pub_tf is not None,
         )
+        if self.follow_clock:
+            contents.pop(tp.CLOCK)
         for topic, msg in ros_messages(contents).items():
             self.pubs[topic].publish(msg)
 
@@ -397,6 +414,33 @@ class MbsNode(Node):
                 f"(last at t = {c['last_ns'] / cv.NS:.6f} s): inputs set to zero"
             )
 
+    def _on_clock(self, msg: Clock) -> None:
+        """An external /clock time: the loop steps the engine to it (the latest one wins)."""
+        t = cv.stamp_to_ns(msg.clock.sec, msg.clock.nanosec)
+        if t < self.now_ns():
+            now = time.monotonic()
+            if now - self._log_last.get("clock", -math.inf) >= 1.0:
+                self._log_last["clock"] = now
+                self.get_logger().warning(
+                    f"/clock went back to t = {t / cv.NS:.9f} s (the simulation is at {self.now_ns() / cv.NS:.9f} s): "
+                    "ignored; ~/reset restarts the episode"
+                )
+            return
+        self.clock_ns = t
+
+    def follow(self) -> bool:
+        """Step to the latest external /clock time and publish; False if the engine failed."""
+        t_ns, self.clock_ns = self.clock_ns, None
+        try:
+            self.sim.advance_to((t_ns - self.offset_ns) / cv.NS)
+        except SimulationError as e:
+            self.error = str(e)
+            self.get_logger().error(f"engine stopped: {e}; ~/reset restarts it")
+            return False
+        self.k += 1
+        self.publish_state()
+        return True
+
     # ---- services --------------------------------------------------------------------------
     def _srv_reset(self, request, response):
         self.reset()
@@ -508,8 +552,7 @@ class MbsNode(Node):
         wall = time.perf_counter
         budget = self.period / self.rtf if self.rtf > 0 else None
         self.stats.start(wall(), self.sim.t)
-        if not self.lock_step:
-            self.publish_state()
+        self.publish_state()  # the initial state (and /clock) at once, whoever listens, in every mode
         next_diag = wall() + min(self.diag_period, 1e9)
         deadline = wall()
         spun = False
@@ -521,6 +564,13 @@ class MbsNode(Node):
             if self.paused or self.error:
                 executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
                 self.reanchor = True
+                continue
+            if self.follow_clock:
+                if self.clock_ns is not None and self.clock_ns > self.last_ns:
+                    self._check_timeout()
+                    self.follow()
+                else:
+                    executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
                 continue
             if self.lock_step:
                 n = self.pub_js.get_subscription_count()

@@ -18,7 +18,9 @@ from mbsfmu.sim.messages import (
     ENERGY,
     JOINT_STATES,
     MULTI_DOF_JOINT_STATES,
+    ROBOT_DESCRIPTION,
     TF,
+    TF_STATIC,
 )
 
 DIAGNOSTICS = "/diagnostics"
@@ -37,6 +39,8 @@ OUTPUTS = (
     DIAGNOSTICS,
     REAL_TIME_FACTOR,
     TF,
+    TF_STATIC,
+    ROBOT_DESCRIPTION,
 )
 INPUTS = (EFFORT_COMMANDS, JOINT_COMMANDS)
 ALL = OUTPUTS + INPUTS

@@ -161,3 +161,40 @@ def test_a_misspelled_parameter_fails_start_up_with_a_did_you_mean(tmp_path):
         r = subprocess.run(cmd, env=sandbox.env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "publsh_rate = 50.0: unknown parameter (did you mean 'publish_rate'?)" in r.stderr
+
+
+def test_the_node_follows_an_external_clock(tmp_path):
+    """follow_clock: the node steps to each /clock time another publisher sends (a bag replay, a
+    co-simulator) and stamps its joint states with it; it publishes no /clock of its own."""
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    with rt.Sandbox("clock") as sandbox:
+        log = tmp_path / "node.log"
+        proc = rt.start_node(horizontal_scara(tmp_path), {"follow_clock": True}, sandbox, log)
+        client = rt.Client(sandbox, proc)
+        try:
+            client.subscribe("/joint_states", JointState)
+            client.subscribe("/clock", Clock)
+            pub = client.publisher("/clock", Clock)
+            assert client.spin_until(lambda: pub.get_subscription_count() >= 2), client.failure(log)  # node + us
+            times = [(0, 30_000_000), (0, 70_000_000), (1, 250_000_000)]
+            for sec, nsec in times:
+                msg = Clock()
+                msg.clock.sec, msg.clock.nanosec = sec, nsec
+
+                def reached(s=sec, n=nsec, msg=msg):
+                    pub.publish(msg)  # again until answered: a time already reached is not stepped to twice
+                    return any(
+                        (m.header.stamp.sec, m.header.stamp.nanosec) == (s, n) for m in client.msgs["/joint_states"]
+                    )
+
+                assert client.spin_until(reached), client.failure(log)
+            stamps = [(m.header.stamp.sec, m.header.stamp.nanosec) for m in client.msgs["/joint_states"]]
+            assert [st for st in stamps if st != (0, 0)] == times  # (0, 0): the initial state, if heard
+            node_clock = [m for m in client.msgs["/clock"] if (m.clock.sec, m.clock.nanosec) not in times]
+            assert node_clock == []  # the node publishes no /clock of its own
+        finally:
+            code = rt.stop_node(proc)
+            client.close()
+    assert code == 0, rt.read_log(log)

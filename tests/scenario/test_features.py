@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import mbsfmu
 from mbsfmu.scenario import ScenarioError, build_simulator, load_scenario, run_scenario
 from mbsfmu.scenario.expressions import ExpressionError, compile_expression, evaluate
 from mbsfmu.sim.pid import JointPID, PIDGains
 from mbsfmu.sim.schedules import Schedule
 from mbsfmu.trajectory import read_trajectory
-from tests.support.paths import ROOT
+from tests.support.paths import MODELS, ROOT
 
 SCARA = ROOT / "scenarios" / "models" / "scara.yaml"
 
@@ -192,7 +193,14 @@ def test_mcap_recording_reads_back_with_rosbags(tmp_path):
         "/mbs/com_velocity",
         "/mbs/energy",
         "/tf",
+        "/tf_static",
+        "/robot_description",
     }
+    from mbsfmu.io.urdf_export import export_urdf
+
+    assert [m.data for _, m in seen["/robot_description"]] == [
+        export_urdf(mbsfmu.load_model(MODELS / "scara.yaml")).text
+    ]
     js = seen["/joint_states"]
     assert len(js) == len(traj.time)
     k = 7
@@ -317,3 +325,64 @@ def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
     # one builder: the rows the runner writes are rows.trajectory_row / rows.records_row
     sim = build_simulator(load_scenario(checked))
     assert list(trajectory_row(sim)) == list(traj.names) and list(records_row(sim)) == list(rec.names)
+
+
+@pytest.mark.integration
+def test_a_recording_rebuilds_every_link_of_a_lumped_urdf_robot(tmp_path):
+    """A floating URDF quadruped (fixed links lumped into their bodies): the recording carries its
+    URDF file as /robot_description, /tf_static (links on their bodies) and /tf (bodies on their
+    parents); chained from the world, they give every URDF link's pose = model.frame_pose at the
+    recorded state, to 1e-12 m and rad (the viewer's 3D robot is the simulated one)."""
+    rosbags = pytest.importorskip("rosbags.highlevel")
+    from rosbags.typesys import Stores, get_typestore
+
+    from mbsfmu.engine.spatial import quat_to_R
+    from mbsfmu.io.urdf import read_urdf
+    from mbsfmu.sim.simulator import Simulator
+
+    overlay = MODELS / "urdf_quadruped_overlay.yaml"
+    (tmp_path / "s.yaml").write_text(
+        f"version: 1\nname: s\nmodel: {overlay}\nduration: 0.05\ndt: 0.01\nintegrator: {{method: rk4}}\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "mbsfmu", "run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"),
+         "--no-progress", "--record", str(tmp_path / "run.mcap")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    model = mbsfmu.load_model(overlay)
+    seen = {}
+    with rosbags.AnyReader([tmp_path / "run.mcap"], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        for conn, _ts, raw in reader.messages():
+            seen.setdefault(conn.topic, []).append(reader.deserialize(raw, conn.msgtype))
+    urdf = MODELS / "urdf_quadruped.urdf"
+    assert [m.data for m in seen["/robot_description"]] == [urdf.read_text()]
+    edges = {}  # child frame -> (parent frame, R, p) of the last /tf and the /tf_static
+
+    def add(msg):
+        for t in msg.transforms:
+            r, x = t.transform.rotation, t.transform.translation
+            edges[t.child_frame_id] = (t.header.frame_id, quat_to_R([r.w, r.x, r.y, r.z]), np.array([x.x, x.y, x.z]))
+
+    (static,) = seen["/tf_static"]
+    add(static)
+    add(seen["/tf"][-1])
+
+    def world_pose(frame):
+        R, p = np.eye(3), np.zeros(3)
+        while frame != "world":
+            parent, Rc, pc = edges[frame]
+            R, p = Rc @ R, Rc @ p + pc
+            frame = parent
+        return R, p
+
+    traj = read_trajectory(tmp_path / "out" / "trajectory.csv")
+    names = Simulator(model, "rk4", h_max=1e-3, backend="python").state_names[: model.nq]
+    q = np.array([traj[n][-1] for n in names])
+    links = {lk.name for lk in read_urdf(urdf).links}
+    assert len(static.transforms) > 0 and links <= set(edges) | {"world"}
+    for link in links:
+        R, p = world_pose(link)
+        R_ref, p_ref = model.frame_pose(q, link)
+        np.testing.assert_allclose(R, R_ref, rtol=0, atol=1e-12, err_msg=link)
+        np.testing.assert_allclose(p, p_ref, rtol=0, atol=1e-12, err_msg=link)

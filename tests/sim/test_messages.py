@@ -187,7 +187,10 @@ def test_recording_and_node_publish_the_same_messages(tmp_path, model_name, inpu
         types = {c.topic: c.msgtype for c in reader.connections}
         for conn, _ts, raw in reader.messages():
             got.setdefault(conn.topic, []).append(plain(reader.deserialize(raw, conn.msgtype)))
-    assert types == ms.state_topics(recorder.layout)
+    assert types == {**ms.state_topics(recorder.layout), **ms.LATCHED_TOPICS}
+    latched = {topic: got.pop(topic) for topic in ms.LATCHED_TOPICS}  # once, at the first row
+    assert [len(v) for v in latched.values()] == [1, 1]
+    assert latched[ms.TF_STATIC][0] == plain(ms.tf_static(recorder.model, 0))
     assert set(got) == set(want) and set(node.BUILDERS) >= set(want) - {ms.TF}
     for topic in want:
         assert len(got[topic]) == len(want[topic]) == 6
