@@ -559,3 +559,33 @@ def test_thousands_of_problems_list_a_screenful_and_count_the_rest(tmp_path):
     lines = str(info.value).splitlines()
     assert n >= 1500 and len(lines) == MAX_LISTED + 2
     assert lines[-1] == f"  ... and {n - MAX_LISTED} more (the first {MAX_LISTED} are listed)"
+
+
+def test_fast_yaml_walk_equals_pyyaml_constructor_and_falls_back_where_it_must():
+    """parse_file's one-walk reader gives the documents and line maps of PyYAML's constructor on every
+    bundled YAML file; documents with anchors, merge keys, tags or duplicate keys take PyYAML's path."""
+    import yaml
+
+    from mbsfmu.io import model_file as mf
+
+    def slow(text):
+        loader = mf._Loader(text)
+        try:
+            node = loader.get_single_node()
+            data, lines = loader.construct_document(node), {}  # (constructing flattens merge keys in the nodes)
+            mf._node_lines(node, (), lines, loader, set())
+            return data, lines
+        finally:
+            loader.dispose()
+
+    from tests.support.paths import ROOT
+
+    files = sorted((ROOT / "scenarios").rglob("*.yaml"))
+    assert len(files) > 20
+    for path in files:
+        text = path.read_text()
+        assert mf._parse_yaml(text) == slow(text), path
+    tricky = "a: &x {k: 1.5e-3, s: '2'}\nb: *x\nc:\n  <<: *x\n  k: !!float 2\nd: [1_000, 0x10, yes, ~]\n"
+    assert mf._parse_yaml(tricky) == slow(tricky)
+    with pytest.raises(yaml.constructor.ConstructorError, match="duplicate key"):
+        mf._parse_yaml("a: 1\na: 2\n")
