@@ -18,7 +18,7 @@ from mbsfmu.engine.model import Model
 from mbsfmu.engine.spatial import R_to_quat, R_to_rpy, rpy_to_R
 from mbsfmu.engine.spec.description import Coupling, Wheel
 from mbsfmu.io.urdf import load_urdf, read_urdf
-from mbsfmu.io.urdf_export import equivalent_box, export_urdf, source_urdf, urdf_text, write_urdf
+from mbsfmu.io.urdf_export import equivalent_box, export_urdf, robot_description, source_urdf, urdf_text, write_urdf
 from tests.support.paths import DATA, MODELS, ROOT
 
 RTOL = 1e-12  # relative to the largest entry of the reference
@@ -271,6 +271,25 @@ def test_wheels_become_rotor_joints_with_the_same_spin_inertia(tmp_path):
         g = np.asarray(w.axis) / np.linalg.norm(w.axis)
         I = np.array([[float(el.get("i" + a + b) or el.get("i" + b + a)) for b in "xyz"] for a in "xyz"])
         assert g @ I @ g == pytest.approx(w.inertia, rel=1e-14)
+
+
+def test_robot_description_is_the_urdf_file_the_overlays_urdf_or_the_export(tmp_path):
+    """robot_description: a URDF model's file text unchanged; an overlay's URDF (its ``urdf`` key,
+    relative to the overlay, wherever the overlay sits); the export of a model file or of a model
+    built in Python."""
+    urdf = MODELS / "urdf_quadruped.urdf"
+    assert robot_description(mbsfmu.load_model(urdf)) == urdf.read_text()
+    overlay = MODELS / "urdf_quadruped_overlay.yaml"
+    assert robot_description(mbsfmu.load_model(overlay)) == urdf.read_text()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "robot.urdf").write_text(urdf.read_text() + "<!-- moved -->\n")
+    moved = tmp_path / "overlay.yaml"
+    moved.write_text(overlay.read_text().replace("urdf: urdf_quadruped.urdf", "urdf: sub/robot.urdf"))
+    assert robot_description(mbsfmu.load_model(moved)).endswith("<!-- moved -->\n")
+    scara = mbsfmu.load_model(MODELS / "scara.yaml")
+    assert robot_description(scara) == export_urdf(scara).text
+    built = Model(one_joint_spec())
+    assert built.source == "<python>" and robot_description(built) == export_urdf(built).text
 
 
 def test_equivalent_box_has_the_mass_and_principal_moments():

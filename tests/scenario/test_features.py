@@ -327,22 +327,62 @@ def test_body_records_go_to_records_csv_only_when_checks_need_them(tmp_path):
     assert list(trajectory_row(sim)) == list(traj.names) and list(records_row(sim)) == list(rec.names)
 
 
-@pytest.mark.integration
-def test_a_recording_rebuilds_every_link_of_a_lumped_urdf_robot(tmp_path):
-    """A floating URDF quadruped (fixed links lumped into their bodies): the recording carries its
-    URDF file as /robot_description, /tf_static (links on their bodies) and /tf (bodies on their
-    parents); chained from the world, they give every URDF link's pose = model.frame_pose at the
-    recorded state, to 1e-12 m and rad (the viewer's 3D robot is the simulated one)."""
+def recorded_frames(path: Path) -> tuple[dict, dict, dict]:
+    """(messages by topic, the edges child frame -> (parent frame, R (3, 3), p (3,)) of the
+    /tf_static and the last /tf, stamps by topic [ns]) of an MCAP recording, read with rosbags."""
     rosbags = pytest.importorskip("rosbags.highlevel")
     from rosbags.typesys import Stores, get_typestore
 
     from mbsfmu.engine.spatial import quat_to_R
-    from mbsfmu.io.urdf import read_urdf
-    from mbsfmu.sim.simulator import Simulator
 
-    overlay = MODELS / "urdf_quadruped_overlay.yaml"
+    seen: dict[str, list] = {}
+    stamps: dict[str, list] = {}
+    with rosbags.AnyReader([path], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        for conn, ts, raw in reader.messages():
+            seen.setdefault(conn.topic, []).append(reader.deserialize(raw, conn.msgtype))
+            stamps.setdefault(conn.topic, []).append(ts)
+    edges = {}
+    for msg in (*seen["/tf_static"], seen["/tf"][-1]):
+        for t in msg.transforms:
+            assert t.child_frame_id not in edges, f"{t.child_frame_id} has two parents"
+            r, x = t.transform.rotation, t.transform.translation
+            edges[t.child_frame_id] = (t.header.frame_id, quat_to_R([r.w, r.x, r.y, r.z]), np.array([x.x, x.y, x.z]))
+    return seen, edges, stamps
+
+
+def world_pose(edges: dict, frame: str) -> tuple[np.ndarray, np.ndarray]:
+    """(R, p) of frame in "world", chaining the TF edges child -> parent: R_w,c = R_w,p R_p,c,
+    p_w,c = R_w,p p_p,c + p_w,p (tf2's composition of TransformStamped)."""
+    R, p = np.eye(3), np.zeros(3)
+    while frame != "world":
+        parent, Rc, pc = edges[frame]
+        R, p = Rc @ R, Rc @ p + pc
+        frame = parent
+    return R, p
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "model_file, urdf_file",
+    [
+        ("urdf_quadruped_overlay.yaml", "urdf_quadruped.urdf"),  # floating, fixed links lumped
+        ("urdf_quadruped.urdf", "urdf_quadruped.urdf"),  # fixed base, the URDF itself
+        ("branched_robot.yaml", None),  # a model file: frames, a spherical joint
+        ("spacecraft.yaml", None),  # a model file: free joint, reaction wheels, frames
+    ],
+)
+def test_a_recording_rebuilds_every_frame_of_the_model(tmp_path, model_file, urdf_file):
+    """A recording carries the model's URDF as /robot_description (the file itself for a URDF
+    model or overlay, the export otherwise), /tf_static (named frames on their bodies, e.g. the
+    URDF links lumped into a body) and /tf (bodies on their parents); chained from the world,
+    they give every frame of model.frames at model.frame_pose of the recorded state (rebuilt from
+    /joint_states), to 1e-12 m and rad: the viewer's 3D robot is the simulated one."""
+    from mbsfmu.io.urdf_export import export_urdf
+    from mbsfmu.sim import messages as ms
+
+    path = MODELS / model_file
     (tmp_path / "s.yaml").write_text(
-        f"version: 1\nname: s\nmodel: {overlay}\nduration: 0.05\ndt: 0.01\nintegrator: {{method: rk4}}\n"
+        f"version: 1\nname: s\nmodel: {path}\nduration: 0.05\ndt: 0.01\nintegrator: {{method: rk4}}\n"
     )
     res = subprocess.run(
         [sys.executable, "-m", "mbsfmu", "run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"),
@@ -350,39 +390,25 @@ def test_a_recording_rebuilds_every_link_of_a_lumped_urdf_robot(tmp_path):
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
-    model = mbsfmu.load_model(overlay)
-    seen = {}
-    with rosbags.AnyReader([tmp_path / "run.mcap"], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
-        for conn, _ts, raw in reader.messages():
-            seen.setdefault(conn.topic, []).append(reader.deserialize(raw, conn.msgtype))
-    urdf = MODELS / "urdf_quadruped.urdf"
-    assert [m.data for m in seen["/robot_description"]] == [urdf.read_text()]
-    edges = {}  # child frame -> (parent frame, R, p) of the last /tf and the /tf_static
-
-    def add(msg):
-        for t in msg.transforms:
-            r, x = t.transform.rotation, t.transform.translation
-            edges[t.child_frame_id] = (t.header.frame_id, quat_to_R([r.w, r.x, r.y, r.z]), np.array([x.x, x.y, x.z]))
-
+    model = mbsfmu.load_model(path)
+    seen, edges, stamps = recorded_frames(tmp_path / "run.mcap")
+    urdf = export_urdf(model).text if urdf_file is None else (MODELS / urdf_file).read_text()
+    assert [m.data for m in seen["/robot_description"]] == [urdf]
+    assert stamps["/robot_description"] == stamps["/tf_static"] == stamps["/clock"][:1]
     (static,) = seen["/tf_static"]
-    add(static)
-    add(seen["/tf"][-1])
-
-    def world_pose(frame):
-        R, p = np.eye(3), np.zeros(3)
-        while frame != "world":
-            parent, Rc, pc = edges[frame]
-            R, p = Rc @ R, Rc @ p + pc
-            frame = parent
-        return R, p
-
+    own = {name for name, (i, _) in model.frames.items() if name == model.body_names[i - 1]}
+    assert sorted(t.child_frame_id for t in static.transforms) == sorted(set(model.frames) - own)
+    last = {topic: msgs[-1] for topic, msgs in seen.items()}
+    assert stamps["/tf"][-1] == stamps["/joint_states"][-1]
+    js = last["/joint_states"]
+    q, _ = ms.state_from_joint_state(
+        ms.joint_layout(model), js.name, js.position, js.velocity, last.get("/mbs/multi_dof_joint_states")
+    )
     traj = read_trajectory(tmp_path / "out" / "trajectory.csv")
-    names = Simulator(model, "rk4", h_max=1e-3, backend="python").state_names[: model.nq]
-    q = np.array([traj[n][-1] for n in names])
-    links = {lk.name for lk in read_urdf(urdf).links}
-    assert len(static.transforms) > 0 and links <= set(edges) | {"world"}
-    for link in links:
-        R, p = world_pose(link)
-        R_ref, p_ref = model.frame_pose(q, link)
-        np.testing.assert_allclose(R, R_ref, rtol=0, atol=1e-12, err_msg=link)
-        np.testing.assert_allclose(p, p_ref, rtol=0, atol=1e-12, err_msg=link)
+    assert math.isclose(traj.time[-1], 0.05, rel_tol=0, abs_tol=1e-12) and len(seen["/joint_states"]) == len(traj.time)
+    assert model.frames and model.frames.keys() <= edges.keys()
+    for name in model.frames:
+        R, p = world_pose(edges, name)
+        R_ref, p_ref = model.frame_pose(q, name)
+        np.testing.assert_allclose(R, R_ref, rtol=0, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(p, p_ref, rtol=0, atol=1e-12, err_msg=name)

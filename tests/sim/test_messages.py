@@ -126,6 +126,31 @@ def test_momentum_com_energy_are_the_engine_values(spacecraft):
 
 
 # ---- the recording and the node carry the same content ------------------------------------------
+# ---- fixed frames --------------------------------------------------------------------------
+@pytest.mark.parametrize("model_name", ["urdf_quadruped.urdf", "branched_robot.yaml", "scara.yaml"])
+def test_tf_static_holds_every_named_frame_on_its_body(model_name):
+    """/tf_static: one TransformStamped per named frame, parent = its host body, the frame's pose
+    in the body (quaternion x, y, z, w back to R to 1e-15; translation exact); a body's frame of
+    its own name at the body origin (every URDF body has one) is /tf's, not repeated."""
+    from mbsfmu.engine.spatial import quat_to_R
+
+    model = mbsfmu.load_model(MODELS / model_name)
+    msg = ms.tf_static(model, 1_500_000_000)
+    got = {t["child_frame_id"]: t for t in msg["transforms"]}
+    own = [n for n, (i, _) in model.frames.items() if n == model.body_names[i - 1]]
+    assert len(got) == len(msg["transforms"]) == len(model.frames) - len(own) > 0
+    assert set(got) == set(model.frames) - set(own) and not set(got) & set(model.body_names)
+    for name, t in got.items():
+        i, fr = model.frames[name]
+        assert t["header"] == {"stamp": {"sec": 1, "nanosec": 500_000_000}, "frame_id": model.body_names[i - 1]}
+        r, x = t["transform"]["rotation"], t["transform"]["translation"]
+        assert [x["x"], x["y"], x["z"]] == [float(v) for v in fr.p]
+        np.testing.assert_allclose(quat_to_R([r["w"], r["x"], r["y"], r["z"]]), fr.R, rtol=0, atol=1e-15)
+    for name in own:
+        i, fr = model.frames[name]
+        assert np.array_equal(fr.R, np.eye(3)) and not np.any(fr.p)
+
+
 def plain(obj):
     """A message (rclpy or rosbags) or content as nested dicts, lists and Python scalars."""
     if isinstance(obj, dict):
