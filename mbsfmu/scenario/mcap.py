@@ -7,11 +7,12 @@ take them from ``mbsfmu.sim.messages`` (docs/reference/ros-interface.md, "Record
 recording holds every state topic the node publishes (/clock, /joint_states,
 /mbs/multi_dof_joint_states for models with spherical or free joints, /mbs/centroidal_momentum,
 /mbs/com, /mbs/com_velocity, /mbs/energy, /tf), one message each per trajectory row, and once, at
-the first row, /robot_description (the model's URDF) and /tf_static (the named frames, e.g. the
-URDF links lumped into a body, on their bodies): so Foxglove shows the robot moving in 3D from any
-recording, ROS installed or not; not the
-node's /diagnostics and /mbs/real_time_factor, which describe a live run (wall-clock pacing,
-commands) and whose checks a scenario run writes to report.json instead.
+the first row (log time = its stamp, before that row's state messages), /robot_description (the
+model's URDF: ``mbsfmu.io.urdf_export.robot_description``) and /tf_static (the named frames, e.g.
+the URDF links lumped into a body, on their bodies): so Foxglove shows the robot moving in 3D from
+any recording, ROS installed or not. Not the node's /diagnostics and /mbs/real_time_factor, which
+describe a live run (wall-clock pacing, commands) and whose checks a scenario run writes to
+report.json instead.
 """
 
 from __future__ import annotations

@@ -86,6 +86,18 @@ RULES = {
         "elbow: [0.8",
         "duplicate frame name 'elbow' (also bodies[0].frames.elbow)",
     ),
+    "frame named like another body": (
+        [("tip: [0.8", "hand: [0.8")],
+        "bodies[1].frames.hand",
+        "hand: [0.8",
+        "frame name 'hand' names a body: only a body's own frame at its origin",
+    ),
+    "frame named like its body, off its origin": (
+        [("tip: [0.8", "link2: [0.8")],
+        "bodies[1].frames.link2",
+        "link2: [0.8",
+        "frame name 'link2' names a body",
+    ),
     "world body": ([("name: hand", "name: world")], "bodies[2].name", "name: world", "'world' is the inertial frame"),
     "negative mass": ([("mass: 1.5", "mass: -1.5")], "bodies[1].mass", "mass: -1.5", "negative mass -1.5 kg"),
     "inertia not symmetric": (

@@ -60,6 +60,17 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
         for fname, fr in b.frames.items():
             _array(fr.xyz, (3,), at + ("frames", fname, "xyz"), problems)
             _array(fr.rpy, (3,), at + ("frames", fname, "rpy"), problems)
+    bodies = {b.name for b in spec.bodies}
+    for k, b in enumerate(spec.bodies):  # one TF frame per name: /tf names the bodies, /tf_static the frames
+        for fname, fr in b.frames.items():
+            if fname in bodies and not (fname == b.name and _at_origin(fr)):
+                problems.append(
+                    Problem(
+                        ("bodies", k, "frames", fname),
+                        f"frame name {fname!r} names a body: only a body's own frame at its origin "
+                        "(xyz and rpy zero) may share its name; choose another",
+                    )
+                )
     for k, f in enumerate(spec.forces):
         if f.name in RESERVED:
             problems.append(
@@ -83,6 +94,14 @@ def locate(problems: list[Problem], lines: dict | None) -> list[Problem]:
             path = path[:-1]
         out.append(Problem(p.path, p.message, lines.get(path)))
     return sorted(out, key=lambda p: (p.line is None, p.line or 0))
+
+
+def _at_origin(fr) -> bool:
+    """True for a frame origin with xyz = rpy = 0 (False if either is not three numbers)."""
+    try:
+        return all(float(v) == 0.0 for v in (*fr.xyz, *fr.rpy)) and len(fr.xyz) == len(fr.rpy) == 3
+    except (TypeError, ValueError):
+        return False
 
 
 def _where(path: tuple) -> str:
