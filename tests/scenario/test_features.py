@@ -367,6 +367,7 @@ def world_pose(edges: dict, frame: str) -> tuple[np.ndarray, np.ndarray]:
     [
         ("urdf_quadruped_overlay.yaml", "urdf_quadruped.urdf"),  # floating, fixed links lumped
         ("urdf_quadruped.urdf", "urdf_quadruped.urdf"),  # fixed base, the URDF itself
+        ("urdf_arm7.urdf", "urdf_arm7.urdf"),  # a lumped hand frame rotated on its body
         ("branched_robot.yaml", None),  # a model file: frames, a spherical joint
         ("spacecraft.yaml", None),  # a model file: free joint, reaction wheels, frames
     ],

@@ -127,7 +127,7 @@ def test_momentum_com_energy_are_the_engine_values(spacecraft):
 
 # ---- the recording and the node carry the same content ------------------------------------------
 # ---- fixed frames --------------------------------------------------------------------------
-@pytest.mark.parametrize("model_name", ["urdf_quadruped.urdf", "branched_robot.yaml", "scara.yaml"])
+@pytest.mark.parametrize("model_name", ["urdf_quadruped.urdf", "urdf_arm7.urdf", "branched_robot.yaml", "scara.yaml"])
 def test_tf_static_holds_every_named_frame_on_its_body(model_name):
     """/tf_static: one TransformStamped per named frame, parent = its host body, the frame's pose
     in the body (quaternion x, y, z, w back to R to 1e-15; translation exact); a body's frame of
