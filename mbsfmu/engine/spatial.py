@@ -43,6 +43,15 @@ def rot_axis(axis: Array, angle: float) -> Array:
     return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
 
 
+def z_to(n: Array) -> Array:
+    """The smallest rotation taking z onto the unit vector n (MuJoCo's mjuu_z2quat): about z x n by
+    the angle between them; about x by pi when n = -z."""
+    s = cross(np.array([0.0, 0.0, 1.0]), n)
+    sn = float(np.linalg.norm(s))
+    axis = s / sn if sn >= 1e-10 else np.array([1.0, 0.0, 0.0])
+    return rot_axis(axis, math.atan2(sn, n[2]))
+
+
 def rpy_to_R(rpy: Array) -> Array:
     """URDF roll-pitch-yaw [rad] to rotation matrix: R = Rz(yaw) Ry(pitch) Rx(roll)."""
     r, p, y = rpy

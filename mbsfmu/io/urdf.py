@@ -40,7 +40,7 @@ from xml.parsers import expat
 
 import numpy as np
 
-from ..engine.spatial import rot_axis, rpy_to_R
+from ..engine.spatial import rpy_to_R, z_to
 from ..engine.spec.couplings import check_couplings
 from ..engine.spec.description import WORLD, Body, Coupling, Joint, ModelSpec, Origin, Spring
 from ..engine.spec.elements import parse_forces, parse_wheels
@@ -585,7 +585,7 @@ def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec,
         label = f"joint {j.name!r}"
         if j.type == "planar":
             n = np.asarray(j.axis) / np.linalg.norm(j.axis)
-            R = _z_to(n)
+            R = z_to(n)
             for suffix, axis, origin in (("_TX", R[:, 0], j.origin), ("_TY", R[:, 1], Origin())):
                 name = j.name + suffix
                 k = len(bodies)
@@ -700,15 +700,6 @@ def _where_joint(where: dict, k: int, j: UrdfJoint, label: str) -> None:
     where[("bodies", k, "joint", "axis")] = (f"{label}/axis", ln.get("axis", ln["joint"]))
     where[("bodies", k, "joint", "origin")] = (f"{label}/origin", ln.get("origin", ln["joint"]))
     where[("bodies", k, "joint", "spring")] = (f"{label}/dynamics@damping", ln.get("dynamics", ln["joint"]))
-
-
-def _z_to(n: np.ndarray) -> np.ndarray:
-    """The smallest rotation taking z onto the unit vector n (MuJoCo's mjuu_z2quat): its x and y
-    columns span the plane of a planar joint with normal n."""
-    s = np.cross([0.0, 0.0, 1.0], n)
-    sn = np.linalg.norm(s)
-    axis = s / sn if sn >= 1e-10 else np.array([1.0, 0.0, 0.0])
-    return rot_axis(axis, math.atan2(sn, n[2]))
 
 
 # ---- overlay ---------------------------------------------------------------------------------

@@ -49,7 +49,6 @@ The output is deterministic: bodies depth first from the world, siblings in the 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,7 +56,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from ..engine.spatial import R_to_rpy, rot_axis
+from ..engine.spatial import R_to_rpy, z_to
 from ..engine.spec.couplings import check_couplings
 from ..engine.spec.description import WORLD, Body, Joint, ModelSpec, Origin
 from ..engine.spec.validation import check_spec
@@ -181,14 +180,6 @@ def equivalent_box(mass: float, I: np.ndarray) -> tuple[np.ndarray, np.ndarray] 
     if sq.max() <= 0 or sq.min() <= DEGENERATE * sq.max():
         return None
     return np.sqrt(sq), R
-
-
-def z_onto(d: np.ndarray) -> np.ndarray:
-    """A rotation taking z onto the unit vector d (about z x d by the angle between them)."""
-    s = np.cross([0.0, 0.0, 1.0], d)
-    sn = np.linalg.norm(s)
-    axis = s / sn if sn >= 1e-12 else np.array([1.0, 0.0, 0.0])
-    return rot_axis(axis, math.atan2(sn, d[2]))
 
 
 def unit(v) -> tuple[float, ...]:
@@ -394,7 +385,7 @@ class _Writer:
             length = float(np.linalg.norm(p))
             if length < 1e-9:
                 continue
-            R = z_onto(np.asarray(p) / length)
+            R = z_to(np.asarray(p) / length)
             out += self.visual(
                 f"{name}_rod{k}",
                 0.5 * np.asarray(p),

@@ -209,25 +209,5 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         thresholds[check] = (warn, error)
     if problems:
         raise ConfigError(f"{len(problems)} bad node parameter(s):\n  " + "\n  ".join(problems))
-    return NodeConfig(
-        model=p["model"],
-        physics_step=p["physics_step"],
-        publish_rate=p["publish_rate"],
-        real_time_factor=p["real_time_factor"],
-        lock_step=p["lock_step"],
-        command_timeout=p["command_timeout"],
-        integrator=p["integrator"],
-        rtol=p["rtol"],
-        atol=p["atol"],
-        diagnostics_rate=p["diagnostics_rate"],
-        checks=tuple(checks),
-        invariants_decimation=p["invariants_decimation"],
-        frame_id=p["frame_id"],
-        start_paused=p["start_paused"],
-        follow_clock=p["follow_clock"],
-        executor=p["executor"],
-        servo_kp=p["servo_kp"],
-        servo_kd=p["servo_kd"],
-        servo_kv=p["servo_kv"],
-        thresholds=thresholds,
-    )
+    # NodeConfig's fields are the parameters' names (one place to add a parameter: PARAMETERS)
+    return NodeConfig(**{**p, "checks": tuple(checks)}, thresholds=thresholds)

@@ -39,7 +39,6 @@ __all__ = [
     "command_aliases",
     "effort_command_inputs",
     "joint_command",
-    "joint_command_inputs",
     "joint_layout",
     "servo_efforts",
     "servo_joints",
@@ -95,29 +94,6 @@ def command_aliases(model, input_names: Sequence[str]) -> dict[str, str]:
         elif rest.startswith("tau["):
             alias.setdefault(f"{base}{rest[3:]}", n)
     return alias
-
-
-def joint_command_inputs(names: Sequence[str], effort: Sequence[float], aliases: Mapping[str, str]) -> dict[str, float]:
-    """Validated inputs from /mbs/joint_commands (sensor_msgs/JointState: name and effort of equal
-    length, names from ``command_aliases``; inputs not named keep their value)."""
-    if not names:
-        raise CommandError("joint command names no joint; command rejected")
-    if len(effort) != len(names):
-        raise CommandError(f"joint command has {len(names)} names but {len(effort)} efforts; command rejected")
-    unknown = [n for n in names if n not in aliases]
-    if unknown:
-        hints = []
-        for n in unknown:
-            close = difflib.get_close_matches(n, list(aliases), n=1, cutoff=0.5)
-            hints.append(f"{n!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise CommandError(
-            f"joint command names unknown joint(s) {', '.join(hints)}; accepted: {', '.join(aliases)}; command rejected"
-        )
-    dup = sorted({aliases[n] for n in names if sum(aliases[m] == aliases[n] for m in names) > 1})
-    if dup:
-        raise CommandError(f"joint command sets {', '.join(dup)} more than once; command rejected")
-    values = _finite(effort, names, "joint command")
-    return {aliases[n]: v for n, v in zip(names, values)}
 
 
 def check_command_stamp(stamp_ns: int, now_ns: int, timeout_ns: int, lock_step: bool) -> None:
@@ -195,7 +171,7 @@ def joint_command(
             )
     if not any(len(a) for a in arrays.values()):
         raise CommandError("joint command gives no position, velocity or effort; command rejected")
-    unknown = [n for n in names if n not in aliases and n not in servos]
+    unknown = [n for n in names if n not in aliases]  # (every servo joint is an alias of its <joint>.tau)
     if unknown:
         hints = []
         for n in unknown:
@@ -204,35 +180,36 @@ def joint_command(
         raise CommandError(
             f"joint command names unknown joint(s) {', '.join(hints)}; accepted: {', '.join(aliases)}; command rejected"
         )
-    if len(set(names)) != len(names):
-        raise CommandError(f"joint command names {', '.join(sorted({n for n in names if names.count(n) > 1}))} "
-                           "more than once; command rejected")  # fmt: skip
-    values = {}
-    for what, arr in arrays.items():
-        vals = []
-        for n, v in zip(names, arr) if len(arr) else ():
-            try:
-                f = float(v)
-            except (TypeError, ValueError):
-                f = math.inf
-            if math.isinf(f):
-                raise CommandError(f"joint command: {what} of {n} is {v}: not finite; command rejected")
-            vals.append(None if math.isnan(f) else f)
-        values[what] = vals or [None] * len(names)
+    inputs = [aliases[n] for n in names]
+    dup = sorted({i for i in inputs if inputs.count(i) > 1})
+    if dup:
+        raise CommandError(f"joint command sets {', '.join(dup)} more than once; command rejected")
+    values = {what: [_commanded(v, n, what) for n, v in zip(names, arr)] or [None] * len(names)
+              for what, arr in arrays.items()}  # fmt: skip
     efforts, targets = {}, {}
-    for k, n in enumerate(names):
-        pos, vel, eff = values["position"][k], values["velocity"][k], values["effort"][k]
+    for n, inp, pos, vel, eff in zip(names, inputs, values["position"], values["velocity"], values["effort"]):
         if pos is None and vel is None:
             if eff is not None:
-                efforts[aliases.get(n, servos[n].input if n in servos else n)] = eff
-            continue
-        if n not in servos:
+                efforts[inp] = eff
+        elif n in servos:
+            targets[n] = JointTarget(pos, vel, eff)
+        else:
             raise CommandError(
                 f"joint command: {n!r} takes efforts only (position and velocity commands drive 1-DoF actuated "
                 f"joints: {', '.join(servos)}); command rejected"
             )
-        targets[n] = JointTarget(pos, vel, eff)
     return efforts, targets
+
+
+def _commanded(v, name: str, what: str) -> float | None:
+    """One entry of a JointState command: a finite number, or None for NaN (not commanded)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        f = math.inf
+    if math.isinf(f):
+        raise CommandError(f"joint command: {what} of {name} is {v}: not finite; command rejected")
+    return None if math.isnan(f) else f
 
 
 def servo_efforts(

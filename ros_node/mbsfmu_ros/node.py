@@ -431,15 +431,7 @@ class MbsNode(Node):
     def follow(self) -> bool:
         """Step to the latest external /clock time and publish; False if the engine failed."""
         t_ns, self.clock_ns = self.clock_ns, None
-        try:
-            self.sim.advance_to((t_ns - self.offset_ns) / cv.NS)
-        except SimulationError as e:
-            self.error = str(e)
-            self.get_logger().error(f"engine stopped: {e}; ~/reset restarts it")
-            return False
-        self.k += 1
-        self.publish_state()
-        return True
+        return self.advance((t_ns - self.offset_ns) / cv.NS)
 
     # ---- services --------------------------------------------------------------------------
     def _srv_reset(self, request, response):
@@ -522,20 +514,22 @@ class MbsNode(Node):
 
     # ---- the loop -------------------------------------------------------------------------
     def cycle(self) -> bool:
-        """Advance one publish period and publish; False if the engine failed. Inputs are held,
-        but for servo-driven joints (position/velocity commands), whose PD torques are updated
-        every physics_step inside the cycle (the actuator model, cv.servo_efforts): their work
-        enters W_in like any input's."""
-        t_end = self.t_base + (self.k + 1 - self.k_base) * self.period
+        """Advance one publish period and publish; False if the engine failed."""
+        return self.advance(self.t_base + (self.k + 1 - self.k_base) * self.period)
+
+    def advance(self, t_end: float) -> bool:
+        """Advance the episode to t_end [s] and publish; False if the engine failed. Inputs are
+        held, but for servo-driven joints (position/velocity commands), whose PD torques are
+        updated every physics_step (the actuator model, cv.servo_efforts): their work enters W_in
+        like any input's."""
         try:
             if self.targets:
                 h = self.config.physics_step or self.period
-                n = max(1, math.ceil((t_end - self.sim.t) / h - 1e-9))
                 t0 = self.sim.t
+                n = max(1, math.ceil((t_end - t0) / h - 1e-9))
                 for j in range(1, n + 1):
-                    self.sim.set_inputs(
-                        cv.servo_efforts(self.targets, self.servos, self.sim.q, self.sim.qd, *self.gains)
-                    )
+                    tau = cv.servo_efforts(self.targets, self.servos, self.sim.q, self.sim.qd, *self.gains)
+                    self.sim.set_inputs(tau)
                     self.sim.advance_to(t_end if j == n else t0 + j * (t_end - t0) / n)
             else:
                 self.sim.advance_to(t_end)

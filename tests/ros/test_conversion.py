@@ -76,19 +76,28 @@ def test_effort_command_follows_forward_command_controller(spacecraft):
 def test_joint_command_names_and_aliases(spacecraft, scara):
     al = cv.command_aliases(spacecraft, Simulator(spacecraft).input_names)
     assert al["rw1"] == "rw1.torque" and al["thr1.thrust"] == "thr1.thrust" and "hinge_l" not in al
-    assert cv.joint_command_inputs(["rw2", "thr1.thrust"], [0.5, 1.0], al) == {"rw2.torque": 0.5, "thr1.thrust": 1.0}
+    sv = cv.servo_joints(spacecraft, Simulator(spacecraft).input_names)
+
+    def effort_command(names, effort, al, sv):  # an effort-only JointState command
+        efforts, targets = cv.joint_command(names, [], [], effort, al, sv)
+        assert targets == {}
+        return efforts
+
+    assert effort_command(["rw2", "thr1.thrust"], [0.5, 1.0], al, sv) == {"rw2.torque": 0.5, "thr1.thrust": 1.0}
     al = cv.command_aliases(scara, Simulator(scara).input_names)
+    sv = cv.servo_joints(scara, Simulator(scara).input_names)
     assert al == {"q1.tau": "q1.tau", "q2.tau": "q2.tau", "q1": "q1.tau", "q2": "q2.tau"}
     with pytest.raises(cv.CommandError, match=r"unknown joint\(s\) 'q3' \(did you mean 'q[12]'"):
-        cv.joint_command_inputs(["q1", "q3"], [1.0, 2.0], al)
-    with pytest.raises(cv.CommandError, match="2 names but 1 efforts"):
-        cv.joint_command_inputs(["q1", "q2"], [1.0], al)
-    with pytest.raises(cv.CommandError, match="q2 = nan"):
-        cv.joint_command_inputs(["q1", "q2"], [1.0, math.nan], al)
+        effort_command(["q1", "q3"], [1.0, 2.0], al, sv)
+    with pytest.raises(cv.CommandError, match="2 names but 1 effort entries"):
+        effort_command(["q1", "q2"], [1.0], al, sv)
+    with pytest.raises(cv.CommandError, match="effort of q2 is inf"):
+        effort_command(["q1", "q2"], [1.0, math.inf], al, sv)
+    assert effort_command(["q1", "q2"], [1.0, math.nan], al, sv) == {"q1.tau": 1.0}  # NaN: not commanded
     with pytest.raises(cv.CommandError, match="sets q1.tau more than once"):
-        cv.joint_command_inputs(["q1", "q1.tau"], [1.0, 2.0], al)
+        effort_command(["q1", "q1.tau"], [1.0, 2.0], al, sv)
     with pytest.raises(cv.CommandError, match="names no joint"):
-        cv.joint_command_inputs([], [], al)
+        effort_command([], [], al, sv)
 
 
 def test_multi_dof_joint_command_alias():
@@ -213,7 +222,7 @@ def test_joint_command_position_velocity_effort_by_the_topic_based_convention():
         (["q1"], [0.1, 0.2], [], [], "1 names but 2 position entries"),
         (["q1"], [], [], [], "no position, velocity or effort"),
         (["q1"], [math.inf], [], [], "position of q1 is inf"),
-        (["q1", "q1"], [0.1, 0.2], [], [], "q1 more than once"),
+        (["q1", "q1"], [0.1, 0.2], [], [], "sets q1.tau more than once"),
         (["q3"], [0.1], [], [], "unknown joint(s) 'q3'"),
     ):
         with pytest.raises(cv.CommandError, match=re.escape(fragment)):

@@ -188,8 +188,10 @@ def _moved_force(f, k: int, host, pose, problems: list):
 
 def _moved_loop(lp: Loop, host, pose) -> Loop:
     def side(s: LoopSide) -> LoopSide:
-        if s.frame is not None or s.body == WORLD or host.get(s.body, s.body) == s.body:
-            return s if s.frame is None or s.body == WORLD else replace(s, body=host.get(s.body, s.body))
+        if s.frame is not None:  # the named frame moved with its body; ``body`` only repeats the host
+            return replace(s, body=host.get(s.body, s.body))
+        if host.get(s.body, s.body) == s.body:  # the world, or a body that stays
+            return s
         R, p = pose[s.body]
         o = Origin(s.point, s.rpy)
         return LoopSide(body=host[s.body], point=_tuple(p + R @ o.p), rpy=_tuple(R_to_rpy(R @ o.R)))

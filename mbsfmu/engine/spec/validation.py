@@ -37,6 +37,7 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
     _array(spec.gravity, (3,), ("gravity",), problems)
     first: dict[tuple[str, str], tuple] = {}
     welded = welded_to_world(spec)
+    bodies = {b.name for b in spec.bodies}
     for k, b in enumerate(spec.bodies):
         at = ("bodies", k)
         if b.name == WORLD:
@@ -60,9 +61,7 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
         for fname, fr in b.frames.items():
             _array(fr.xyz, (3,), at + ("frames", fname, "xyz"), problems)
             _array(fr.rpy, (3,), at + ("frames", fname, "rpy"), problems)
-    bodies = {b.name for b in spec.bodies}
-    for k, b in enumerate(spec.bodies):  # one TF frame per name: /tf names the bodies, /tf_static the frames
-        for fname, fr in b.frames.items():
+            # one TF frame per name: /tf names the bodies, /tf_static the frames
             if fname in bodies and not (fname == b.name and _at_origin(fr)):
                 problems.append(
                     Problem(
@@ -161,18 +160,25 @@ def _check_joint(joint, at) -> list[Problem]:
 def welded_to_world(spec: ModelSpec) -> set[str]:
     """Names of the bodies joined to the world by fixed joints only: they never move, so their
     mass properties never enter the dynamics (only the constant PE of gravity)."""
-    parent = {b.name: b for b in spec.bodies}
-    out: set[str] = set()
+    by_name = {b.name: b for b in spec.bodies}
+    welded: dict[str, bool] = {}  # each body decided once: O(N) for any tree
     for b in spec.bodies:
-        chain, seen = [], set()
-        while b is not None and b.name not in seen and b.joint.type == "fixed":
-            seen.add(b.name)
-            chain.append(b.name)
-            if b.parent == WORLD or b.parent in out:
-                out.update(chain)
+        chain: dict[str, None] = {}  # the bodies walked to decide b, in order (a cycle is not welded)
+        name, answer = b.name, False
+        while True:
+            if name in welded:
+                answer = welded[name]
                 break
-            b = parent.get(b.parent)
-    return out
+            body = by_name.get(name)
+            if body is None or body.joint.type != "fixed" or name in chain:
+                break
+            chain[name] = None
+            if body.parent == WORLD:
+                answer = True
+                break
+            name = body.parent
+        welded.update(dict.fromkeys(chain, answer))
+    return {name for name, yes in welded.items() if yes}
 
 
 def inertia_scale(m: float, c: Array, I: Array) -> float:
