@@ -87,6 +87,18 @@ TRAJECTORY_FILE = "trajectory.csv"  # a run folder's joint states and engine col
 RECORDS_FILE = "records.csv"  # ... and its body records for the checker, beside it
 
 
+_BAD_NAME_CHARS = frozenset(',"\r\n')  # not allowed in a column name
+
+
+def _is_real(v) -> bool:
+    """Whether float(v) accepts ``v`` (the writer's test for a cell)."""
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 class TrajectoryError(MbsError):
     """A trajectory file that cannot be written or read; names the file, row and column."""
 
@@ -175,7 +187,7 @@ class TrajectoryWriter:
 
     def _header(self, columns: Sequence[str]) -> None:
         cols = tuple(str(c) for c in columns)
-        bad = [c for c in cols if not c or c != c.strip() or any(ch in c for ch in ',"\r\n')]
+        bad = [c for c in cols if not c or c != c.strip() or not _BAD_NAME_CHARS.isdisjoint(c)]
         if bad:
             raise TrajectoryError(
                 f"{self.path}: column names must be non-empty, without commas, quotes, "
@@ -192,15 +204,17 @@ class TrajectoryWriter:
         self._write(",".join(cols) + "\n", "the header")
 
     def write(self, row: Mapping[str, float] | Sequence[float]) -> None:
-        """Append one row: a mapping with exactly the file's columns, or a sequence of values
-        in column order. Values are written with repr (exact round trip)."""
+        """Append one row: a mapping with exactly the file's columns, or a sequence (or 1-D
+        array) of values in column order. Values are written with repr (exact round trip)."""
         if self._f.closed:
             raise TrajectoryError(f"{self.path}: write after close")
         if self.columns is None:
             if not isinstance(row, Mapping):
                 raise TrajectoryError(f"{self.path}: the first row must be a mapping when no columns were given")
             self._header(list(row))
-        if isinstance(row, Mapping):
+        if isinstance(row, Mapping) and tuple(row) == self.columns:  # the usual row: keys in header order
+            values = list(row.values())
+        elif isinstance(row, Mapping):
             missing = [c for c in self.columns if c not in row]
             extra = [str(k) for k in row if k not in self._column_set]
             if missing or extra:
@@ -211,21 +225,18 @@ class TrajectoryWriter:
                 )
             values = [row[c] for c in self.columns]
         else:
-            values = list(row)
+            values = row.tolist() if isinstance(row, np.ndarray) else list(row)
             if len(values) != len(self.columns):
                 raise TrajectoryError(
                     f"{self.path}: row {self.n_rows + 1} has {len(values)} values, "
                     f"the header has {len(self.columns)} columns"
                 )
-        cells = []
-        for c, v in zip(self.columns, values):
-            try:
-                cells.append(repr(float(v)))
-            except (TypeError, ValueError):
-                raise TrajectoryError(
-                    f"{self.path}: row {self.n_rows + 1}, column {c!r}: {v!r} is not a number"
-                ) from None
-        self._write(",".join(cells) + "\n", f"row {self.n_rows + 1}")
+        try:
+            cells = list(map(float, values))
+        except (TypeError, ValueError):
+            c, v = next((c, v) for c, v in zip(self.columns, values) if not _is_real(v))
+            raise TrajectoryError(f"{self.path}: row {self.n_rows + 1}, column {c!r}: {v!r} is not a number") from None
+        self._write(",".join(map(repr, cells)) + "\n", f"row {self.n_rows + 1}")
         self.n_rows += 1
         self.last_time = float(values[self._time_index])
 

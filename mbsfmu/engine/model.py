@@ -463,8 +463,8 @@ class Model:
     def _check_moves_mass(self, lines) -> list[Problem]:
         """Joints whose motion, alone or combined with other joints', moves no mass or inertia, which
         makes M singular: found in O(N) by the pivots of M's block LDL^T (dynamics/singular.py) at
-        two random configurations (a structural singularity shows at both); M overflowing to inf
-        is reported too."""
+        two random configurations (a structural singularity shows at both; the second is tried only
+        when the first shows one); M overflowing to inf is reported too."""
         if self.nv == 0:
             return []
         rng = np.random.default_rng(12345)
@@ -472,6 +472,8 @@ class Model:
         with np.errstate(all="ignore"):
             for _ in range(2):
                 found.append(singular_joints(self.tree, self.random_state(rng)[0]))
+                if not found[-1].overflow and not found[0].joints:
+                    break  # nothing singular at the first configuration: the intersection is empty
                 if found[-1].overflow:
                     return locate(
                         [

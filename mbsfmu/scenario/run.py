@@ -12,7 +12,7 @@ from .. import stops
 from ..engine.model import Model
 from ..errors import MbsError
 from ..sim.pid import JointPID
-from ..sim.rows import records_row, trajectory_row
+from ..sim.rows import records_columns, records_values, trajectory_row
 from ..sim.simulator import SimulationError, Simulator
 from .grid import check_run_length, sample_times
 from .progress import Progress
@@ -22,7 +22,7 @@ from .spec import Scenario, scenario_model
 
 def build_simulator(scn: Scenario) -> Simulator:
     """Load the model, apply the initial-state overrides and check input names."""
-    model = scenario_model(scn.path, scn.model_inline, scn.model_path)
+    model = scn.model if scn.model is not None else scenario_model(scn.path, scn.model_inline, scn.model_path)
     if scn.gravity is not None or scn.edits:
         from ..engine.spec.edits import edit_spec
 
@@ -115,7 +115,7 @@ def run_scenario(
     pid = JointPID(scn.controller, scn.dt) if scn.controller else None
     joints = list(scn.controller)
     (out / RECORDS_FILE).unlink(missing_ok=True)  # a previous run's records must not be checked with this run
-    records = TrajectoryWriter(out / RECORDS_FILE) if scn.records else None
+    records = TrajectoryWriter(out / RECORDS_FILE, records_columns(sim)) if scn.records else None
     with TrajectoryWriter(out / TRAJECTORY_FILE) as writer:
         try:
             for k, t in enumerate(times):
@@ -133,7 +133,7 @@ def run_scenario(
                 row = trajectory_row(sim)
                 writer.write(row)
                 if records is not None:
-                    records.write(records_row(sim))
+                    records.write(records_values(sim))
                 if recorder is not None:
                     recorder.write(sim)
                 if k < n_steps:
@@ -187,7 +187,7 @@ def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 
             sim.set_input(name, sched(times[k]))
         trajectory_row(sim)
         if scn.records:
-            records_row(sim)
+            records_values(sim)
         sim.advance_to(times[k + 1])
 
     n = len(times) - 1

@@ -148,6 +148,9 @@ class Scenario:
     edits: tuple = ()  # (parameter path, value): model edits (sweeps)
     loops: LoopOptions = LoopOptions()
     cosim: CosimSpec | None = None  # FMUs and connections for `mbsfmu cosim` (scenario/cosim_section.py)
+    # the model as load_scenario built it to check the scenario's names (scenario_model: no gravity
+    # or edits applied), so that a run parses and validates it once; None: build it again
+    model: Model | None = field(default=None, compare=False, repr=False)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -188,8 +191,9 @@ def load_scenario(path: str | Path) -> Scenario:
     description = doc.get("description", "")
     if not isinstance(description, str):
         r.problem(("description",), f"expected text, got {brief(description)}")
+    model = None
     if inline is not None or model_path.is_file():
-        _check_names(r, path, inline, model_path, init_q, init_qd, inputs, controller)
+        model = _check_names(r, path, inline, model_path, init_q, init_qd, inputs, controller)
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     duration = times.get("duration", math.nan)
@@ -216,6 +220,7 @@ def load_scenario(path: str | Path) -> Scenario:
         plots=plots,
         loops=loops,
         cosim=cosim,
+        model=model,
     )
 
 
@@ -515,22 +520,23 @@ def _check_names(
     init_qd: dict,
     inputs: dict,
     controller: dict,
-) -> None:
+) -> Model | None:
     """Joint and input names of ``initial``, ``inputs`` and ``controller`` against the model, each
-    problem with its line (so that one round lists every problem of the scenario)."""
+    problem with its line (so that one round lists every problem of the scenario); the model (None
+    when it has problems)."""
     from ..engine.forces import ForceElements
 
     try:
         model = scenario_model(path, inline, model_path)
     except ScenarioError as e:
         r.problems += e.problems
-        return
+        return None
     except ModelError as e:
         for p in e.problems:
             r.problem(
                 ("model",), f"model file {e.source}{':' + str(p.line) if p.line else ''}: {p.where()}: {p.message}"
             )
-        return
+        return None
     input_names = ForceElements(model).layout.names
     for key, vals, slicer in (("q", init_q, model.q_slice), ("qd", init_qd, model.v_slice)):
         for jname, v in vals.items():
@@ -550,3 +556,4 @@ def _check_names(
                 ("controller", "joints", joint),
                 f"{joint!r} is not an actuated 1-DoF joint" + _close(joint, [n[: -len(".tau")] for n in actuated]),
             )
+    return model

@@ -104,59 +104,70 @@ def angular_momentum_scale(model, kin: Kinematics) -> float:
     return float(np.linalg.norm(L_c, axis=1).sum() + np.linalg.norm(cross_rows(c - R_cm, p_rel), axis=1).sum())
 
 
-def body_records(model, kin: Kinematics) -> dict[str, Array]:
-    """Records of every rigid body (wheel rotors excluded) and wheel, as flat named columns:
-    ``<body>.m``, ``<body>.I[xx..yz]``, ``<body>.<vec>[1..3]`` for vec in VEC3, ``<wheel>.h``,
-    ``<wheel>.h_b1``, ``<wheel>.Iw``, and system ``C1[1..9]`` (row-major), ``R``, ``Rdot``,
-    ``eta1``, ``etadot1``, ``g``."""
+SYM_LABELS = ("xx", "yy", "zz", "xy", "xz", "yz")
+SYSTEM_VECTORS = ("R", "Rdot", "eta1", "etadot1", "g")
+
+
+def body_record_names(model) -> tuple[str, ...]:
+    """The record columns of ``body_record_values``, in its order (a function of the model only:
+    build it once per model). Per rigid body (wheel rotors excluded): ``<body>.m``,
+    ``<body>.I[xx..yz]``, ``<body>.I_b1[xx..yz]``, ``<body>.<vec>[1..3]`` for vec in VEC3; per
+    wheel ``<wheel>.h[c]``, ``<wheel>.h_b1[c]`` for c = 1..3, ``<wheel>.Iw``; then ``C1[1..9]``
+    (row-major), ``R``, ``Rdot``, ``eta1``, ``etadot1``, ``g`` [1..3]."""
+    per_body = ["m", *(f"{key}[{lab}]" for key in SYM6 for lab in SYM_LABELS)]
+    per_body += [f"{key}[{c + 1}]" for key in VEC3 for c in range(3)]
+    names = [f"{model.body_names[i - 1]}.{col}" for i in model.rigid_bodies for col in per_body]
+    for wname in model.wheels:
+        names += [f"{wname}.{key}[{c + 1}]" for c in range(3) for key in ("h", "h_b1")]
+        names.append(f"{wname}.Iw")
+    names += [f"C1[{c + 1}]" for c in range(9)]
+    names += [f"{key}[{c + 1}]" for key in SYSTEM_VECTORS for c in range(3)]
+    return tuple(names)
+
+
+def body_record_values(model, kin: Kinematics) -> Array:
+    """Records of every rigid body and wheel (MBS Momentum Testing Figs. 1-2 notations, see the
+    module docstring) as one flat float array in the order of ``body_record_names``."""
     t = model.tree
-    idx = model.rigid_bodies
-    m = t.mass[list(idx)]
+    idx = np.asarray(model.rigid_bodies, dtype=int)
+    m = t.mass[idx]
+    Rb = kin.R[idx]
     C1 = kin.R[1]
-    rbar = np.array([kin.p[i] + kin.R[i] @ t.com[i] for i in idx])
-    rbardot = np.array([kin.point_velocity(i, t.com[i]) for i in idx])
-    omega = kin.omega_world[list(idx)]
-    I_w = np.array([kin.R[i] @ t.I_c[i] @ kin.R[i].T for i in idx])
+    rbar = kin.p[idx] + np.einsum("nij,nj->ni", Rb, t.com[idx])
+    w, vo = kin.v[idx, :3], kin.v[idx, 3:]
+    rbardot = np.einsum("nij,nj->ni", Rb, vo + cross_rows(w, t.com[idx]))  # R (v_o + w x c), RBDA Sec. 2.11
+    omega = kin.omega_world[idx]
+    I_w = np.einsum("nij,njk,nlk->nil", Rb, t.I_c[idx], Rb)  # R I_c R^T
     M = m.sum()
     R = m @ rbar / M
     Rdot = m @ rbardot / M
     eta1, etadot1 = kin.p[1], kin.point_velocity(1, np.zeros(3))
-    vec = {
-        "omega": omega,
-        "omega_b1": omega @ C1,
-        "r_abs": rbar,
-        "rdot_abs": rbardot,
-        "r_cm": rbar - R,
-        "rdot_cm": rbardot - Rdot,
-        "r_cm_b1": (rbar - R) @ C1,
-        "rdot_cm_b1": (rbardot - Rdot) @ C1,
-        "r_j1": rbar - eta1,
-        "rdot_j1": rbardot - etadot1,
-        "r_j1_b1": (rbar - eta1) @ C1,
-        "rdot_j1_b1": (rbardot - etadot1) @ C1,
-    }
-    inert = {"I": I_w, "I_b1": np.einsum("ji,njk,kl->nil", C1, I_w, C1)}
-    out: dict[str, Array] = {}
-    for k, i in enumerate(idx):
-        name = model.body_names[i - 1]
-        out[f"{name}.m"] = m[k]
-        for key in SYM6:
-            for (a, b), lab in zip(SYM_INDEX, ("xx", "yy", "zz", "xy", "xz", "yz")):
-                out[f"{name}.{key}[{lab}]"] = inert[key][k, a, b]
-        for key in VEC3:
-            for c in range(3):
-                out[f"{name}.{key}[{c + 1}]"] = vec[key][k, c]
-    for wname, (i, _w) in model.wheels.items():
+    I_b1 = np.einsum("ji,njk,kl->nil", C1, I_w, C1)
+    a, b = np.array(SYM_INDEX).T
+    vec = (
+        omega,
+        omega @ C1,
+        rbar,
+        rbardot,
+        rbar - R,
+        rbardot - Rdot,
+        (rbar - R) @ C1,
+        (rbardot - Rdot) @ C1,
+        rbar - eta1,
+        rbardot - etadot1,
+        (rbar - eta1) @ C1,
+        (rbardot - etadot1) @ C1,
+    )  # in VEC3 order
+    parts = [np.hstack([m[:, None], I_w[:, a, b], I_b1[:, a, b], *vec]).ravel()]
+    for i, _w in model.wheels.values():
         g = t.axis[i]
-        h = t.I_c[i] @ kin.v[i, :3]  # = g I_w thetadot, rotor axes
-        h_world = kin.R[i] @ h
-        for c in range(3):
-            out[f"{wname}.h[{c + 1}]"] = h_world[c]
-            out[f"{wname}.h_b1[{c + 1}]"] = (C1.T @ h_world)[c]
-        out[f"{wname}.Iw"] = float(g @ t.I_c[i] @ g)
-    for c in range(9):
-        out[f"C1[{c + 1}]"] = C1.flat[c]
-    for key, val in (("R", R), ("Rdot", Rdot), ("eta1", eta1), ("etadot1", etadot1), ("g", model.gravity)):
-        for c in range(3):
-            out[f"{key}[{c + 1}]"] = val[c]
-    return out
+        h_world = kin.R[i] @ (t.I_c[i] @ kin.v[i, :3])  # = g I_w thetadot, rotor axes, to world
+        parts.append(np.append(np.column_stack([h_world, C1.T @ h_world]).ravel(), g @ t.I_c[i] @ g))
+    parts.append(np.concatenate([C1.ravel(), R, Rdot, eta1, etadot1, model.gravity]))
+    return np.concatenate(parts)
+
+
+def body_records(model, kin: Kinematics) -> dict[str, float]:
+    """``body_record_names`` -> ``body_record_values`` as a mapping (build the names once per
+    model where this runs per step: the Simulator does)."""
+    return dict(zip(body_record_names(model), body_record_values(model, kin).tolist()))

@@ -13,6 +13,8 @@ only when a scenario's checks need them (docs/reference/trajectory-format.md).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..trajectory import RECORDS_FILE, TRAJECTORY_FILE
 
 INVARIANT_VECTORS = ("p_sys", "P_sys", "H_sys", "R", "Rdot")
@@ -48,7 +50,27 @@ def trajectory_row(sim, t: float | None = None) -> dict[str, float]:
 
 def records_row(sim, t: float | None = None) -> dict[str, float]:
     """One records.csv row: time, body/wheel/spring records and the engine.* columns."""
-    return {"time": sim.t if t is None else t, **sim.records(), **engine_columns(sim)}
+    return dict(zip(records_columns(sim), records_values(sim, t).tolist()))
 
 
-__all__ = ["RECORDS_FILE", "TRAJECTORY_FILE", "engine_columns", "records_row", "trajectory_row"]
+def records_columns(sim) -> tuple[str, ...]:
+    """The columns of records.csv, in ``records_values`` order (fixed by the model)."""
+    return ("time", *sim.record_names(), *engine_columns(sim))
+
+
+def records_values(sim, t: float | None = None) -> np.ndarray:
+    """One records.csv row as an array in ``records_columns`` order: what ``records_row`` holds,
+    without a mapping of ~50 entries per body (a 10,000-body row is 490,000 values)."""
+    engine = np.fromiter(engine_columns(sim).values(), float)
+    return np.concatenate([[sim.t if t is None else t], sim.record_values(), engine])
+
+
+__all__ = [
+    "RECORDS_FILE",
+    "TRAJECTORY_FILE",
+    "engine_columns",
+    "records_columns",
+    "records_row",
+    "records_values",
+    "trajectory_row",
+]

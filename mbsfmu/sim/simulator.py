@@ -31,7 +31,7 @@ from ..engine.kinematics import forward_kinematics
 from ..engine.spatial import Array
 from ..errors import InputError, MbsError
 from .integrators import IntegrationError, dop853, rk4_step
-from .outputs import Invariants, body_records, engine_invariants
+from .outputs import Invariants, body_record_names, body_record_values, engine_invariants
 
 INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
@@ -114,6 +114,7 @@ class Simulator:
             if t.jtype[i] in (joints.SPHERICAL, joints.FREE)
         ]
         self.state_names = _state_names(model)
+        self._record_names: tuple[str, ...] | None = None  # body_record_names, built at the first records()
         self.loops = model.loops
         self.loop_method, self.loop_stabilisation, self.assemble = loop_method, loop_stabilisation, bool(assemble)
         self._alpha, self._beta = (alpha, beta) if loop_stabilisation in ("baumgarte", "both") else (0.0, 0.0)
@@ -384,9 +385,21 @@ class Simulator:
         return out
 
     def records(self) -> dict[str, float]:
-        """Body, wheel and spring records for the independent checker (see records.py)."""
+        """Body, wheel and spring records for the independent checker (mbsfmu/sim/outputs.py),
+        by name: ``record_names`` -> ``record_values``."""
+        return dict(zip(self.record_names(), self.record_values().tolist()))
+
+    def record_names(self) -> tuple[str, ...]:
+        """The names of ``record_values``: body and wheel records, then ``<spring>.k``, ``.x``."""
+        if self._record_names is None:
+            self._record_names = body_record_names(self.model) + tuple(self.spring_records())
+        return self._record_names
+
+    def record_values(self) -> Array:
+        """Body, wheel and spring records at the current state, in ``record_names`` order."""
         kin = self.kinematics()
-        return {**body_records(self.model, kin), **self.spring_records(kin)}
+        springs = np.fromiter(self.spring_records(kin).values(), float)
+        return np.concatenate([body_record_values(self.model, kin), springs])
 
 
 def _real(name: str, value) -> float:
