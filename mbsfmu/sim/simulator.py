@@ -114,7 +114,11 @@ class Simulator:
             if t.jtype[i] in (joints.SPHERICAL, joints.FREE)
         ]
         self.state_names = _state_names(model)
-        self._record_names: tuple[str, ...] | None = None  # body_record_names, built at the first records()
+        self._record_names: tuple[str, ...] | None = None  # built at the first record_names()
+        self._record_index = (  # the C core's body records: rigid bodies, then wheel rotors (outputs.py order)
+            np.asarray(model.rigid_bodies, dtype=np.int32),
+            np.asarray([i for i, _w in model.wheels.values()], dtype=np.int32),
+        )
         self.loops = model.loops
         self.loop_method, self.loop_stabilisation, self.assemble = loop_method, loop_stabilisation, bool(assemble)
         self._alpha, self._beta = (alpha, beta) if loop_stabilisation in ("baumgarte", "both") else (0.0, 0.0)
@@ -376,7 +380,7 @@ class Simulator:
 
     def spring_records(self, kin=None) -> dict[str, float]:
         """``<spring>.k`` [N/m or N m/rad] and ``<spring>.x`` (deflection) of every spring."""
-        kin = kin or self.kinematics()
+        kin = kin or (self.kinematics() if self.forces.springs else None)  # point springs need the poses
         out = {}
         for name, (k, x) in self.model.joint_spring_deflections(self.q).items():
             out[f"{name}.k"], out[f"{name}.x"] = k, x
@@ -396,10 +400,19 @@ class Simulator:
         return self._record_names
 
     def record_values(self) -> Array:
-        """Body, wheel and spring records at the current state, in ``record_names`` order."""
-        kin = self.kinematics()
-        springs = np.fromiter(self.spring_records(kin).values(), float)
-        return np.concatenate([body_record_values(self.model, kin), springs])
+        """Body, wheel and spring records at the current state, in ``record_names`` order (the
+        body records by the C core on the native backend, outputs.body_record_values on numpy)."""
+        if self.backend == "native":
+            bodies, wheels = self._record_index
+            n = 49 * bodies.size + 7 * wheels.size + 24
+            q, qd = self.x[: self._nq], self.x[self._nq : self._nq + self._nv]
+            body = self._native.records_at(q, qd, bodies, wheels, np.empty(n))
+            springs = np.fromiter(self.spring_records().values(), float)
+        else:
+            kin = self.kinematics()
+            body = body_record_values(self.model, kin)
+            springs = np.fromiter(self.spring_records(kin).values(), float)
+        return np.concatenate([body, springs])
 
 
 def _real(name: str, value) -> float:

@@ -27,6 +27,7 @@ SOURCES = (
     "aba.c",
     "forces.c",
     "invariants.c",
+    "records.c",
     "integrate.c",
     "loops.c",
     "sim.c",

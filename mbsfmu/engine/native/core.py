@@ -99,6 +99,7 @@ SIGNATURES = {
     "mbs_sim_rhs": (I, [P, P, P, P]),
     "mbs_fk": (I, [P, P, P, P, P, P, P, P]),
     "mbs_invariants_at": (I, [P, P, P, P]),
+    "mbs_records_at": (I, [P, P, P, I, P, I, P, P]),
 }
 
 
@@ -303,6 +304,22 @@ class Core:
         self._load(self._v1, "qd", qd, self.nv)
         out = Invariants_C()
         if self._L.mbs_invariants_at(self._s, self._pq, self._p1, C.addressof(out)):
+            self._fail()
+        return out
+
+    def records_at(self, q, qd, bodies: np.ndarray, wheels: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The body records at (q, qd) into ``out`` (sim/outputs.py body_record_values: 49 per
+        body of ``bodies``, 7 per wheel rotor of ``wheels`` (int32 body indices), 24 system values)."""
+        self._load(self._q, "q", q, self.nq)
+        self._load(self._v1, "qd", qd, self.nv)
+        n = 49 * bodies.size + 7 * wheels.size + 24
+        if out.size != n or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise InputError(f"records: out must be a contiguous float64 array of {n}")
+        if any(a.dtype != np.int32 or not a.flags.c_contiguous for a in (bodies, wheels)):
+            raise InputError("records: bodies and wheels must be contiguous int32 arrays of body indices")
+        if self._L.mbs_records_at(
+            self._s, self._pq, self._p1, bodies.size, _ptr(bodies), wheels.size, _ptr(wheels), _ptr(out)
+        ):
             self._fail()
         return out
 

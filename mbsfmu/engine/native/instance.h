@@ -112,5 +112,7 @@ int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *ta
 void mbs_loop_project(mbs_sim *s, double *x);
 /* invariants.c */
 void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out);
+void mbs_compute_records(const mbs_sim *s, int n_b, const int32_t *bodies, int n_w, const int32_t *wheels,
+                         double *out);
 
 #endif

@@ -157,6 +157,10 @@ int mbs_sim_rhs(mbs_sim *s, const double *x, const double *u, double *xdot);
 int mbs_fk(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *R, double *p, double *v, double *a);
 /* The invariants at a given (q, qd) (mbs_sim_invariants is the lazy one of the current state). */
 int mbs_invariants_at(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out);
+/* The body records at (q, qd) (mbsfmu/sim/outputs.py body_record_values: 49 per body of bodies
+ * (n_b,), 7 per wheel rotor of wheels (n_w,), then 24 system values) into out. */
+int mbs_records_at(mbs_sim *s, const double *q, const double *qd, int n_b, const int32_t *bodies, int n_w,
+                   const int32_t *wheels, double *out);
 /* All inputs at once (u (n_u,)); MBS_ERROR (nothing changed) if one is not finite. */
 int mbs_sim_set_inputs(mbs_sim *s, const double *u);
 /* Restore the statistics (a state restored from outside: FMU state, Simulator.set_state); h_last

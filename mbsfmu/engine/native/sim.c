@@ -335,3 +335,23 @@ int mbs_invariants_at(mbs_sim *s, const double *q, const double *qd, mbs_invaria
     mbs_compute_invariants(s, q, qd, out);
     return MBS_OK;
 }
+
+int mbs_records_at(mbs_sim *s, const double *q, const double *qd, int n_b, const int32_t *bodies, int n_w,
+                   const int32_t *wheels, double *out)
+{
+    int b;
+    if (!valid(s) || !qd || !out || n_b < 1 || n_w < 0 || !bodies || (n_w && !wheels) ||
+        check_args(s, q, qd, NULL, NULL, NULL))
+        return MBS_ERROR;
+    for (b = 0; b < n_b + n_w; b++) {
+        int i = b < n_b ? bodies[b] : wheels[b - n_b];
+        if (i < 1 || i > s->N) {
+            mbs_fmt(s->msg, MBS_MSG, "records: body index %d out of 1..%d", i, s->N);
+            return MBS_ERROR;
+        }
+    }
+    mbs_joint_transforms(s, q);
+    mbs_forward_kinematics(s, qd, NULL, 1, 0, NULL);
+    mbs_compute_records(s, n_b, bodies, n_w, wheels, out);
+    return MBS_OK;
+}
