@@ -20,8 +20,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "(docs/guides/linearization.md)",
         description="Linearize MODEL about an operating point (default: its initial state, zero inputs): "
         "d(dx)/dt = A dx + B du, dy = C dx + D du with dx = [dq; dqd] in minimal coordinates (the "
-        "tangent space of spherical and free joints, body axes). Written with the operating point and the "
-        "state, input and output names. Models with closed loops are refused.",
+        "tangent space of spherical and free joints, body axes; the independent coordinates of closed "
+        "loops). Written with the operating point and the state, input and output names.",
     )
     p.add_argument("model", help="model file (YAML/JSON, URDF or URDF overlay)")
     p.add_argument(

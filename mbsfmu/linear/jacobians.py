@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine.dynamics.closed_loops import consistent_state
 from ..engine.dynamics.singular import singular_joints
 from ..engine.spatial import Array
 from ..errors import InputError
@@ -34,12 +35,22 @@ H_REL = np.finfo(float).eps ** (1.0 / 3.0)  # relative central-difference step (
 class Accelerations:
     """qdd(q, qd, u) (nv,) [rad/s^2 or m/s^2]: the Simulator's forward dynamics with the inputs u
     (``input_names``) held, on backend "auto" (the C core if it loads), "native" or "python".
-    Models with closed loops are refused (InputError): see ``check_open``."""
+
+    ``iu``: the velocity indices of the minimal coordinates: every one for a tree; for closed
+    loops the independent coordinates of the engine's partitioning (PyMbs Background,
+    ``Model.loop_partition``), the dependent ones solved from them (v = H(u), vdot = B_vu udot) at
+    every evaluation, on the python backend (the C core closes loops by multipliers only).
+    InputError when a loop declares no independent joints (``check_partitioned``)."""
 
     def __init__(self, model, backend: str = "auto"):
-        check_open(model)
         self.model = model
-        self.sim = Simulator(model, backend=backend)
+        self.part = check_partitioned(model)
+        if self.part is None:
+            self.sim = Simulator(model, backend=backend)
+            self.iu = np.arange(model.nv)
+        else:
+            self.sim = Simulator(model, loop_method="partitioning", backend="python" if backend == "auto" else backend)
+            self.iu = self.part.iu.copy()
         self.input_names = tuple(self.sim.input_names)
         self.nq, self.nv, self.nu = model.nq, model.nv, len(self.input_names)
         self.core = None
@@ -55,12 +66,27 @@ class Accelerations:
         self.sim.u[:] = u
         return self.sim.rhs(x)[self.nq : self.nq + self.nv]
 
+    def close(self, q: Array, qd: Array) -> tuple[Array, Array]:
+        """(q, qd) with the dependent coordinates solved from the independent ones (trees: as given);
+        PartitionError (an InputError) naming the dependent joints where Phi_v is singular."""
+        if self.part is None:
+            return q, qd
+        q, qd, _J = consistent_state(self.model.tree, self.model.loops, self.part, q, qd)
+        return q, qd
+
+    def move(self, q: Array, dq: Array) -> Array:
+        """q (+) dq along the minimal coordinates (dq (n_iu,)), the dependent ones solved again."""
+        dv = np.zeros(self.nv)
+        dv[self.iu] = dq
+        return self.close(self.model.integrate(q, dv), np.zeros(self.nv))[0]
+
 
 @dataclass(frozen=True)
 class DynamicsJacobians:
-    """qdd (nv,) at (q, qd, u) and its Jacobians: dqdd_dq (nv, nv) with respect to the tangent
-    coordinates dq of q (+) dq (mbsfmu/linear/tangent.py) [1/s^2], dqdd_dqd (nv, nv) [1/s],
-    dqdd_du (nv, nu) [per unit input]; ``method`` says how they were computed."""
+    """qdd (nv,) at (q, qd, u) and its Jacobians with respect to the minimal coordinates
+    (``Accelerations.iu``, n of them): dqdd_dq (nv, n) for the tangent coordinates dq of
+    q (+) dq (mbsfmu/linear/tangent.py) [1/s^2], dqdd_dqd (nv, n) [1/s], dqdd_du (nv, nu) [per
+    unit input]; ``method`` says how they were computed."""
 
     qdd: Array
     dqdd_dq: Array
@@ -69,14 +95,19 @@ class DynamicsJacobians:
     method: str
 
 
-def check_open(model) -> None:
-    """InputError for a model with closed loops (not linearized: see docs/guides/linearization.md)."""
-    if model.loops:
+def check_partitioned(model):
+    """The model's Partition (None for a tree); InputError when some loop declares no independent
+    joints, so that the minimal coordinates are not known (see docs/guides/linearization.md)."""
+    if not model.loops:
+        return None
+    bare = [c.name for c in model.loops.closures if not c.held]
+    if bare:
         raise InputError(
-            f"model {model.source} has closed loops ({', '.join(model.loop_names)}): linearization "
-            "covers tree-structured models only (the loops' independent coordinates are not yet "
-            "supported); cut the loop or linearize the open chain"
+            f"model {model.source}: loop(s) {', '.join(bare)} declare no independent joints: linearization "
+            "of closed loops is in the independent coordinates of the partitioning method; declare them "
+            "(loops[].independent in the model file)"
         )
+    return model.loop_partition()
 
 
 def check_regular(model, q: Array) -> None:
@@ -92,18 +123,20 @@ def check_regular(model, q: Array) -> None:
 
 
 def dynamics_jacobians(f: Accelerations, q: Array, qd: Array, u: Array, rates_and_inputs: bool = True):
-    """DynamicsJacobians at (q, qd, u) by central differences (module docstring); with
-    ``rates_and_inputs`` False only qdd and dqdd_dq (the equilibrium search needs no more)."""
-    model, nv, nu = f.model, f.nv, f.nu
+    """DynamicsJacobians at a consistent (q, qd) and u by central differences (module docstring);
+    with ``rates_and_inputs`` False only qdd and dqdd_dq (the equilibrium search needs no more)."""
+    nv, nu, n = f.nv, f.nu, f.iu.size
     qdd = f(q, qd, u)
-    dq = np.zeros((nv, nv))
-    for j in range(nv):
-        e = np.zeros(nv)
+    dq = np.zeros((nv, n))
+    for j in range(n):
+        e = np.zeros(n)
         e[j] = H_REL
-        dq[:, j] = (f(model.integrate(q, e), qd, u) - f(model.integrate(q, -e), qd, u)) / (2.0 * H_REL)
+        dq[:, j] = (f(f.move(q, e), qd, u) - f(f.move(q, -e), qd, u)) / (2.0 * H_REL)
     if not rates_and_inputs:
-        return DynamicsJacobians(qdd, dq, np.full((nv, nv), np.nan), np.full((nv, nu), np.nan), "partial")
-    dqd = np.column_stack([central_column(lambda x: f(q, x, u), qd, j) for j in range(nv)]) if nv else np.zeros((0, 0))
+        return DynamicsJacobians(qdd, dq, np.full((nv, n), np.nan), np.full((nv, nu), np.nan), "partial")
+    dqd = np.zeros((nv, n))
+    for j, k in enumerate(f.iu):  # the dependent rates follow inside f (vdot = B_vu udot)
+        dqd[:, j] = central_column(lambda x: f(q, x, u), qd, int(k))
     du = np.column_stack([central_column(lambda x: f(q, qd, x), u, j) for j in range(nu)]) if nu else np.zeros((nv, 0))
     return DynamicsJacobians(qdd, dq, dqd, du, f"central differences, h = {H_REL:.2g} x max(1, |x_j|)")
 
@@ -123,7 +156,7 @@ __all__ = [
     "Accelerations",
     "DynamicsJacobians",
     "central_column",
-    "check_open",
+    "check_partitioned",
     "check_regular",
     "dynamics_jacobians",
 ]

@@ -1,7 +1,9 @@
 """The linear model d(dx)/dt = A dx + B du, dy = C dx + D du about an operating point (q0, qd0, u0).
 
-States dx = [dq; dqd] (2 nv,): dq the tangent coordinates of q = q0 (+) dq (mbsfmu/linear/tangent.py),
-dqd the rates' deviation. With the dynamics Jacobians of mbsfmu/linear/jacobians.py and the
+States dx = [dq; dqd] (2 n,): dq the tangent coordinates of q = q0 (+) dq (mbsfmu/linear/tangent.py),
+dqd the rates' deviation, over the n minimal coordinates (``Accelerations.iu``: all nv for a tree,
+the independent ones of the partitioning method for closed loops; E, I and the Jacobians below
+restricted to them). With the dynamics Jacobians of mbsfmu/linear/jacobians.py and the
 kinematics dq/dt = qd + E(qd0) dq + O(|dx|^2) (``tangent.rate_jacobian``):
 
     A = [[E, I], [dqdd/ddq, dqdd/dqd]],   B = [[0], [dqdd/du]]
@@ -27,7 +29,14 @@ from ..engine.spatial import Array
 from ..errors import InputError
 from ..sim.rows import INVARIANT_VECTORS
 from .equilibrium import find_equilibrium
-from .jacobians import Accelerations, DynamicsJacobians, central_column, check_regular, dynamics_jacobians
+from .jacobians import (
+    Accelerations,
+    DynamicsJacobians,
+    central_column,
+    check_partitioned,
+    check_regular,
+    dynamics_jacobians,
+)
 from .tangent import rate_jacobian, tangent_names
 
 INVARIANT_SCALARS = ("KE", "PE", "E")
@@ -37,7 +46,7 @@ INVARIANT_SCALARS = ("KE", "PE", "E")
 class LinearModel:
     """A, B, C, D about the operating point, with names.
 
-    A (nx, nx), B (nx, nu), C (ny, nx), D (ny, nu) with nx = 2 nv; state_names (nx,),
+    A (nx, nx), B (nx, nu), C (ny, nx), D (ny, nu) with nx = 2 n (n minimal coordinates); state_names (nx,),
     input_names (nu,) (the columns of B: the Simulator's input names), output_names (ny,).
     Operating point: q0 (nq,) named by q_names (quaternions w, x, y, z), qd0 (nv,), u0 (all the
     model's inputs, named by u_names) [SI], y0 (ny,) the outputs there, qdd0 (nv,) the
@@ -66,10 +75,20 @@ class LinearModel:
         return np.linalg.eigvals(self.A)
 
 
+def state_names(model) -> tuple[list[str], list[str]]:
+    """(names of dq, names of dqd) of the minimal coordinates: every joint coordinate of a tree,
+    the independent ones of closed loops (``jacobians.check_partitioned``)."""
+    pos, vel = tangent_names(model)
+    part = check_partitioned(model)
+    if part is None:
+        return pos, vel
+    return [pos[k] for k in part.iu], [vel[k] for k in part.iu]
+
+
 def output_names(model) -> list[str]:
     """Every output name ``linearize`` accepts for this model (module docstring)."""
-    pos, vel = tangent_names(model)
-    acc = ["qdd." + n[len("qd.") :] for n in vel]
+    pos, vel = state_names(model)
+    acc = ["qdd." + n[len("qd.") :] for n in tangent_names(model)[1]]
     inv = [f"engine.{k}" for k in INVARIANT_SCALARS]
     inv += [f"engine.{k}[{c + 1}]" for k in INVARIANT_VECTORS for c in range(3)]
     return pos + vel + acc + inv
@@ -102,18 +121,18 @@ def linearize(
         qd0 = np.zeros(model.nv)
     qd0 = qd_init if qd0 is None else model.checked_vector("qd", qd0, model.nv)
     u_all = _input_vector(f.input_names, u0)
-    q0 = _unit_quaternions(model, q0)
+    q0, qd0 = f.close(_unit_quaternions(model, q0), qd0)
     if equilibrium:
         q0 = find_equilibrium(f, q0, u_all)
     check_regular(model, q0)
     cols = _select(inputs, f.input_names, "input")
     J = dynamics_jacobians(f, q0, qd0, u_all)
-    nv = model.nv
-    A = np.block([[rate_jacobian(model, qd0), np.eye(nv)], [J.dqdd_dq, J.dqdd_dqd]])
-    B = np.vstack([np.zeros((nv, len(cols))), J.dqdd_du[:, cols]])
-    pos, vel = tangent_names(model)
+    iu, n = f.iu, f.iu.size
+    A = np.block([[rate_jacobian(model, qd0)[np.ix_(iu, iu)], np.eye(n)], [J.dqdd_dq[iu], J.dqdd_dqd[iu]]])
+    B = np.vstack([np.zeros((n, len(cols))), J.dqdd_du[np.ix_(iu, cols)]])
+    pos, vel = state_names(model)
     names = output_names(model)
-    rows = list(range(2 * nv)) if outputs is None else _select(outputs, names, "output")
+    rows = list(range(2 * n)) if outputs is None else _select(outputs, names, "output")
     C, D, y0 = _outputs(f, J, q0, qd0, [names[r] for r in rows], pos + vel, cols)
     return LinearModel(
         model=model.name,
@@ -138,30 +157,34 @@ def linearize(
 
 def _outputs(f: Accelerations, J: DynamicsJacobians, q0, qd0, names, states, cols):
     """(C, D, y0) for the named outputs."""
-    model, nv = f.model, f.nv
-    nx = 2 * nv
+    model, iu = f.model, f.iu
+    n = iu.size
+    nx = 2 * n
     C, D, y0 = np.zeros((len(names), nx)), np.zeros((len(names), len(cols))), np.zeros(len(names))
-    x0 = np.concatenate((np.zeros(nv), qd0))
-    for k, n in enumerate(states[:nv]):  # 1-DoF joints report their coordinate itself
-        if n.startswith("q."):
-            x0[k] = q0[model.q_slice(n[2:])][0]
+    x0 = np.concatenate((np.zeros(n), qd0[iu]))
+    for k, s in enumerate(states[:n]):  # 1-DoF joints report their coordinate itself
+        if s.startswith("q."):
+            x0[k] = q0[model.q_slice(s[2:])][0]
+    rates = tangent_names(model)[1]
     invariants = {}
     for r, name in enumerate(names):
         if name in states:
             j = states.index(name)
             C[r, j], y0[r] = 1.0, x0[j]
         elif name.startswith("qdd."):
-            j = states.index("qd." + name[len("qdd.") :])
-            C[r] = np.concatenate((J.dqdd_dq[j - nv], J.dqdd_dqd[j - nv]))
-            D[r] = J.dqdd_du[j - nv, cols]
-            y0[r] = J.qdd[j - nv]
+            j = rates.index("qd." + name[len("qdd.") :])
+            C[r] = np.concatenate((J.dqdd_dq[j], J.dqdd_dqd[j]))
+            D[r] = J.dqdd_du[j, cols]
+            y0[r] = J.qdd[j]
         else:
             invariants[r] = name[len("engine.") :]
     if invariants:
         rows = list(invariants)
 
         def y(dx):
-            inv = _invariants(f, model.integrate(q0, dx[:nv]), qd0 + dx[nv:])
+            qd = qd0.copy()
+            qd[iu] += dx[n:]
+            inv = _invariants(f, *f.close(f.move(q0, dx[:n]), qd))
             return np.array([inv[invariants[r]] for r in rows])
 
         dx0 = np.zeros(nx)
@@ -234,4 +257,4 @@ def _unit_quaternions(model, q: Array) -> Array:
     return q
 
 
-__all__ = ["LinearModel", "linearize", "output_names"]
+__all__ = ["LinearModel", "linearize", "output_names", "state_names"]

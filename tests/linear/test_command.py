@@ -93,5 +93,15 @@ def test_bad_suffix_and_model(run_cli, tmp_path):
     assert r.returncode == 2 and "the suffix must be one of .npz, .mat, .json" in r.stderr
     r = run_cli("linearize", tmp_path / "none.yaml", "-o", tmp_path / "x.npz")
     assert r.returncode == 2 and "does not exist" in r.stderr
-    r = run_cli("linearize", MODELS / "fourbar.yaml", "-o", tmp_path / "x.npz")
-    assert r.returncode == 2 and "closed loops" in r.stderr and "Traceback" not in r.stderr
+    bare = tmp_path / "fourbar_bare.yaml"  # the four-bar without its loop's independent joints
+    bare.write_text((MODELS / "fourbar.yaml").read_text().replace("    independent: [q1]\n", ""))
+    r = run_cli("linearize", bare, "-o", tmp_path / "x.npz")
+    assert r.returncode == 2 and "closure declare no independent joints" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_closed_loop_in_independent_coordinates(run_cli, tmp_path):
+    out = tmp_path / "fourbar.json"
+    r = run_cli("linearize", MODELS / "fourbar.yaml", "--equilibrium", "-o", out)
+    assert r.returncode == 0, r.stderr
+    got = read(out)
+    assert got["state_names"] == ["q.q1", "qd.q1"] and len(got["q0"]) == 3

@@ -18,6 +18,7 @@ stiffness/inertia ratio ~ 10) ~ 1e-10 of the exact one: compared at 1e-9.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -223,35 +224,44 @@ def scara_held(model):
 
 
 @pytest.mark.parametrize(
-    "name, make, order",
+    "name, make, order, h",
     [
+        # closed loop in its independent coordinate, the simulation partitioned as the linear model
+        ("crank_slider", lambda m: linearize(m, [-1.4, 0.0, 0.0], equilibrium=True), 2, 2e-2),
         # h(q, qd) is odd about q2 = 0 (sin q2, sin q2 qd2^2): the second-order term vanishes
-        ("trolley_pendulum", lambda m: linearize(m, equilibrium=True), 3),
-        ("scara", scara_held, 2),
+        ("trolley_pendulum", lambda m: linearize(m, equilibrium=True), 3, 1e-3),
+        ("scara", scara_held, 2, 1e-3),
         # no gravity, hinges at their springs' rest: qd^2 terms (Coriolis) are the leading neglect
-        ("spacecraft", lambda m: linearize(m, equilibrium=True), 2),
+        ("spacecraft", lambda m: linearize(m, equilibrium=True), 2, 1e-3),
     ],
 )
-def test_linear_response_converges_with_perturbation_size(name, make, order, rng):
+def test_linear_response_converges_with_perturbation_size(name, make, order, h, rng):
     """Nonlinear simulation from x* (+) eps d vs expm(A T) eps d: the error is the first term the
     linear model neglects, O(eps^order), so halving eps divides it by 2^order (measured order
     within 0.2; a wrong A or B leaves an O(eps) error: order 1). States are compared in the
-    tangent coordinates (``tangent.difference``), the free base included. RK4 at h = 1e-3 s over
-    T = 0.5 s errs ~1e-12, far below the smallest error compared (~1e-9)."""
+    tangent coordinates (``tangent.difference``), the free base included; the crank-slider's
+    dependent joints are compared through its independent one. RK4 at h = 1e-3 s over T = 0.5 s
+    errs ~1e-12; the crank-slider's partitioned simulation runs in Python, at h = 2e-2 s: its
+    error ~ eps T omega^5 h^4 / 120 ~ 3e-9 (omega ~ 6.3 rad/s) is 1% of the smallest error
+    compared there (3e-7)."""
     model = load(name)
     lin = make(model)
-    nv, T = model.nv, 0.5
-    d = rng.normal(size=2 * nv)
+    n, T = lin.A.shape[0] // 2, 0.5
+    d = rng.normal(size=2 * n)
     d /= np.linalg.norm(d)
     Phi = expm(lin.A * T)
     errors = []
     for eps in (1e-2, 5e-3, 2.5e-3):
         dx0 = eps * d
-        sim = Simulator(model, integrator="rk4", h_max=1e-3)
-        sim.set_configuration(model.integrate(lin.q0, dx0[:nv]), lin.qd0 + dx0[nv:])
+        method = "partitioning" if model.loops else "multipliers"
+        sim = Simulator(model, integrator="rk4", h_max=h, loop_method=method)
+        iu = model.loop_partition().iu if model.loops else np.arange(model.nv)
+        dv, dqd = np.zeros(model.nv), np.zeros(model.nv)
+        dv[iu], dqd[iu] = dx0[:n], dx0[n:]
+        sim.set_configuration(model.integrate(lin.q0, dv), lin.qd0 + dqd)  # the dependent part is closed
         sim.set_inputs(dict(zip(lin.u_names, lin.u0)))
         sim.step(T)
-        dx_nl = np.concatenate((difference(model, lin.q0, sim.q), sim.qd - lin.qd0))
+        dx_nl = np.concatenate((difference(model, lin.q0, sim.q), sim.qd - lin.qd0))[np.r_[iu, model.nv + iu]]
         errors.append(np.linalg.norm(dx_nl - Phi @ dx0))
     orders = [np.log2(errors[k] / errors[k + 1]) for k in range(2)]
     assert all(abs(p - order) < 0.2 for p in orders), (errors, orders)
@@ -317,9 +327,58 @@ def test_singular_configuration_names_the_joints():
         linearize(model, [0.0, 0.0], [0.0, 0.0])
 
 
-def test_closed_loops_are_refused():
-    with pytest.raises(mbsfmu.InputError, match=r"closed loops .*tree-structured models only"):
-        linearize(mbsfmu.load_model(MODELS / "fourbar.yaml"))
+def test_loops_without_independent_joints_are_refused():
+    model = load("fourbar")
+    spec = replace(model.spec, loops=tuple(replace(c, independent=()) for c in model.spec.loops))
+    with pytest.raises(mbsfmu.InputError, match=r"loop\(s\) closure declare no independent joints"):
+        linearize(mbsfmu.Model(spec))
+
+
+def crank_slider_reference(model, q0):
+    """(M_red, K_red, D_red) about q0 in the independent coordinate q1, from a second
+    formulation: the configuration q(q1) closed by the engine's assembly (Model.assemble, holding
+    q1), J = dq/dq1 by central differences of it; M_red = J^T M J (M by CRBA), D_red = J^T diag(d) J,
+    K_red = d2 PE / dq1^2 by second differences of PE = -sum m_i g . c_i (c_i the CoMs by forward
+    kinematics; MBS Energy Testing Eq. 2). Steps: h = 1e-5 for J (error ~1e-10), s = 1e-4 for the
+    second difference (truncation ~s^2 ~1e-8, round-off ~eps PE / s^2 ~1e-8)."""
+    g = model.gravity
+    t = model.tree
+
+    def closed(q1):
+        q = q0.copy()
+        q[0] = q1
+        return model.assemble(q)[0]
+
+    def PE(q):
+        kin = model.forward_kinematics(q)
+        c = kin.p[1:] + np.einsum("nij,nj->ni", kin.R[1:], t.com[1:])
+        return -float(np.sum(t.mass[1:] * (c @ g)))
+
+    h, s = 1e-5, 1e-4
+    J = (closed(q0[0] + h) - closed(q0[0] - h)) / (2 * h)
+    M_red = J @ model.mass_matrix(q0) @ J
+    D_red = J @ np.diag(model.damping) @ J
+    K_red = (PE(closed(q0[0] + s)) - 2 * PE(q0) + PE(closed(q0[0] - s))) / s**2
+    return M_red, K_red, D_red
+
+
+def test_closed_loop_in_independent_coordinates():
+    """The crank-slider (loop partitioned, q1 independent) hanging from its crank: one state pair
+    (q1, qd1); A and B against the energy formulation of ``crank_slider_reference`` (tolerance
+    1e-6 relative: the reference's second differences)."""
+    model = load("crank_slider")
+    lin = linearize(model, [-1.4, 0.0, 0.0], equilibrium=True)
+    assert lin.state_names == ("q.q1", "qd.q1") and lin.input_names == ("q1.tau",)
+    np.testing.assert_allclose(lin.q0[0], -np.pi / 2, atol=ATOL_Q)  # the crank hangs straight down
+    M_red, K_red, D_red = crank_slider_reference(model, lin.q0)
+    A = np.array([[0.0, 1.0], [-K_red / M_red, -D_red / M_red]])
+    np.testing.assert_allclose(lin.A, A, rtol=1e-6, atol=1e-6 * np.abs(A).max())
+    np.testing.assert_allclose(lin.B, [[0.0], [1.0 / M_red]], rtol=1e-8)
+    assert np.all(lin.eigenvalues().real < 0)  # stable, damped by the slider's damper
+    # outputs through the closed loop: a dependent joint's acceleration, and PE, stationary at rest
+    out = linearize(model, lin.q0, outputs=["qdd.q3", "engine.PE"])
+    assert out.C.shape == (2, 2) and np.abs(out.D[0]).max() > 0  # the crank torque moves the slider
+    np.testing.assert_allclose(out.C[1], 0, atol=1e-8)
 
 
 def test_no_equilibrium_is_reported():
@@ -361,3 +420,10 @@ def test_newton_reaches_an_unstable_equilibrium_too():
     np.testing.assert_allclose(G(lin.q0), 0, atol=1e-8)
     assert np.sin(lin.q0[0]) > 0.9
     assert lin.eigenvalues().real.max() > 1.0
+
+
+def test_singular_loop_jacobian_names_the_dependent_joints():
+    """The RSSR mechanism with its crank independent: the coupler's spin about its own axis is not
+    determined by the crank (Phi_v of the ball and rocker joints has rank 3 < 4)."""
+    with pytest.raises(mbsfmu.InputError, match=r"dependent rates \(joints ball, rocker\) are not determined"):
+        linearize(mbsfmu.load_model(MODELS / "rssr.yaml"))
