@@ -207,8 +207,10 @@ def test_spacecraft_zero_rigid_body_modes():
     ev = ev[np.argsort(np.abs(ev))]
     np.testing.assert_allclose(ev[:20], 0, atol=1e-6)
     Kmat = np.zeros((nv, nv))
-    for j in hinges:
-        Kmat[j, j] = next(b for b in model.spec.bodies if b.joint.name in ("hinge_l", "hinge_r")).joint.spring.k
+    for b in model.spec.bodies:
+        if b.joint.name in ("hinge_l", "hinge_r"):
+            j = model.v_slice(b.joint.name).start
+            Kmat[j, j] = b.joint.spring.k
     M = model.mass_matrix(lin.q0)
     lam = np.linalg.eigvals(np.linalg.solve(M, Kmat))
     omega = np.sqrt(np.sort(lam.real)[-2:])
@@ -427,3 +429,32 @@ def test_singular_loop_jacobian_names_the_dependent_joints():
     determined by the crank (Phi_v of the ball and rocker joints has rank 3 < 4)."""
     with pytest.raises(mbsfmu.InputError, match=r"dependent rates \(joints ball, rocker\) are not determined"):
         linearize(mbsfmu.load_model(MODELS / "rssr.yaml"))
+
+
+def test_spacecraft_spinning_wheels_gyroscopic_coupling():
+    """Hub and arrays at rest, hinges relaxed, wheels spinning: still an equilibrium (qdd = 0). The
+    only velocity term the rates change is the hub's gyroscopic torque omega x h_w
+    (MBS Momentum Testing: h = sum I_w g_k thetadot_k, hub axes), so d(qdd)/d(qd) = M^-1 G with
+    G = skew(h_w) in the hub's angular rows and columns (d(-omega x h_w)/d omega = skew(h_w)) and
+    zero elsewhere; the base's and wheels' coordinates still move no spring (zero columns)."""
+    model = load("spacecraft")
+    q = model.neutral()
+    qd = np.zeros(model.nv)
+    h_w = np.zeros(3)
+    for name, (_i, wheel) in model.wheels.items():
+        rate = {"rw1": 100.0, "rw2": -80.0, "rw3": 60.0, "rw4": 40.0}[name]
+        qd[model.v_slice(name)] = rate
+        g = np.asarray(wheel.axis) / np.linalg.norm(wheel.axis)
+        h_w += wheel.inertia * g * rate
+    lin = linearize(model, q, qd)
+    nv = model.nv
+    np.testing.assert_allclose(lin.qdd0, 0, atol=1e-12)
+    base = model.v_slice("base")
+    G = np.zeros((nv, nv))
+    G[base.start + 3 : base.stop, base.start + 3 : base.stop] = np.array(
+        [[0, -h_w[2], h_w[1]], [h_w[2], 0, -h_w[0]], [-h_w[1], h_w[0], 0]]
+    )
+    assert_matrix(lin.A[nv:, nv:], np.linalg.solve(model.mass_matrix(q), G), "d(qdd)/d(qd)")
+    rigid = [k for k in range(nv) if k not in (model.v_slice("hinge_l").start, model.v_slice("hinge_r").start)]
+    np.testing.assert_allclose(lin.A[nv:, rigid], 0, atol=1e-9)
+    assert np.abs(lin.A[nv:, nv:]).max() > 1e-3  # the coupling is there to be seen
