@@ -111,15 +111,15 @@ def linearize(
     u0: (nu,) array or {input name: value}, default zeros. outputs: names (``output_names``),
     default the states. inputs: the inputs forming B's columns, default all. equilibrium: first
     solve qdd(q, 0, u0) = 0 by Newton from q0 (``equilibrium.find_equilibrium``). backend: as the
-    Simulator's. InputError for closed loops, a singular M(q0), unknown names, bad sizes."""
+    Simulator's. InputError for a loop without declared independent joints, a singular M(q0) or
+    loop Jacobian (the joints named), unknown names, bad sizes; EquilibriumError (an InputError)
+    when Newton does not reach qdd = 0."""
     f = Accelerations(model, backend)
     q_init, qd_init = model.initial_state()
     q0 = q_init if q0 is None else model.checked_vector("q", q0, model.nq)
-    if equilibrium:
-        if qd0 is not None and np.any(np.asarray(qd0, dtype=float) != 0):
-            raise InputError("an equilibrium has qd = 0: give no rates (or zero rates) with equilibrium=True")
-        qd0 = np.zeros(model.nv)
-    qd0 = qd_init if qd0 is None else model.checked_vector("qd", qd0, model.nv)
+    qd0 = (np.zeros(model.nv) if equilibrium else qd_init) if qd0 is None else model.checked_vector("qd", qd0, model.nv)
+    if equilibrium and np.any(qd0 != 0):
+        raise InputError("an equilibrium has qd = 0: give no rates (or zero rates) with equilibrium=True")
     u_all = _input_vector(f.input_names, u0)
     q0, qd0 = f.close(_unit_quaternions(model, q0), qd0)
     if equilibrium:
