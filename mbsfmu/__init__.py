@@ -25,6 +25,7 @@ LAZY = {
     "ModelSpec": ".engine.spec",
     "Origin": ".engine.spec",
     "Spring": ".engine.spec",
+    "linearize": ".linear.statespace",
 }
 
 
@@ -106,6 +107,7 @@ __all__ = [
     "Origin",
     "Problem",
     "Spring",
+    "linearize",
     "load_model",
     "__version__",
 ]

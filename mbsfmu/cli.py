@@ -429,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .io.command import add_parser as add_export_urdf_parser
 
     add_export_urdf_parser(sub)
+    from .linear.command import add_parser as add_linearize_parser
+
+    add_linearize_parser(sub)
     return parser
 
 

@@ -136,6 +136,17 @@ def quat_exp(phi: Array) -> Array:
     return np.concatenate(([np.cos(0.5 * angle)], np.sin(0.5 * angle) * axis))
 
 
+def quat_log(quat: Array) -> Array:
+    """Rotation vector phi [rad] of a unit quaternion (the inverse of quat_exp, |phi| <= pi)."""
+    w, v = quat[0], quat[1:]
+    if w < 0.0:  # q and -q are one rotation: take the one with |phi| <= pi
+        w, v = -w, -v
+    s = np.linalg.norm(v)
+    if s < 1e-12:
+        return 2.0 * v / w  # phi = 2 v / w + O(|v|^3)
+    return 2.0 * np.arctan2(s, w) * v / s
+
+
 def plucker(E: Array, r: Array) -> Array:
     """Plucker motion transform X = [[E, 0], [-E skew(r), E]] (RBDA Eq. 2.24)."""
     X = np.zeros((6, 6))
