@@ -70,6 +70,7 @@ def run_montecarlo(
     scheduler: str | None = None,
     workers: int | None = None,
     serial: bool = False,
+    cluster_timeout: float | None = None,
     resume: bool = False,
     duration: float | None = None,
     outputs: list[str] | None = None,
@@ -79,10 +80,13 @@ def run_montecarlo(
 ) -> CampaignResult:
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
-    ``serial``, in this process; writes ``out`` (campaign.parquet/.csv, statistics.csv,
-    campaign.png, runs.jsonl, campaign.json; trajectories/run_NNNN.csv with ``trajectories``)."""
+    ``serial``, in this process (``cluster_timeout`` [s]: see ``Dask``); writes ``out``
+    (campaign.parquet/.csv, statistics.csv, campaign.png, runs.jsonl, campaign.json;
+    trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
-    execution = Serial() if serial else Dask(scheduler, workers)
+    from .execution import DEFAULT_TIMEOUT
+
+    execution = Serial() if serial else Dask(scheduler, workers, cluster_timeout or DEFAULT_TIMEOUT)
     return run_campaign(
         scenario,
         design,

@@ -10,17 +10,29 @@ from .runner import failure_reason
 
 
 def exit_code(result, state: dict) -> int:
-    """130 after Ctrl-C, 143 after SIGTERM, 1 if a run failed, 0 when every run passed."""
+    """130 after Ctrl-C, 143 after SIGTERM, 2 when the cluster stopped the campaign, 1 if a run
+    failed, 0 when every run passed."""
+    if result.stopped_by:
+        return 2
     if result.interrupted:
         return stops.EXIT_CODES.get(state["signal"], 130)
     return 0 if not result.failed else 1
 
 
-def interrupted_note(kind: str, result) -> str:
+def interrupted_note(kind: str, result, argv: list[str] | None = None) -> str:
+    """Why the campaign stopped, what it kept, and the command that completes it."""
+    why = f"{result.stopped_by}: stopped" if result.stopped_by else "interrupted"
     return (
-        f"mbsfmu {kind}: interrupted: {len(result.rows)} of {result.n_runs} runs finished and written to "
-        f"{result.out}; --resume completes the campaign"
+        f"mbsfmu {kind}: {why}: {len(result.rows)} of {result.n_runs} runs finished and written to "
+        f"{result.out}; to complete the campaign: {resume_command(sys.argv[1:] if argv is None else argv)}"
     )
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command line ``argv`` (after ``mbsfmu``) with ``--resume``, quoted for a POSIX shell."""
+    import shlex
+
+    return shlex.join(["mbsfmu", *argv, *(() if "--resume" in argv else ("--resume",))])
 
 
 def _montecarlo(args) -> int:
@@ -37,6 +49,7 @@ def _montecarlo(args) -> int:
             scheduler=args.scheduler,
             workers=args.workers,
             serial=args.serial,
+            cluster_timeout=args.cluster_timeout,
             resume=args.resume,
             duration=args.duration,
             outputs=args.output or None,
@@ -57,13 +70,16 @@ def _montecarlo(args) -> int:
 
 
 def add_execution_arguments(p) -> None:
-    """--scheduler / --workers / --serial / --resume / --no-progress (montecarlo and sweep)."""
+    """--scheduler / --workers / --serial / --cluster-timeout / --resume / --no-progress (montecarlo
+    and sweep)."""
+    from .execution import DEFAULT_TIMEOUT
+
     how = p.add_mutually_exclusive_group()
     how.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="run on an existing dask.distributed cluster "
-        "(e.g. tcp://host:8786); its workers must see the scenario and model files at the same paths",
+        "(e.g. tcp://host:8786); its workers need this mbsfmu and the scenario and model files at the same paths",
     )
     how.add_argument(
         "--workers",
@@ -72,8 +88,30 @@ def add_execution_arguments(p) -> None:
         help="worker processes of the local cluster (default: the CPU count)",
     )
     how.add_argument("--serial", action="store_true", help="run in this process, one run after another (no Dask)")
+    p.add_argument(
+        "--cluster-timeout",
+        type=positive_time,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds to wait for the scheduler to answer and for a worker to be there, at the start "
+        f"or when every worker left (default {DEFAULT_TIMEOUT:g})",
+    )
     p.add_argument("--resume", action="store_true", help="complete an interrupted campaign in --out (same arguments)")
     p.add_argument("--no-progress", action="store_true", help="no progress line")
+
+
+def positive_time(text: str) -> float:
+    """argparse type: a positive, finite number of seconds."""
+    import argparse
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a time in seconds, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive, finite time in seconds, got {text!r}")
+    return v
 
 
 def positive_int(text: str) -> int:

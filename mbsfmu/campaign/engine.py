@@ -33,6 +33,7 @@ class CampaignResult:
     files: dict[str, Path] = field(default_factory=dict)
     n_runs: int = 0
     interrupted: bool = False
+    stopped_by: str = ""  # why the cluster stopped the campaign ("" when it did not)
 
     @property
     def failed(self) -> list[dict]:
@@ -79,13 +80,16 @@ def run_campaign(
     (mbsfmu/campaign/table.py). trajectories: None, or a path template relative to ``out`` such as
     ``"trajectories/run_{run:04d}.csv"`` for every run's whole trajectory. KeyboardInterrupt (Ctrl-C,
     or SIGTERM through the command line) stops the campaign: finished runs are kept and written,
-    the result says ``interrupted``. stop: a function returning True once the campaign must end
-    (the command line's signal state: a run that caught the interrupt itself and returned is
-    dropped, not journaled, so a resume reruns it)."""
+    the result says ``interrupted``. A cluster lost mid-campaign (scheduler gone, no worker left)
+    ends it the same way, the result's ``stopped_by`` saying why; a cluster that cannot start the
+    campaign (unreachable, no worker, a worker that cannot run it) raises ClusterError. stop: a
+    function returning True once the campaign must end (the command line's signal state: a run
+    that caught the interrupt itself and returned is dropped, not journaled, so a resume reruns
+    it)."""
     from ..errors import InputError
     from ..scenario.spec import load_scenario
     from ..trajectory import save_trajectory
-    from .execution import Dask
+    from .execution import ClusterError, Dask
     from .points import apply_point, check_paths
 
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
@@ -108,7 +112,7 @@ def run_campaign(
         ]
         raise InputError(f"outputs: no trajectory column {', '.join(hints)} in a run of {scenario}")
     out = Path(out)
-    hashes = {str(p): file_hash(p) for p in {scn.path, scn.model_path} if Path(p).is_file()}
+    hashes = {str(p): file_hash(p) for p in dict.fromkeys((scn.path, scn.model_path)) if Path(p).is_file()}
     manifest = {
         "kind": kind,
         "scenario": str(scenario),
@@ -129,10 +133,12 @@ def run_campaign(
     execution = execution if execution is not None else Dask()
     bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
     journal = Journal(out / JOURNAL)
-    interrupted, failure = False, None
+    interrupted, failure, stopped_by, started = False, None, "", False
     try:
         with execution:
             bar.slots = execution.slots
+            execution.check_workers({str(Path(p).resolve()): h for p, h in hashes.items()})
+            started = True
             for spec, record in execution.imap_unordered(run_one, todo):
                 if stop is not None and stop():
                     raise KeyboardInterrupt
@@ -145,6 +151,10 @@ def run_campaign(
                 bar.update(not record["row"]["passed"])
     except KeyboardInterrupt:
         interrupted = True
+    except ClusterError as e:
+        if not started:  # the cluster could not start the campaign: nothing ran
+            raise
+        interrupted, stopped_by = True, str(e)
     except OSError as e:  # the client cannot write DIR (disk full, permissions)
         interrupted, failure = True, e
     finally:
@@ -155,6 +165,7 @@ def run_campaign(
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:
         result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+        result.stopped_by = stopped_by
     except OSError as e:
         failure = failure or e
     if failure is not None:

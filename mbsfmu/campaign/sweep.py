@@ -140,7 +140,7 @@ def _sweep(args) -> int:
     from .execution import Dask, Serial
 
     params = parse_params(args.param)
-    execution = Serial() if args.serial else Dask(args.scheduler, args.workers)
+    execution = Serial() if args.serial else Dask(args.scheduler, args.workers, args.cluster_timeout)
     with stops.stoppable() as state:
         result = run_sweep(
             args.scenario,

@@ -1,0 +1,186 @@
+"""Campaigns on a real loopback cluster (an external scheduler and worker processes) fail loudly
+and resumably: an unreachable scheduler, a worker without mbsfmu or with another version, no
+worker, the scheduler or every worker lost mid-campaign. Each: one message naming the address or
+worker, exit 2, no traceback, and a DIR that the retry or --resume completes."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mbsfmu.campaign.provision import differences
+from tests.support.dask_cluster import Cluster, dask_env, free_port, mbsfmu_copy, python_without_mbsfmu
+from tests.support.paths import DATA, ROOT
+
+SPRING = DATA / "campaign_spring.yaml"
+
+
+def _montecarlo(tmp, out, *extra, runs=4):
+    """`mbsfmu montecarlo` of the spring campaign into ``out`` as a subprocess (not waited)."""
+    args = ["montecarlo", SPRING, "--runs", runs, "--seed", 3, "--out", out, "--no-progress", *extra]
+    return subprocess.Popen(
+        [sys.executable, "-m", "mbsfmu", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dask_env(tmp),
+    )
+
+
+def _finish(proc, timeout=300):
+    stdout, stderr = proc.communicate(timeout=timeout)
+    return proc.returncode, stdout, stderr
+
+
+def _rows(path):
+    return path.read_text().count("\n") - 1 if path.exists() else 0
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path)
+    yield c
+    c.close()
+
+
+# --- fast tier: what a worker's answer differs in ---------------------------------------------------------
+
+
+def test_differences_name_what_a_worker_lacks():
+    ours = {"version": "1.0", "core": "libmbs_core-a.so", "files": {"/s.yaml": "ab" * 32, "/m.yaml": "cd" * 32}}
+    ours["inputs"] = "x"
+    same = {**ours, "files": dict(ours["files"])}
+    assert differences(ours, same) == []
+    theirs = {"version": "0.9", "core": "libmbs_core-b.so", "files": {"/s.yaml": "ab" * 32, "/m.yaml": "missing"}}
+    theirs["inputs"] = "y"
+    found = differences(ours, theirs)
+    assert found == [
+        "mbsfmu 0.9 there, 1.0 here",
+        "native core libmbs_core-b.so there, libmbs_core-a.so here",
+        "/m.yaml missing there",
+        "the scenario's input schedules (csv tables) differ",
+    ]
+    changed = {**ours, "files": {"/s.yaml": "ef" * 32, "/m.yaml": "cd" * 32}}
+    assert differences(ours, changed) == [f"/s.yaml differs (sha256 {'ef' * 6} there, {'ab' * 6} here)"]
+    assert differences(ours, ModuleNotFoundError("No module named 'mbsfmu'")) == [
+        "cannot run mbsfmu (ModuleNotFoundError: No module named 'mbsfmu')"
+    ]
+
+
+# --- integration: a real cluster on loopback ---------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_unreachable_scheduler_names_the_address_and_the_retry_runs(tmp_path, cluster):
+    out = tmp_path / "mc"
+    nowhere = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
+    code, stdout, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", nowhere, "--cluster-timeout", "2"))
+    assert code == 2, stderr
+    assert f"cannot reach the Dask scheduler at {nowhere}" in stderr
+    assert "Traceback" not in stderr and "cannot write" not in stderr
+    cluster.add_worker()
+    code, stdout, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", cluster.address))
+    assert code == 0, stderr
+    assert "4 of 4 runs, 0 failed" in stdout and _rows(out / "campaign.csv") == 4
+
+
+@pytest.mark.integration
+def test_no_worker_is_a_message_not_a_wait(tmp_path, cluster):
+    out = tmp_path / "mc"
+    code, _, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", cluster.address, "--cluster-timeout", "2"))
+    assert code == 2, stderr
+    assert f"no worker joined the Dask scheduler at {cluster.address} within 2 s" in stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.integration
+def test_worker_without_mbsfmu_is_named_not_a_hang(tmp_path, cluster):
+    python, env = python_without_mbsfmu(tmp_path)
+    probe = subprocess.run([*python, "-c", "import distributed, mbsfmu"], env=env, cwd=tmp_path, capture_output=True)
+    assert probe.returncode != 0 and b"No module named 'mbsfmu'" in probe.stderr  # the environment is as meant
+    cluster.add_worker(env, python)
+    out = tmp_path / "mc"
+    code, _, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", cluster.address))
+    assert code == 2, stderr
+    assert "1 of 1 worker(s)" in stderr and "cannot run mbsfmu (ModuleNotFoundError" in stderr
+    assert "worker tcp://127.0.0.1:" in stderr and "Provisioning workers" in stderr
+    assert "Traceback" not in stderr
+    cluster.workers.pop().kill()  # provisioned now: the retry (no --resume) runs in the same DIR
+    cluster.add_worker()
+    code, stdout, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", cluster.address))
+    assert code == 0 and "4 of 4 runs, 0 failed" in stdout, stderr
+
+
+@pytest.mark.integration
+def test_worker_with_another_version_is_named(tmp_path, cluster):
+    other = mbsfmu_copy(tmp_path, "0.0.1+other")
+    cluster.add_worker()
+    cluster.add_worker(dask_env(tmp_path, str(other)))
+    cluster.wait_workers(2)
+    out = tmp_path / "mc"
+    code, _, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", cluster.address))
+    assert code == 2, stderr
+    assert "1 of 2 worker(s)" in stderr and "mbsfmu 0.0.1+other there" in stderr
+    assert "Traceback" not in stderr
+
+
+def _resume_argv(stderr: str, address: str, new_address: str) -> list[str]:
+    line = next(ln for ln in stderr.splitlines() if "to complete the campaign: " in ln)
+    argv = shlex.split(line.split("to complete the campaign: ", 1)[1])
+    assert argv[0] == "mbsfmu" and argv[-1] == "--resume" and address in argv
+    return [new_address if a == address else a for a in argv[1:]]
+
+
+def _wait_rows(journal, n, proc, deadline_s=240):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if journal.exists() and journal.read_text().count("\n") >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"{journal}: fewer than {n} runs after {deadline_s} s")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("lose", ["scheduler", "workers"])
+def test_cluster_lost_mid_campaign_writes_the_rows_and_prints_the_resume(tmp_path, cluster, lose):
+    cluster.add_worker()
+    out = tmp_path / "mc"
+    proc = _montecarlo(tmp_path, out, "--scheduler", cluster.address, "--cluster-timeout", "3", runs=40)
+    _wait_rows(out / "runs.jsonl", 2, proc)
+    if lose == "scheduler":
+        cluster.kill_scheduler()
+    else:
+        for w in cluster.workers:
+            w.kill()
+    code, stdout, stderr = _finish(proc)
+    assert code == 2, stderr
+    said = f"lost the Dask scheduler at {cluster.address} mid-campaign"
+    if lose == "workers":
+        said = f"every worker left the Dask scheduler at {cluster.address} and none came back within 3 s"
+    assert said in stderr and "Traceback" not in stderr
+    n = _rows(out / "campaign.csv")
+    assert 2 <= n == (out / "runs.jsonl").read_text().count("\n") < 40
+    assert f"{n} of 40 runs finished and written to {out}" in stderr
+    fresh = Cluster(tmp_path / "again")
+    try:
+        fresh.add_worker()
+        argv = _resume_argv(stderr, cluster.address, fresh.address)
+        resumed = subprocess.run(
+            [sys.executable, "-m", "mbsfmu", *argv],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=dask_env(tmp_path),
+            timeout=600,
+        )
+    finally:
+        fresh.close()
+    assert resumed.returncode == 0, resumed.stderr
+    assert "40 of 40 runs, 0 failed" in resumed.stdout and _rows(out / "campaign.csv") == 40
