@@ -28,6 +28,10 @@ from itertools import islice
 
 from ..errors import MbsError
 
+# A run that ends its worker process is tried on ALLOWED_FAILURES + 1 workers, then is a row with
+# a KilledWorker error (dask's default, 3, cost a crashing run 4 worker restarts). An external
+# cluster's scheduler counts with its own setting (distributed.scheduler.allowed-failures).
+ALLOWED_FAILURES = 1
 DEFAULT_TIMEOUT = 60.0  # [s] to reach the scheduler, and to have a worker (at the start, or again)
 
 
@@ -119,6 +123,7 @@ class Dask:
                         dashboard_address=":0",
                         scheduler_port=0,
                         silence_logs=logging.CRITICAL,
+                        scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES},
                     )
                 self.client = Client(self.cluster)
             else:

@@ -54,7 +54,8 @@ def differences(ours: dict, theirs: dict | BaseException) -> list[str]:
     or the exception its probe raised), each as "what: worker's value, client's value"."""
     if isinstance(theirs, BaseException):
         first = str(theirs).strip().splitlines()[:1]
-        return [f"cannot run mbsfmu ({type(theirs).__name__}: {first[0] if first else ''})"]
+        what = "cannot import mbsfmu" if isinstance(theirs, ImportError) else "cannot check the campaign there"
+        return [f"{what} ({type(theirs).__name__}: {first[0] if first else ''})"]
     out = []
     if theirs.get("version") != ours["version"]:
         out.append(f"mbsfmu {theirs.get('version')} there, {ours['version']} here")

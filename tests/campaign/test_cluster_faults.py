@@ -5,6 +5,8 @@ worker, exit 2, no traceback, and a DIR that the retry or --resume completes."""
 
 from __future__ import annotations
 
+import functools
+import os
 import shlex
 import subprocess
 import sys
@@ -12,7 +14,9 @@ import time
 
 import pytest
 
+from mbsfmu.campaign.execution import ALLOWED_FAILURES, Dask
 from mbsfmu.campaign.provision import differences
+from mbsfmu.campaign.runner import RunSpec
 from tests.support.dask_cluster import Cluster, dask_env, free_port, mbsfmu_copy, python_without_mbsfmu
 from tests.support.paths import DATA, ROOT
 
@@ -68,8 +72,9 @@ def test_differences_name_what_a_worker_lacks():
     changed = {**ours, "files": {"/s.yaml": "ef" * 32, "/m.yaml": "cd" * 32}}
     assert differences(ours, changed) == [f"/s.yaml differs (sha256 {'ef' * 6} there, {'ab' * 6} here)"]
     assert differences(ours, ModuleNotFoundError("No module named 'mbsfmu'")) == [
-        "cannot run mbsfmu (ModuleNotFoundError: No module named 'mbsfmu')"
+        "cannot import mbsfmu (ModuleNotFoundError: No module named 'mbsfmu')"
     ]
+    assert differences(ours, OSError("disk gone\nmore")) == ["cannot check the campaign there (OSError: disk gone)"]
 
 
 # --- integration: a real cluster on loopback ---------------------------------------------------------------
@@ -107,7 +112,7 @@ def test_worker_without_mbsfmu_is_named_not_a_hang(tmp_path, cluster):
     out = tmp_path / "mc"
     code, _, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", cluster.address))
     assert code == 2, stderr
-    assert "1 of 1 worker(s)" in stderr and "cannot run mbsfmu (ModuleNotFoundError" in stderr
+    assert "1 of 1 worker(s)" in stderr and "cannot import mbsfmu (ModuleNotFoundError" in stderr
     assert "worker tcp://127.0.0.1:" in stderr and "Provisioning workers" in stderr
     assert "Traceback" not in stderr
     cluster.workers.pop().kill()  # provisioned now: the retry (no --resume) runs in the same DIR
@@ -184,3 +189,24 @@ def test_cluster_lost_mid_campaign_writes_the_rows_and_prints_the_resume(tmp_pat
         fresh.close()
     assert resumed.returncode == 0, resumed.stderr
     assert "40 of 40 runs, 0 failed" in resumed.stdout and _rows(out / "campaign.csv") == 40
+
+
+def crash(attempts, spec):
+    """A run that ends its worker process, noting each attempt in the file ``attempts``."""
+    with open(attempts, "a") as f:
+        f.write(f"{os.getpid()}\n")
+    os._exit(1)
+
+
+@pytest.mark.integration
+def test_a_run_that_ends_its_worker_costs_two_workers_and_is_a_row(tmp_path):
+    """The documented count: a crashing run is tried on ALLOWED_FAILURES + 1 = 2 worker processes
+    (dask's default would take 4), then its row says KilledWorker; the campaign goes on."""
+    attempts = tmp_path / "attempts"
+    spec = RunSpec("unused.yaml", 7, {"body.mass.mass": 0.7}, None, ())
+    with Dask(workers=1) as execution:
+        [(got, record)] = list(execution.imap_unordered(functools.partial(crash, attempts), iter([spec])))
+    assert got is spec and ALLOWED_FAILURES == 1
+    assert len(set(attempts.read_text().split())) == 2  # two worker processes ended
+    row = record["row"]
+    assert row["run"] == 7 and row["passed"] is False and row["error"].startswith("KilledWorker")
