@@ -71,6 +71,7 @@ def run_montecarlo(
     workers: int | None = None,
     serial: bool = False,
     cluster_timeout: float | None = None,
+    run_timeout: float | None = None,
     resume: bool = False,
     duration: float | None = None,
     outputs: list[str] | None = None,
@@ -80,7 +81,8 @@ def run_montecarlo(
 ) -> CampaignResult:
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
-    ``serial``, in this process (``cluster_timeout`` [s]: see ``Dask``); writes ``out``
+    ``serial``, in this process (``cluster_timeout`` [s]: see ``Dask``; ``run_timeout`` [s]: see
+    ``run_campaign``); writes ``out``
     (campaign.parquet/.csv, statistics.csv, campaign.png, runs.jsonl, campaign.json;
     trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
@@ -99,4 +101,5 @@ def run_montecarlo(
         progress=progress,
         kind="montecarlo",
         stop=stop,
+        run_timeout=run_timeout,
     )

@@ -50,6 +50,7 @@ def _montecarlo(args) -> int:
             workers=args.workers,
             serial=args.serial,
             cluster_timeout=args.cluster_timeout,
+            run_timeout=args.run_timeout,
             resume=args.resume,
             duration=args.duration,
             outputs=args.output or None,
@@ -70,8 +71,8 @@ def _montecarlo(args) -> int:
 
 
 def add_execution_arguments(p) -> None:
-    """--scheduler / --workers / --serial / --cluster-timeout / --resume / --no-progress (montecarlo
-    and sweep)."""
+    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --resume /
+    --no-progress (montecarlo and sweep)."""
     from .execution import DEFAULT_TIMEOUT
 
     how = p.add_mutually_exclusive_group()
@@ -95,6 +96,13 @@ def add_execution_arguments(p) -> None:
         metavar="S",
         help=f"seconds to wait for the scheduler to answer and for a worker to be there, at the start "
         f"or when every worker left (default {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--run-timeout",
+        type=positive_time,
+        metavar="S",
+        help="wall-time limit [s] of each run: each run executes in its own Python process, killed after S "
+        "seconds, and is a row with a Timeout error (default: no limit, runs execute in the worker)",
     )
     p.add_argument("--resume", action="store_true", help="complete an interrupted campaign in --out (same arguments)")
     p.add_argument("--no-progress", action="store_true", help="no progress line")

@@ -74,6 +74,7 @@ def run_campaign(
     picture: bool = True,
     kind: str = "campaign",
     stop=None,
+    run_timeout: float | None = None,
 ) -> CampaignResult:
     """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
     (mbsfmu/campaign/execution.py; default: a LocalCluster, one worker per CPU) and write ``out``
@@ -85,7 +86,8 @@ def run_campaign(
     campaign (unreachable, no worker, a worker that cannot run it) raises ClusterError. stop: a
     function returning True once the campaign must end (the command line's signal state: a run
     that caught the interrupt itself and returned is dropped, not journaled, so a resume reruns
-    it)."""
+    it). run_timeout [s]: each run's wall-time limit (mbsfmu/campaign/runner.py); a run over it is
+    a row with a Timeout error."""
     from ..errors import InputError
     from ..scenario.spec import load_scenario
     from ..trajectory import save_trajectory
@@ -94,6 +96,8 @@ def run_campaign(
 
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
         raise InputError(f"duration must be a positive finite time [s], got {duration!r}")
+    if run_timeout is not None and not (isinstance(run_timeout, (int, float)) and run_timeout > 0):
+        raise InputError(f"run_timeout must be a positive time [s], got {run_timeout!r}")
     scenario = Path(scenario)
     scn = load_scenario(scenario)
     check_paths(scn, design.paths)
@@ -126,7 +130,7 @@ def run_campaign(
     n = design.n_runs
     where = str(scenario.resolve())  # workers may run in another folder (or on another node)
     todo = (
-        RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None)
+        RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None, run_timeout)
         for i in range(n)
         if i not in done
     )

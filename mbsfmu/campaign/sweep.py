@@ -95,9 +95,11 @@ def run_sweep(
     resume: bool = False,
     progress: bool = False,
     stop=None,
+    run_timeout: float | None = None,
 ):
     """Run the grid (its first ``runs`` points) on ``execution`` (mbsfmu/campaign/execution.py;
-    default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run)."""
+    default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run).
+    run_timeout [s]: see ``run_campaign``."""
     from .engine import run_campaign
 
     return run_campaign(
@@ -112,6 +114,7 @@ def run_sweep(
         stem="summary",
         kind="sweep",
         stop=stop,
+        run_timeout=run_timeout,
     )
 
 
@@ -152,6 +155,7 @@ def _sweep(args) -> int:
             resume=args.resume,
             progress=not args.no_progress,
             stop=lambda: state["signal"] is not None,
+            run_timeout=args.run_timeout,
         )
     print(summary_text(result.rows, [p for p, _ in params]))
     print(f"summary: {result.files['csv']}")

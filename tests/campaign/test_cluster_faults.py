@@ -210,3 +210,39 @@ def test_a_run_that_ends_its_worker_costs_two_workers_and_is_a_row(tmp_path):
     assert len(set(attempts.read_text().split())) == 2  # two worker processes ended
     row = record["row"]
     assert row["run"] == 7 and row["passed"] is False and row["error"].startswith("KilledWorker")
+
+
+# --- per-run timeout ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_a_run_in_its_own_process_gives_the_row_of_a_run_in_the_worker(tmp_path):
+    """--run-timeout runs each run in a child process: the same rows (but wall time) as in-process."""
+    import pyarrow.parquet as pq
+
+    from mbsfmu.campaign import Serial, montecarlo_design, run_campaign
+
+    design, outputs = montecarlo_design(SPRING, 3, 5)
+    tables = []
+    for name, limit in (("here", None), ("child", 120.0)):
+        run_campaign(
+            SPRING, design, tmp_path / name, outputs=outputs, execution=Serial(), progress=False, run_timeout=limit
+        )
+        tables.append(pq.read_table(tmp_path / name / "campaign.parquet").drop_columns(["wall_time_s"]))
+    assert tables[0].num_rows == 3 and tables[0].equals(tables[1])
+
+
+@pytest.mark.integration
+def test_a_run_over_its_timeout_is_a_row_and_frees_the_worker(tmp_path, cluster):
+    """Two runs far longer than --run-timeout on one worker: each a Timeout row (the second ran, so
+    the first freed the slot), the campaign completes, exit 1 (runs failed)."""
+    cluster.add_worker()
+    out = tmp_path / "mc"
+    proc = _montecarlo(
+        tmp_path, out, "--scheduler", cluster.address, "--run-timeout", "1", "--duration", "5000", runs=2
+    )
+    code, stdout, stderr = _finish(proc)
+    assert code == 1, stderr
+    assert "2 of 2 runs, 2 failed" in stdout and "Traceback" not in stderr
+    rows = (out / "campaign.csv").read_text().splitlines()[1:]
+    assert len(rows) == 2 and all("Timeout: the run took more than 1 s of wall time" in r for r in rows)
