@@ -72,6 +72,7 @@ def run_montecarlo(
     serial: bool = False,
     cluster_timeout: float | None = None,
     run_timeout: float | None = None,
+    rerun: str | tuple[int, ...] | None = None,
     resume: bool = False,
     duration: float | None = None,
     outputs: list[str] | None = None,
@@ -82,7 +83,8 @@ def run_montecarlo(
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
     ``serial``, in this process (``cluster_timeout`` [s]: see ``Dask``; ``run_timeout`` [s]: see
-    ``run_campaign``); writes ``out``
+    ``run_campaign``; ``rerun``: ``"failed"`` or run indices to run again with their trajectories,
+    see ``run_campaign``); writes ``out``
     (campaign.parquet/.csv, statistics.csv, campaign.png, runs.jsonl, campaign.json;
     trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
@@ -95,11 +97,12 @@ def run_montecarlo(
         out,
         duration=duration,
         outputs=outputs or file_outputs or None,
-        trajectories="trajectories/run_{run:04d}.csv" if trajectories else None,
+        trajectories="trajectories/run_{run:04d}.csv" if trajectories or rerun is not None else None,
         execution=execution,
         resume=resume,
         progress=progress,
         kind="montecarlo",
         stop=stop,
         run_timeout=run_timeout,
+        rerun=rerun,
     )

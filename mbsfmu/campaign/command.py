@@ -29,10 +29,12 @@ def interrupted_note(kind: str, result, argv: list[str] | None = None) -> str:
 
 
 def resume_command(argv: list[str]) -> str:
-    """The command line ``argv`` (after ``mbsfmu``) with ``--resume``, quoted for a POSIX shell."""
+    """The command line ``argv`` (after ``mbsfmu``) with ``--resume`` (a ``--rerun`` as it was: it
+    reruns its runs again), quoted for a POSIX shell."""
     import shlex
 
-    return shlex.join(["mbsfmu", *argv, *(() if "--resume" in argv else ("--resume",))])
+    again = any(a == "--resume" or a.split("=")[0] == "--rerun" for a in argv)
+    return shlex.join(["mbsfmu", *argv, *(() if again else ("--resume",))])
 
 
 def _montecarlo(args) -> int:
@@ -51,6 +53,7 @@ def _montecarlo(args) -> int:
             serial=args.serial,
             cluster_timeout=args.cluster_timeout,
             run_timeout=args.run_timeout,
+            rerun=args.rerun,
             resume=args.resume,
             duration=args.duration,
             outputs=args.output or None,
@@ -71,8 +74,8 @@ def _montecarlo(args) -> int:
 
 
 def add_execution_arguments(p) -> None:
-    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --resume /
-    --no-progress (montecarlo and sweep)."""
+    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --rerun / --resume
+    / --no-progress (montecarlo and sweep)."""
     from .execution import DEFAULT_TIMEOUT
 
     how = p.add_mutually_exclusive_group()
@@ -104,7 +107,17 @@ def add_execution_arguments(p) -> None:
         help="wall-time limit [s] of each run: each run executes in its own Python process, killed after S "
         "seconds, and is a row with a Timeout error (default: no limit, runs execute in the worker)",
     )
-    p.add_argument("--resume", action="store_true", help="complete an interrupted campaign in --out (same arguments)")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument(
+        "--rerun",
+        type=runs_list,
+        metavar="RUNS",
+        help="run again, with their full trajectories, runs of the campaign in --out (same arguments): "
+        "'failed', or run numbers such as 3,7,12; their new rows replace the old",
+    )
+    again.add_argument(
+        "--resume", action="store_true", help="complete an interrupted campaign in --out (same arguments)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress line")
 
 
@@ -120,6 +133,21 @@ def positive_time(text: str) -> float:
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"expected a positive, finite time in seconds, got {text!r}")
     return v
+
+
+def runs_list(text: str) -> str | tuple[int, ...]:
+    """argparse type of --rerun: "failed", or comma-separated run numbers (>= 0)."""
+    import argparse
+
+    if text.strip() == "failed":
+        return "failed"
+    try:
+        runs = tuple(int(w) for w in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'failed' or run numbers such as 3,7,12, got {text!r}") from None
+    if any(i < 0 for i in runs):
+        raise argparse.ArgumentTypeError(f"run numbers are >= 0, got {text!r}")
+    return runs
 
 
 def positive_int(text: str) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from .runner import RunSpec, run_one
 from .table import (
     JOURNAL,
+    MANIFEST,
     Journal,
     file_hash,
     open_campaign,
@@ -75,6 +76,7 @@ def run_campaign(
     kind: str = "campaign",
     stop=None,
     run_timeout: float | None = None,
+    rerun: str | tuple[int, ...] | None = None,
 ) -> CampaignResult:
     """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
     (mbsfmu/campaign/execution.py; default: a LocalCluster, one worker per CPU) and write ``out``
@@ -87,7 +89,9 @@ def run_campaign(
     function returning True once the campaign must end (the command line's signal state: a run
     that caught the interrupt itself and returned is dropped, not journaled, so a resume reruns
     it). run_timeout [s]: each run's wall-time limit (mbsfmu/campaign/runner.py); a run over it is
-    a row with a Timeout error."""
+    a row with a Timeout error. rerun: ``"failed"`` or run indices: run those runs of the campaign
+    in ``out`` again (the same points: run i's point depends on i and the design only), writing their
+    trajectories; their new rows replace the old."""
     from ..errors import InputError
     from ..scenario.spec import load_scenario
     from ..trajectory import save_trajectory
@@ -126,13 +130,23 @@ def run_campaign(
         "outputs": outputs,
         "trajectories": trajectories,
     }
-    done = open_campaign(out, manifest, resume)
     n = design.n_runs
+    if rerun is None:
+        done = open_campaign(out, manifest, resume)
+        chosen = (i for i in range(n) if i not in done)
+    else:
+        if trajectories is None:
+            raise InputError("rerun: the runs are rerun to write their trajectories; give a trajectories template")
+        if not (out / MANIFEST).is_file():
+            raise InputError(f"rerun: {out} holds no campaign ({MANIFEST}); run the campaign first")
+        done = open_campaign(out, manifest, True, ignore=("trajectories",))
+        chosen = rerun_runs(rerun, done, n, out)
+        for i in chosen:
+            done.pop(i, None)
     where = str(scenario.resolve())  # workers may run in another folder (or on another node)
     todo = (
         RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None, run_timeout)
-        for i in range(n)
-        if i not in done
+        for i in chosen
     )
     execution = execution if execution is not None else Dask()
     bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
@@ -180,6 +194,19 @@ def run_campaign(
             "are kept and --resume continues once DIR is writable"
         ) from None
     return result
+
+
+def rerun_runs(rerun: str | tuple[int, ...], done: dict, n: int, out: Path) -> list[int]:
+    """The run indices ``rerun`` names: ``"failed"`` (the finished runs that failed) or indices in
+    0..n-1; InputError naming the ones out of range."""
+    from ..errors import InputError
+
+    if rerun == "failed":
+        return sorted(i for i, r in done.items() if not r["row"]["passed"])
+    bad = [i for i in rerun if not 0 <= i < n]
+    if bad:
+        raise InputError(f"rerun: no run {', '.join(map(str, bad))} in the campaign of {out} (runs 0..{n - 1})")
+    return sorted(set(rerun))
 
 
 def finish_campaign(

@@ -96,10 +96,11 @@ def run_sweep(
     progress: bool = False,
     stop=None,
     run_timeout: float | None = None,
+    rerun: str | tuple[int, ...] | None = None,
 ):
     """Run the grid (its first ``runs`` points) on ``execution`` (mbsfmu/campaign/execution.py;
     default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run).
-    run_timeout [s]: see ``run_campaign``."""
+    run_timeout [s], rerun: see ``run_campaign``."""
     from .engine import run_campaign
 
     return run_campaign(
@@ -115,6 +116,7 @@ def run_sweep(
         kind="sweep",
         stop=stop,
         run_timeout=run_timeout,
+        rerun=rerun,
     )
 
 
@@ -156,6 +158,7 @@ def _sweep(args) -> int:
             progress=not args.no_progress,
             stop=lambda: state["signal"] is not None,
             run_timeout=args.run_timeout,
+            rerun=args.rerun,
         )
     print(summary_text(result.rows, [p for p, _ in params]))
     print(f"summary: {result.files['csv']}")

@@ -30,10 +30,10 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def open_campaign(out: Path, manifest: dict, resume: bool) -> dict[int, dict]:
+def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ...] = ()) -> dict[int, dict]:
     """Prepare ``out`` for the campaign ``manifest``; the finished runs {index: record} when
-    resuming. InputError if ``out`` holds another campaign, or a campaign with finished runs
-    without --resume (the same campaign without any is started again)."""
+    resuming. InputError if ``out`` holds another campaign (the keys ``ignore`` aside), or a
+    campaign with finished runs without --resume (the same campaign without any is started again)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / MANIFEST
     if path.exists():
@@ -44,7 +44,7 @@ def open_campaign(out: Path, manifest: dict, resume: bool) -> dict[int, dict]:
             raise InputError(
                 f"{out} already holds a campaign ({MANIFEST}): add --resume to complete it, or choose another --out"
             )
-        diff = [k for k in sorted(set(old) | set(manifest)) if old.get(k) != manifest.get(k)]
+        diff = [k for k in sorted((set(old) | set(manifest)) - set(ignore)) if old.get(k) != manifest.get(k)]
         if diff:
             raise InputError(
                 f"--resume: {out} holds a different campaign: {', '.join(diff)} differ "
