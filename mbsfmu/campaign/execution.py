@@ -129,6 +129,10 @@ class Dask:
             else:
                 try:
                     self.client = Client(self.scheduler, timeout=self.timeout)
+                except ValueError as e:
+                    raise ClusterError(
+                        f"{self.scheduler!r} is not a Dask scheduler address ({e}); expected tcp://host:port"
+                    ) from None
                 except (OSError, TimeoutError) as e:
                     raise ClusterError(
                         f"cannot reach the Dask scheduler at {self.scheduler} within {self.timeout:g} s ({e}); "
@@ -162,7 +166,10 @@ class Dask:
         from .provision import PROBE, differences, worker_facts
 
         ours = worker_facts(files)
-        answers = self.client.run(eval, PROBE, {"files": files}, on_error="return")
+        try:
+            answers = self.client.run(eval, PROBE, {"files": files}, on_error="return")
+        except OSError:
+            raise self.lost() from None
         bad = {w: d for w, a in sorted(answers.items()) if (d := differences(ours, a))}
         if bad:
             listed = "; ".join(f"worker {w}: {', '.join(d)}" for w, d in bad.items())

@@ -88,6 +88,8 @@ def test_unreachable_scheduler_names_the_address_and_the_retry_runs(tmp_path, cl
     assert code == 2, stderr
     assert f"cannot reach the Dask scheduler at {nowhere}" in stderr
     assert "Traceback" not in stderr and "cannot write" not in stderr
+    code, _, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", "127.0.0.1:port"))
+    assert code == 2 and "'127.0.0.1:port' is not a Dask scheduler address" in stderr, stderr
     cluster.add_worker()
     code, stdout, stderr = _finish(_montecarlo(tmp_path, out, "--scheduler", cluster.address))
     assert code == 0, stderr
