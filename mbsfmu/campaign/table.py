@@ -47,7 +47,7 @@ def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ..
         diff = [k for k in sorted((set(old) | set(manifest)) - set(ignore)) if old.get(k) != manifest.get(k)]
         if diff:
             raise InputError(
-                f"--resume: {out} holds a different campaign: {', '.join(diff)} differ "
+                f"{out} holds a different campaign: {', '.join(diff)} differ "
                 f"(was {', '.join(repr(old.get(k))[:80] for k in diff)})"
             )
         return read_journal(out / JOURNAL)

@@ -128,6 +128,8 @@ def test_rerun_runs_the_chosen_runs_again_with_their_trajectories_and_the_same_r
             traj = read_trajectory(out / "trajectories" / f"run_{int(r['run']):04d}.csv")
             assert traj["q.q1"][-1] == pytest.approx(float(r["final.q.q1"]), rel=1e-12, abs=0)
     capsys.readouterr()
+    assert main([*args[:5], "8", *args[6:], "--rerun", "1"]) == 2  # another seed: another campaign
+    assert "holds a different campaign: seed differ" in capsys.readouterr().err
     assert main([*args, "--rerun", "6"]) == 2
     assert "no run 6 in the campaign" in capsys.readouterr().err
     assert main([*args[:7], str(tmp_path / "empty"), *args[8:], "--rerun", "1"]) == 2
