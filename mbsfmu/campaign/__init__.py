@@ -6,7 +6,8 @@ dask.distributed (or serially), collected by the client into one table with stat
                             dispersions={"body.mass.mass": Normal(0.7, 0.02)}, workers=2)
 
 Modules: ``dispersions`` (distributions and designs), ``seeding`` (per-run generators),
-``points`` (parameter paths), ``runner`` (one run on a worker), ``execution`` (serial, Dask),
+``points`` (parameter paths), ``runner`` (one run on a worker), ``execution`` (serial, Dask,
+cluster faults), ``provision`` (what a worker must have, proved before the first run),
 ``table`` (journal, Parquet/CSV, resume), ``statistics``, ``picture`` (campaign.png),
 ``engine`` (the campaign loop), ``command`` (``mbsfmu montecarlo``).
 """
