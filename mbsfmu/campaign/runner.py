@@ -17,8 +17,8 @@ The result is {"row": {...}, "series": {...}, "trajectory": {...} | None}:
 With a ``timeout``, the run executes in a child Python process (``python -m
 mbsfmu.campaign.runner``, the spec and the result as JSON through its pipes) that is killed after
 ``timeout`` seconds of wall time: a run stuck anywhere, in the C core included, becomes a row
-whose error starts with "Timeout" and frees its worker's slot. The child costs a Python start-up
-(the imports) per run.
+whose error starts with "Timeout" and frees its worker's slot; a child whose worker ended ends
+too. The child costs a Python start-up (the imports) per run.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def run_in_child(spec: RunSpec) -> dict:
     start = wallclock.perf_counter()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "mbsfmu.campaign.runner"],
+            [sys.executable, "-m", "mbsfmu.campaign.runner", str(os.getpid())],
             input=json.dumps({**spec.__dict__, "timeout": None}),
             capture_output=True,
             text=True,
@@ -176,7 +176,18 @@ def failure_reason(row: dict) -> str:
 
 
 def main() -> None:
-    """The child of ``run_in_child``: a RunSpec as JSON on stdin, its result as JSON on stdout."""
+    """The child of ``run_in_child`` (argument: the worker's pid): a RunSpec as JSON on stdin, its
+    result as JSON on stdout. It ends itself when the worker ends, so no run outlives its worker."""
+    import threading
+
+    parent = int(sys.argv[1])  # the worker's pid (it may have ended before this line)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            wallclock.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
     fields = json.loads(sys.stdin.read())
     result = run_here(RunSpec(**{**fields, "outputs": tuple(fields["outputs"])}))
     sys.stdout.write("\n" + json.dumps(result) + "\n")

@@ -248,3 +248,26 @@ def test_a_run_over_its_timeout_is_a_row_and_frees_the_worker(tmp_path, cluster)
     assert "2 of 2 runs, 2 failed" in stdout and "Traceback" not in stderr
     rows = (out / "campaign.csv").read_text().splitlines()[1:]
     assert len(rows) == 2 and all("Timeout: the run took more than 1 s of wall time" in r for r in rows)
+
+
+@pytest.mark.integration
+def test_a_run_in_its_own_process_ends_with_its_worker(tmp_path):
+    """A worker killed mid-run (SIGKILL: no cleanup of its own) leaves no run process behind."""
+    psutil = pytest.importorskip("psutil")
+    code = (
+        "from mbsfmu.campaign.runner import RunSpec, run_one; "
+        f"run_one(RunSpec({str(SPRING)!r}, 0, {{}}, 5000.0, (), False, 600.0))"
+    )
+    worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=dask_env(tmp_path))
+    try:
+        end_at = time.monotonic() + 120
+        while not (children := psutil.Process(worker.pid).children()):
+            assert worker.poll() is None and time.monotonic() < end_at, "no run process started"
+            time.sleep(0.05)
+        worker.kill()
+        worker.wait(timeout=60)
+        _, alive = psutil.wait_procs(children, timeout=60)
+        assert not alive, [p.pid for p in alive]
+    finally:
+        if worker.poll() is None:
+            worker.kill()
