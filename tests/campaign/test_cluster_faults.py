@@ -271,3 +271,18 @@ def test_a_run_in_its_own_process_ends_with_its_worker(tmp_path):
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+@pytest.mark.integration
+def test_a_run_sent_to_a_worker_without_mbsfmu_ends_in_a_message(tmp_path, cluster):
+    """What a worker joining after the check meets (no check here): it cannot unpickle the run and
+    ends; with no worker left the campaign stops with the cluster-timeout message, not a hang."""
+    from mbsfmu.campaign.execution import ClusterError
+    from mbsfmu.campaign.runner import run_one
+
+    python, env = python_without_mbsfmu(tmp_path)
+    cluster.add_worker(env, python)
+    spec = RunSpec(str(SPRING), 0, {}, None, ())
+    with Dask(cluster.address, timeout=3) as execution:
+        with pytest.raises(ClusterError, match="every worker left the Dask scheduler at .* within 3 s"):
+            list(execution.imap_unordered(run_one, iter([spec])))
