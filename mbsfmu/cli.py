@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import math
 import sys
 
+from .arguments import positive_time
 from .errors import MbsError
 
 PURPOSE = (
@@ -29,17 +29,6 @@ def _version() -> str:
         return version("mbsfmu")
     except PackageNotFoundError:
         return "unknown (not installed)"
-
-
-def positive_time(text: str) -> float:
-    """argparse type of --duration: a positive, finite time [s]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a time in seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive, finite time [s], got {text}")
-    return value
 
 
 class Parser(argparse.ArgumentParser):

@@ -6,7 +6,8 @@ dask.distributed (or serially), collected by the client into one table with stat
                             dispersions={"body.mass.mass": Normal(0.7, 0.02)}, workers=2)
 
 Modules: ``dispersions`` (distributions and designs), ``seeding`` (per-run generators),
-``points`` (parameter paths), ``runner`` (one run on a worker), ``execution`` (serial, Dask),
+``points`` (parameter paths), ``runner`` (one run on a worker), ``execution`` (serial, Dask,
+cluster faults), ``provision`` (what a worker must have, proved before the first run),
 ``table`` (journal, Parquet/CSV, resume), ``statistics``, ``picture`` (campaign.png),
 ``engine`` (the campaign loop), ``command`` (``mbsfmu montecarlo``).
 """
@@ -70,6 +71,9 @@ def run_montecarlo(
     scheduler: str | None = None,
     workers: int | None = None,
     serial: bool = False,
+    cluster_timeout: float | None = None,
+    run_timeout: float | None = None,
+    rerun: str | tuple[int, ...] | None = None,
     resume: bool = False,
     duration: float | None = None,
     outputs: list[str] | None = None,
@@ -79,20 +83,27 @@ def run_montecarlo(
 ) -> CampaignResult:
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
-    ``serial``, in this process; writes ``out`` (campaign.parquet/.csv, statistics.csv,
-    campaign.png, runs.jsonl, campaign.json; trajectories/run_NNNN.csv with ``trajectories``)."""
+    ``serial``, in this process (``cluster_timeout`` [s]: see ``Dask``; ``run_timeout`` [s]: see
+    ``run_campaign``; ``rerun``: ``"failed"`` or run indices to run again with their trajectories,
+    see ``run_campaign``); writes ``out``
+    (campaign.parquet/.csv, statistics.csv, campaign.png, runs.jsonl, campaign.json;
+    trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
-    execution = Serial() if serial else Dask(scheduler, workers)
+    from .execution import DEFAULT_TIMEOUT
+
+    execution = Serial() if serial else Dask(scheduler, workers, cluster_timeout or DEFAULT_TIMEOUT)
     return run_campaign(
         scenario,
         design,
         out,
         duration=duration,
         outputs=outputs or file_outputs or None,
-        trajectories="trajectories/run_{run:04d}.csv" if trajectories else None,
+        trajectories="trajectories/run_{run:04d}.csv" if trajectories or rerun is not None else None,
         execution=execution,
         resume=resume,
         progress=progress,
         kind="montecarlo",
         stop=stop,
+        run_timeout=run_timeout,
+        rerun=rerun,
     )

@@ -6,21 +6,36 @@ from __future__ import annotations
 import sys
 
 from .. import stops
+from ..arguments import positive_time
 from .runner import failure_reason
 
 
 def exit_code(result, state: dict) -> int:
-    """130 after Ctrl-C, 143 after SIGTERM, 1 if a run failed, 0 when every run passed."""
+    """130 after Ctrl-C, 143 after SIGTERM, 2 when the cluster stopped the campaign, 1 if a run
+    failed, 0 when every run passed."""
+    if result.stopped_by:
+        return 2
     if result.interrupted:
         return stops.EXIT_CODES.get(state["signal"], 130)
     return 0 if not result.failed else 1
 
 
-def interrupted_note(kind: str, result) -> str:
+def interrupted_note(kind: str, result, argv: list[str] | None = None) -> str:
+    """Why the campaign stopped, what it kept, and the command that completes it."""
+    why = f"{result.stopped_by}: stopped" if result.stopped_by else "interrupted"
     return (
-        f"mbsfmu {kind}: interrupted: {len(result.rows)} of {result.n_runs} runs finished and written to "
-        f"{result.out}; --resume completes the campaign"
+        f"mbsfmu {kind}: {why}: {len(result.rows)} of {result.n_runs} runs finished and written to "
+        f"{result.out}; to complete the campaign: {resume_command(sys.argv[1:] if argv is None else argv)}"
     )
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command line ``argv`` (after ``mbsfmu``) with ``--resume`` (a ``--rerun`` as it was: it
+    reruns its runs again), quoted for a POSIX shell."""
+    import shlex
+
+    again = any(a == "--resume" or a.split("=")[0] == "--rerun" for a in argv)
+    return shlex.join(["mbsfmu", *argv, *(() if again else ("--resume",))])
 
 
 def _montecarlo(args) -> int:
@@ -37,6 +52,9 @@ def _montecarlo(args) -> int:
             scheduler=args.scheduler,
             workers=args.workers,
             serial=args.serial,
+            cluster_timeout=args.cluster_timeout,
+            run_timeout=args.run_timeout,
+            rerun=args.rerun,
             resume=args.resume,
             duration=args.duration,
             outputs=args.output or None,
@@ -57,13 +75,16 @@ def _montecarlo(args) -> int:
 
 
 def add_execution_arguments(p) -> None:
-    """--scheduler / --workers / --serial / --resume / --no-progress (montecarlo and sweep)."""
+    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --rerun / --resume
+    / --no-progress (montecarlo and sweep)."""
+    from .execution import DEFAULT_TIMEOUT
+
     how = p.add_mutually_exclusive_group()
     how.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="run on an existing dask.distributed cluster "
-        "(e.g. tcp://host:8786); its workers must see the scenario and model files at the same paths",
+        "(e.g. tcp://host:8786); its workers need this mbsfmu and the scenario and model files at the same paths",
     )
     how.add_argument(
         "--workers",
@@ -72,8 +93,48 @@ def add_execution_arguments(p) -> None:
         help="worker processes of the local cluster (default: the CPU count)",
     )
     how.add_argument("--serial", action="store_true", help="run in this process, one run after another (no Dask)")
-    p.add_argument("--resume", action="store_true", help="complete an interrupted campaign in --out (same arguments)")
+    p.add_argument(
+        "--cluster-timeout",
+        type=positive_time,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds to wait for the scheduler to answer and for a worker to be there, at the start "
+        f"or when every worker left (default {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--run-timeout",
+        type=positive_time,
+        metavar="S",
+        help="wall-time limit [s] of each run: each run executes in its own Python process, killed after S "
+        "seconds, and is a row with a Timeout error (default: no limit, runs execute in the worker)",
+    )
+    again = p.add_mutually_exclusive_group()
+    again.add_argument(
+        "--rerun",
+        type=runs_list,
+        metavar="RUNS",
+        help="run again, with their full trajectories, runs of the campaign in --out (same arguments): "
+        "'failed', or run numbers such as 3,7,12; their new rows replace the old",
+    )
+    again.add_argument(
+        "--resume", action="store_true", help="complete an interrupted campaign in --out (same arguments)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress line")
+
+
+def runs_list(text: str) -> str | tuple[int, ...]:
+    """argparse type of --rerun: "failed", or comma-separated run numbers (>= 0)."""
+    import argparse
+
+    if text.strip() == "failed":
+        return "failed"
+    try:
+        runs = tuple(int(w) for w in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'failed' or run numbers such as 3,7,12, got {text!r}") from None
+    if any(i < 0 for i in runs):
+        raise argparse.ArgumentTypeError(f"run numbers are >= 0, got {text!r}")
+    return runs
 
 
 def positive_int(text: str) -> int:

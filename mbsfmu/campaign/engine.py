@@ -14,6 +14,7 @@ from pathlib import Path
 from .runner import RunSpec, run_one
 from .table import (
     JOURNAL,
+    MANIFEST,
     Journal,
     file_hash,
     open_campaign,
@@ -33,6 +34,7 @@ class CampaignResult:
     files: dict[str, Path] = field(default_factory=dict)
     n_runs: int = 0
     interrupted: bool = False
+    stopped_by: str = ""  # why the cluster stopped the campaign ("" when it did not)
 
     @property
     def failed(self) -> list[dict]:
@@ -73,23 +75,33 @@ def run_campaign(
     picture: bool = True,
     kind: str = "campaign",
     stop=None,
+    run_timeout: float | None = None,
+    rerun: str | tuple[int, ...] | None = None,
 ) -> CampaignResult:
     """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
     (mbsfmu/campaign/execution.py; default: a LocalCluster, one worker per CPU) and write ``out``
     (mbsfmu/campaign/table.py). trajectories: None, or a path template relative to ``out`` such as
     ``"trajectories/run_{run:04d}.csv"`` for every run's whole trajectory. KeyboardInterrupt (Ctrl-C,
     or SIGTERM through the command line) stops the campaign: finished runs are kept and written,
-    the result says ``interrupted``. stop: a function returning True once the campaign must end
-    (the command line's signal state: a run that caught the interrupt itself and returned is
-    dropped, not journaled, so a resume reruns it)."""
+    the result says ``interrupted``. A cluster lost mid-campaign (scheduler gone, no worker left)
+    ends it the same way, the result's ``stopped_by`` saying why; a cluster that cannot start the
+    campaign (unreachable, no worker, a worker that cannot run it) raises ClusterError. stop: a
+    function returning True once the campaign must end (the command line's signal state: a run
+    that caught the interrupt itself and returned is dropped, not journaled, so a resume reruns
+    it). run_timeout [s]: each run's wall-time limit (mbsfmu/campaign/runner.py); a run over it is
+    a row with a Timeout error. rerun: ``"failed"`` or run indices: run those runs of the campaign
+    in ``out`` again (the same points: run i's point depends on i and the design only), writing their
+    trajectories; their new rows replace the old."""
     from ..errors import InputError
     from ..scenario.spec import load_scenario
     from ..trajectory import save_trajectory
-    from .execution import Dask
+    from .execution import ClusterError, Dask
     from .points import apply_point, check_paths
 
     if duration is not None and not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration > 0):
         raise InputError(f"duration must be a positive finite time [s], got {duration!r}")
+    if run_timeout is not None and not (isinstance(run_timeout, (int, float)) and run_timeout > 0):
+        raise InputError(f"run_timeout must be a positive time [s], got {run_timeout!r}")
     scenario = Path(scenario)
     scn = load_scenario(scenario)
     check_paths(scn, design.paths)
@@ -108,7 +120,7 @@ def run_campaign(
         ]
         raise InputError(f"outputs: no trajectory column {', '.join(hints)} in a run of {scenario}")
     out = Path(out)
-    hashes = {str(p): file_hash(p) for p in {scn.path, scn.model_path} if Path(p).is_file()}
+    hashes = {str(p): file_hash(p) for p in dict.fromkeys((scn.path, scn.model_path)) if Path(p).is_file()}
     manifest = {
         "kind": kind,
         "scenario": str(scenario),
@@ -118,21 +130,33 @@ def run_campaign(
         "outputs": outputs,
         "trajectories": trajectories,
     }
-    done = open_campaign(out, manifest, resume)
     n = design.n_runs
+    if rerun is None:
+        done = open_campaign(out, manifest, resume)
+        chosen = (i for i in range(n) if i not in done)
+    else:
+        if trajectories is None:
+            raise InputError("rerun: the runs are rerun to write their trajectories; give a trajectories template")
+        if not (out / MANIFEST).is_file():
+            raise InputError(f"rerun: {out} holds no campaign ({MANIFEST}); run the campaign first")
+        done = open_campaign(out, manifest, True, ignore=("trajectories",))
+        chosen = rerun_runs(rerun, done, n, out)
+        for i in chosen:
+            done.pop(i, None)
     where = str(scenario.resolve())  # workers may run in another folder (or on another node)
     todo = (
-        RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None)
-        for i in range(n)
-        if i not in done
+        RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None, run_timeout)
+        for i in chosen
     )
     execution = execution if execution is not None else Dask()
     bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
     journal = Journal(out / JOURNAL)
-    interrupted, failure = False, None
+    interrupted, failure, stopped_by, started = False, None, "", False
     try:
         with execution:
             bar.slots = execution.slots
+            execution.check_workers({str(Path(p).resolve()): h for p, h in hashes.items()})
+            started = True
             for spec, record in execution.imap_unordered(run_one, todo):
                 if stop is not None and stop():
                     raise KeyboardInterrupt
@@ -145,6 +169,10 @@ def run_campaign(
                 bar.update(not record["row"]["passed"])
     except KeyboardInterrupt:
         interrupted = True
+    except ClusterError as e:
+        if not started:  # the cluster could not start the campaign: nothing ran
+            raise
+        interrupted, stopped_by = True, str(e)
     except OSError as e:  # the client cannot write DIR (disk full, permissions)
         interrupted, failure = True, e
     finally:
@@ -155,6 +183,7 @@ def run_campaign(
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:
         result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+        result.stopped_by = stopped_by
     except OSError as e:
         failure = failure or e
     if failure is not None:
@@ -165,6 +194,19 @@ def run_campaign(
             "are kept and --resume continues once DIR is writable"
         ) from None
     return result
+
+
+def rerun_runs(rerun: str | tuple[int, ...], done: dict, n: int, out: Path) -> list[int]:
+    """The run indices ``rerun`` names: ``"failed"`` (the finished runs that failed) or indices in
+    0..n-1; InputError naming the ones out of range."""
+    from ..errors import InputError
+
+    if rerun == "failed":
+        return sorted(i for i, r in done.items() if not r["row"]["passed"])
+    bad = [i for i in rerun if not 0 <= i < n]
+    if bad:
+        raise InputError(f"rerun: no run {', '.join(map(str, bad))} in the campaign of {out} (runs 0..{n - 1})")
+    return sorted(set(rerun))
 
 
 def finish_campaign(

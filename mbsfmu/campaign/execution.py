@@ -9,6 +9,11 @@ campaign of any size holds only that many points and futures (the scheduler's ta
 small too). Leaving the context cancels what is still queued and shuts the cluster down, its
 worker processes included: on normal exit, on Ctrl-C and on SIGTERM (turned into
 KeyboardInterrupt by the command line), so no worker outlives the campaign.
+
+Nothing waits in silence on a cluster: an unreachable scheduler, no worker within ``timeout``
+seconds (at the start or later, every worker gone), a scheduler lost mid-campaign and a worker
+that cannot run the campaign (mbsfmu/campaign/provision.py) each raise ``ClusterError`` naming
+the address or the worker and what is wrong.
 """
 
 from __future__ import annotations
@@ -17,8 +22,21 @@ import contextlib
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from itertools import islice
+
+from ..errors import MbsError
+
+# A run that ends its worker process is tried on ALLOWED_FAILURES + 1 workers, then is a row with
+# a KilledWorker error (dask's default, 3, cost a crashing run 4 worker restarts). An external
+# cluster's scheduler counts with its own setting (distributed.scheduler.allowed-failures).
+ALLOWED_FAILURES = 1
+DEFAULT_TIMEOUT = 60.0  # [s] to reach the scheduler, and to have a worker (at the start, or again)
+
+
+class ClusterError(MbsError):
+    """The cluster cannot run the campaign (or stopped running it): the message says why."""
 
 
 @contextlib.contextmanager
@@ -37,6 +55,17 @@ def _workers_ignore_sigint():
         signal.signal(signal.SIGINT, old)
 
 
+def quiet_logs(package: str) -> dict[str, int]:
+    """Raise the loggers of ``package`` to CRITICAL; their previous levels {name: level}. In a
+    campaign the client's own log lines (reconnection attempts and their tracebacks) repeat what
+    ClusterError says once."""
+    names = [package, *(n for n in logging.root.manager.loggerDict if n.startswith(package + "."))]
+    levels = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.CRITICAL)
+    return levels
+
+
 class Serial:
     """Runs one after another in this process (tests, debugging, tiny campaigns)."""
 
@@ -49,6 +78,9 @@ class Serial:
     def __exit__(self, *exc) -> None:
         return None
 
+    def check_workers(self, files: dict[str, str]) -> None:
+        """Nothing to prove: the runs execute in this process."""
+
     def imap_unordered(self, fn: Callable, specs: Iterator) -> Iterator:
         for spec in specs:
             yield spec, fn(spec)
@@ -57,12 +89,14 @@ class Serial:
 class Dask:
     """Runs on dask.distributed: ``scheduler`` an address (``tcp://host:8786``) of a running
     cluster, or None for a LocalCluster of ``workers`` processes (default: the CPU count), one
-    thread each (the engine holds the GIL; processes, not threads, run in parallel)."""
+    thread each (the engine holds the GIL; processes, not threads, run in parallel). timeout [s]:
+    how long to wait for the scheduler to answer and for a worker to be there."""
 
-    def __init__(self, scheduler: str | None = None, workers: int | None = None):
-        self.scheduler, self.workers = scheduler, workers
+    def __init__(self, scheduler: str | None = None, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT):
+        self.scheduler, self.workers, self.timeout = scheduler, workers, timeout
         self.client = self.cluster = None
         self.slots = 0
+        self.log_levels: dict[str, int] = {}
 
     @property
     def name(self) -> str:
@@ -75,6 +109,7 @@ class Dask:
         require("campaign", "a campaign on dask.distributed (without --serial)")
         from distributed import Client, LocalCluster
 
+        self.log_levels = quiet_logs("distributed")
         try:
             if self.scheduler is None:
                 import os
@@ -88,15 +123,61 @@ class Dask:
                         dashboard_address=":0",
                         scheduler_port=0,
                         silence_logs=logging.CRITICAL,
+                        scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES},
                     )
                 self.client = Client(self.cluster)
             else:
-                self.client = Client(self.scheduler, timeout="30s")
+                try:
+                    self.client = Client(self.scheduler, timeout=self.timeout)
+                except ValueError as e:
+                    raise ClusterError(
+                        f"{self.scheduler!r} is not a Dask scheduler address ({e}); expected tcp://host:port"
+                    ) from None
+                except (OSError, TimeoutError) as e:
+                    raise ClusterError(
+                        f"cannot reach the Dask scheduler at {self.scheduler} within {self.timeout:g} s ({e}); "
+                        "is it running, and is the address right?"
+                    ) from None
+            self.wait_for_workers()
         except BaseException:
             self.__exit__(None, None, None)
             raise
         self.slots = max(1, sum(self.client.nthreads().values()))
         return self
+
+    def wait_for_workers(self) -> None:
+        """Return once a worker is there; ClusterError after ``timeout`` seconds without one."""
+        try:
+            self.client.wait_for_workers(1, timeout=self.timeout)
+        except TimeoutError:
+            raise ClusterError(
+                f"no worker joined the Dask scheduler at {self.where} within {self.timeout:g} s; start workers "
+                "(docs: Campaigns, Provisioning workers) or give them longer (--cluster-timeout)"
+            ) from None
+
+    @property
+    def where(self) -> str:
+        return self.scheduler or self.client.scheduler.address
+
+    def check_workers(self, files: dict[str, str]) -> None:
+        """Each worker proves it can run the campaign (provision.py): ClusterError naming every
+        worker whose mbsfmu, native core or files differ from this process's, or that cannot
+        import mbsfmu at all."""
+        from .provision import PROBE, differences, worker_facts
+
+        ours = worker_facts(files)
+        try:
+            answers = self.client.run(eval, PROBE, {"files": files}, on_error="return")
+        except OSError:
+            raise self.lost() from None
+        bad = {w: d for w, a in sorted(answers.items()) if (d := differences(ours, a))}
+        if bad:
+            listed = "; ".join(f"worker {w}: {', '.join(d)}" for w, d in bad.items())
+            raise ClusterError(
+                f"{len(bad)} of {len(answers)} worker(s) of {self.where} cannot run this campaign: {listed}. "
+                "Every worker needs the client's mbsfmu and the scenario and model files at the same paths "
+                "(docs: Campaigns, Provisioning workers)"
+            )
 
     def __exit__(self, *exc) -> None:
         # Queued and running runs are not cancelled one by one: closing the client drops their
@@ -109,31 +190,76 @@ class Dask:
                 except (OSError, TimeoutError, RuntimeError):  # a cluster already gone (CommClosedError is an
                     pass  # OSError): the other part still closes
         self.client = self.cluster = None
+        for name, level in self.log_levels.items():
+            logging.getLogger(name).setLevel(level)
+        self.log_levels = {}
 
     def imap_unordered(self, fn: Callable, specs: Iterator) -> Iterator:
-        from distributed import KilledWorker, as_completed
+        from concurrent.futures import CancelledError
+
+        from distributed import KilledWorker
 
         window = 2 * self.slots + 2
-        done = as_completed()
+        pending: dict = {}  # future -> spec
 
         def submit(spec) -> None:
-            f = self.client.submit(fn, spec, pure=False)
-            done.add(f)
-            specs_of[f.key] = spec
+            try:
+                pending[self.client.submit(fn, spec, pure=False)] = spec
+            except OSError:
+                raise self.lost() from None
 
-        specs_of: dict = {}
         for spec in islice(specs, window):
             submit(spec)
-        for f in done:
-            spec = specs_of.pop(f.key)
-            try:
-                result = f.result()
-            except KilledWorker as e:  # the run took its worker down (twice): its row says so
-                from .runner import failed_row
+        while pending:
+            for f in self.next_done(pending):
+                spec = pending.pop(f)
+                try:
+                    result = f.result()
+                except KilledWorker as e:  # the run took its worker down (twice): its row says so
+                    from .runner import failed_row
 
-                result = failed_row(spec, f"KilledWorker: the run ended its worker process ({e})"[:500])
-            f.release()
-            nxt = next(specs, None)
-            if nxt is not None:
-                submit(nxt)
-            yield spec, result
+                    result = failed_row(spec, f"KilledWorker: the run ended its worker process ({e})"[:500])
+                except CancelledError as e:
+                    raise self.lost(e) from None
+                except OSError:  # CommClosedError: the scheduler went while the result came back
+                    raise self.lost() from None
+                f.release()
+                nxt = next(specs, None)
+                if nxt is not None:
+                    submit(nxt)
+                yield spec, result
+
+    def next_done(self, pending: dict) -> set:
+        """The finished futures of ``pending``, once there is one; ClusterError when the scheduler is
+        lost, or when no worker has been there for ``timeout`` seconds."""
+        from concurrent.futures import CancelledError
+
+        from distributed import wait
+
+        alone_since = None
+        while True:
+            try:
+                return wait(list(pending), timeout=1.0, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                pass
+            except CancelledError as e:
+                raise self.lost(e) from None
+            if self.client.status != "running":
+                raise self.lost()
+            try:
+                n = len(self.client.nthreads())
+            except (OSError, TimeoutError):
+                raise self.lost() from None
+            now = time.monotonic()
+            alone_since = None if n else alone_since or now
+            if alone_since is not None and now - alone_since > self.timeout:
+                raise ClusterError(
+                    f"every worker left the Dask scheduler at {self.where} and none came back within {self.timeout:g} s"
+                )
+
+    def lost(self, cancelled: BaseException | None = None) -> ClusterError:
+        """The error for runs cancelled or a scheduler gone: which of the two, and where."""
+        if cancelled is None or self.client.status != "running":
+            return ClusterError(f"lost the Dask scheduler at {self.where} mid-campaign")
+        first = str(cancelled).strip().splitlines()[:1]
+        return ClusterError(f"the Dask scheduler at {self.where} cancelled runs of this campaign ({''.join(first)})")

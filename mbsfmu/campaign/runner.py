@@ -13,12 +13,22 @@ The result is {"row": {...}, "series": {...}, "trajectory": {...} | None}:
   qd); per chosen output ``output.<column>.final``, ``.min``, ``.max``.
 - series: ``time`` and the chosen outputs at every trajectory row (for the time envelopes).
 - trajectory: every trajectory column, when asked for.
+
+With a ``timeout``, the run executes in a child Python process (``python -m
+mbsfmu.campaign.runner``, the spec and the result as JSON through its pipes) that is killed after
+``timeout`` seconds of wall time: a run stuck anywhere, in the C core included, becomes a row
+whose error starts with "Timeout" and frees its worker's slot; a child whose worker ended ends
+too. The child costs a Python start-up (the imports) per run.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
+import subprocess
+import sys
 import tempfile
 import time as wallclock
 from dataclasses import dataclass
@@ -37,6 +47,7 @@ class RunSpec:
     duration: float | None
     outputs: tuple
     trajectory: bool = False
+    timeout: float | None = None  # [s] of wall time; None: no limit, the run executes in this process
 
 
 @functools.lru_cache(maxsize=8)
@@ -61,7 +72,41 @@ def failed_row(spec: RunSpec, error: str, wall: float = math.nan) -> dict:
 
 
 def run_one(spec: RunSpec) -> dict:
-    """Run one point; never raises for a problem of the run itself (that is its row's error)."""
+    """Run one point (in a child process killed after ``spec.timeout`` s, when given); never raises
+    for a problem of the run itself (that is its row's error)."""
+    return run_here(spec) if spec.timeout is None else run_in_child(spec)
+
+
+def run_in_child(spec: RunSpec) -> dict:
+    """``run_here`` in a child Python running this mbsfmu, killed after ``spec.timeout`` s."""
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding this mbsfmu package
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
+    start = wallclock.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mbsfmu.campaign.runner", str(os.getpid())],
+            input=json.dumps({**spec.__dict__, "timeout": None}),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=root,  # python -m puts the working folder first on sys.path: this mbsfmu's, not another
+            timeout=spec.timeout,
+        )
+    except subprocess.TimeoutExpired:
+        wall = wallclock.perf_counter() - start
+        return failed_row(spec, f"Timeout: the run took more than {spec.timeout:g} s of wall time; stopped", wall)
+    try:
+        if done.returncode == 0:
+            return json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        pass
+    last = (done.stderr.strip().splitlines() or [""])[-1]
+    why = f"RunProcessError: the run's process ended with exit code {done.returncode}: {last}"
+    return failed_row(spec, why[:500], wallclock.perf_counter() - start)
+
+
+def run_here(spec: RunSpec) -> dict:
+    """Run one point in this process."""
     from ..scenario.run import run_scenario
     from ..trajectory import TrajectoryError, read_trajectory
     from .points import apply_point
@@ -128,3 +173,25 @@ def failure_reason(row: dict) -> str:
     if row.get("passed"):
         return ""
     return row.get("error") or row.get("failed_checks") or "failed (no reason recorded)"
+
+
+def main() -> None:
+    """The child of ``run_in_child`` (argument: the worker's pid): a RunSpec as JSON on stdin, its
+    result as JSON on stdout. It ends itself when the worker ends, so no run outlives its worker."""
+    import threading
+
+    parent = int(sys.argv[1])  # the worker's pid (it may have ended before this line)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            wallclock.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+    fields = json.loads(sys.stdin.read())
+    result = run_here(RunSpec(**{**fields, "outputs": tuple(fields["outputs"])}))
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

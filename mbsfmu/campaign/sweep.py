@@ -95,9 +95,12 @@ def run_sweep(
     resume: bool = False,
     progress: bool = False,
     stop=None,
+    run_timeout: float | None = None,
+    rerun: str | tuple[int, ...] | None = None,
 ):
     """Run the grid (its first ``runs`` points) on ``execution`` (mbsfmu/campaign/execution.py;
-    default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run)."""
+    default a LocalCluster) and write DIR; returns the CampaignResult (rows sorted by run).
+    run_timeout [s], rerun: see ``run_campaign``."""
     from .engine import run_campaign
 
     return run_campaign(
@@ -112,6 +115,8 @@ def run_sweep(
         stem="summary",
         kind="sweep",
         stop=stop,
+        run_timeout=run_timeout,
+        rerun=rerun,
     )
 
 
@@ -140,7 +145,7 @@ def _sweep(args) -> int:
     from .execution import Dask, Serial
 
     params = parse_params(args.param)
-    execution = Serial() if args.serial else Dask(args.scheduler, args.workers)
+    execution = Serial() if args.serial else Dask(args.scheduler, args.workers, args.cluster_timeout)
     with stops.stoppable() as state:
         result = run_sweep(
             args.scenario,
@@ -152,6 +157,8 @@ def _sweep(args) -> int:
             resume=args.resume,
             progress=not args.no_progress,
             stop=lambda: state["signal"] is not None,
+            run_timeout=args.run_timeout,
+            rerun=args.rerun,
         )
     print(summary_text(result.rows, [p for p, _ in params]))
     print(f"summary: {result.files['csv']}")

@@ -1,7 +1,8 @@
 """The files of a campaign folder DIR, all written by the client:
 
 - ``campaign.json``: what the campaign is (scenario, design, duration, outputs, file hashes);
-  ``--resume`` refuses a DIR that holds another campaign.
+  ``--resume`` refuses a DIR that holds another campaign; the same campaign without a finished run
+  (e.g. its cluster could not start it) starts again with or without ``--resume``.
 - ``runs.jsonl``: the journal, one line per finished run (row and output series) appended and
   flushed as each run arrives, so an interrupted or killed campaign keeps every finished run;
   ``--resume`` runs only the missing indices. A line cut by a kill is dropped on reading.
@@ -29,21 +30,24 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def open_campaign(out: Path, manifest: dict, resume: bool) -> dict[int, dict]:
+def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ...] = ()) -> dict[int, dict]:
     """Prepare ``out`` for the campaign ``manifest``; the finished runs {index: record} when
-    resuming. InputError if ``out`` holds another campaign, or a campaign without --resume."""
+    resuming. InputError if ``out`` holds another campaign (the keys ``ignore`` aside), or a
+    campaign with finished runs without --resume (the same campaign without any is started again)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / MANIFEST
     if path.exists():
         old = json.loads(path.read_text())
+        if not resume and old == manifest and not read_journal(out / JOURNAL):
+            resume = True  # nothing ran: starting again loses nothing
         if not resume:
             raise InputError(
                 f"{out} already holds a campaign ({MANIFEST}): add --resume to complete it, or choose another --out"
             )
-        diff = [k for k in sorted(set(old) | set(manifest)) if old.get(k) != manifest.get(k)]
+        diff = [k for k in sorted((set(old) | set(manifest)) - set(ignore)) if old.get(k) != manifest.get(k)]
         if diff:
             raise InputError(
-                f"--resume: {out} holds a different campaign: {', '.join(diff)} differ "
+                f"{out} holds a different campaign: {', '.join(diff)} differ "
                 f"(was {', '.join(repr(old.get(k))[:80] for k in diff)})"
             )
         return read_journal(out / JOURNAL)

@@ -383,10 +383,15 @@ def test_paths_that_address_nothing_are_refused_before_any_run(tmp_path):
     assert "no input 'q1.tau'" in text and not (tmp_path / "x").exists()
 
 
-def test_resume_refuses_another_campaign_and_a_fresh_run_refuses_an_old_dir(tmp_path):
+def test_resume_refuses_another_campaign_and_a_fresh_run_refuses_an_old_dir_with_runs(tmp_path):
     from mbsfmu.campaign.table import open_campaign
 
     open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=False)
+    # no run finished (e.g. the cluster could not start it): the same campaign starts again
+    assert open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=False) == {}
+    with pytest.raises(InputError, match="already holds a campaign"):
+        open_campaign(tmp_path, {"seed": 2, "runs": 4}, resume=False)
+    (tmp_path / "runs.jsonl").write_text('{"row": {"run": 1, "passed": true}, "series": {}}\n')
     with pytest.raises(InputError, match="already holds a campaign"):
         open_campaign(tmp_path, {"seed": 1, "runs": 4}, resume=False)
     with pytest.raises(InputError, match="different campaign: seed differ"):

@@ -94,3 +94,46 @@ def test_scheduler_flag_runs_the_campaign_on_that_cluster(tmp_path):
     assert [{k: v for k, v in r.items() if k not in drop} for r in dask_rows] == [
         {k: v for k, v in r.items() if k not in drop} for r in serial_rows
     ]
+
+
+def _table(out):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(out / "campaign.parquet").drop_columns(["wall_time_s"])
+
+
+@pytest.mark.integration
+def test_rerun_runs_the_chosen_runs_again_with_their_trajectories_and_the_same_rows(tmp_path, capsys):
+    """--rerun failed / --rerun 3,7: the same points (run i's draws depend on i and the design only),
+    so the table is unchanged (wall time aside); the rerun runs' trajectories are written."""
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("dispersions:\n  body.mass.mass: {type: uniform, low: -0.5, high: 1.0}\n")
+    out = tmp_path / "mc"
+    args = ["montecarlo", str(SPRING), "--runs", "6", "--seed", "7", "--out", str(out), "--no-progress"]
+    args += ["--campaign", str(campaign), "--serial"]
+    assert main(args) == 1  # the negative masses fail
+    before = _table(out)
+    failed = [r["run"] for r in before.to_pylist() if not r["passed"]]
+    passed = [r["run"] for r in before.to_pylist() if r["passed"]]
+    assert failed and len(passed) >= 2
+    assert main([*args, "--rerun", "failed"]) == 1
+    assert (out / "runs.jsonl").read_text().count("\n") == 6 + len(failed)
+    assert _table(out).equals(before)
+    chosen = passed[:2]
+    assert main([*args, "--rerun", ",".join(map(str, chosen))]) == 1
+    assert _table(out).equals(before)
+    assert sorted(p.name for p in (out / "trajectories").iterdir()) == [f"run_{i:04d}.csv" for i in chosen]
+    for r in _rows(out):
+        if int(r["run"]) in chosen:
+            traj = read_trajectory(out / "trajectories" / f"run_{int(r['run']):04d}.csv")
+            assert traj["q.q1"][-1] == pytest.approx(float(r["final.q.q1"]), rel=1e-12, abs=0)
+    capsys.readouterr()
+    assert main([*args[:5], "8", *args[6:], "--rerun", "1"]) == 2  # another seed: another campaign
+    assert "holds a different campaign: seed differ" in capsys.readouterr().err
+    assert main([*args, "--rerun", "6"]) == 2
+    assert "no run 6 in the campaign" in capsys.readouterr().err
+    assert main([*args[:7], str(tmp_path / "empty"), *args[8:], "--rerun", "1"]) == 2
+    assert "holds no campaign" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main([*args, "--rerun", "failed", "--resume"])
+    assert e.value.code == 2
