@@ -8,6 +8,7 @@ out and cancel requests come in between steps."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
@@ -203,8 +204,6 @@ class SimulationServices:
 
     # ---- entities ---------------------------------------------------------------------------
     def get_entities(self, request, response):
-        import re
-
         f = request.filters
         if f.categories or f.tags.tags or f.bounds.points:
             response.result = result(Result.RESULT_FEATURE_UNSUPPORTED, "only the name filter is supported")

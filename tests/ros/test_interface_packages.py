@@ -13,8 +13,6 @@ pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[
 from mbsfmu_ros import interface_packages as ip
 from tests.support.ros_interfaces import interfaces_loaded
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
-
 # RIHS01 of tf2_msgs/msg/TFMessage as ROS 2 Jazzy and newer publish it (`ros2 topic info -v /tf`
 # on a binary install; also geometry2's golden-hash test)
 TF_MESSAGE_HASH = "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
@@ -47,6 +45,18 @@ def test_vendored_definitions_cover_the_node():
         assert (ip.DEFINITIONS / package / "LICENSE").is_file()
 
 
+def test_load_says_why_without_a_build(monkeypatch, tmp_path):
+    monkeypatch.setenv("MBSFMU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ip, "importable", lambda: False)  # as without a ROS 2 installation
+    assert ip.load(build=False) == "the ROS interface packages are not built yet (mbsfmu ros --build-interfaces)"
+    monkeypatch.setattr(ip, "prefix", lambda: tmp_path / "no_ros")  # the ROS wheels' headers missing
+    reason = ip.load(build=True)
+    assert reason.startswith("building ROS interface packages needs the headers of") and "\n" not in reason
+    assert not list(tmp_path.iterdir())  # nothing built, nothing left behind
+
+
+@pytest.mark.slow
+@pytest.mark.integration
 def test_packages_import_with_published_type_hash():
     interfaces_loaded()
     import rclpy
@@ -107,6 +117,8 @@ def entity_state():
     return s
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "make, name",
     [(tf_message, "tf2_msgs/msg/TFMessage"), (entity_state, "simulation_interfaces/msg/EntityState")],

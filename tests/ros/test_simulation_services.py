@@ -102,6 +102,12 @@ def test_simulation_interfaces_round_trips(tmp_path):
             r = client.call(SetEntityState, f"{NS}/set_entity_state", want)
             assert r.result.result == OK, r.result.error_message
             got = entity("hub")
+
+            def published(msg):  # the new state went out on /tf at once (no step taken)
+                return any(t.child_frame_id == "hub" and xyz(t.transform.translation) == xyz(got.pose.position)
+                           for t in msg.transforms)  # fmt: skip
+
+            assert client.spin_until(lambda: any(published(m) for m in tf)), client.failure(log)
             for a, b in ((got.pose.position, want.state.pose.position), (got.twist.linear, want.state.twist.linear)):
                 assert xyz(a) == pytest.approx(xyz(b), rel=0, abs=1e-12)
             assert got.pose.orientation.z == pytest.approx(math.sin(0.35), rel=0, abs=1e-12)
