@@ -170,3 +170,35 @@ def test_simulation_interfaces_round_trips(tmp_path):
             code = rt.stop_node(proc)
             client.close()
     assert code == 0, rt.read_log(log)
+
+
+def test_node_without_the_packages_says_why_and_runs(tmp_path):
+    """Where the interface packages are not built and the node may not build them, it runs without
+    tf and the simulation_interfaces services and says why in its start-up line."""
+    import subprocess
+    import sys
+
+    from sensor_msgs.msg import JointState
+
+    with rt.Sandbox("noifaces") as sandbox:
+        log = tmp_path / "node.log"
+        env = sandbox.env()
+        env["MBSFMU_CACHE_DIR"] = str(tmp_path / "empty_cache")  # nothing built there
+        cmd = [sys.executable, "-m", "mbsfmu_ros", str(MODELS / "scara.yaml"), "--no-build-interfaces"]
+        cmd += [*rt.param_args({"publish_rate": RATE}), *sandbox.ros_args(), "-r", f"__ns:={NS}"]
+        with open(log, "w") as out:
+            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        client = rt.Client(sandbox, proc)
+        try:
+            client.subscribe(f"{NS}/joint_states", JointState)
+            assert client.spin_until(lambda: len(client.msgs[f"{NS}/joint_states"]) >= 3), client.failure(log)
+            text = rt.read_log(log)
+            assert "/tf and the simulation_interfaces services off: the ROS interface packages are not built" in text
+            services = {name for name, _ in client.node.get_service_names_and_types()}
+            assert f"/{sandbox.node_name}/reset" in {s.replace(NS, "", 1) for s in services}
+            assert not any(s.endswith("get_simulator_features") for s in services)
+            assert not list((tmp_path / "empty_cache").glob("ros_interfaces-*"))  # (the C core may be built there)
+        finally:
+            code = rt.stop_node(proc)
+            client.close()
+    assert code == 0, rt.read_log(log)
