@@ -322,7 +322,12 @@ def _ros(args) -> int:
     except ImportError as e:
         missing = (e.name or "rclpy").split(".")[0]
         raise MissingExtra("the ROS 2 node (or a sourced ROS 2 installation, Jazzy or newer)", "ros", missing) from None
-    return ros_main(["mbsfmu ros", args.model, *args.ros_args])
+    if args.model is None and not args.build_interfaces:
+        raise MbsError("mbsfmu ros needs a model file (or --build-interfaces)")
+    flags = [
+        f for f, on in (("--build-interfaces", args.build_interfaces), ("--no-build-interfaces", args.no_build)) if on
+    ]
+    return ros_main(["mbsfmu ros", *([args.model] if args.model else []), *flags, *args.ros_args])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -401,7 +406,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the model as a ROS 2 node (joint states, momentum, energy, diagnostics "
         "out; actuator commands in); docs/guides/ros2.md",
     )
-    p.add_argument("model", help="model file (YAML/JSON/URDF)")
+    p.add_argument("model", nargs="?", help="model file (YAML/JSON/URDF)")
+    p.add_argument(
+        "--build-interfaces",
+        action="store_true",
+        help="build the ROS interface packages that have no wheel (tf2_msgs, simulation_interfaces) into "
+        "the per-user cache, then exit (the node otherwise builds them on its first start)",
+    )
+    p.add_argument(
+        "--no-build-interfaces",
+        dest="no_build",
+        action="store_true",
+        help="do not build them on start: the node runs without /tf and the simulation_interfaces services",
+    )
     p.add_argument(
         "ros_args",
         nargs=argparse.REMAINDER,

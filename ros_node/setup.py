@@ -23,6 +23,7 @@ setup(
     name=PACKAGE,
     version=VERSION,
     packages=[PACKAGE],
+    package_data={PACKAGE: ["definitions/*/*", "definitions/*/*/*"]},  # vendored interface definitions
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

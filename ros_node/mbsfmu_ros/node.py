@@ -49,16 +49,14 @@ from mbsfmu.sim import messages as ms
 from mbsfmu.sim.simulator import SimulationError, Simulator
 from mbsfmu_ros import conversion as cv
 from mbsfmu_ros import diagnostics as dg
+from mbsfmu_ros import interface_packages
 from mbsfmu_ros import topics as tp
 
 from .config import DYNAMIC, ROS_OWN, ConfigError, declarations, node_config
 from .pacing import MAX_LAG, PacingStats
 
-try:  # no PyPI wheel for tf2_msgs: /tf only where it imports
-    from geometry_msgs.msg import TransformStamped
-    from tf2_msgs.msg import TFMessage
-except ImportError:  # pragma: no cover - depends on the installation
-    TFMessage = None
+TFMessage = None  # tf2_msgs/TFMessage once bind_interfaces() found it (no PyPI wheel: interface_packages)
+INTERFACES_MISSING: str | None = "not looked up yet"  # why tf2_msgs/simulation_interfaces do not import
 
 MESSAGE_CLASSES = {
     tp.CLOCK: Clock,
@@ -68,7 +66,6 @@ MESSAGE_CLASSES = {
     tp.COM: PointStamped,
     tp.COM_VELOCITY: Vector3Stamped,
     tp.ENERGY: Float64MultiArray,
-    tp.TF: TFMessage,
 }
 
 
@@ -110,15 +107,33 @@ BUILDERS = {
         data=c["data"],
     ),
 }
-if TFMessage is not None:
-    BUILDERS[tp.TF] = lambda c: TFMessage(
-        transforms=[
-            TransformStamped(
-                header=_header(t["header"]), child_frame_id=t["child_frame_id"], transform=_transform(t["transform"])
+
+
+def bind_interfaces(build: bool, progress=None) -> str | None:
+    """Import tf2_msgs and simulation_interfaces (``interface_packages.load``: a sourced ROS 2's, or
+    built into the per-user cache, first if ``build``) and register /tf; None, or why not."""
+    global TFMessage, INTERFACES_MISSING
+    if TFMessage is None:
+        INTERFACES_MISSING = interface_packages.load(build=build, progress=progress)
+        if INTERFACES_MISSING is None:
+            from geometry_msgs.msg import TransformStamped
+            from tf2_msgs.msg import TFMessage as tf_message
+
+            TFMessage = MESSAGE_CLASSES[tp.TF] = tf_message
+            BUILDERS[tp.TF] = lambda c: tf_message(
+                transforms=[
+                    TransformStamped(
+                        header=_header(t["header"]),
+                        child_frame_id=t["child_frame_id"],
+                        transform=_transform(t["transform"]),
+                    )
+                    for t in c["transforms"]
+                ]
             )
-            for t in c["transforms"]
-        ]
-    )
+    return INTERFACES_MISSING
+
+
+bind_interfaces(build=False)  # cheap: the cache's packages when built, nothing is compiled here
 
 
 def ros_messages(contents: dict[str, dict]) -> dict:
@@ -184,6 +199,7 @@ class MbsNode(Node):
         self.last_ns = -1  # stamp of the last published state
         self.resets = 0
         self.paused = p.start_paused
+        self.stopped = False  # simulation_interfaces' STATE_STOPPED: paused at the initial state
         self.error: str | None = None  # the engine stopped (SimulationError): paused until ~/reset
         self.lock_go = False
         self.lock_subscribers = 0
@@ -232,6 +248,11 @@ class MbsNode(Node):
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(SetBool, "~/pause", self._srv_pause)
         self.create_service(Trigger, "~/step", self._srv_step)
+        self.simulation = None  # simulation_interfaces services, where the package imports
+        if INTERFACES_MISSING is None:
+            from .simulation_services import SimulationServices
+
+            self.simulation = SimulationServices(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         multi = ", ".join(self.layout.multi_names)
@@ -246,7 +267,7 @@ class MbsNode(Node):
             f"; inputs "
             f"[{', '.join(self.sim.input_names)}]; {p.integrator} step {p.physics_step:g} s, cycle "
             f"{self.period:g} s, {mode}; checks [{', '.join(self.checks)}]"
-            f"{'' if TFMessage else '; /tf off (tf2_msgs not importable)'}"
+            f"{'' if TFMessage else f'; /tf and the simulation_interfaces services off: {INTERFACES_MISSING}'}"
         )
 
     # ---- time -----------------------------------------------------------------------------
@@ -445,6 +466,7 @@ class MbsNode(Node):
 
     def _srv_pause(self, request, response):
         self.paused = bool(request.data)
+        self.stopped = False
         self.reanchor = True
         response.success = True
         response.message = f"{'paused' if self.paused else 'running'} at t = {self.now_ns() / cv.NS:.9f} s"
@@ -456,6 +478,7 @@ class MbsNode(Node):
             response.success = False
             response.message = self.error or "~/step advances one cycle only while paused or in lock-step mode"
             return response
+        self.stopped = False
         ok = self.cycle()
         response.success = ok
         response.message = f"t = {self.now_ns() / cv.NS:.9f} s" if ok else str(self.error)
@@ -555,6 +578,9 @@ class MbsNode(Node):
             if now >= next_diag:
                 self.publish_diagnostics(now)
                 next_diag = max(next_diag + self.diag_period, now + 0.5 * self.diag_period)
+            if self.simulation is not None and self.simulation.run_pending_step():
+                executor.spin_once(timeout_sec=0.0)  # feedback out, cancel requests in, between steps
+                continue
             if self.paused or self.error:
                 executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
                 self.reanchor = True
@@ -613,6 +639,17 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(prog="python -m mbsfmu_ros", description="mbsfmu ROS 2 node (docs/guides/ros2.md)")
     parser.add_argument("model", nargs="?", help="model file (else parameter model:=PATH)")
+    parser.add_argument(
+        "--build-interfaces",
+        action="store_true",
+        help="build tf2_msgs and simulation_interfaces into the per-user cache (if not built yet) and exit",
+    )
+    parser.add_argument(
+        "--no-build-interfaces",
+        action="store_true",
+        help="do not build them on start where they are missing (the node then runs without /tf and "
+        "the simulation_interfaces services)",
+    )
     return parser.parse_args(remove_ros_args(argv)[1:])
 
 
@@ -620,6 +657,16 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m mbsfmu_ros``, ``mbsfmu ros`` and ``ros2 run mbsfmu_ros mbs_node``."""
     argv = list(sys.argv if argv is None else argv)
     args = _parse(argv)
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if args.build_interfaces:
+        missing = bind_interfaces(build=True, progress=say)
+        if missing:
+            print(f"mbsfmu ros: error: {missing}", file=sys.stderr)
+            return 2
+        where = os.path.dirname(os.path.dirname(sys.modules[TFMessage.__module__.split(".")[0]].__file__))
+        print(f"mbsfmu ros: tf2_msgs and simulation_interfaces import (from {where})")
+        return 0
+    bind_interfaces(build=not args.no_build_interfaces, progress=say)
     rclpy.init(args=argv)
     node = None
     try:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mbsfmu_ros import topics
+from tests.support.ros_interfaces import interfaces_loaded
 
 # ROS 2's portable domain ids on Linux are 0..101 (above, the RTPS ports reach the ephemeral
 # range); 0 is everyone's default, so it is left out.
@@ -160,6 +161,7 @@ def start_node(
     (its domain, node name and topic prefix), stdout and stderr to ``log``. With ``namespace``
     (``/robot1``) the node runs in it: its relative topics are ``/robot1/joint_states``..., which
     the sandbox's prefix rules (names in the root namespace) leave alone."""
+    interfaces_loaded()  # built once here, so no node spends its start building tf2_msgs and simulation_interfaces
     ns = ["-r", f"__ns:={namespace}"] if namespace else []
     cmd = [sys.executable, "-m", "mbsfmu_ros", str(model), *param_args(params), *sandbox.ros_args(), *ns]
     with open(log, "w") as out:

@@ -75,12 +75,13 @@ def cache_dir() -> Path:
     return Path(base) / "mbsfmu"
 
 
-def zig_cc(sources, target: str | None, output, flags=(), progress=None) -> Path:
+def zig_cc(sources, target: str | None, output, flags=(), progress=None, driver: str = "cc") -> Path:
     """Compile and link ``sources`` with ``python -m ziglang cc`` for ``target`` (a zig triple such
     as x86_64-linux-gnu.2.17, x86_64-windows-gnu, x86_64-macos; None: the host) into ``output``
     (written atomically). ``flags``: further compiler/linker flags (e.g. -shared, -I...).
     ``progress``: callable taking a message (default: print to stderr), told before zig starts,
-    since its first use per target builds zig's libc cache (a minute or more)."""
+    since its first use per target builds zig's libc cache (a minute or more). ``driver``: "cc"
+    (C) or "c++" (C++, linked with zig's libc++)."""
     output = Path(output)
     try:
         import ziglang  # noqa: F401
@@ -98,7 +99,7 @@ def zig_cc(sources, target: str | None, output, flags=(), progress=None) -> Path
         sys.executable,
         "-m",
         "ziglang",
-        "cc",
+        driver,
         *(("-target", target) if target else ()),
         *map(str, flags),
         *map(str, sources),

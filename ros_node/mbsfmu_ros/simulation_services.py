@@ -1,0 +1,274 @@
+"""The simulation_interfaces services and the SimulateSteps action of the node (names relative to
+the node's namespace, as the standard's simulators name them): what the simulator supports, reset,
+stepping while paused, the simulation state (playing, paused, stopped) and the bodies' states.
+
+One step is one node cycle (1 / publish_rate of sim time, its state published). The node's loop
+runs SimulateSteps goals (``run_pending_step``) one step per pass while paused, so feedback goes
+out and cancel requests come in between steps."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.task import Future
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import EntityState, Result, SimulationState, SimulatorFeatures
+from simulation_interfaces.srv import (
+    GetEntities,
+    GetEntityState,
+    GetSimulationState,
+    GetSimulatorFeatures,
+    ResetSimulation,
+    SetEntityState,
+    SetSimulationState,
+    StepSimulation,
+)
+
+from mbsfmu_ros import conversion as cv
+from mbsfmu_ros import diagnostics as dg
+from mbsfmu_ros import entity_state as es
+
+FEATURES = (
+    SimulatorFeatures.ENTITY_STATE_GETTING,
+    SimulatorFeatures.ENTITY_STATE_SETTING,
+    SimulatorFeatures.SIMULATION_RESET,
+    SimulatorFeatures.SIMULATION_RESET_STATE,
+    SimulatorFeatures.SIMULATION_STATE_GETTING,
+    SimulatorFeatures.SIMULATION_STATE_SETTING,
+    SimulatorFeatures.SIMULATION_STATE_PAUSE,
+    SimulatorFeatures.STEP_SIMULATION_SINGLE,
+    SimulatorFeatures.STEP_SIMULATION_MULTIPLE,
+    SimulatorFeatures.STEP_SIMULATION_ACTION,
+)
+RESET_SCOPES = ResetSimulation.Request.SCOPE_STATE  # the scopes a reset covers (bit field)
+
+
+def result(code: int, message: str = "") -> Result:
+    return Result(result=code, error_message=message)
+
+
+@dataclass
+class StepGoal:
+    """A SimulateSteps goal the node's loop is running: its handle, steps left, done when set."""
+
+    handle: object
+    total: int
+    done: Future = field(default_factory=Future)
+    completed: int = 0
+
+
+class SimulationServices:
+    """Serves simulation_interfaces on ``node`` (an MbsNode: its sim, model, paused, stopped,
+    error, reset(), cycle(), publish_state())."""
+
+    def __init__(self, node):
+        self.node = node
+        self.goal: StepGoal | None = None
+        srv = node.create_service
+        srv(GetSimulatorFeatures, "get_simulator_features", self.get_simulator_features)
+        srv(ResetSimulation, "reset_simulation", self.reset_simulation)
+        srv(StepSimulation, "step_simulation", self.step_simulation)
+        srv(GetSimulationState, "get_simulation_state", self.get_simulation_state)
+        srv(SetSimulationState, "set_simulation_state", self.set_simulation_state)
+        srv(GetEntities, "get_entities", self.get_entities)
+        srv(GetEntityState, "get_entity_state", self.get_entity_state)
+        srv(SetEntityState, "set_entity_state", self.set_entity_state)
+        self.action = ActionServer(
+            node,
+            SimulateSteps,
+            "simulate_steps",
+            execute_callback=self.simulate_steps,
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda handle: CancelResponse.ACCEPT,
+        )
+
+    # ---- features, reset, state -----------------------------------------------------------
+    def get_simulator_features(self, request, response):
+        response.features.features = list(FEATURES)
+        response.features.custom_info = (
+            "mbsfmu: one step = one node cycle (1/publish_rate of sim time); every body is an entity, "
+            "the floating base's state can be set; reset keeps sim time increasing (episode time restarts)"
+        )
+        return response
+
+    def reset_simulation(self, request, response):
+        scope = request.scope
+        if scope not in (ResetSimulation.Request.SCOPE_DEFAULT, ResetSimulation.Request.SCOPE_ALL) and (
+            scope & ~RESET_SCOPES
+        ):
+            response.result = result(
+                Result.RESULT_FEATURE_UNSUPPORTED,
+                f"scope {scope}: only SCOPE_STATE (with DEFAULT/ALL) is supported; sim time never goes back",
+            )
+            return response
+        self.node.reset()
+        response.result = result(Result.RESULT_OK, f"reset {self.node.resets}: initial state, episode time 0")
+        return response
+
+    def state(self) -> int:
+        n = self.node
+        if n.stopped:
+            return SimulationState.STATE_STOPPED
+        return SimulationState.STATE_PAUSED if n.paused else SimulationState.STATE_PLAYING
+
+    def get_simulation_state(self, request, response):
+        response.state.state = self.state()
+        response.result = result(Result.RESULT_OK, self.node.error or "")
+        return response
+
+    def set_simulation_state(self, request, response):
+        n, target, now = self.node, request.state.state, self.state()
+        S = SimulationState
+        if target not in (S.STATE_STOPPED, S.STATE_PLAYING, S.STATE_PAUSED):
+            response.result = result(Result.RESULT_FEATURE_UNSUPPORTED, f"state {target} is not supported")
+            return response
+        if target == now:
+            response.result = result(SetSimulationState.Response.ALREADY_IN_TARGET_STATE, "")
+            return response
+        if target == S.STATE_STOPPED:
+            n.reset()
+            n.paused, n.stopped = True, True
+        else:
+            n.paused, n.stopped = target == S.STATE_PAUSED, False
+        n.reanchor = True
+        response.result = result(Result.RESULT_OK, f"t = {n.now_ns() / cv.NS:.9f} s")
+        return response
+
+    # ---- stepping ---------------------------------------------------------------------------
+    def step_refusal(self) -> str | None:
+        """Why the node cannot step now (not paused, engine stopped, a SimulateSteps goal runs)."""
+        n = self.node
+        if n.error:
+            return f"engine stopped: {n.error}; reset first"
+        if not n.paused:
+            return "stepping needs the paused state (set_simulation_state to STATE_PAUSED first)"
+        if self.goal is not None:
+            return "a SimulateSteps goal is running"
+        return None
+
+    def step_simulation(self, request, response):
+        refusal = self.step_refusal()
+        if refusal:
+            response.result = result(Result.RESULT_OPERATION_FAILED, refusal)
+            return response
+        self.node.stopped = False
+        for _ in range(request.steps):
+            if not self.node.cycle():
+                response.result = result(Result.RESULT_OPERATION_FAILED, f"engine stopped: {self.node.error}")
+                return response
+        response.result = result(Result.RESULT_OK, f"t = {self.node.now_ns() / cv.NS:.9f} s")
+        return response
+
+    async def simulate_steps(self, handle):
+        """Execute callback: hand the goal to the node's loop and wait for it (run_pending_step)."""
+        refusal = self.step_refusal()
+        if refusal:
+            handle.abort()
+            return SimulateSteps.Result(result=result(Result.RESULT_OPERATION_FAILED, refusal))
+        self.node.stopped = False
+        self.goal = goal = StepGoal(handle, int(handle.request.steps))
+        return await goal.done
+
+    def run_pending_step(self) -> bool:
+        """One step of the running SimulateSteps goal (called by the node's loop while paused):
+        cancel, step and send feedback, or finish. False when there is no goal."""
+        g = self.goal
+        if g is None:
+            return False
+        n = self.node
+        if g.handle.is_cancel_requested:
+            g.handle.canceled()
+            return self.finish(Result.RESULT_OK, f"canceled after {g.completed} of {g.total} steps")
+        if not n.paused:
+            g.handle.abort()
+            return self.finish(Result.RESULT_OPERATION_FAILED, f"unpaused after {g.completed} of {g.total} steps")
+        if g.completed >= g.total:
+            g.handle.succeed()
+            return self.finish(Result.RESULT_OK, f"{g.total} steps, t = {n.now_ns() / cv.NS:.9f} s")
+        if not n.cycle():
+            g.handle.abort()
+            return self.finish(Result.RESULT_OPERATION_FAILED, f"engine stopped: {n.error}")
+        g.completed += 1
+        g.handle.publish_feedback(
+            SimulateSteps.Feedback(completed_steps=g.completed, remaining_steps=g.total - g.completed)
+        )
+        return True
+
+    def finish(self, code: int, message: str) -> bool:
+        g, self.goal = self.goal, None
+        g.done.set_result(SimulateSteps.Result(result=result(code, message)))
+        return True
+
+    # ---- entities ---------------------------------------------------------------------------
+    def get_entities(self, request, response):
+        f = request.filters
+        if f.categories or f.tags.tags or f.bounds.points:
+            response.result = result(Result.RESULT_FEATURE_UNSUPPORTED, "only the name filter is supported")
+            return response
+        try:
+            pattern = re.compile(f.filter) if f.filter else None
+        except re.error as e:
+            response.result = result(Result.RESULT_OPERATION_FAILED, f"filter {f.filter!r}: {e}")
+            return response
+        names = self.node.model.body_names
+        response.entities = [b for b in names if pattern is None or pattern.search(b)]
+        response.result = result(Result.RESULT_OK)
+        return response
+
+    def get_entity_state(self, request, response):
+        n = self.node
+        try:
+            i = es.body_index(n.model, request.entity)
+        except es.EntityError as e:
+            response.result = result(Result.RESULT_NOT_FOUND, str(e))
+            return response
+        s = es.body_state(n.sim.kinematics(), i)
+        sec, nsec = cv.ns_to_stamp(n.now_ns())
+        response.state = EntityState(
+            pose=Pose(
+                position=Point(**dict(zip("xyz", s.position))),
+                orientation=Quaternion(**dict(zip("xyzw", s.orientation))),
+            ),
+            twist=Twist(linear=Vector3(**dict(zip("xyz", s.linear))), angular=Vector3(**dict(zip("xyz", s.angular)))),
+        )
+        response.state.header.frame_id = n.frame_id
+        response.state.header.stamp.sec, response.state.header.stamp.nanosec = sec, nsec
+        response.result = result(Result.RESULT_OK)
+        return response
+
+    def set_entity_state(self, request, response):
+        n = self.node
+        frame = request.state.header.frame_id
+        if frame not in ("", n.frame_id):
+            response.result = result(
+                Result.RESULT_OPERATION_FAILED, f"frame {frame!r}: states are set in {n.frame_id!r} (or empty) only"
+            )
+            return response
+        if request.entity not in n.model.body_names:
+            response.result = result(Result.RESULT_NOT_FOUND, f"no entity {request.entity!r}")
+            return response
+        st = request.state
+        p, o = st.pose.position, st.pose.orientation
+        pose = es.BodyState((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), (0.0,) * 3, (0.0,) * 3) if request.set_pose else None
+        lin, ang = st.twist.linear, st.twist.angular
+        twist = (
+            es.BodyState((0.0,) * 3, (0.0,) * 4, (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z))
+            if request.set_twist
+            else None
+        )
+        try:
+            q, qd = es.set_base_state(n.model, n.sim.kinematics(), n.sim.q, n.sim.qd, request.entity, pose, twist)
+        except es.InvalidState as e:
+            response.result = result(SetEntityState.Response.INVALID_POSE, str(e))
+            return response
+        except es.EntityError as e:
+            response.result = result(Result.RESULT_OPERATION_FAILED, str(e))
+            return response
+        n.sim.set_configuration(q, qd)
+        n.ref_row = dg.checker_row(n.sim)  # a new state: a new reference for the conservation checks
+        n.publish_state()
+        response.result = result(Result.RESULT_OK)
+        return response
