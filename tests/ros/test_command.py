@@ -12,6 +12,7 @@ pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[
 from mbsfmu_ros import conversion as cv
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS, ROOT
+from tests.support.ros_interfaces import interfaces_loaded
 
 pytestmark = pytest.mark.integration
 
@@ -20,6 +21,7 @@ def test_mbsfmu_ros_command_runs_the_node_with_its_parameters(tmp_path):
     from sensor_msgs.msg import JointState
 
     period = 20_000_000  # publish_rate 50 Hz (the default is 100 Hz): the stamps show the parameter arrived
+    interfaces_loaded()  # built once beforehand (as start_node does), not by this node's first start
     with rt.Sandbox("command") as sandbox:
         params = rt.param_args({"publish_rate": 50.0, "real_time_factor": 0.0})
         cmd = [sys.executable, "-m", "mbsfmu", "ros", str(MODELS / "scara.yaml"), *params, *sandbox.ros_args()]
@@ -52,6 +54,7 @@ def test_sigterm_stops_the_node_cleanly_and_says_so(tmp_path):
 
     from sensor_msgs.msg import JointState
 
+    interfaces_loaded()
     with rt.Sandbox("sigterm") as sandbox:
         params = rt.param_args({"real_time_factor": 0.0})
         cmd = [sys.executable, "-m", "mbsfmu", "ros", str(MODELS / "scara.yaml"), *params, *sandbox.ros_args()]
