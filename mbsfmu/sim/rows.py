@@ -20,15 +20,24 @@ from ..trajectory import RECORDS_FILE, TRAJECTORY_FILE
 INVARIANT_VECTORS = ("p_sys", "P_sys", "H_sys", "R", "Rdot")
 
 
+ENGINE_COLUMNS = (
+    *(f"engine.{key}[{c + 1}]" for key in INVARIANT_VECTORS for c in range(3)),
+    *(f"engine.{key}" for key in ("KE", "PE", "E", "W_in", "W_diss")),
+)
+
+
+def engine_values(sim) -> list[float]:
+    """The ENGINE_COLUMNS at the current state: p_sys, P_sys, H_sys, R, Rdot (world axes), KE, PE,
+    E, W_in, W_diss [J]."""
+    inv = sim.invariants()
+    W_in, W_diss = sim.work
+    vectors = [float(v) for key in INVARIANT_VECTORS for v in getattr(inv, key)]
+    return [*vectors, inv.KE, inv.PE, inv.E, W_in, W_diss]
+
+
 def engine_columns(sim) -> dict[str, float]:
     """engine.p_sys[1..3], P_sys, H_sys, R, Rdot (world axes), engine.KE, PE, E, W_in, W_diss [J]."""
-    inv = sim.invariants()
-    row = {f"engine.{key}[{c + 1}]": float(v) for key in INVARIANT_VECTORS for c, v in enumerate(getattr(inv, key))}
-    W_in, W_diss = sim.work
-    row.update(
-        {"engine.KE": inv.KE, "engine.PE": inv.PE, "engine.E": inv.E, "engine.W_in": W_in, "engine.W_diss": W_diss}
-    )
-    return row
+    return dict(zip(ENGINE_COLUMNS, engine_values(sim)))
 
 
 def trajectory_row(sim, t: float | None = None) -> dict[str, float]:
@@ -55,20 +64,21 @@ def records_row(sim, t: float | None = None) -> dict[str, float]:
 
 def records_columns(sim) -> tuple[str, ...]:
     """The columns of records.csv, in ``records_values`` order (fixed by the model)."""
-    return ("time", *sim.record_names(), *engine_columns(sim))
+    return ("time", *sim.record_names(), *ENGINE_COLUMNS)
 
 
 def records_values(sim, t: float | None = None) -> np.ndarray:
     """One records.csv row as an array in ``records_columns`` order: what ``records_row`` holds,
     without a mapping of ~50 entries per body (a 10,000-body row is 490,000 values)."""
-    engine = np.fromiter(engine_columns(sim).values(), float)
-    return np.concatenate([[sim.t if t is None else t], sim.record_values(), engine])
+    return np.concatenate([[sim.t if t is None else t], sim.record_values(), engine_values(sim)])
 
 
 __all__ = [
+    "ENGINE_COLUMNS",
     "RECORDS_FILE",
     "TRAJECTORY_FILE",
     "engine_columns",
+    "engine_values",
     "records_columns",
     "records_row",
     "records_values",

@@ -10,7 +10,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 import tracemalloc
 
 import numpy as np
@@ -34,6 +33,7 @@ from mbsfmu.campaign.statistics import statistics
 from mbsfmu.campaign.sweep import grid
 from mbsfmu.errors import InputError, ModelError
 from mbsfmu.scenario.spec import load_scenario
+from tests.support.journal import wait_rows
 from tests.support.paths import DATA, ROOT
 
 SPRING = DATA / "campaign_spring.yaml"
@@ -49,17 +49,6 @@ def _cli(*args, **kw):
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         **kw,
     )
-
-
-def _wait_rows(journal, n, proc, deadline_s=240):
-    """Wait (on state) until the journal holds n finished runs."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if journal.exists() and journal.read_text().count("\n") >= n:
-            return
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.1)
-    raise AssertionError(f"{journal}: fewer than {n} runs after {deadline_s} s")
 
 
 def _table(path):
@@ -299,7 +288,7 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(serial_campaign, tm
         "engine.E",
     )
     proc = _cli(*args, start_new_session=True)
-    _wait_rows(out / "runs.jsonl", 2, proc)
+    wait_rows(out / "runs.jsonl", 2, proc)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group, workers included
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
@@ -339,7 +328,7 @@ def _sweep_huge(out):
 @pytest.mark.integration
 def test_sweep_ctrl_c_on_a_huge_grid_writes_the_finished_rows(tmp_path):
     proc = _sweep_huge(tmp_path)
-    _wait_rows(tmp_path / "runs.jsonl", 2, proc)
+    wait_rows(tmp_path / "runs.jsonl", 2, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
@@ -355,7 +344,7 @@ def test_sweep_ctrl_c_on_a_huge_grid_writes_the_finished_rows(tmp_path):
 def test_sweep_sigterm_leaves_no_worker_processes(tmp_path):
     psutil = pytest.importorskip("psutil")
     proc = _sweep_huge(tmp_path)
-    _wait_rows(tmp_path / "runs.jsonl", 1, proc)
+    wait_rows(tmp_path / "runs.jsonl", 1, proc)
     children = psutil.Process(proc.pid).children(recursive=True)
     assert len(children) >= 2  # the worker processes (and multiprocessing's helpers)
     proc.send_signal(signal.SIGTERM)

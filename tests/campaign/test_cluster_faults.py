@@ -18,6 +18,7 @@ from mbsfmu.campaign.execution import ALLOWED_FAILURES, Dask
 from mbsfmu.campaign.provision import differences
 from mbsfmu.campaign.runner import RunSpec
 from tests.support.dask_cluster import Cluster, dask_env, free_port, mbsfmu_copy, python_without_mbsfmu
+from tests.support.journal import wait_rows
 from tests.support.paths import DATA, ROOT
 
 SPRING = DATA / "campaign_spring.yaml"
@@ -143,16 +144,6 @@ def _resume_argv(stderr: str, address: str, new_address: str) -> list[str]:
     return [new_address if a == address else a for a in argv[1:]]
 
 
-def _wait_rows(journal, n, proc, deadline_s=240):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if journal.exists() and journal.read_text().count("\n") >= n:
-            return
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    raise AssertionError(f"{journal}: fewer than {n} runs after {deadline_s} s")
-
-
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.parametrize("lose", ["scheduler", "workers"])
@@ -160,7 +151,7 @@ def test_cluster_lost_mid_campaign_writes_the_rows_and_prints_the_resume(tmp_pat
     cluster.add_worker()
     out = tmp_path / "mc"
     proc = _montecarlo(tmp_path, out, "--scheduler", cluster.address, "--cluster-timeout", "3", runs=40)
-    _wait_rows(out / "runs.jsonl", 2, proc)
+    wait_rows(out / "runs.jsonl", 2, proc)
     if lose == "scheduler":
         cluster.kill_scheduler()
     else:
