@@ -55,6 +55,17 @@ def _workers_ignore_sigint():
         signal.signal(signal.SIGINT, old)
 
 
+def ignore_given_up_fetches(loop, context: dict) -> None:
+    """Exception handler of the campaign client's event loop: a result fetch that ``Dask.result``
+    gave up (every worker gone) ends later in distributed's AllExit, never retrieved, which the
+    ClusterError has said already; anything else is reported as asyncio does."""
+    from distributed.client import AllExit
+
+    if isinstance(context.get("exception"), AllExit):
+        return
+    loop.default_exception_handler(context)
+
+
 def quiet_logs(package: str) -> dict[str, int]:
     """Raise the loggers of ``package`` to CRITICAL; their previous levels {name: level}. In a
     campaign the client's own log lines (reconnection attempts and their tracebacks) repeat what
@@ -138,6 +149,9 @@ class Dask:
                         f"cannot reach the Dask scheduler at {self.scheduler} within {self.timeout:g} s ({e}); "
                         "is it running, and is the address right?"
                     ) from None
+            loop = getattr(self.client.loop, "asyncio_loop", None)
+            if loop is not None:
+                loop.set_exception_handler(ignore_given_up_fetches)
             self.wait_for_workers()
         except BaseException:
             self.__exit__(None, None, None)
@@ -214,7 +228,7 @@ class Dask:
             for f in self.next_done(pending):
                 spec = pending.pop(f)
                 try:
-                    result = f.result()
+                    result = self.result(f)
                 except KilledWorker as e:  # the run took its worker down (twice): its row says so
                     from .runner import failed_row
 
@@ -244,18 +258,34 @@ class Dask:
                 pass
             except CancelledError as e:
                 raise self.lost(e) from None
-            if self.client.status != "running":
-                raise self.lost()
+            alone_since = self.check_cluster(alone_since)
+
+    def result(self, f):
+        """The result of the finished future ``f``: fetching it waits for a worker when the one
+        that held it was lost (the scheduler computes it again), so it is bounded like next_done."""
+        alone_since = None
+        while True:
             try:
-                n = len(self.client.nthreads())
-            except (OSError, TimeoutError):
-                raise self.lost() from None
-            now = time.monotonic()
-            alone_since = None if n else alone_since or now
-            if alone_since is not None and now - alone_since > self.timeout:
-                raise ClusterError(
-                    f"every worker left the Dask scheduler at {self.where} and none came back within {self.timeout:g} s"
-                )
+                return f.result(timeout=1.0)
+            except TimeoutError:
+                alone_since = self.check_cluster(alone_since)
+
+    def check_cluster(self, alone_since: float | None) -> float | None:
+        """Between waits: ClusterError when the scheduler is lost or no worker has been there for
+        ``timeout`` seconds; the time since when none is (None while there are workers)."""
+        if self.client.status != "running":
+            raise self.lost()
+        try:
+            n = len(self.client.nthreads())
+        except (OSError, TimeoutError):
+            raise self.lost() from None
+        now = time.monotonic()
+        alone_since = None if n else alone_since or now
+        if alone_since is not None and now - alone_since > self.timeout:
+            raise ClusterError(
+                f"every worker left the Dask scheduler at {self.where} and none came back within {self.timeout:g} s"
+            )
+        return alone_since
 
     def lost(self, cancelled: BaseException | None = None) -> ClusterError:
         """The error for runs cancelled or a scheduler gone: which of the two, and where."""
