@@ -182,6 +182,12 @@ class Core:
         """The Model this instance was built from."""
         return self._model()
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the instance's memory block (mbs_sim_size: linear in the number of bodies, plus
+        the n x n loop work of models with closed loops)."""
+        return self._mem.nbytes
+
     # ---- arguments --------------------------------------------------------------------------
     def _load(self, buf: np.ndarray, name: str, x, n: int) -> None:
         """buf[:] = x, a vector of n numbers (InputError with the Model's message otherwise)."""

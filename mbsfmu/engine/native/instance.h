@@ -47,12 +47,12 @@ struct mbs_sim {
     double *xs, *xn, *x0;                      /* (nx): stage state, new state, state at step start */
     double *K;                                 /* DOP_STAGES x nx (RK4 uses the first 4 rows) */
     double *kin_R, *kin_p, *kin_v;             /* outputs: world poses, velocities (N+1) x 9, 3, 6 */
-    double *M;                                 /* nv x nv: CRBA output (invariants, parameter checks) */
     const int32_t *loop_i;                     /* n_loops x 5: kind, body a, body b, first row, rows */
     double *loop_f, *loop_scale;               /* n_loops x 33 (tables.py), the loops' length scale [m] */
     double *lw;                                /* loop work (mbs_loop_work doubles) */
     double *leaf;                              /* (N+1): 1 if no body has i as parent, else 0 */
     double *fk_need;                           /* (N+1): 1 if a force element acts on body i or a descendant */
+    double *sing;                              /* (N+1): the parameter check's singular-pivot counts */
 
     double t;
     int method;                                /* MBS_RK4 | MBS_DOP853 */
@@ -108,6 +108,7 @@ int mbs_rk4(mbs_sim *s, double dt);
 int mbs_dop853(mbs_sim *s, double dt);
 /* loops.c */
 size_t mbs_loop_work(int nv, int m);
+void mbs_sym_eigen(double *G, int m, double *V, double *ev);   /* symmetric m x m: G destroyed */
 int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *tau, double *qdd);
 void mbs_loop_project(mbs_sim *s, double *x);
 /* invariants.c */

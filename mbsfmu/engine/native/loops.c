@@ -23,6 +23,7 @@ typedef struct {                                  /* views of the loop work area
 size_t mbs_loop_work(int nv, int m)
 {
     size_t n = (size_t)nv, r = (size_t)m;
+    if (m == 0) return 0;                                     /* no loops: none (the dense n x n arrays) */
     return 12 * n + r * n + 4 * r + 2 * n * n + 6 * n + n * r + 2 * n + 8 + 2 * r * r + 4 * r;
 }
 
@@ -202,7 +203,7 @@ static void constraints(mbs_sim *s, work_t *W, const double *q, const double *qd
 }
 
 /* eigenvalues ev and eigenvectors (columns of V) of the symmetric m x m G by cyclic Jacobi */
-static void sym_eigen(double *G, int m, double *V, double *ev)
+void mbs_sym_eigen(double *G, int m, double *V, double *ev)
 {
     int sweep, p, q, k;
     for (p = 0; p < m * m; p++) V[p] = 0.0;
@@ -289,7 +290,7 @@ static int kkt(const mbs_sim *s, work_t *W, const double *M, const double *h, co
             double a = 0.5 * (W->G[i * m + j] + W->G[j * m + i]);
             W->G[i * m + j] = W->G[j * m + i] = a;
         }
-    sym_eigen(W->G, m, W->V, W->ev);
+    mbs_sym_eigen(W->G, m, W->V, W->ev);
     for (i = 0; i < m; i++) emax = fmax(emax, W->ev[i]);
     for (i = 0; i < m; i++) {                                 /* r = A M^-1 h - g */
         double acc = 0.0;

@@ -75,6 +75,7 @@
 #define mbs_sim_u MBS_PREFIXED(mbs_sim_u)
 #define mbs_sim_x MBS_PREFIXED(mbs_sim_x)
 #define mbs_spring_energy MBS_PREFIXED(mbs_spring_energy)
+#define mbs_sym_eigen MBS_PREFIXED(mbs_sym_eigen)
 #define mbs_tf MBS_PREFIXED(mbs_tf)
 #define mbs_ti MBS_PREFIXED(mbs_ti)
 #endif

@@ -38,8 +38,8 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
 {
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
-           (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 + (size_t)nv * (size_t)nv +
-           mbs_loop_work(nv, n_rows) + 2 * N1;
+           (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 +
+           mbs_loop_work(nv, n_rows) + 3 * N1;
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
@@ -165,9 +165,8 @@ void mbs_layout(mbs_sim *s)
     TAKE(xs, (size_t)s->nx); TAKE(xn, (size_t)s->nx); TAKE(x0, (size_t)s->nx);
     TAKE(K, DOP_STAGES * (size_t)s->nx);
     TAKE(kin_R, 9 * N1); TAKE(kin_p, 3 * N1); TAKE(kin_v, 6 * N1);
-    TAKE(M, (size_t)s->nv * (size_t)s->nv);
     TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
-    TAKE(leaf, N1); TAKE(fk_need, N1);
+    TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1);
 #undef TAKE
     s->kin.R = s->kin_R;
     s->kin.p = s->kin_p;
@@ -416,31 +415,67 @@ static void random_q(const mbs_sim *s, unsigned long long seed, double *q)
     }
 }
 
-/* marks in sing[] (nv) the DoF whose Cholesky pivot of M(q) is below SINGULAR_RTOL M_jj (its own
- * diagonal entry: the pivot M_jj - sum L_jk^2 carries round-off ~ eps M_jj, whatever the rest of
- * the model weighs): the joint combined with the ones before it moves no mass in some direction */
-static void singular_dofs(mbs_sim *s, const double *q, double *sing)
+/* adds 1 to sing[i] for each joint i whose pivot D_i of M(q)'s block LDL^T, eliminating leaves
+ * first, is singular: dynamics/singular.py steps 1-2 (the numpy reference; RBDA Tables 6.2 and
+ * 7.1 without bias terms, Sec. 6.5), O(N) time and no n x n memory. Tolerance per joint
+ * SINGULAR_RTOL trace(M_ii), M_ii = S_i^T Ic_i S_i (its own block: D_i is formed from i's subtree
+ * only, so its round-off is ~ eps trace(M_ii)); D_i^+ over the eigen-directions above it. A
+ * composite inertia that is not finite marks every joint (M overflows). */
+static void singular_pivots(mbs_sim *s, const double *q, double *sing)
 {
-    int nv = s->nv, i, j, k;
-    double *M = s->M, tol;
+    int N = s->N, i, j, k, l, b;
+    double *Ic = s->Ic, *IA = s->IA, *U = s->U;
     mbs_joint_transforms(s, q);
-    mbs_crba_core(s, M);
-    for (j = 0; j < nv; j++) {                                /* in-place Cholesky, zero columns skipped */
-        double d = M[nv * j + j];
-        tol = SINGULAR_RTOL * (d > 1e-300 ? d : 1e-300);
-        for (k = 0; k < j; k++) d -= M[nv * j + k] * M[nv * j + k];
-        if (!(d > tol)) {
-            sing[j] += 1.0;
-            for (i = j; i < nv; i++) M[nv * i + j] = 0.0;
+    memcpy(Ic, s->I, sizeof(double) * 36 * (size_t)(N + 1));
+    memcpy(IA, s->I, sizeof(double) * 36 * (size_t)(N + 1));
+    for (i = N; i >= 1; i--)                                  /* Ic_lambda += Xup^T Ic_i Xup */
+        if (s->parent[i] > 0) XT_I_X_add(s->E + 9 * i, s->r + 3 * i, Ic + 36 * i, Ic + 36 * s->parent[i]);
+    if (!mbs_all_finite(Ic, 36 * (size_t)(N + 1))) {
+        for (i = 1; i <= N; i++) sing[i] += 1.0;
+        return;
+    }
+    for (i = N; i >= 1; i--) {
+        const double *axis = s->body_f + BODY_F * i + 12;
+        int n = s->nvj[i], jt = s->jtype[i], lam = s->parent[i];
+        double D[36], V[36], ev[6], Dp[36], Mii[36], col[6], Uc[6], tol = 0.0, *Ui = U + 36 * i, Ia[36];
+        if (n == 0) {
+            if (lam > 0) XT_I_X_add(s->E + 9 * i, s->r + 3 * i, IA + 36 * i, IA + 36 * lam);
             continue;
         }
-        d = sqrt(d);
-        M[nv * j + j] = d;
-        for (i = j + 1; i < nv; i++) {
-            double acc = M[nv * i + j];
-            for (k = 0; k < j; k++) acc -= M[nv * i + k] * M[nv * j + k];
-            M[nv * i + j] = acc / d;
+        IA_S(jt, axis, Ic + 36 * i, Ui);                      /* M_ii = S^T Ic S: its trace scales the tolerance */
+        for (b = 0; b < n; b++) {
+            for (k = 0; k < 6; k++) Uc[k] = M6(Ui, k, b);
+            ST_mul(jt, axis, Uc, col);
+            tol += col[b];
         }
+        tol = SINGULAR_RTOL * (tol > 1e-300 ? tol : 1e-300);
+        IA_S(jt, axis, IA + 36 * i, Ui);                      /* U = IA S, D = S^T U */
+        for (b = 0; b < n; b++) {
+            for (k = 0; k < 6; k++) Uc[k] = M6(Ui, k, b);
+            ST_mul(jt, axis, Uc, col);
+            for (j = 0; j < n; j++) D[n * j + b] = col[j];
+        }
+        for (j = 0; j < n; j++)                               /* symmetric part, as singular.py */
+            for (b = 0; b < n; b++) Mii[n * j + b] = 0.5 * (D[n * j + b] + D[n * b + j]);
+        mbs_sym_eigen(Mii, n, V, ev);
+        for (k = 0; k < n * n; k++) Dp[k] = 0.0;
+        for (j = 0; j < n; j++) {                             /* D^+ over the directions above tol */
+            if (!(ev[j] > tol)) {
+                sing[i] += 1.0;
+                continue;
+            }
+            for (k = 0; k < n; k++)
+                for (b = 0; b < n; b++) Dp[n * k + b] += V[n * k + j] * V[n * b + j] / ev[j];
+        }
+        if (lam == 0) continue;
+        for (k = 0; k < 6; k++)                               /* Ia = IA - U D^+ U^T */
+            for (l = 0; l < 6; l++) {
+                double acc = 0.0;
+                for (j = 0; j < n; j++)
+                    for (b = 0; b < n; b++) acc += M6(Ui, k, j) * Dp[n * j + b] * M6(Ui, l, b);
+                M6(Ia, k, l) = M6(IA + 36 * i, k, l) - acc;
+            }
+        XT_I_X_add(s->E + 9 * i, s->r + 3 * i, Ia, IA + 36 * lam);
     }
 }
 
@@ -503,18 +538,20 @@ int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err)
         }
     }
     if (count == 0) {                                         /* every joint moves mass (Model._check_moves_mass) */
-        double *sing = s->qdd_w;                              /* per DoF: configurations where it is singular */
-        int j;
-        double *qr = s->xs;
+        double *sing = s->sing, *qr = s->xs;                  /* per joint: configurations where it is singular */
+        int found = 0;
         mbs_rebuild_inertia(s);
-        for (j = 0; j < s->nv; j++) sing[j] = 0.0;
+        for (i = 0; i <= s->N; i++) sing[i] = 0.0;
         random_q(s, 12345u, qr);
-        singular_dofs(s, qr, sing);
-        random_q(s, 54321u, qr);
-        singular_dofs(s, qr, sing);
-        for (i = 1; i <= s->N; i++) {
-            int hit = 0;
-            for (j = s->iv[i]; j < s->iv[i] + s->nvj[i]; j++) hit |= sing[j] == 2.0;
+        singular_pivots(s, qr, sing);
+        for (i = 1; i <= s->N; i++) found |= sing[i] > 0.0;
+        if (found) {                                          /* structural: singular at a second one too */
+            for (i = 1; i <= s->N; i++) sing[i] = sing[i] > 0.0 ? 1.0 : 0.0;
+            random_q(s, 54321u, qr);
+            singular_pivots(s, qr, sing);
+        }
+        for (i = 1; i <= s->N && found; i++) {
+            int hit = sing[i] > 1.0;
             if (hit) {
                 if (count) mbs_append(err, n_err, "; ");
                 mbs_append(err, n_err, "%s %s moves no mass or inertia%s (body %s and its subtree, alone or with "
