@@ -5,7 +5,9 @@ Real and Integer outputs, as Simulink reads every connected output each step), a
 - native FMU through the plain C host (tests/support/c_host/fmu_run.c compiled by zig, timed in C);
 - native FMU through fmpy's FMU2Slave (ctypes calls from Python);
 - python-runtime FMU through fmpy (and through the C host when its loader runs here);
-- in-process: Simulator.step plus the same outputs (state, invariants, qdd).
+- in-process: Simulator.step plus every output (Simulator.outputs: state, inputs, qdd, invariants,
+  work and every body, wheel and spring record, more than the FMU offers), one C call each on the
+  native backend.
 
 Prints medians of --repeat runs, wall and CPU time (the CPU time is the steadier number on a
 loaded machine): us per step, real-time factor (dt / time per step) and the native/python ratios;
@@ -129,17 +131,16 @@ def via_fmpy(x: Path, fmu: Path, steps: int) -> tuple[float, float]:
 
 
 def in_process(model: Path, steps: int) -> tuple[float, float]:
-    """Simulator.step plus the outputs the FMU offers: state, invariants, qdd."""
+    """Simulator.step plus every output (Simulator.outputs)."""
     import mbsfmu
     from mbsfmu.sim.simulator import Simulator
 
     sim = Simulator(mbsfmu.load_model(model), integrator="rk4", h_max=DT)
+    sim.outputs()
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         sim.step(DT)
-        sim.x.copy()
-        sim.invariants()
-        sim.rhs(sim.x)
+        sim.outputs()
     return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
 
@@ -206,6 +207,7 @@ def main(argv=None) -> int:
                         f"CPU {r[1] * 1e6:9.2f} us/step (real-time factor {DT / r[1]:7.1f})"
                     )
             for a, b in (
+                ("native, C host", "in-process Simulator"),
                 ("native, fmpy", "python runtime, fmpy"),
                 ("native, C host", "python runtime, C host"),
                 ("native, C host", "python runtime, fmpy"),

@@ -26,8 +26,9 @@ import yaml
 
 import mbsfmu
 from mbsfmu.checker import conservation_report
+from mbsfmu.engine.native.core import value_formatter
 from mbsfmu.scenario.plots import joint_kinds, plot_run
-from mbsfmu.sim.rows import records_columns, records_values, trajectory_row
+from mbsfmu.sim.rows import Rows
 from mbsfmu.sim.simulator import Simulator
 from mbsfmu.trajectory import TrajectoryWriter, join_trajectories, read_trajectory
 
@@ -64,10 +65,14 @@ def run(n: int, tmp: Path) -> dict[str, float]:
     out["load"] = clock() - t
     sim = Simulator(model, integrator="rk4", h_max=1e-3)
     rows, recs, step = [], [], 0.0
+    t = clock()
+    table = Rows(sim)
+    out["rows"] = clock() - t
     for k in range(11):
         t = clock()
-        rows.append(trajectory_row(sim))
-        recs.append(records_values(sim))
+        traj_row, rec_row = table.values()
+        rows.append(traj_row)
+        recs.append(rec_row)
         out["rows"] = out.get("rows", 0.0) + clock() - t
         if k < 10:
             t = clock()
@@ -75,8 +80,12 @@ def run(n: int, tmp: Path) -> dict[str, float]:
             step += clock() - t
     out["simulate"] = step
     t = clock()
-    for name, data, cols in (("trajectory.csv", rows, None), ("records.csv", recs, records_columns(sim))):
-        with TrajectoryWriter(tmp / name, cols) as w:
+    fmt = value_formatter()
+    for name, data, cols in (
+        ("trajectory.csv", rows, table.trajectory_columns),
+        ("records.csv", recs, table.records_columns),
+    ):
+        with TrajectoryWriter(tmp / name, cols, format_values=fmt) as w:
             for r in data:
                 w.write(r)
     out["write"] = clock() - t

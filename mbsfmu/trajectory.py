@@ -73,7 +73,7 @@ from __future__ import annotations
 import csv
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -171,10 +171,16 @@ class TrajectoryWriter:
     row per ``write(row)``, flushed, so a run that fails keeps every row it computed.
 
     columns: the column names, ``time`` among them; if None, taken from the first row's keys
-    (the header is then written with the first row). Use as a context manager or call close()."""
+    (the header is then written with the first row). format_values: a function giving the text
+    of a float64 row (bytes, comma-separated), each value as repr writes it or any text that reads
+    back to the same double (the C core's, 5-10x faster); default: repr. Use as a context manager or
+    call close()."""
 
-    def __init__(self, path: str | os.PathLike, columns: Sequence[str] | None = None):
+    def __init__(
+        self, path: str | os.PathLike, columns: Sequence[str] | None = None, format_values: Callable | None = None
+    ):
         self.path = str(path)
+        self._format = format_values
         self.columns: tuple[str, ...] | None = None
         self.n_rows = 0
         self.last_time: float | None = None  # time [s] of the last row written
@@ -224,6 +230,16 @@ class TrajectoryWriter:
                     + (f"; not in the header: {', '.join(extra)}" if extra else "")
                 )
             values = [row[c] for c in self.columns]
+        elif self._format is not None and type(row) is np.ndarray and row.dtype == np.float64 and row.ndim == 1:
+            if row.size != len(self.columns):
+                raise TrajectoryError(
+                    f"{self.path}: row {self.n_rows + 1} has {row.size} values, "
+                    f"the header has {len(self.columns)} columns"
+                )
+            self._write(self._format(row) + b"\n", f"row {self.n_rows + 1}")
+            self.n_rows += 1
+            self.last_time = float(row[self._time_index])
+            return
         else:
             values = row.tolist() if isinstance(row, np.ndarray) else list(row)
             if len(values) != len(self.columns):
@@ -236,14 +252,15 @@ class TrajectoryWriter:
         except (TypeError, ValueError):
             c, v = next((c, v) for c, v in zip(self.columns, values) if not _is_real(v))
             raise TrajectoryError(f"{self.path}: row {self.n_rows + 1}, column {c!r}: {v!r} is not a number") from None
-        self._write(",".join(map(repr, cells)) + "\n", f"row {self.n_rows + 1}")
+        text = self._format(np.array(cells)) + b"\n" if self._format else ",".join(map(repr, cells)) + "\n"
+        self._write(text, f"row {self.n_rows + 1}")
         self.n_rows += 1
         self.last_time = float(values[self._time_index])
 
-    def _write(self, text: str, what: str) -> None:
+    def _write(self, text: str | bytes, what: str) -> None:
         """Write one line (unbuffered); on OSError (disk full, I/O error) cut the file back to
         its last whole line, so that every row kept is valid, and raise TrajectoryError."""
-        data = memoryview(text.encode("utf-8"))
+        data = memoryview(text if isinstance(text, bytes) else text.encode("utf-8"))
         at = None
         try:
             at = self._f.tell()

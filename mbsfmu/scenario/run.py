@@ -10,9 +10,10 @@ from pathlib import Path
 
 from .. import stops
 from ..engine.model import Model
+from ..engine.native.core import value_formatter
 from ..errors import MbsError
 from ..sim.pid import JointPID
-from ..sim.rows import records_columns, records_values, trajectory_row
+from ..sim.rows import Rows, records_values, trajectory_row
 from ..sim.simulator import SimulationError, Simulator
 from .grid import check_run_length, sample_times
 from .progress import Progress
@@ -115,8 +116,10 @@ def run_scenario(
     pid = JointPID(scn.controller, scn.dt) if scn.controller else None
     joints = list(scn.controller)
     (out / RECORDS_FILE).unlink(missing_ok=True)  # a previous run's records must not be checked with this run
-    records = TrajectoryWriter(out / RECORDS_FILE, records_columns(sim)) if scn.records else None
-    with TrajectoryWriter(out / TRAJECTORY_FILE) as writer:
+    rows = Rows(sim)
+    fmt = value_formatter()
+    records = TrajectoryWriter(out / RECORDS_FILE, rows.records_columns, fmt) if scn.records else None
+    with TrajectoryWriter(out / TRAJECTORY_FILE, rows.trajectory_columns, fmt) as writer:
         try:
             for k, t in enumerate(times):
                 for name, sched in scn.inputs.items():
@@ -130,10 +133,10 @@ def run_scenario(
                     )
                     for j, value in u.items():
                         sim.set_input(f"{j}.tau", value)
-                row = trajectory_row(sim)
+                row, record = rows.values()
                 writer.write(row)
                 if records is not None:
-                    records.write(records_values(sim))
+                    records.write(record)
                 if recorder is not None:
                     recorder.write(sim)
                 if k < n_steps:

@@ -73,9 +73,49 @@ def records_values(sim, t: float | None = None) -> np.ndarray:
     return np.concatenate([[sim.t if t is None else t], sim.record_values(), engine_values(sim)])
 
 
+class Rows:
+    """Both files' rows from one ``Simulator.outputs`` call per sample (one call of the C core on
+    the native backend): ``trajectory_columns`` / ``records_columns`` are those of
+    ``trajectory_row`` and ``records_columns(sim)``, in the same order; ``values(t)`` gives the two
+    rows as arrays. Closed loops add their phi, phidot, lambda columns (``Simulator.loop_outputs``)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        nq, nv, nu = len(sim.q), len(sim.qd), len(sim.input_names)
+        names = sim.output_names()
+        engine = np.arange(nq + 2 * nv + nu, nq + 2 * nv + nu + len(ENGINE_COLUMNS))
+        self._traj = np.concatenate([np.arange(nq + nv + nu), engine])
+        self._rec = np.concatenate([np.arange(engine[-1] + 1, len(names)), engine])
+        loop_columns = []
+        for loop, out in sim.loop_outputs().items():
+            loop_columns += [f"loop.{loop}.phi", f"loop.{loop}.phidot"]
+            loop_columns += [f"loop.{loop}.lambda[{k + 1}]" for k in range(len(out["lambda"]))]
+        self.trajectory_columns = ("time", *(names[k] for k in self._traj), *loop_columns)
+        self.records_columns = ("time", *(names[k] for k in self._rec))
+        self._n_loop = len(loop_columns)
+
+    def values(self, t: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(trajectory row, records row) at the simulator's current state; time ``t`` or its own."""
+        sim = self.sim
+        out = sim.outputs()
+        time = sim.t if t is None else t
+        traj = np.empty(len(self.trajectory_columns))
+        traj[0] = time
+        traj[1 : 1 + self._traj.size] = out[self._traj]
+        if self._n_loop:
+            traj[1 + self._traj.size :] = [
+                v for o in sim.loop_outputs().values() for v in (o["phi"], o["phidot"], *o["lambda"])
+            ]
+        rec = np.empty(len(self.records_columns))
+        rec[0] = time
+        rec[1:] = out[self._rec]
+        return traj, rec
+
+
 __all__ = [
     "ENGINE_COLUMNS",
     "RECORDS_FILE",
+    "Rows",
     "TRAJECTORY_FILE",
     "engine_columns",
     "engine_values",

@@ -32,6 +32,7 @@ from ..engine.spatial import Array
 from ..errors import InputError, MbsError
 from .integrators import IntegrationError, dop853, rk4_step
 from .outputs import Invariants, body_record_names, body_record_values, engine_invariants
+from .rows import ENGINE_COLUMNS, engine_values
 
 INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
@@ -125,9 +126,10 @@ class Simulator:
         self._project = loop_stabilisation in ("projection", "both")
         self._part = model.loop_partition() if (self.loops and loop_method == "partitioning") else None
         self.t = 0.0
-        self.u = np.zeros(len(self.input_names))
-        self.n_steps = self.n_rhs = 0
-        self.h_last = 0.0
+        self._stats = [0, 0, 0.0]  # n_steps, n_rhs, h_last (python backend; the core keeps its own)
+        self._dt_max = self.h_max * MAX_SUBSTEPS if self.h_max > 0 else float(np.finfo(float).max)
+        self._output_names: tuple[str, ...] | None = None
+        self._out = None  # the core's outputs call, made at the first outputs()
         self.backend, self._native = _backend(backend, integrator, model, loop_method), None
         if self.backend == "native":
             from ..engine.native.core import Core
@@ -135,9 +137,52 @@ class Simulator:
             self._native = Core(model)
             self._native.set_solver(integrator, self.h_max, self.rtol, self.atol)
             self._native.set_loops(loop_stabilisation in ("baumgarte", "both"), self._project, alpha, beta)
+        self._u = self._native.u_in if self._native is not None else np.zeros(len(self.input_names))
+        self._x = np.zeros(self._nq + self._nv + 2)
         self.set_configuration(*model.initial_state(assemble=False))
 
     # ---- state and inputs ---------------------------------------------------------------
+    @property
+    def x(self) -> Array:
+        """The state [q (nq), qd (nv), W_in, W_diss]; on the native backend a read-only view of the
+        core's (it changes with every step: copy it to keep it). Assigning it sets the state
+        (finite, unit quaternions; loops as given)."""
+        return self._native.x_view if self._native is not None else self._x
+
+    @x.setter
+    def x(self, value) -> None:
+        if self._native is not None:
+            self._native.set_state(value, assemble=2)
+        else:
+            self._x = value
+
+    @property
+    def u(self) -> Array:
+        """The inputs (``input_names`` order) [SI units], held over each step; edit in place or assign."""
+        return self._u
+
+    @u.setter
+    def u(self, value) -> None:
+        value = np.asarray(value, dtype=float)
+        if value.shape != self._u.shape:
+            raise InputError(f"u must have {self._u.size} entries (input_names), got shape {value.shape}")
+        self._u[:] = value
+
+    def _stat(self, k: int):
+        return self._native.stats()[k] if self._native is not None else self._stats[k]
+
+    def _set_stat(self, k: int, value) -> None:
+        if self._native is not None:
+            st = list(self._native.stats())
+            st[k] = value
+            self._native.set_stats(*st)
+        else:
+            self._stats[k] = value
+
+    n_steps = property(lambda self: self._stat(0), lambda self, v: self._set_stat(0, v), doc="internal steps taken")
+    n_rhs = property(lambda self: self._stat(1), lambda self, v: self._set_stat(1, v), doc="rhs evaluations")
+    h_last = property(lambda self: self._stat(2), lambda self, v: self._set_stat(2, v), doc="last internal step [s]")
+
     @property
     def q(self) -> Array:
         return self.x[: self._nq].copy()
@@ -199,8 +244,11 @@ class Simulator:
         return SimState(self.t, self.x.copy(), self.u.copy(), self.n_steps, self.n_rhs, self.h_last)
 
     def set_state(self, s: SimState) -> None:
-        self.t, self.x, self.u = s.t, s.x.copy(), s.u.copy()
-        self.n_steps, self.n_rhs, self.h_last = s.n_steps, s.n_rhs, s.h_last
+        self.t, self.x, self.u = s.t, s.x.copy(), s.u
+        if self._native is not None:
+            self._native.set_stats(s.n_steps, s.n_rhs, s.h_last)
+        else:
+            self._stats = [s.n_steps, s.n_rhs, s.h_last]
 
     # ---- dynamics -----------------------------------------------------------------------
     def rhs(self, x: Array) -> Array:
@@ -247,6 +295,10 @@ class Simulator:
     def step(self, dt: float) -> None:
         """Advance the state by dt [s] with the inputs held; SimulationError on failure (the
         state is then left at the start of the step)."""
+        native = self._native
+        if native is not None and type(dt) is float and 0.0 < dt <= self._dt_max:  # the checks below, passed
+            self._native_step(dt)
+            return
         dt = _real("dt", dt)
         if not (math.isfinite(dt) and dt > 0):
             raise InputError(f"dt must be a positive, finite time step [s], got {dt!r}")
@@ -255,22 +307,20 @@ class Simulator:
                 f"dt = {dt:g} s needs {dt / self.h_max:.3g} sub-steps of h_max = {self.h_max:g} s; "
                 f"at most {MAX_SUBSTEPS:.0e} per step (raise h_max or take shorter steps)"
             )
+        if native is not None:
+            self._native_step(dt)
+            return
         x = self.x
         try:
             with np.errstate(all="ignore"):
                 if self.integrator == "rk4":
                     n = max(1, math.ceil(dt / self.h_max - 1e-9))
                     h = dt / n
-                    if self.backend == "native":
-                        x = self._native_step(x, dt)
-                    else:
-                        for _ in range(n):
-                            x = self._close_loops(self._normalise(rk4_step(self.rhs, x, h)))
-                            self._check_finite(x, self.t + h)
-                        self.n_steps += n
-                        self.h_last = h
-                elif self.backend == "native":
-                    x = self._native_step(x, dt)
+                    for _ in range(n):
+                        x = self._close_loops(self._normalise(rk4_step(self.rhs, x, h)))
+                        self._check_finite(x, self.t + h)
+                    self.n_steps += n
+                    self.h_last = h
                 else:
                     x, _nfev, self.h_last = dop853(
                         self.rhs, x, dt, self.rtol, self.atol, self.h_max, self.h_last or None
@@ -283,19 +333,15 @@ class Simulator:
         self.x = x
         self.t += dt
 
-    def _native_step(self, x: Array, dt: float) -> Array:
+    def _native_step(self, dt: float) -> None:
         """step(dt) in the C core (the same RK4 sub-steps or DOP853 steps as above, quaternions
-        renormalised alike); statistics carried over; SimulationError with the core's message."""
-        c = self._native
-        c.set_state(x)
-        c.set_inputs(self.u)
-        c.t = self.t
-        c.set_stats(self.n_steps, self.n_rhs, self.h_last)
-        status = c.step(dt)
-        self.n_steps, self.n_rhs, self.h_last = c.stats()
-        if status:
-            raise SimulationError(c.message)
-        return c.x
+        renormalised alike), the state and statistics kept there; SimulationError with the core's
+        message (the state left as it was)."""
+        if self._native.step_inputs(self.t, dt):
+            if not np.all(np.isfinite(self._u)):
+                raise InputError(f"inputs must be finite, got {dict(zip(self.input_names, self._u.tolist()))}")
+            raise SimulationError(self._native.message)
+        self.t += dt
 
     def _close_loops(self, x: Array) -> Array:
         """After a step: v = H(u), vdot = B_vu udot for partitioned loops; projection of the
@@ -413,6 +459,33 @@ class Simulator:
             body = body_record_values(self.model, kin)
             springs = np.fromiter(self.spring_records(kin).values(), float)
         return np.concatenate([body, springs])
+
+    def output_names(self) -> tuple[str, ...]:
+        """The names of ``outputs``: q.<joint>, qd.<joint> (``state_names``), u.<input>,
+        qdd.<joint>, the engine.* columns (``rows.ENGINE_COLUMNS``), then ``record_names``."""
+        if self._output_names is None:
+            nq, nv = self._nq, self._nv
+            qdd = tuple("qdd." + name.split(".", 1)[1] for name in self.state_names[nq : nq + nv])
+            u = tuple(f"u.{name}" for name in self.input_names)
+            self._output_names = (*self.state_names[: nq + nv], *u, *qdd, *ENGINE_COLUMNS, *self.record_names())
+        return self._output_names
+
+    def outputs(self) -> Array:
+        """Every output at the current state and inputs, in ``output_names`` order: q, qd, u, qdd
+        (loops closed) [SI], the engine invariants and work, the body, wheel and spring records.
+        On the native backend one call of the C core, into an array that the next call overwrites
+        (copy it to keep it); on the python backend built from the numpy reference (the oracle)."""
+        nq, nv = self._nq, self._nv
+        if self._native is not None:
+            if self._out is None:
+                bodies, wheels = self._record_index
+                out = np.empty(self._native.n_outputs(bodies.size, wheels.size))
+                self._out = self._native.outputs_call(bodies, wheels, out)
+            return self._out()
+        n_rhs = self.n_rhs
+        qdd = self.rhs(self.x)[nq : nq + nv]
+        self.n_rhs = n_rhs  # an output, not a step's evaluation
+        return np.concatenate([self.x[: nq + nv], self.u, qdd, engine_values(self), self.record_values()])
 
 
 def _real(name: str, value) -> float:

@@ -555,7 +555,7 @@ def test_wall_time_is_estimated_before_the_run_and_in_the_list(tmp_path, capsys)
     from mbsfmu.scenario.run import estimate_wall
 
     path = scenario(
-        tmp_path, "version: 1\nmodel: {pendulum}\nduration: 100.0\ndt: 0.05\n" + FAST + "description: long\n"
+        tmp_path, "version: 1\nmodel: {pendulum}\nduration: 10000.0\ndt: 0.05\n" + FAST + "description: long\n"
     )
     wall, how = estimate_wall(load_scenario(path), budget=0.05)
     assert wall > 0 and "extrapolated from" in how

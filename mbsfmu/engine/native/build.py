@@ -31,6 +31,7 @@ SOURCES = (
     "integrate.c",
     "loops.c",
     "sim.c",
+    "decimal.c",
 )
 HEADERS = ("mbs_core.h", "mbs_names.h", "instance.h", "spatial.h", "dop853_coef.h")
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does

@@ -150,3 +150,30 @@ double mbs_spring_energy(const mbs_sim *s, const double *q)
     }
     return pe;
 }
+
+/* spring records (Simulator.spring_records order: joint springs, then point springs): k and the
+ * deflection x = q - q0 or l - l0 [m or rad], 2 per spring, into out; poses from
+ * mbs_forward_kinematics. Returns the number of values written. */
+int mbs_spring_records(const mbs_sim *s, const double *q, double *out)
+{
+    int e, n = 0;
+    for (e = 0; e < s->n_elem; e++) {
+        const int32_t *el = s->elem + 4 * e;
+        const double *num = s->elem_f + 9 * e;
+        if (el[0] == EL_JSPRING) {
+            out[n++] = num[0];
+            out[n++] = q[el[1]] - num[1];
+        }
+    }
+    for (e = 0; e < s->n_elem; e++) {
+        const int32_t *el = s->elem + 4 * e;
+        const double *num = s->elem_f + 9 * e;
+        if (el[0] == EL_SPRING) {
+            double ev[3], l, ldot;
+            spring_geometry(s, el, num, ev, &l, &ldot, 0);
+            out[n++] = num[6];
+            out[n++] = l - num[8];
+        }
+    }
+    return n;
+}

@@ -100,6 +100,7 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd);
 void mbs_passive_forces(const mbs_sim *s, const double *q, const double *qd, double *out);
 void mbs_body_wrenches(mbs_sim *s, const double *u, double *p_in, double *p_damp);
 double mbs_spring_energy(const mbs_sim *s, const double *q);
+int mbs_spring_records(const mbs_sim *s, const double *q, double *out);
 /* integrate.c */
 void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot);
 void mbs_config_rate(const mbs_sim *s, const double *q, const double *qd, double *out);

@@ -163,9 +163,26 @@ int mbs_records_at(mbs_sim *s, const double *q, const double *qd, int n_b, const
                    const int32_t *wheels, double *out);
 /* All inputs at once (u (n_u,)); MBS_ERROR (nothing changed) if one is not finite. */
 int mbs_sim_set_inputs(mbs_sim *s, const double *u);
+/* Set the time t [s] and the inputs u (n_u,), then mbs_sim_step(dt): one call per step (MBS_ERROR
+ * with nothing changed if an input is not finite; u NULL: inputs kept). */
+int mbs_sim_step_inputs(mbs_sim *s, double t, const double *u, double dt);
+/* Every output at the current state and inputs u (n_u,; NULL: those set) in one array
+ * (Simulator.outputs, same order; MBS_ERROR if an input is not finite):
+ * q (nq), qd (nv), u (n_u), qdd (nv), the 20 engine values (p_sys, P_sys, H_sys, R, Rdot, KE, PE,
+ * E = KE + PE, W_in, W_diss), the body records of mbs_records_at, then k and x per spring (joint
+ * springs, then point springs). Trees and loops alike (qdd with the loops closed). */
+int mbs_sim_outputs(mbs_sim *s, const double *u, int n_b, const int32_t *bodies, int n_w, const int32_t *wheels,
+                    double *out);
 /* Restore the statistics (a state restored from outside: FMU state, Simulator.set_state); h_last
  * is also DOP853's next first step (0: chosen afresh). */
 void mbs_sim_set_stats(mbs_sim *s, long long n_steps, long long n_rhs, double h_last);
+
+/* ---- numbers as text (decimal.c) ---------------------------------------------------------- */
+/* v as the shortest decimal text that reads back to v, in Python's repr layout ("1.0", "1e-05",
+ * "inf", "nan"), into out (>= 25 bytes, NUL-terminated); returns its length. */
+int mbs_shortest(double v, char *out);
+/* v[0..n) so, separated by sep, into out (>= 25 n bytes, not terminated); returns the length. */
+size_t mbs_format_values(const double *v, size_t n, char sep, char *out);
 
 #ifdef __cplusplus
 }

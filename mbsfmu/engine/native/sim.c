@@ -108,6 +108,7 @@ int mbs_sim_set_u(mbs_sim *s, int k, double value)
 int mbs_sim_set_inputs(mbs_sim *s, const double *u)
 {
     if (!valid(s) || !u || !mbs_all_finite(u, s->n_u)) return MBS_ERROR;
+    if (memcmp(s->u, u, sizeof(double) * (size_t)s->n_u) == 0) return MBS_OK;   /* unchanged: the outputs stay valid */
     memcpy(s->u, u, sizeof(double) * (size_t)s->n_u);
     invalidate(s);
     return MBS_OK;
@@ -353,5 +354,66 @@ int mbs_records_at(mbs_sim *s, const double *q, const double *qd, int n_b, const
     mbs_joint_transforms(s, q);
     mbs_forward_kinematics(s, qd, NULL, 1, 0, NULL);
     mbs_compute_records(s, n_b, bodies, n_w, wheels, out);
+    return MBS_OK;
+}
+
+/* ---- every output at once (Simulator.outputs) ---------------------------------------------- */
+int mbs_sim_step_inputs(mbs_sim *s, double t, const double *u, double dt)
+{
+    if (!valid(s)) return MBS_ERROR;
+    if (u && mbs_sim_set_inputs(s, u)) {
+        mbs_fmt(s->msg, MBS_MSG, "inputs must be finite");
+        return MBS_ERROR;
+    }
+    s->t = t;
+    return mbs_sim_step(s, dt);
+}
+
+int mbs_sim_outputs(mbs_sim *s, const double *u, int n_b, const int32_t *bodies, int n_w, const int32_t *wheels,
+                    double *out)
+{
+    int nq, nv, k, b;
+    const double *qdd, *x;
+    const mbs_invariants *inv;
+    if (!valid(s) || !out || n_b < 1 || n_w < 0 || !bodies || (n_w && !wheels)) return MBS_ERROR;
+    if (u && mbs_sim_set_inputs(s, u)) {
+        mbs_fmt(s->msg, MBS_MSG, "inputs must be finite");
+        return MBS_ERROR;
+    }
+    if (s->params_dirty) {
+        mbs_fmt(s->msg, MBS_MSG, "parameters were changed but not applied (mbs_sim_apply_params)");
+        return MBS_ERROR;
+    }
+    for (b = 0; b < n_b + n_w; b++) {
+        int i = b < n_b ? bodies[b] : wheels[b - n_b];
+        if (i < 1 || i > s->N) {
+            mbs_fmt(s->msg, MBS_MSG, "outputs: body index %d out of 1..%d", i, s->N);
+            return MBS_ERROR;
+        }
+    }
+    nq = s->nq; nv = s->nv; x = s->x;
+    qdd = mbs_sim_qdd(s);                                     /* Xup at this state's q (xf_at_x) */
+    inv = mbs_sim_invariants(s);
+    memcpy(out, x, sizeof(double) * (size_t)(nq + nv));
+    out += nq + nv;
+    memcpy(out, s->u, sizeof(double) * (size_t)s->n_u);
+    out += s->n_u;
+    memcpy(out, qdd, sizeof(double) * (size_t)nv);
+    out += nv;
+    for (k = 0; k < 3; k++) {                                 /* rows.ENGINE_COLUMNS */
+        out[k] = inv->p_sys[k]; out[3 + k] = inv->P_sys[k]; out[6 + k] = inv->H_sys[k];
+        out[9 + k] = inv->R[k]; out[12 + k] = inv->Rdot[k];
+    }
+    out[15] = inv->KE; out[16] = inv->PE; out[17] = inv->KE + inv->PE;
+    out[18] = x[nq + nv]; out[19] = x[nq + nv + 1];
+    out += 20;
+    if (!s->xf_at_x) {
+        mbs_joint_transforms(s, x);
+        s->xf_at_x = 1;
+    }
+    mbs_forward_kinematics(s, x + nq, NULL, 1, 0, NULL);      /* every body: the records need all */
+    mbs_compute_records(s, n_b, bodies, n_w, wheels, out);
+    out += 49 * n_b + 7 * n_w + 24;
+    mbs_spring_records(s, x, out);
     return MBS_OK;
 }

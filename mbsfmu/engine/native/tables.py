@@ -170,6 +170,7 @@ class Tables:
             "n_elem": n_elem,
             "n_loops": n_loops,
             "n_rows": n_rows,
+            "n_springs": sum(r[0] in (JSPRING, SPRING) for r in rows_i),
         }
         self.input_names = forces.layout.names
 
