@@ -1,8 +1,8 @@
 """Cost of a run's stages against model size: chains of N bodies, N = 100, 1,000, 3,000 (10,000 on request).
 
-    python benchmarks/bench_scale.py [--sizes 100 1000 3000] [--json out.json]
+    python benchmarks/bench_scale.py [--sizes 100 1000 3000] [--format yaml|json] [--json out.json]
 
-Each model is a chain of revolute joints with joint springs, written here as a YAML file; the run is
+Each model is a chain of revolute joints with joint springs, written here as a YAML (or JSON) file; the run is
 0.01 s at dt = 1 ms (11 rows), RK4 at h = 1 ms, as ``mbsfmu run`` does it, stage by stage through
 the public API: load (parse + validate + compile), simulate (10 steps), rows (the trajectory and
 body-record rows of the 11 samples), write (both CSV files), read (both, joined), check (the
@@ -56,9 +56,9 @@ def chain(n: int) -> dict:
     return {"version": 1, "name": f"chain{n}", "bodies": bodies, "gravity": [0, 0, -9.81]}
 
 
-def run(n: int, tmp: Path) -> dict[str, float]:
-    path = tmp / f"chain{n}.yaml"
-    path.write_text(yaml.safe_dump(chain(n)), encoding="utf-8")
+def run(n: int, tmp: Path, fmt: str = "yaml") -> dict[str, float]:
+    path = tmp / f"chain{n}.{fmt}"
+    path.write_text(yaml.safe_dump(chain(n)) if fmt == "yaml" else json.dumps(chain(n)), encoding="utf-8")
     out, clock = {}, time.perf_counter
     t = clock()
     model = mbsfmu.load_model(path)
@@ -106,6 +106,7 @@ def run(n: int, tmp: Path) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 3000])
+    ap.add_argument("--format", choices=("yaml", "json"), default="yaml", help="the model file's format")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}")
@@ -114,7 +115,7 @@ def main() -> None:
         for n in args.sizes:
             sub = Path(d) / str(n)
             sub.mkdir()
-            results[n] = run(n, sub)
+            results[n] = run(n, sub, args.format)
             line = ", ".join(f"{s} {results[n][s]:.3f}" for s in (*STAGES, "total"))
             print(f"N = {n:>6}: {line} s", flush=True)
     lo, hi = min(args.sizes), max(args.sizes)

@@ -71,6 +71,7 @@ frame origin's velocity v, so ``rdot_abs = v + omega x (R c)``.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -193,21 +194,24 @@ class TrajectoryWriter:
 
     def _header(self, columns: Sequence[str]) -> None:
         cols = tuple(str(c) for c in columns)
-        bad = [c for c in cols if not c or c != c.strip() or not _BAD_NAME_CHARS.isdisjoint(c)]
+        text = ",".join(cols)
+        plain = text.count(",") == len(cols) - 1 and _BAD_NAME_CHARS.isdisjoint(text.replace(",", ""))
+        plain = plain and not any(ch.isspace() for ch in set(text)) and "" not in cols  # one pass, not per name
+        bad = [] if plain else [c for c in cols if not c or c != c.strip() or not _BAD_NAME_CHARS.isdisjoint(c)]
         if bad:
             raise TrajectoryError(
                 f"{self.path}: column names must be non-empty, without commas, quotes, "
                 f"newlines or surrounding blanks: {', '.join(map(repr, bad))}"
             )
-        dup = sorted(c for c, n in Counter(cols).items() if n > 1)
-        if dup:
+        self._column_set = frozenset(cols)  # membership per row key: O(1), not O(columns)
+        if len(self._column_set) < len(cols):
+            dup = sorted(c for c, n in Counter(cols).items() if n > 1)
             raise TrajectoryError(f"{self.path}: duplicate column names: {', '.join(dup)}")
-        if "time" not in cols:
+        if "time" not in self._column_set:
             raise TrajectoryError(f"{self.path}: the columns must include 'time'")
         self.columns = cols
-        self._column_set = frozenset(cols)  # membership per row key: O(1), not O(columns)
         self._time_index = cols.index("time")
-        self._write(",".join(cols) + "\n", "the header")
+        self._write(text + "\n", "the header")
 
     def write(self, row: Mapping[str, float] | Sequence[float]) -> None:
         """Append one row: a mapping with exactly the file's columns, or a sequence (or 1-D
@@ -319,10 +323,49 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
     path = str(path)
     try:
         with open_regular(path, newline="", encoding="utf-8-sig") as f:
-            rows = list(csv.reader(f))
+            text = f.read()
     except OSError as e:
         raise TrajectoryError(f"cannot read trajectory file {path}: {e.strerror or e}") from None
-    except (UnicodeDecodeError, csv.Error) as e:
+    except UnicodeDecodeError as e:
+        raise TrajectoryError(f"trajectory file {path} is not a readable CSV text file: {e}") from None
+    plain = _plain_numbers(text)
+    if plain is not None:  # the files this package writes: one C pass of numpy's reader
+        header_line, names, values = 1, plain[0], plain[1]
+        first_lines = list(range(2, 2 + len(values)))
+    else:  # anything else, cell by cell, so that a bad cell is named with its line
+        header_line, names, values, first_lines = _read_cells(text, path)
+    _check_header(names, header_line, path)
+    columns = dict(zip(names, values.T.copy()))  # one block; each column a contiguous row of it
+    _check_time(columns, path, first_line=first_lines)
+    return Trajectory(columns, path)
+
+
+def _plain_numbers(text: str) -> tuple[list[str], Array] | None:
+    """(names, rows x columns values) of a CSV text with a header line and only numbers below it,
+    no quotes, no blank lines, no carriage returns, every row as wide as the header: what
+    TrajectoryWriter writes. None for any other text (``_read_cells`` reads and reports it)."""
+    nl = text.find("\n")
+    if nl < 0 or '"' in text or "\r" in text or "\n\n" in text or text.endswith("\n\n"):
+        return None
+    names = [c.strip() for c in text[:nl].split(",")]
+    body = text[nl + 1 :]
+    if not body.strip():
+        return None
+    try:
+        values = np.loadtxt(io.StringIO(body), delimiter=",", dtype=float, comments=None, ndmin=2)
+    except ValueError:
+        return None
+    if values.shape[1] != len(names):
+        return None
+    return names, values
+
+
+def _read_cells(text: str, path: str) -> tuple[int, list[str], Array, list[int]]:
+    """(header line, names, values, data line numbers) read cell by cell; TrajectoryError naming
+    the line, row and column of a malformed row or cell."""
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as e:
         raise TrajectoryError(f"trajectory file {path} is not a readable CSV text file: {e}") from None
     # keep file line numbers (1-based) while skipping blank lines
     lines = [(k + 1, r) for k, r in enumerate(rows) if r and any(c.strip() for c in r)]
@@ -330,6 +373,31 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
         raise TrajectoryError(f"trajectory file {path} is empty: expected a header row of column names")
     header_line, header = lines[0]
     names = [c.strip() for c in header]
+    _check_header(names, header_line, path)
+    data = lines[1:]
+    if not data:
+        raise TrajectoryError(f"{path}: no data rows after the header")
+    for row_no, (line, r) in enumerate(data, start=1):
+        if len(r) != len(names):
+            raise TrajectoryError(
+                f"{path}: line {line} (row {row_no}) has {len(r)} cells, the header has {len(names)} columns"
+            )
+    try:
+        values = np.array([r for _, r in data], dtype=float)
+    except ValueError:
+        for row_no, (line, r) in enumerate(data, start=1):
+            for name, cell in zip(names, r):
+                try:
+                    float(cell)
+                except ValueError:
+                    raise TrajectoryError(
+                        f"{path}: line {line} (row {row_no}), column {name!r}: {cell.strip()!r} is not a number"
+                    ) from None
+        raise TrajectoryError(f"{path}: could not read the numbers") from None  # pragma: no cover
+    return header_line, names, values, [line for line, _ in data]
+
+
+def _check_header(names: list[str], header_line: int, path: str) -> None:
     empty = [k + 1 for k, c in enumerate(names) if not c]
     if empty:
         raise TrajectoryError(
@@ -343,31 +411,6 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
             f"{path}: no 'time' column (the first row must be the column names, e.g. "
             f"time,...; found: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
         )
-    data = lines[1:]
-    if not data:
-        raise TrajectoryError(f"{path}: no data rows after the header")
-    for row_no, (line, r) in enumerate(data, start=1):
-        if len(r) != len(names):
-            raise TrajectoryError(
-                f"{path}: line {line} (row {row_no}) has {len(r)} cells, the header has {len(names)} columns"
-            )
-    try:
-        values = np.array([r for _, r in data], dtype=float)
-    except ValueError:
-        values = None
-    if values is None:
-        for row_no, (line, r) in enumerate(data, start=1):
-            for name, cell in zip(names, r):
-                try:
-                    float(cell)
-                except ValueError:
-                    raise TrajectoryError(
-                        f"{path}: line {line} (row {row_no}), column {name!r}: {cell.strip()!r} is not a number"
-                    ) from None
-        raise TrajectoryError(f"{path}: could not read the numbers")  # pragma: no cover
-    columns = {name: values[:, k].copy() for k, name in enumerate(names)}
-    _check_time(columns, path, first_line=[line for line, _ in data])
-    return Trajectory(columns, path)
 
 
 def join_trajectories(a: Trajectory, b: Trajectory) -> Trajectory:
@@ -381,8 +424,8 @@ def join_trajectories(a: Trajectory, b: Trajectory) -> Trajectory:
             f"{b.source}: row {k + 1} has time {float(b.time[k])!r} s, {a.source} has "
             f"{float(a.time[k])!r} s: not the same run"
         )
-    columns = {name: col[:n] for name, col in b.items()}
-    columns.update({name: col[:n] for name, col in a.items()})
+    columns = dict(b._columns) if b.n_rows == n else {name: col[:n] for name, col in b._columns.items()}
+    columns.update(a._columns if a.n_rows == n else {name: col[:n] for name, col in a._columns.items()})
     return Trajectory(columns, f"{a.source} + {b.source}")
 
 

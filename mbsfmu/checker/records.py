@@ -6,6 +6,7 @@ docs/reference/trajectory-format.md."""
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -79,8 +80,22 @@ def as_trajectory(data) -> Trajectory:
     raise CheckError(f"expected a trajectory, a mapping of columns or a file path, got {type(data).__name__}")
 
 
+_FOUND: dict[int, tuple[weakref.ref, System]] = {}  # id(trajectory) -> (its weak reference, its System)
+
+
 def discover(traj: Trajectory) -> System:
-    """Bodies (``<body>.m``), wheels (``<wheel>.Iw``), springs (``<spring>.k``) in column order."""
+    """Bodies (``<body>.m``), wheels (``<wheel>.Iw``), springs (``<spring>.k``) in column order
+    (found once per trajectory: a trajectory's columns never change)."""
+    key = id(traj)  # a Trajectory is a Mapping: compared by value, not hashable
+    entry = _FOUND.get(key)
+    if entry is not None and entry[0]() is traj:
+        return entry[1]
+    found = _discover(traj)
+    _FOUND[key] = (weakref.ref(traj, lambda _ref: _FOUND.pop(key, None)), found)
+    return found
+
+
+def _discover(traj: Trajectory) -> System:
     names = [c for c in traj.names if not c.startswith(SKIP_PREFIXES)]
     found = System(
         bodies=tuple(c[:-2] for c in names if c.endswith(".m") and len(c) > 2),

@@ -331,10 +331,12 @@ STDLIB_OR_NUMPY = (
     "csv",
     "dataclasses",
     "functools",
+    "io",
     "json",
     "math",
     "os",
     "sys",
+    "weakref",
 )
 
 
