@@ -38,6 +38,8 @@ class Reader:
         return value
 
     def number(self, value, path) -> float:
+        if type(value) is float and math.isfinite(value):  # the common case, without the ABC check
+            return value
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             self.problem(path, f"expected a number, got {describe(value)}")
             return 0.0

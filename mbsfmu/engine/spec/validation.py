@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import Problem, brief, did_you_mean
@@ -117,7 +119,7 @@ def _array(values, shape: tuple, at: tuple, problems: list[Problem]):
         what = {(): "a number", (3, 3): "a 3x3 matrix"}.get(shape, f"{shape[0]} numbers")
         problems.append(Problem(at, f"expected {what}, got {brief(values)}"))
         return None
-    if not np.all(np.isfinite(x)):
+    if not math.isfinite(x.sum()) and not np.all(np.isfinite(x)):  # a finite sum: every entry finite
         problems.append(Problem(at, f"{x.tolist()} is not finite"))
         return None
     return x
