@@ -30,6 +30,7 @@ SOURCES = (
     "records.c",
     "integrate.c",
     "loops.c",
+    "response.c",
     "sim.c",
 )
 HEADERS = ("mbs_core.h", "mbs_names.h", "instance.h", "spatial.h", "dop853_coef.h")
