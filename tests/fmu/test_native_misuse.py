@@ -144,7 +144,7 @@ def run(extracted, case: str) -> tuple[list, str]:
                 "is not an output (the unknowns are the Real outputs",
                 "solver.n_steps (value reference",
                 "= nan for",
-                "dvKnown is NULL with nKnown = 1",
+                "dvKnown is NULL (nUnknown = 1, nKnown = 1)",
             ],
         ),
         ("freed_component", [OK, OK, OK, ERROR], []),

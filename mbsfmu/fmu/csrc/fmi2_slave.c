@@ -766,11 +766,11 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReferenc
     const char *fn = "fmi2GetDirectionalDerivative";
     GET_INSTANCE(c, "fmi2GetDirectionalDerivative");
     if (!allowed(I, fn, M_INIT | M_STEP | M_TERM)) return fmi2Error;
-    if ((nUnknown && (!vUnknown_ref || !dvUnknown)) || (nKnown && (!vKnown_ref || !dvKnown))) {
-        logf_(I, fmi2Error, "%s: %s is NULL with %s = %lu", fn,
-              nUnknown && !vUnknown_ref ? "vUnknown_ref" : nUnknown && !dvUnknown ? "dvUnknown" :
-              !vKnown_ref ? "vKnown_ref" : "dvKnown", nUnknown && (!vUnknown_ref || !dvUnknown) ? "nUnknown" : "nKnown",
-              (unsigned long)(nUnknown && (!vUnknown_ref || !dvUnknown) ? nUnknown : nKnown));
+    const char *null = nUnknown && !vUnknown_ref ? "vUnknown_ref" : nUnknown && !dvUnknown ? "dvUnknown" :
+                       nKnown && !vKnown_ref ? "vKnown_ref" : nKnown && !dvKnown ? "dvKnown" : NULL;
+    if (null) {
+        logf_(I, fmi2Error, "%s: %s is NULL (nUnknown = %lu, nKnown = %lu)", fn, null, (unsigned long)nUnknown,
+              (unsigned long)nKnown);
         return fmi2Error;
     }
     int need_qdd = 0;
