@@ -157,7 +157,10 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
         for v in outputs:
             deps = sorted(index[d] for d in v.deps)
             attrs = {"index": str(index[v.name]), "dependencies": " ".join(map(str, deps))}
-            if deps:  # qdd = M(q)^-1 (B u + ...): linear in u, but its factor varies with the state
+            # qdd = M(q)^-1 (B u + ...): linear in u with a factor that varies with the state, so
+            # "dependent" (FMI 2.0 fmi2VariableDependency.xsd; "fixed"/"tunable" need a factor fixed
+            # between communication points)
+            if deps:
                 attrs["dependenciesKind"] = " ".join(["dependent"] * len(deps))
             ET.SubElement(node, "Unknown", attrs)
     initial = [v for v in table if v.causality == "output" and v.initial in ("approx", "calculated")]
