@@ -155,12 +155,14 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
     if outputs:
         node = ET.SubElement(ms, "Outputs")
         for v in outputs:
-            ET.SubElement(
-                node,
-                "Unknown",
-                index=str(index[v.name]),
-                dependencies=" ".join(str(i) for i in sorted(index[d] for d in v.deps)),
-            )
+            deps = sorted(index[d] for d in v.deps)
+            attrs = {"index": str(index[v.name]), "dependencies": " ".join(map(str, deps))}
+            # qdd = M(q)^-1 (B u + ...): linear in u with a factor that varies with the state, so
+            # "dependent" (FMI 2.0 fmi2VariableDependency.xsd; "fixed"/"tunable" need a factor fixed
+            # between communication points)
+            if deps:
+                attrs["dependenciesKind"] = " ".join(["dependent"] * len(deps))
+            ET.SubElement(node, "Unknown", attrs)
     initial = [v for v in table if v.causality == "output" and v.initial in ("approx", "calculated")]
     if initial:
         node = ET.SubElement(ms, "InitialUnknowns")
@@ -177,11 +179,13 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
 
 def native_description(raw: bytes, table: list[FmuVariable], info: dict, source_files: list[str]) -> bytes:
     """``model_description``, then the native runtime's capability flags (no execution tool, the
-    host's memory functions used) and ``SourceFiles``."""
+    host's memory functions used, directional derivatives of the outputs with respect to the
+    inputs) and ``SourceFiles``."""
     root = ET.fromstring(model_description(raw, table, info))
     cs = root.find("CoSimulation")
     cs.set("needsExecutionTool", "false")
     cs.set("canNotUseMemoryManagementFunctions", "false")
+    cs.set("providesDirectionalDerivative", "true")  # outputs w.r.t. inputs (fmi2_slave.c)
     for child in list(cs):
         cs.remove(child)
     files = ET.SubElement(cs, "SourceFiles")

@@ -132,6 +132,21 @@ def run(extracted, case: str) -> tuple[list, str]:
             [OK, OK, OK, ERROR, ERROR, ERROR, ERROR, ERROR, ERROR, OK],
             ["fmi2GetReal: vr is NULL", "fmi2GetReal: value is NULL", "fmi2GetFMUstate: FMUstate is NULL"],
         ),
+        (
+            "directional_derivative",
+            [ERROR, OK, OK, OK, *[ERROR] * 8, 1, OK, OK],
+            [
+                "fmi2GetDirectionalDerivative: not allowed in instantiated",
+                "fmi2GetDirectionalDerivative: unknown value reference 99999",
+                "is a parameter: derivatives with respect to parameters are not provided",
+                "KE (value reference",
+                "is an output (the knowns are the Real inputs)",
+                "is not an output (the unknowns are the Real outputs",
+                "solver.n_steps (value reference",
+                "= nan for",
+                "dvKnown is NULL (nUnknown = 1, nKnown = 1)",
+            ],
+        ),
         ("freed_component", [OK, OK, OK, ERROR], []),
         (
             "bad_instantiate",

@@ -73,6 +73,7 @@ for name, res, args in [
     ("fmi2SerializedFMUstateSize", I32, [P, P, P]),
     ("fmi2SerializeFMUstate", I32, [P, P, P, SZ]),
     ("fmi2DeSerializeFMUstate", I32, [P, P, SZ, P]),
+    ("fmi2GetDirectionalDerivative", I32, [P, P, SZ, P, SZ, P, P]),
 ]:
     fn = getattr(lib, name)
     fn.restype, fn.argtypes = res, args
@@ -322,6 +323,22 @@ elif case == "no_boolean_or_string":
     status.append(lib.fmi2SetString(c, vrs(99999), 1, (ctypes.c_char_p * 1)(b"x")))
     status.append(lib.fmi2SetString(c, vrs("KE"), 0, None))  # nvr = 0: nothing to do
     status.append(lib.fmi2GetBoolean(c, vrs("KE"), 1, None))
+elif case == "directional_derivative":
+    dd = lib.fmi2GetDirectionalDerivative
+    out = reals(7.0, 7.0)
+    status.append(dd(c, vrs(first_output), 1, vrs(first_input), 1, reals(1.0), out))  # before initialisation
+    init(c)
+    status.append(dd(c, vrs(99999), 1, vrs(first_input), 1, reals(1.0), out))  # unknown vr as unknown
+    status.append(dd(c, vrs(first_output), 1, vrs(99999), 1, reals(1.0), out))  # unknown vr as known
+    status.append(dd(c, vrs(first_output), 1, vrs(first_mass), 1, reals(1.0), out))  # a parameter as known
+    status.append(dd(c, vrs(first_output), 1, vrs("KE"), 1, reals(1.0), out))  # an output as known
+    status.append(dd(c, vrs(first_input), 1, vrs(first_input), 1, reals(1.0), out))  # an input as unknown
+    status.append(dd(c, vrs("solver.n_steps"), 1, vrs(first_input), 1, reals(1.0), out))  # an Integer output
+    status.append(dd(c, vrs(first_output), 1, vrs(first_input), 1, reals(math.nan), out))  # a non-finite seed
+    status.append(dd(c, vrs(first_output), 1, vrs(first_input), 1, None, out))  # NULL seeds
+    status.append(int(list(out) == [7.0, 7.0]))  # a refused call writes nothing
+    status.append(dd(c, None, 0, None, 0, None, None))  # nothing asked: OK
+    status.append(lib.fmi2DoStep(c, 0.0, 1e-2, 1))  # the instance still steps
 else:
     raise SystemExit(f"unknown case {case}")
 if c:

@@ -30,6 +30,7 @@ SOURCES = (
     "records.c",
     "integrate.c",
     "loops.c",
+    "response.c",
     "sim.c",
     "decimal.c",
 )

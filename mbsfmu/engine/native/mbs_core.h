@@ -176,6 +176,10 @@ int mbs_sim_outputs(mbs_sim *s, const double *u, int n_b, const int32_t *bodies,
 /* Restore the statistics (a state restored from outside: FMU state, Simulator.set_state); h_last
  * is also DOP853's next first step (0: chosen afresh). */
 void mbs_sim_set_stats(mbs_sim *s, long long n_steps, long long n_rhs, double h_last);
+/* The accelerations' response to an input change du (n_u,) at configuration q: dqdd (nv,) =
+ * d(qdd)/du du = M(q)^-1 (B du + J^T f_u du), loops closed (exact: qdd is affine in u; response.c).
+ * MBS_ERROR (reason in mbs_sim_message) where M or the loop system is singular. */
+int mbs_input_response(mbs_sim *s, const double *q, const double *du, double *dqdd);
 
 /* ---- numbers as text (decimal.c) ---------------------------------------------------------- */
 /* v as the shortest decimal text that reads back to v, in Python's repr layout ("1.0", "1e-05",

@@ -30,6 +30,7 @@
 #define mbs_forward_dynamics MBS_PREFIXED(mbs_forward_dynamics)
 #define mbs_forward_dynamics_tau MBS_PREFIXED(mbs_forward_dynamics_tau)
 #define mbs_forward_kinematics MBS_PREFIXED(mbs_forward_kinematics)
+#define mbs_input_response MBS_PREFIXED(mbs_input_response)
 #define mbs_invariants_at MBS_PREFIXED(mbs_invariants_at)
 #define mbs_inverse_dynamics_tau MBS_PREFIXED(mbs_inverse_dynamics_tau)
 #define mbs_joint_name MBS_PREFIXED(mbs_joint_name)

@@ -19,6 +19,9 @@
  *   state, step-size underflow, singular loop system) returns fmi2Discard with the reason logged and
  *   the state left at the start of the step.
  * - outputs are computed by the core at most once per state, and only when read.
+ * - fmi2GetDirectionalDerivative: the Real outputs with respect to the Real inputs at the current
+ *   state, exactly (the qdd outputs: M^-1 B du by the ABA, mbs_input_response; every other output 0,
+ *   as the ModelStructure's Outputs dependencies say).
  * - FMU state: fmi2GetFMUstate copies the instance; serialised states carry a format version, the
  *   model hash and a checksum; a foreign, truncated or altered blob is refused with fmi2Error.
  * - a component or FMU state pointer is checked by a magic number before use (a freed or foreign
@@ -749,14 +752,77 @@ fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReferenc
     return fmi2Error;
 }
 
+/* FMI 2.0 section 2.1.9: dvUnknown = (d h / d v_known) dvKnown, in this Co-Simulation FMU the
+ * Real outputs (the ModelStructure Outputs; in initialization mode its InitialUnknowns, the same
+ * variables) with respect to the Real inputs, at the current state and inputs. Only the qdd outputs
+ * depend on the inputs at a communication point: d(qdd)/du du = M^-1 (B du + J^T f_u du), exactly
+ * (mbs_input_response); every other output is a function of the state, which the inputs change only
+ * through a step (derivative 0). Parameters are knowns only in initialization mode; derivatives with
+ * respect to them are not provided (fmi2Error naming the parameter). */
 fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[], size_t nUnknown,
                                         const fmi2ValueReference vKnown_ref[], size_t nKnown,
                                         const fmi2Real dvKnown[], fmi2Real dvUnknown[])
 {
+    const char *fn = "fmi2GetDirectionalDerivative";
     GET_INSTANCE(c, "fmi2GetDirectionalDerivative");
-    (void)vUnknown_ref; (void)nUnknown; (void)vKnown_ref; (void)nKnown; (void)dvKnown; (void)dvUnknown;
-    logf_(I, fmi2Error, "fmi2GetDirectionalDerivative: not supported (providesDirectionalDerivative = false)");
-    return fmi2Error;
+    if (!allowed(I, fn, M_INIT | M_STEP | M_TERM)) return fmi2Error;
+    const char *null = nUnknown && !vUnknown_ref ? "vUnknown_ref" : nUnknown && !dvUnknown ? "dvUnknown" :
+                       nKnown && !vKnown_ref ? "vKnown_ref" : nKnown && !dvKnown ? "dvKnown" : NULL;
+    if (null) {
+        logf_(I, fmi2Error, "%s: %s is NULL (nUnknown = %lu, nKnown = %lu)", fn, null, (unsigned long)nUnknown,
+              (unsigned long)nKnown);
+        return fmi2Error;
+    }
+    int need_qdd = 0;
+    for (size_t k = 0; k < nUnknown; k++) {
+        const mbsfmu_var *v = lookup(I, fn, vUnknown_ref[k], 'R');
+        if (!v) return fmi2Error;
+        if (v->causality != 'o') {
+            logf_(I, fmi2Error, "%s: unknown %s (value reference %u) is not an output (the unknowns are the Real "
+                  "outputs of the ModelStructure)", fn, v->name, (unsigned)vUnknown_ref[k]);
+            return fmi2Error;
+        }
+        need_qdd |= v->kind == MBSFMU_V_QDD;
+    }
+    for (size_t k = 0; k < nKnown; k++) {
+        const mbsfmu_var *v = lookup(I, fn, vKnown_ref[k], 'R');
+        if (!v) return fmi2Error;
+        if (v->causality != 'i') {
+            logf_(I, fmi2Error, "%s: known %s (value reference %u) is %s (the knowns are the Real inputs)", fn,
+                  v->name, (unsigned)vKnown_ref[k], v->causality == 'p' ? "a parameter: derivatives with respect "
+                  "to parameters are not provided" : "an output");
+            return fmi2Error;
+        }
+        if (!isfinite(dvKnown[k])) {
+            logf_(I, fmi2Error, "%s: dvKnown[%lu] = %g for %s rejected: seeds must be finite", fn, (unsigned long)k,
+                  dvKnown[k], v->name);
+            return fmi2Error;
+        }
+    }
+    if (!need_qdd || nKnown == 0) {
+        for (size_t k = 0; k < nUnknown; k++) dvUnknown[k] = 0.0;
+        return fmi2OK;
+    }
+    int n_u = I->sz.n_u, nv = I->sz.nv;
+    double *du = (double *)alloc(I, (size_t)(n_u + nv), sizeof(double)), *dqdd = du + n_u;
+    if (!du) {
+        logf_(I, fmi2Error, "%s: out of memory", fn);
+        return fmi2Error;
+    }
+    for (int j = 0; j < n_u; j++) du[j] = 0.0;
+    for (size_t k = 0; k < nKnown; k++) du[I->m->vars[vKnown_ref[k]].a] += dvKnown[k];   /* a known twice: seeds add */
+    apply_params_quietly(I);          /* as the outputs: the current parameters if they make a valid model */
+    if (mbs_input_response(I->sim, mbs_sim_x(I->sim), du, dqdd) != MBS_OK) {
+        logf_(I, fmi2Error, "%s: %s", fn, mbs_sim_message(I->sim));
+        I->cb.freeMemory(du);
+        return fmi2Error;
+    }
+    for (size_t k = 0; k < nUnknown; k++) {
+        const mbsfmu_var *v = &I->m->vars[vUnknown_ref[k]];
+        dvUnknown[k] = v->kind == MBSFMU_V_QDD ? dqdd[v->a] : 0.0;
+    }
+    I->cb.freeMemory(du);
+    return fmi2OK;
 }
 
 static fmi2Status status_query(fmi2Component c, const char *fn, const void *value)
