@@ -104,6 +104,9 @@ SIGNATURES = {
     "mbs_sim_step_inputs": (I, [P, D, P, D]),
     "mbs_sim_outputs": (I, [P, P, I, P, I, P, P]),
     "mbs_format_values": (SZ, [P, SZ, C.c_char, P]),
+    "mbs_derivatives_work": (SZ, [P]),
+    "mbs_rnea_derivatives": (I, [P, P, P, P, P, P, P, P]),
+    "mbs_aba_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
 }
 
 
@@ -287,6 +290,27 @@ class Core:
         return out
 
     mass_matrix = crba
+
+    def _derivatives_call(self, fn, q, qd, name: str, b, n_out: int):
+        """fn(s, q, qd, b, work, *outs) with n_out (nv,) or (nv, nv) results (derivatives.c)."""
+        if not hasattr(self, "_dwork"):
+            self._dwork = np.zeros(self._L.mbs_derivatives_work(self._s))
+        self._load(self._q, "q", q, self.nq)
+        self._load(self._v1, "qd", qd, self.nv)
+        self._load(self._v2, name, b, self.nv)
+        nv = self.nv
+        outs = [np.zeros(nv) if k == 0 and n_out == 4 else np.zeros((nv, nv)) for k in range(n_out)]
+        if fn(self._s, self._pq, self._p1, self._p2, _ptr(self._dwork), *map(_ptr, outs)):
+            self._fail(name)
+        return outs
+
+    def rnea_derivatives(self, q, qd, qdd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dtau_dq, dtau_dqd, M) (nv, nv) of Model.inverse_dynamics without f_ext (derivatives.c)."""
+        return tuple(self._derivatives_call(self._L.mbs_rnea_derivatives, q, qd, "qdd", qdd, 3))
+
+    def aba_derivatives(self, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qdd (nv,), dqdd_dq, dqdd_dqd, Minv (nv, nv)) of Model.forward_dynamics without f_ext."""
+        return tuple(self._derivatives_call(self._L.mbs_aba_derivatives, q, qd, "tau", tau, 4))
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as
