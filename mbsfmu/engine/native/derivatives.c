@@ -91,6 +91,17 @@ static inline double dot6(const double *a, const double *b)
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
 }
 
+/* A[ro:ro+3, co:co+3] -= skew(x) (6 x 6 row-major A) */
+static inline void add_neg_skew(const double *x, double *A, int ro, int co)
+{
+    M6(A, ro, co + 1) += x[2];
+    M6(A, ro, co + 2) -= x[1];
+    M6(A, ro + 1, co) -= x[2];
+    M6(A, ro + 1, co + 2) += x[0];
+    M6(A, ro + 2, co) += x[1];
+    M6(A, ro + 2, co + 1) -= x[0];
+}
+
 /* 1 if body k is i or one of its descendants (parent[k] < k: tree order) */
 static inline int in_subtree(const mbs_sim *s, int i, int k)
 {
@@ -158,16 +169,23 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
             crm_mul(ov(i), Sb, Av);                           /* dA/dqd = ov_i x oS + dV/dq */
             for (k = 0; k < 6; k++) Av[k] += V[k];
         }
-        for (c = 0; c < 6; c++) {                             /* B = ov x* Y - Y ov x + h xbar (paper Eq. 10) */
-            double m[6] = {0, 0, 0, 0, 0, 0}, Ym[6], vm[6], Yvm[6], t1[6], t2[6];
-            m[c] = 1.0;
-            for (k = 0; k < 6; k++) Ym[k] = M6(Y(i), k, c);
-            crf_mul(ov(i), Ym, t1);
-            crm_mul(ov(i), m, vm);
-            mat6_vec(Y(i), vm, Yvm);
-            crf_mul(m, h, t2);
-            for (k = 0; k < 6; k++) M6(B(i), k, c) = t1[k] - Yvm[k] + t2[k];
+        for (c = 0; c < 6; c++) {                             /* C = ov x* Y (column c: ov x* Y[:, c]) */
+            double Yc[6], Cc[6];
+            for (k = 0; k < 6; k++) Yc[k] = M6(Y(i), k, c);
+            crf_mul(ov(i), Yc, Cc);
+            for (k = 0; k < 6; k++) M6(B(i), k, c) = Cc[k];
         }
+        /* B = ov x* Y - Y ov x + h xbar (paper Eq. 10) = C + C^T + h xbar, since Y = Y^T and
+         * v x* = -(v x)^T (RBDA Eq. 2.33); h xbar m = m x* h = [[-h_a x, -h_l x], [-h_l x, 0]] m */
+        for (k = 0; k < 6; k++)
+            for (c = 0; c < k; c++) {
+                double t = M6(B(i), k, c) + M6(B(i), c, k);
+                M6(B(i), k, c) = M6(B(i), c, k) = t;
+            }
+        for (k = 0; k < 6; k++) M6(B(i), k, k) *= 2.0;
+        add_neg_skew(h, B(i), 0, 0);
+        add_neg_skew(h + 3, B(i), 0, 3);
+        add_neg_skew(h + 3, B(i), 3, 0);
     }
     for (i = N; i >= 1; i--) {                                /* backward pass (Algorithm 1, second loop) */
         int lam = s->parent[i], n = s->nvj[i], vi = s->iv[i], kb, bb;
@@ -281,39 +299,45 @@ int mbs_rnea_derivatives(mbs_sim *s, const double *q, const double *qd, const do
 }
 
 /* A (n x n) = M^-1 in place for a symmetric positive definite M by Cholesky M = L L^T, then
- * M^-1 = L^-T L^-1 (Golub & Van Loan, Matrix Computations, Sec. 4.2); L in Lw (n x n). 0 if M is
- * not positive definite. */
+ * M^-1 = L^-T L^-1 (Golub & Van Loan, Matrix Computations, Sec. 4.2); Lw (n x n) work. Every inner
+ * loop runs along a row (contiguous, so the compiler vectorises it). 0 if M is not positive definite. */
 static int spd_inverse(double *A, int n, double *Lw)
 {
     int i, j, k;
-    memset(Lw, 0, sizeof(double) * (size_t)n * n);
-    for (j = 0; j < n; j++) {
-        double acc = A[(size_t)n * j + j];
-        for (k = 0; k < j; k++) acc -= Lw[(size_t)n * j + k] * Lw[(size_t)n * j + k];
-        if (!(acc > 0.0)) return 0;
-        Lw[(size_t)n * j + j] = sqrt(acc);
-        for (i = j + 1; i < n; i++) {
-            acc = A[(size_t)n * i + j];
-            for (k = 0; k < j; k++) acc -= Lw[(size_t)n * i + k] * Lw[(size_t)n * j + k];
-            Lw[(size_t)n * i + j] = acc / Lw[(size_t)n * j + j];
+    size_t nn = (size_t)n;
+    for (j = 0; j < n; j++) {                                 /* L (lower) in Lw, row by row */
+        for (i = 0; i <= j; i++) {
+            double acc = A[nn * j + i];
+            for (k = 0; k < i; k++) acc -= Lw[nn * j + k] * Lw[nn * i + k];
+            if (i < j) {
+                Lw[nn * j + i] = acc / Lw[nn * i + i];
+            } else {
+                if (!(acc > 0.0)) return 0;
+                Lw[nn * j + j] = sqrt(acc);
+            }
         }
     }
-    for (j = 0; j < n; j++) {                                 /* column j of L^-1 into A's column j (lower) */
-        for (i = 0; i < n; i++) {
-            double acc = (i == j) ? 1.0 : 0.0;
-            if (i < j) { A[(size_t)n * i + j] = 0.0; continue; }
-            for (k = j; k < i; k++) acc -= Lw[(size_t)n * i + k] * A[(size_t)n * k + j];
-            A[(size_t)n * i + j] = acc / Lw[(size_t)n * i + i];
+    for (i = 0; i < n; i++) {                                 /* L^-1 (lower) in A: row i = (e_i - sum_k L_ik row k) / L_ii */
+        double *row = A + nn * i;
+        for (j = 0; j < n; j++) row[j] = 0.0;
+        row[i] = 1.0;
+        for (k = 0; k < i; k++) {
+            double l = Lw[nn * i + k];
+            const double *rk = A + nn * k;
+            for (j = 0; j <= k; j++) row[j] -= l * rk[j];
+        }
+        for (j = 0; j <= i; j++) row[j] /= Lw[nn * i + i];
+    }
+    memset(Lw, 0, sizeof(double) * nn * nn);                  /* M^-1 = sum_k (row k of L^-1)^T (row k) */
+    for (k = 0; k < n; k++) {
+        const double *rk = A + nn * k;
+        for (i = 0; i <= k; i++) {
+            double a = rk[i];
+            double *out = Lw + nn * i;
+            for (j = 0; j <= k; j++) out[j] += a * rk[j];
         }
     }
-    for (i = 0; i < n; i++)                                   /* M^-1 = (L^-1)^T L^-1, into Lw, then A */
-        for (j = 0; j <= i; j++) {
-            double acc = 0.0;
-            for (k = i; k < n; k++) acc += A[(size_t)n * k + i] * A[(size_t)n * k + j];
-            Lw[(size_t)n * i + j] = acc;
-            Lw[(size_t)n * j + i] = acc;
-        }
-    memcpy(A, Lw, sizeof(double) * (size_t)n * n);
+    memcpy(A, Lw, sizeof(double) * nn * nn);
     return 1;
 }
 
@@ -342,16 +366,17 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
     }
     memcpy(T, dqdd_dq, sizeof(double) * (size_t)nv * nv);    /* dqdd/dq = -M^-1 dtau/dq (paper Eq. 12) */
     memcpy(Lw, dqdd_dqd, sizeof(double) * (size_t)nv * nv);
-    for (j = 0; j < nv; j++)
-        for (k = 0; k < nv; k++) {
-            double a = 0.0, b = 0.0;
-            for (l = 0; l < nv; l++) {
-                double m = Minv[(size_t)nv * j + l];
-                a += m * T[(size_t)nv * l + k];
-                b += m * Lw[(size_t)nv * l + k];
+    for (j = 0; j < nv; j++) {                                /* row j: -sum_l Minv_jl (row l), contiguous */
+        double *a = dqdd_dq + (size_t)nv * j, *b = dqdd_dqd + (size_t)nv * j;
+        for (k = 0; k < nv; k++) a[k] = b[k] = 0.0;
+        for (l = 0; l < nv; l++) {
+            double m = -Minv[(size_t)nv * j + l];
+            const double *Tl = T + (size_t)nv * l, *Vl = Lw + (size_t)nv * l;
+            for (k = 0; k < nv; k++) {
+                a[k] += m * Tl[k];
+                b[k] += m * Vl[k];
             }
-            dqdd_dq[(size_t)nv * j + k] = -a;
-            dqdd_dqd[(size_t)nv * j + k] = -b;
         }
+    }
     return MBS_OK;
 }
