@@ -156,9 +156,8 @@ def main(argv=None) -> int:
     root = robots_dir()
     rows = [bench(name, root / rel, fl, drv, a.calls, a.repeats) for name, (rel, fl) in ROBOTS.items()]
     print(f"load average {os.getloadavg()[0]:.2f} (1 min)")
-    print(
-        f"{'robot':16s} {'nv':>3s} {'core ABA':>9s} {'core derivs':>12s} {'ratio':>6s} {'Python derivs':>14s} {'Pinocchio':>10s} {'ratio':>6s}"
-    )
+    head = ("robot", "nv", "core ABA", "core derivs", "ratio", "Python derivs", "Pinocchio", "ratio")
+    print("{:16s} {:>3s} {:>9s} {:>12s} {:>6s} {:>14s} {:>10s} {:>6s}".format(*head))
     for r in rows:
         print(
             f"{r['robot']:16s} {r['nv']:3d} {r['core_aba_us']:8.2f}u {r['core_derivs_us']:11.2f}u "
