@@ -321,7 +321,10 @@ class Core:
             failed = fn(self._s, self._pq, self._p1, self._p2, pw, pa[1], pa[2], pa[3])
         if failed:
             self._fail(name)
-        return tuple(a.copy() for a in arrays[4 - n_out :])
+        qdd, A, B, M = arrays
+        if n_out == 4:
+            return qdd.copy(), A.copy(), B.copy(), M.copy()
+        return A.copy(), B.copy(), M.copy()
 
     def rnea_derivatives(self, q, qd, qdd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dtau_dq, dtau_dqd, M) (nv, nv) of Model.inverse_dynamics without f_ext (derivatives.c)."""
