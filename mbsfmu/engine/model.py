@@ -248,7 +248,7 @@ class Model:
     def rnea_derivatives(self, q: Array, qd: Array, qdd: Array) -> tuple[Array, Array, Array]:
         """(dtau_dq, dtau_dqd, M), each (nv, nv), of tau = ``inverse_dynamics(q, qd, qdd)`` (no
         f_ext; joint springs and dampers included) by Carpentier & Mansard's recursive algorithm
-        (RSS 2018, Algorithm 1) in the C core (mbsfmu/engine/native/derivatives.c). Columns: the
+        (RSS 2018: the recursive derivative of RNEA) in the C core (mbsfmu/engine/native/derivatives.c). Columns: the
         tangent coordinates dq of q (+) dq (mbsfmu/linear/tangent.py: body axes for spherical and
         free joints) [N m/rad, N/m, ...] and qd [N m s/rad, ...]; M = dtau/dqdd [kg m^2, kg].
         Trees only: InputError for closed loops (linearize them with
@@ -260,7 +260,7 @@ class Model:
         """(dqdd_dq, dqdd_dqd, Minv), each (nv, nv), of qdd = ``forward_dynamics(q, qd, tau)`` (no
         f_ext; joint springs and dampers included): dqdd/dq = -M^-1 dtau/dq, dqdd/dqd =
         -M^-1 dtau/dqd at qdd = ABA(q, qd, tau), dqdd/dtau = M^-1 (Carpentier & Mansard, RSS 2018,
-        Sec. V-B), in the C core. Columns and refusals as ``rnea_derivatives``; [1/s^2], [1/s]."""
+        the paper's route for ABA), in the C core. Columns and refusals as ``rnea_derivatives``; [1/s^2], [1/s]."""
         self._check_tree_for_derivatives()
         return model_core(self).aba_derivatives(q, qd, tau)[1:]
 

@@ -1,17 +1,23 @@
 /* derivatives.c - analytic derivatives of inverse and forward dynamics (Carpentier & Mansard,
  * "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018).
  *
- * RNEA derivatives (the paper's Algorithm 1, Sec. III-IV, its Eqs. 6-11 in world coordinates):
+ * Citations: the paper's algorithm and equation numbers could not be checked against its text where
+ * this was written, so its quantities are named instead of numbered (Psi_dot, Psi_ddot, B_i, the
+ * ABA derivatives as -M^-1 times the RNEA ones); Pinocchio's computeRNEADerivatives
+ * (rnea-derivatives.hxx, the authors' implementation) was the reference for the recursion, and
+ * tests/engine/test_derivatives.py compares every result with it.
+ *
+ * RNEA derivatives (the paper's recursive derivative of RNEA, in world coordinates):
  * every quantity is a spatial vector in world axes at the world origin ("o" prefix, Pinocchio's
  * computeRNEADerivatives layout), so that a joint's motion moves all its subtree by one twist:
  *     oS_i = X_0i S_i, ov_i = ov_lambda + oS_i qd_i,
  *     oa_i = oa_lambda + oS_i qdd_i + ov_i x oS_i qd_i     (RBDA Table 5.1 in world axes, a_0 = -a_grav)
- *     of_i = oY_i oa_i + ov_i x* oY_i ov_i                  (Newton-Euler, RBDA Eq. 5.9)
+ *     of_i = oY_i oa_i + ov_i x* oY_i ov_i                  (Newton-Euler, RBDA Table 5.1)
  *     dV/dq_i = ov_lambda x oS_i,   dA/dq_i = oa_lambda x oS_i + ov_lambda x dV/dq_i,
- *     dA/dqd_i = ov_i x oS_i + dV/dq_i                      (paper Eq. 9: Psi_dot, Psi_ddot)
- *     B_i = ov_i x* oY_i - oY_i ov_i x + (oY_i ov_i) xbar   (paper Eq. 10: the Coriolis-like matrix,
+ *     dA/dqd_i = ov_i x oS_i + dV/dq_i                      (the paper's Psi_dot, Psi_ddot)
+ *     B_i = ov_i x* oY_i - oY_i ov_i x + (oY_i ov_i) xbar   (the paper's B_i, Coriolis-like,
  *                                                            with f xbar m = m x* f)
- * and a backward pass over composite quantities (Ycrb, B, f of the subtrees, paper Eq. 11):
+ * and a backward pass over composite quantities (Ycrb, B, f of the subtrees):
  *     dtau_j/dq_i  = oS_j^T (B_j dV/dq_i + Ycrb_j dA/dq_i)  ... for j a strict descendant of i
  *     dtau_i/dq_k  = oS_i^T dF/dq_k, dF/dq_k = B_k dV/dq_k + Ycrb_k dA/dq_k + oS_k x* F_k (k below i)
  * and likewise for qd; dtau/dqdd = M (CRBA's Ycrb_j oS_j, RBDA Table 6.2).
@@ -22,7 +28,7 @@
  * by the world twist oS_i dq_i (to first order), which is what the paper's recursion differentiates;
  * Pinocchio's SE(3) exponential for free joints agrees with it at dq = 0.
  *
- * Forward dynamics (the paper's Sec. V-B, Eq. 12): with qdd = ABA(q, qd, tau),
+ * Forward dynamics (the paper's route for ABA): with qdd = ABA(q, qd, tau),
  *     dqdd/dq = -M^-1 dtau/dq, dqdd/dqd = -M^-1 dtau/dqd, dqdd/dtau = M^-1,
  * the RNEA derivatives taken at that qdd. Joint springs and dampers (forces.c
  * mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly (diagonal). External wrenches,
@@ -55,7 +61,7 @@ static inline void to_world(const double *R, const double *p, const double *m, d
     out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
 }
 
-/* out = v x* f (force cross product, RBDA Eq. 2.32) */
+/* out = v x* f (force cross product, RBDA Sec. 2.9) */
 static inline void crf_mul(const double *v, const double *f, double *out)
 {
     out[0] = v[1] * f[2] - v[2] * f[1] + (v[4] * f[5] - v[5] * f[4]);
@@ -135,7 +141,7 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
     if (dtau_dq) memset(dtau_dq, 0, sizeof(double) * (size_t)nv * nv);
     if (dtau_dqd) memset(dtau_dqd, 0, sizeof(double) * (size_t)nv * nv);
     if (M) memset(M, 0, sizeof(double) * (size_t)nv * nv);
-    for (i = 1; i <= N; i++) {                                /* forward pass (Algorithm 1, first loop) */
+    for (i = 1; i <= N; i++) {                                /* forward pass (outward) */
         int lam = s->parent[i], n = s->nvj[i];
         const double *R = s->Rw + 9 * i, *p = s->pw + 3 * i, *S = s->S + 36 * i;
         double Et[9], vJ[6] = {0}, aJ[6] = {0}, t6[6], h[6];
@@ -159,7 +165,7 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
         mat6_vec(Y(i), oa(i), of(i));                                       /* of = oY oa + ov x* h */
         crf_mul(ov(i), h, t6);
         for (k = 0; k < 6; k++) of(i)[k] += t6[k];
-        for (b = 0; b < n; b++) {                             /* Psi_dot, Psi_ddot (paper Eq. 9) */
+        for (b = 0; b < n; b++) {                             /* Psi_dot, Psi_ddot */
             const double *Sb = oS(i) + 6 * b;
             double *V = dVdq(i) + 6 * b, *A = dAdq(i) + 6 * b, *Av = dAdv(i) + 6 * b;
             crm_mul(ov(lam), Sb, V);                          /* dV/dq = ov_lambda x oS */
@@ -175,8 +181,8 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
             crf_mul(ov(i), Yc, Cc);
             for (k = 0; k < 6; k++) M6(B(i), k, c) = Cc[k];
         }
-        /* B = ov x* Y - Y ov x + h xbar (paper Eq. 10) = C + C^T + h xbar, since Y = Y^T and
-         * v x* = -(v x)^T (RBDA Eq. 2.33); h xbar m = m x* h = [[-h_a x, -h_l x], [-h_l x, 0]] m */
+        /* B = ov x* Y - Y ov x + h xbar = C + C^T + h xbar, since Y = Y^T and
+         * v x* = -(v x)^T (RBDA Sec. 2.9); h xbar m = m x* h = [[-h_a x, -h_l x], [-h_l x, 0]] m */
         for (k = 0; k < 6; k++)
             for (c = 0; c < k; c++) {
                 double t = M6(B(i), k, c) + M6(B(i), c, k);
@@ -187,7 +193,7 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
         add_neg_skew(h + 3, B(i), 0, 3);
         add_neg_skew(h + 3, B(i), 3, 0);
     }
-    for (i = N; i >= 1; i--) {                                /* backward pass (Algorithm 1, second loop) */
+    for (i = N; i >= 1; i--) {                                /* backward pass (inward) */
         int lam = s->parent[i], n = s->nvj[i], vi = s->iv[i], kb, bb;
         for (b = 0; b < n; b++) {
             const double *Sb = oS(i) + 6 * b;
@@ -364,7 +370,7 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
         mbs_fmt(s->msg, MBS_MSG, "the mass matrix is not positive definite at this configuration");
         return MBS_ERROR;
     }
-    memcpy(T, dqdd_dq, sizeof(double) * (size_t)nv * nv);    /* dqdd/dq = -M^-1 dtau/dq (paper Eq. 12) */
+    memcpy(T, dqdd_dq, sizeof(double) * (size_t)nv * nv);    /* dqdd/dq = -M^-1 dtau/dq */
     memcpy(Lw, dqdd_dqd, sizeof(double) * (size_t)nv * nv);
     for (j = 0; j < nv; j++) {                                /* row j: -sum_l Minv_jl (row l), contiguous */
         double *a = dqdd_dq + (size_t)nv * j, *b = dqdd_dqd + (size_t)nv * j;
