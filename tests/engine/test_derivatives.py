@@ -87,6 +87,15 @@ def test_derivatives_as_central_differences_with_springs_and_dampers(rng, n, fre
         check_against_central_differences(model, q, qd, rng.normal(size=model.nv), rng.normal(size=model.nv))
 
 
+def test_fixed_joints_and_urdf_damping_as_central_differences(rng):
+    """A URDF quadruped loaded link by link (fixed joints kept as bodies), on a free joint, with
+    its joints' damping: the same checks as above."""
+    model = load_urdf(MODELS / "urdf_quadruped.urdf", floating_base=True, lump_fixed=False)
+    assert 0 in set(model.tree.jtype[1:].tolist()) and model.nv >= 12
+    q, qd = model.random_state(rng)
+    check_against_central_differences(model, q, qd, rng.normal(size=model.nv), rng.normal(size=model.nv))
+
+
 def check_against_central_differences(model, q, qd, qdd, tau):
     dtau_dq, dtau_dqd, M = model.rnea_derivatives(q, qd, qdd)
     close(
