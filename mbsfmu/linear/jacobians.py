@@ -1,10 +1,17 @@
 """The dynamics Jacobians d(qdd)/d(dq), d(qdd)/d(qd), d(qdd)/du: the one place they are computed.
 
-Today by central differences of the engine's forward dynamics (the Simulator's equations: joint
-actuators, wheel motors, thrusters, body wrenches, springs, dampers, gravity; in the C core when
-it loads, else the numpy reference). Analytic derivatives of ABA (Carpentier & Mansard, "Analytical
-derivatives of rigid body dynamics algorithms", RSS 2018) can replace ``dynamics_jacobians``
-alone: everything else (state space, equilibrium, files) takes its ``DynamicsJacobians``.
+Two ways, one result type (``DynamicsJacobians``, which state space, equilibrium and files take):
+
+- analytic: Carpentier & Mansard's derivatives of ABA ("Analytical derivatives of rigid body
+  dynamics algorithms", RSS 2018, their route for ABA: dqdd/dq = -M^-1 dtau/dq at qdd = ABA, dqdd/dtau =
+  M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), and
+  dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors). Used when it
+  covers the Simulator's equations exactly: a tree (no closed loops), on the C core, whose forces
+  are joint actuators, wheel motors, joint springs and dampers and gravity.
+- central differences of the Simulator's forward dynamics (everything it integrates: also
+  thrusters, body wrenches, point spring-dampers, closed loops in the partitioned coordinates; on
+  the C core when it loads, else the numpy reference), below: the fallback for what the analytic
+  path does not cover, and the tests' oracle for it.
 
 Central difference of column j (e.g. Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
 Sec. 8.1, Eq. 8.7): f'(x) ~ (f(x + h e_j) - f(x - h e_j)) / (2 h), truncation error
@@ -123,9 +130,51 @@ def check_regular(model, q: Array) -> None:
         )
 
 
-def dynamics_jacobians(f: Accelerations, q: Array, qd: Array, u: Array, rates_and_inputs: bool = True):
-    """DynamicsJacobians at a consistent (q, qd) and u by central differences (module docstring);
-    with ``rates_and_inputs`` False only qdd and dqdd_dq (the equilibrium search needs no more)."""
+def analytic_obstacle(f: Accelerations) -> str | None:
+    """None when the analytic derivatives cover f's equations (module docstring), else the reason."""
+    if f.part is not None:
+        return "the model has closed loops (linearized in the partitioned coordinates)"
+    if f.core is None:
+        return "the C core is not in use (backend 'python')"
+    forces = f.sim.forces
+    kinds = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
+    kinds += ["point spring-dampers"] if forces.springs else []
+    if kinds:
+        return f"the model has {', '.join(kinds)} (not differentiated analytically)"
+    return None
+
+
+def dynamics_jacobians(
+    f: Accelerations, q: Array, qd: Array, u: Array, rates_and_inputs: bool = True, method: str = "auto"
+):
+    """DynamicsJacobians at a consistent (q, qd) and u; with ``rates_and_inputs`` False only qdd and
+    dqdd_dq (the equilibrium search needs no more). method: "auto" (analytic where it applies, else
+    central differences), "analytic" (InputError naming the obstacle where it does not apply) or
+    "central" (module docstring)."""
+    if method not in ("auto", "analytic", "central"):
+        raise InputError(f"method {method!r}: expected 'auto', 'analytic' or 'central'")
+    if method != "central":
+        obstacle = analytic_obstacle(f)
+        if obstacle is None:
+            return analytic_jacobians(f, q, qd, u)
+        if method == "analytic":
+            raise InputError(f"model {f.model.source}: no analytic dynamics Jacobians: {obstacle}")
+    return central_jacobians(f, q, qd, u, rates_and_inputs)
+
+
+def analytic_jacobians(f: Accelerations, q: Array, qd: Array, u: Array) -> DynamicsJacobians:
+    """DynamicsJacobians by ``Model.aba_derivatives`` (C core): dqdd_du = M^-1 B, B (nv, nu) the
+    inputs' map onto the joints (``Forces.joint_forces``)."""
+    layout = f.sim.forces.layout
+    tau = f.sim.forces.joint_forces(np.asarray(u, dtype=float))
+    qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, tau)
+    B = np.zeros((f.nv, f.nu))
+    B[layout.tau_dof, layout.tau_index] = 1.0
+    return DynamicsJacobians(qdd, dq, dqd, Minv @ B, "analytic (Carpentier & Mansard 2018, C core)")
+
+
+def central_jacobians(f: Accelerations, q: Array, qd: Array, u: Array, rates_and_inputs: bool = True):
+    """DynamicsJacobians by central differences (module docstring)."""
     nv, nu, n = f.nv, f.nu, f.iu.size
     qdd = f(q, qd, u)
     dq = np.zeros((nv, n))
@@ -156,7 +205,10 @@ __all__ = [
     "H_REL",
     "Accelerations",
     "DynamicsJacobians",
+    "analytic_jacobians",
+    "analytic_obstacle",
     "central_column",
+    "central_jacobians",
     "check_partitioned",
     "check_regular",
     "dynamics_jacobians",

@@ -33,8 +33,9 @@ SOURCES = (
     "response.c",
     "sim.c",
     "decimal.c",
+    "derivatives.c",
 )
-HEADERS = ("mbs_core.h", "mbs_names.h", "instance.h", "spatial.h", "dop853_coef.h")
+HEADERS = ("mbs_core.h", "mbs_names.h", "instance.h", "spatial.h", "dop853_coef.h", "derivatives.h")
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
 FLAGS = (
     "-std=c99",

@@ -104,6 +104,9 @@ SIGNATURES = {
     "mbs_sim_step_inputs": (I, [P, D, P, D]),
     "mbs_sim_outputs": (I, [P, P, I, P, I, P, P]),
     "mbs_format_values": (SZ, [P, SZ, C.c_char, P]),
+    "mbs_derivatives_work": (SZ, [P]),
+    "mbs_rnea_derivatives": (I, [P, P, P, P, P, P, P, P]),
+    "mbs_aba_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
 }
 
 
@@ -190,6 +193,7 @@ class Core:
         self._stat_p = tuple(C.addressof(v) for v in self._stat)
         self._fd, self._fd_tau, self._id_tau = L.mbs_aba, L.mbs_forward_dynamics_tau, L.mbs_inverse_dynamics_tau
         self._rnea = L.mbs_rnea
+        self._rnea_d, self._aba_d, self._dbufs = L.mbs_rnea_derivatives, L.mbs_aba_derivatives, None
         self._step_inputs, self._outputs = L.mbs_sim_step_inputs, L.mbs_sim_outputs
         self.u_in = self._uin[: self.n_u]  # the inputs step_inputs passes (fixed address)
         self._x_view = self._x.view()
@@ -287,6 +291,48 @@ class Core:
         return out
 
     mass_matrix = crba
+
+    def _derivatives_call(self, fn, q, qd, name: str, b, n_out: int):
+        """fn(s, q, qd, b, work, *outs) into fixed buffers (derivatives.c), copies returned: the
+        first n_out of qdd (nv,) and three (nv, nv) matrices."""
+        bufs = self._dbufs
+        if bufs is None:
+            nv = self.nv
+            work = np.zeros(self._L.mbs_derivatives_work(self._s))
+            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)))
+            bufs = self._dbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        nq, nv = self.nq, self.nv
+        if type(q) is np.ndarray and q.shape == (nq,):
+            self._q[:] = q
+        else:
+            self._q[:] = self.model.checked_vector("q", q, nq)
+        if type(qd) is np.ndarray and qd.shape == (nv,):
+            self._v1[:] = qd
+        else:
+            self._v1[:] = self.model.checked_vector("qd", qd, nv)
+        if type(b) is np.ndarray and b.shape == (nv,):
+            self._v2[:] = b
+        else:
+            self._v2[:] = self.model.checked_vector(name, b, nv)
+        _work, arrays, pw, pa = bufs
+        if n_out == 4:
+            failed = fn(self._s, self._pq, self._p1, self._p2, pw, pa[0], pa[1], pa[2], pa[3])
+        else:
+            failed = fn(self._s, self._pq, self._p1, self._p2, pw, pa[1], pa[2], pa[3])
+        if failed:
+            self._fail(name)
+        qdd, A, B, M = arrays
+        if n_out == 4:
+            return qdd.copy(), A.copy(), B.copy(), M.copy()
+        return A.copy(), B.copy(), M.copy()
+
+    def rnea_derivatives(self, q, qd, qdd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dtau_dq, dtau_dqd, M) (nv, nv) of Model.inverse_dynamics without f_ext (derivatives.c)."""
+        return self._derivatives_call(self._rnea_d, q, qd, "qdd", qdd, 3)
+
+    def aba_derivatives(self, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(qdd (nv,), dqdd_dq, dqdd_dqd, Minv (nv, nv)) of Model.forward_dynamics without f_ext."""
+        return self._derivatives_call(self._aba_d, q, qd, "tau", tau, 4)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as

@@ -1,0 +1,388 @@
+/* derivatives.c - analytic derivatives of inverse and forward dynamics (Carpentier & Mansard,
+ * "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018).
+ *
+ * Citations: the paper's algorithm and equation numbers could not be checked against its text where
+ * this was written, so its quantities are named instead of numbered (Psi_dot, Psi_ddot, B_i, the
+ * ABA derivatives as -M^-1 times the RNEA ones); Pinocchio's computeRNEADerivatives
+ * (rnea-derivatives.hxx, the authors' implementation) was the reference for the recursion, and
+ * tests/engine/test_derivatives.py compares every result with it.
+ *
+ * RNEA derivatives (the paper's recursive derivative of RNEA, in world coordinates):
+ * every quantity is a spatial vector in world axes at the world origin ("o" prefix, Pinocchio's
+ * computeRNEADerivatives layout), so that a joint's motion moves all its subtree by one twist:
+ *     oS_i = X_0i S_i, ov_i = ov_lambda + oS_i qd_i,
+ *     oa_i = oa_lambda + oS_i qdd_i + ov_i x oS_i qd_i     (RBDA Table 5.1 in world axes, a_0 = -a_grav)
+ *     of_i = oY_i oa_i + ov_i x* oY_i ov_i                  (Newton-Euler, RBDA Table 5.1)
+ *     dV/dq_i = ov_lambda x oS_i,   dA/dq_i = oa_lambda x oS_i + ov_lambda x dV/dq_i,
+ *     dA/dqd_i = ov_i x oS_i + dV/dq_i                      (the paper's Psi_dot, Psi_ddot)
+ *     B_i = ov_i x* oY_i - oY_i ov_i x + (oY_i ov_i) xbar   (the paper's B_i, Coriolis-like,
+ *                                                            with f xbar m = m x* f)
+ * and a backward pass over composite quantities (Ycrb, B, f of the subtrees):
+ *     dtau_j/dq_i  = oS_j^T (B_j dV/dq_i + Ycrb_j dA/dq_i)  ... for j a strict descendant of i
+ *     dtau_i/dq_k  = oS_i^T dF/dq_k, dF/dq_k = B_k dV/dq_k + Ycrb_k dA/dq_k + oS_k x* F_k (k below i)
+ * and likewise for qd; dtau/dqdd = M (CRBA's Ycrb_j oS_j, RBDA Table 6.2).
+ *
+ * Tangent coordinates (mbsfmu/linear/tangent.py): a 1-DoF joint's q; for spherical and free joints
+ * the right perturbation q (+) dq in body axes (free: origin moved by R dq[:3], rotation exp(dq[3:])
+ * on the right), the axes of the rates qd. A perturbation dq_i then moves every body of i's subtree
+ * by the world twist oS_i dq_i (to first order), which is what the paper's recursion differentiates;
+ * Pinocchio's SE(3) exponential for free joints agrees with it at dq = 0.
+ *
+ * Forward dynamics (the paper's route for ABA): with qdd = ABA(q, qd, tau),
+ *     dqdd/dq = -M^-1 dtau/dq, dqdd/dqd = -M^-1 dtau/dqd, dqdd/dtau = M^-1,
+ * the RNEA derivatives taken at that qdd. Joint springs and dampers (forces.c
+ * mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly (diagonal). External wrenches,
+ * point springs, thrusters and body wrenches are not part of these functions (as in
+ * mbs_forward_dynamics_tau); closed loops are refused. */
+#include <string.h>
+#include "derivatives.h"
+#include "instance.h"
+#include "spatial.h"
+
+#define W_BODY (13 * 36 + 24)   /* doubles of work per body (layout in mbs_derivatives_work) */
+
+static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
+
+size_t mbs_derivatives_work(const mbs_sim *s)
+{
+    /* per body: oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ (6 x 6 column blocks), Y, B (6 x 6),
+     * and ov, oa, of, sub (6 each); then two nv x nv matrices for the forward-dynamics solve */
+    if (!valid(s)) return 0;
+    return (size_t)(s->N + 1) * W_BODY + 2 * (size_t)s->nv * (size_t)s->nv;
+}
+
+/* out = X_0i m for the motion vector m in body axes: [R w; R v + p x (R w)] (RBDA Eq. 2.24 inverted) */
+static inline void to_world(const double *R, const double *p, const double *m, double *out)
+{
+    double t[3];
+    mat3_vec(R, m, out);
+    mat3_vec(R, m + 3, t);
+    cross3(p, out, out + 3);
+    out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
+}
+
+/* out = v x* f (force cross product, RBDA Sec. 2.9) */
+static inline void crf_mul(const double *v, const double *f, double *out)
+{
+    out[0] = v[1] * f[2] - v[2] * f[1] + (v[4] * f[5] - v[5] * f[4]);
+    out[1] = v[2] * f[0] - v[0] * f[2] + (v[5] * f[3] - v[3] * f[5]);
+    out[2] = v[0] * f[1] - v[1] * f[0] + (v[3] * f[4] - v[4] * f[3]);
+    out[3] = v[1] * f[5] - v[2] * f[4];
+    out[4] = v[2] * f[3] - v[0] * f[5];
+    out[5] = v[0] * f[4] - v[1] * f[3];
+}
+
+static inline void mat6_vec(const double *A, const double *x, double *out)
+{
+    int k, l;
+    for (k = 0; k < 6; k++) {
+        double acc = 0.0;
+        for (l = 0; l < 6; l++) acc += M6(A, k, l) * x[l];
+        out[k] = acc;
+    }
+}
+
+static inline void mat6T_vec(const double *A, const double *x, double *out)
+{
+    int k, l;
+    for (k = 0; k < 6; k++) {
+        double acc = 0.0;
+        for (l = 0; l < 6; l++) acc += M6(A, l, k) * x[l];
+        out[k] = acc;
+    }
+}
+
+static inline double dot6(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+/* A[ro:ro+3, co:co+3] -= skew(x) (6 x 6 row-major A) */
+static inline void add_neg_skew(const double *x, double *A, int ro, int co)
+{
+    M6(A, ro, co + 1) += x[2];
+    M6(A, ro, co + 2) -= x[1];
+    M6(A, ro + 1, co) -= x[2];
+    M6(A, ro + 1, co + 2) += x[0];
+    M6(A, ro + 2, co) += x[1];
+    M6(A, ro + 2, co + 1) -= x[0];
+}
+
+/* 1 if body k is i or one of its descendants (parent[k] < k: tree order) */
+static inline int in_subtree(const mbs_sim *s, int i, int k)
+{
+    while (k > i) k = s->parent[k];
+    return k == i;
+}
+
+/* dtau/dq, dtau/dqd (nv x nv row-major, either NULL to skip) and M (NULL to skip) of
+ * tau = RNEA(q, qd, qdd) - passive(q, qd); the transforms and s->Rw, s->pw must be current. */
+static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *w,
+                                  double *dtau_dq, double *dtau_dqd, double *M)
+{
+    int N = s->N, nv = s->nv, i, k, b, c, e;
+    (void)q;
+#define BLK(i, m) (w + (size_t)W_BODY * (i) + 36 * (m))
+#define oS(i) BLK(i, 0)
+#define dVdq(i) BLK(i, 1)
+#define dAdq(i) BLK(i, 2)
+#define dAdv(i) BLK(i, 3)
+#define dFdq(i) BLK(i, 4)
+#define dFdv(i) BLK(i, 5)
+#define dFda(i) BLK(i, 6)
+#define dYtJ(i) BLK(i, 7)
+#define Y(i) BLK(i, 8)
+#define B(i) BLK(i, 9)
+#define ov(i) BLK(i, 10)
+#define oa(i) (BLK(i, 10) + 6)
+#define of(i) (BLK(i, 10) + 12)
+    memset(w, 0, sizeof(double) * (size_t)W_BODY);            /* ground row 0: ov_0 = 0, Ycrb_0 = 0 */
+    for (k = 0; k < 3; k++) oa(0)[3 + k] = -s->grav[k];       /* oa_0 = -a_grav */
+    if (dtau_dq) memset(dtau_dq, 0, sizeof(double) * (size_t)nv * nv);
+    if (dtau_dqd) memset(dtau_dqd, 0, sizeof(double) * (size_t)nv * nv);
+    if (M) memset(M, 0, sizeof(double) * (size_t)nv * nv);
+    for (i = 1; i <= N; i++) {                                /* forward pass (outward) */
+        int lam = s->parent[i], n = s->nvj[i];
+        const double *R = s->Rw + 9 * i, *p = s->pw + 3 * i, *S = s->S + 36 * i;
+        double Et[9], vJ[6] = {0}, aJ[6] = {0}, t6[6], h[6];
+        for (b = 0; b < n; b++) {                             /* oS_i = X_0i S_i (column b at 6 b) */
+            double col[6];
+            for (k = 0; k < 6; k++) col[k] = M6(S, k, b);
+            to_world(R, p, col, oS(i) + 6 * b);
+            for (k = 0; k < 6; k++) {
+                vJ[k] += oS(i)[6 * b + k] * qd[s->iv[i] + b];
+                aJ[k] += oS(i)[6 * b + k] * qdd[s->iv[i] + b];
+            }
+        }
+        for (k = 0; k < 6; k++) ov(i)[k] = ov(lam)[k] + vJ[k];             /* ov_i = ov_lambda + oS qd_i */
+        crm_mul(ov(i), vJ, t6);                                             /* oa_i = oa_lambda + oS qdd_i + ov_i x vJ */
+        for (k = 0; k < 6; k++) oa(i)[k] = oa(lam)[k] + aJ[k] + t6[k];
+        for (k = 0; k < 3; k++)                                             /* X_0i^-1 = (R^T, p) */
+            for (c = 0; c < 3; c++) Et[3 * k + c] = R[3 * c + k];
+        memset(Y(i), 0, sizeof(double) * 36);
+        XT_I_X_add(Et, p, s->I + 36 * i, Y(i));                             /* oY_i = X_i0^T I_i X_i0 */
+        mat6_vec(Y(i), ov(i), h);                                           /* h = oY ov */
+        mat6_vec(Y(i), oa(i), of(i));                                       /* of = oY oa + ov x* h */
+        crf_mul(ov(i), h, t6);
+        for (k = 0; k < 6; k++) of(i)[k] += t6[k];
+        for (b = 0; b < n; b++) {                             /* Psi_dot, Psi_ddot */
+            const double *Sb = oS(i) + 6 * b;
+            double *V = dVdq(i) + 6 * b, *A = dAdq(i) + 6 * b, *Av = dAdv(i) + 6 * b;
+            crm_mul(ov(lam), Sb, V);                          /* dV/dq = ov_lambda x oS */
+            crm_mul(oa(lam), Sb, A);                          /* dA/dq = oa_lambda x oS + ov_lambda x dV/dq */
+            crm_mul(ov(lam), V, t6);
+            for (k = 0; k < 6; k++) A[k] += t6[k];
+            crm_mul(ov(i), Sb, Av);                           /* dA/dqd = ov_i x oS + dV/dq */
+            for (k = 0; k < 6; k++) Av[k] += V[k];
+        }
+        for (c = 0; c < 6; c++) {                             /* C = ov x* Y (column c: ov x* Y[:, c]) */
+            double Yc[6], Cc[6];
+            for (k = 0; k < 6; k++) Yc[k] = M6(Y(i), k, c);
+            crf_mul(ov(i), Yc, Cc);
+            for (k = 0; k < 6; k++) M6(B(i), k, c) = Cc[k];
+        }
+        /* B = ov x* Y - Y ov x + h xbar = C + C^T + h xbar, since Y = Y^T and
+         * v x* = -(v x)^T (RBDA Sec. 2.9); h xbar m = m x* h = [[-h_a x, -h_l x], [-h_l x, 0]] m */
+        for (k = 0; k < 6; k++)
+            for (c = 0; c < k; c++) {
+                double t = M6(B(i), k, c) + M6(B(i), c, k);
+                M6(B(i), k, c) = M6(B(i), c, k) = t;
+            }
+        for (k = 0; k < 6; k++) M6(B(i), k, k) *= 2.0;
+        add_neg_skew(h, B(i), 0, 0);
+        add_neg_skew(h + 3, B(i), 0, 3);
+        add_neg_skew(h + 3, B(i), 3, 0);
+    }
+    for (i = N; i >= 1; i--) {                                /* backward pass (inward) */
+        int lam = s->parent[i], n = s->nvj[i], vi = s->iv[i], kb, bb;
+        for (b = 0; b < n; b++) {
+            const double *Sb = oS(i) + 6 * b;
+            double t6[6];
+            mat6_vec(Y(i), Sb, dFda(i) + 6 * b);              /* dF/dqdd = Ycrb oS */
+            mat6_vec(B(i), dVdq(i) + 6 * b, dFdq(i) + 6 * b); /* dF/dq = B dV/dq + Ycrb dA/dq */
+            mat6_vec(Y(i), dAdq(i) + 6 * b, t6);
+            for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
+            mat6T_vec(B(i), Sb, dYtJ(i) + 6 * b);             /* (oS^T B)^T */
+            mat6_vec(B(i), Sb, dFdv(i) + 6 * b);              /* dF/dqd = B oS + Ycrb dA/dqd */
+            mat6_vec(Y(i), dAdv(i) + 6 * b, t6);
+            for (k = 0; k < 6; k++) dFdv(i)[6 * b + k] += t6[k];
+        }
+        for (kb = i; kb <= N; kb++) {                         /* the subtree of i (i included) */
+            int nk, vk;
+            if (!in_subtree(s, i, kb)) continue;
+            nk = s->nvj[kb], vk = s->iv[kb];
+            for (b = 0; b < n; b++)
+                for (bb = 0; bb < nk; bb++) {
+                    const double *Sb = oS(i) + 6 * b;
+                    if (M) {                                  /* M_ik = oS_i^T Ycrb_k oS_k (CRBA) */
+                        double m = dot6(Sb, dFda(kb) + 6 * bb);
+                        M[(size_t)nv * (vi + b) + vk + bb] = m;
+                        M[(size_t)nv * (vk + bb) + vi + b] = m;
+                    }
+                    if (dtau_dq) dtau_dq[(size_t)nv * (vi + b) + vk + bb] = dot6(Sb, dFdq(kb) + 6 * bb);
+                    if (dtau_dqd) dtau_dqd[(size_t)nv * (vi + b) + vk + bb] = dot6(Sb, dFdv(kb) + 6 * bb);
+                    if (kb == i) continue;                    /* rows of the descendants, column of i */
+                    if (dtau_dq)
+                        dtau_dq[(size_t)nv * (vk + bb) + vi + b] =
+                            dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, dVdq(i) + 6 * b);
+                    if (dtau_dqd)
+                        dtau_dqd[(size_t)nv * (vk + bb) + vi + b] =
+                            dot6(dFda(kb) + 6 * bb, dAdv(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, Sb);
+                }
+        }
+        for (b = 0; b < n; b++) {                             /* dF/dq += oS x* F_i (the subtree turns) */
+            double t6[6];
+            crf_mul(oS(i) + 6 * b, of(i), t6);
+            for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
+        }
+        for (k = 0; k < 36; k++) {                            /* composites: Ycrb, B, F of lambda's subtree */
+            Y(lam)[k] += Y(i)[k];
+            B(lam)[k] += B(i)[k];
+        }
+        for (k = 0; k < 6; k++) of(lam)[k] += of(i)[k];
+    }
+    for (e = 0; e < s->n_elem; e++) {                         /* tau = RNEA - passive: + k, + d on the diagonal */
+        const int32_t *el = s->elem + 4 * e;
+        if (el[0] == EL_JSPRING && dtau_dq) dtau_dq[(size_t)nv * el[2] + el[2]] += s->elem_f[9 * e];
+    }
+    if (dtau_dqd)
+        for (k = 0; k < nv; k++) dtau_dqd[(size_t)nv * k + k] += s->damping[k];
+#undef BLK
+#undef oS
+#undef dVdq
+#undef dAdq
+#undef dAdv
+#undef dFdq
+#undef dFdv
+#undef dFda
+#undef dYtJ
+#undef Y
+#undef B
+#undef ov
+#undef oa
+#undef of
+}
+
+static int check(mbs_sim *s, const double *q, const double *qd, const char *b_name, const double *b, const double *work)
+{
+    int e;
+    if (!q || !qd || !b || !work) { mbs_fmt(s->msg, MBS_MSG, "a NULL argument"); return MBS_ERROR; }
+    if (s->n_loops > 0) {
+        mbs_fmt(s->msg, MBS_MSG,
+                "analytic derivatives are for trees: this model has closed loops (use "
+                "mbsfmu.linear.jacobians.dynamics_jacobians, the partitioned coordinates)");
+        return MBS_ERROR;
+    }
+    for (e = 0; e < s->n_elem; e++) {
+        const int32_t *el = s->elem + 4 * e;
+        int i;
+        if (el[0] != EL_JSPRING) continue;
+        for (i = 1; i <= s->N && !(s->iv[i] <= el[2] && el[2] < s->iv[i] + s->nvj[i]); i++) {}
+        if (i > s->N || s->nvj[i] != 1) {
+            mbs_fmt(s->msg, MBS_MSG, "joint spring on the multi-DoF joint %s: not differentiated", mbs_joint_name(s, i));
+            return MBS_ERROR;
+        }
+    }
+    if (!mbs_all_finite(q, s->nq)) { mbs_fmt(s->msg, MBS_MSG, "q has non-finite entries"); return MBS_ERROR; }
+    if (!mbs_all_finite(qd, s->nv)) { mbs_fmt(s->msg, MBS_MSG, "qd has non-finite entries"); return MBS_ERROR; }
+    if (!mbs_all_finite(b, s->nv)) { mbs_fmt(s->msg, MBS_MSG, "%s has non-finite entries", b_name); return MBS_ERROR; }
+    if (s->params_dirty) {
+        mbs_fmt(s->msg, MBS_MSG, "parameters were changed but not applied (mbs_sim_apply_params)");
+        return MBS_ERROR;
+    }
+    memset(s->fext, 0, sizeof(double) * 6 * (size_t)(s->N + 1));
+    return MBS_OK;
+}
+
+int mbs_rnea_derivatives(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *work,
+                         double *dtau_dq, double *dtau_dqd, double *M)
+{
+    if (!valid(s) || check(s, q, qd, "qdd", qdd, work)) return MBS_ERROR;
+    mbs_joint_transforms(s, q);
+    mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);        /* R_i, p_i: X_0i */
+    rnea_derivatives_core(s, q, qd, qdd, work, dtau_dq, dtau_dqd, M);
+    return MBS_OK;
+}
+
+/* A (n x n) = M^-1 in place for a symmetric positive definite M by Cholesky M = L L^T, then
+ * M^-1 = L^-T L^-1 (Golub & Van Loan, Matrix Computations, Sec. 4.2); Lw (n x n) work. Every inner
+ * loop runs along a row (contiguous, so the compiler vectorises it). 0 if M is not positive definite. */
+static int spd_inverse(double *A, int n, double *Lw)
+{
+    int i, j, k;
+    size_t nn = (size_t)n;
+    for (j = 0; j < n; j++) {                                 /* L (lower) in Lw, row by row */
+        for (i = 0; i <= j; i++) {
+            double acc = A[nn * j + i];
+            for (k = 0; k < i; k++) acc -= Lw[nn * j + k] * Lw[nn * i + k];
+            if (i < j) {
+                Lw[nn * j + i] = acc / Lw[nn * i + i];
+            } else {
+                if (!(acc > 0.0)) return 0;
+                Lw[nn * j + j] = sqrt(acc);
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {                                 /* L^-1 (lower) in A: row i = (e_i - sum_k L_ik row k) / L_ii */
+        double *row = A + nn * i;
+        for (j = 0; j < n; j++) row[j] = 0.0;
+        row[i] = 1.0;
+        for (k = 0; k < i; k++) {
+            double l = Lw[nn * i + k];
+            const double *rk = A + nn * k;
+            for (j = 0; j <= k; j++) row[j] -= l * rk[j];
+        }
+        for (j = 0; j <= i; j++) row[j] /= Lw[nn * i + i];
+    }
+    memset(Lw, 0, sizeof(double) * nn * nn);                  /* M^-1 = sum_k (row k of L^-1)^T (row k) */
+    for (k = 0; k < n; k++) {
+        const double *rk = A + nn * k;
+        for (i = 0; i <= k; i++) {
+            double a = rk[i];
+            double *out = Lw + nn * i;
+            for (j = 0; j <= k; j++) out[j] += a * rk[j];
+        }
+    }
+    memcpy(A, Lw, sizeof(double) * nn * nn);
+    return 1;
+}
+
+int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const double *tau, double *work, double *qdd,
+                        double *dqdd_dq, double *dqdd_dqd, double *Minv)
+{
+    int nv, j, k, l;
+    double *T, *Lw;
+    if (!valid(s) || !qdd || !dqdd_dq || !dqdd_dqd || !Minv || check(s, q, qd, "tau", tau, work)) return MBS_ERROR;
+    nv = s->nv;
+    T = work + (size_t)(s->N + 1) * W_BODY;
+    Lw = T + (size_t)nv * nv;
+    mbs_joint_transforms(s, q);
+    mbs_passive_forces(s, q, qd, s->tau);                     /* qdd = ABA(q, qd, tau + passive) */
+    for (j = 0; j < nv; j++) s->tau[j] = tau[j] + s->tau[j];
+    mbs_aba_core(s, qd, s->tau, qdd);
+    if (!mbs_all_finite(qdd, nv)) {
+        mbs_fmt(s->msg, MBS_MSG, "the mass matrix is singular at this configuration");
+        return MBS_ERROR;
+    }
+    mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);
+    rnea_derivatives_core(s, q, qd, qdd, work, dqdd_dq, dqdd_dqd, Minv);   /* dtau/dq, dtau/dqd, M */
+    if (!spd_inverse(Minv, nv, Lw)) {
+        mbs_fmt(s->msg, MBS_MSG, "the mass matrix is not positive definite at this configuration");
+        return MBS_ERROR;
+    }
+    memcpy(T, dqdd_dq, sizeof(double) * (size_t)nv * nv);    /* dqdd/dq = -M^-1 dtau/dq */
+    memcpy(Lw, dqdd_dqd, sizeof(double) * (size_t)nv * nv);
+    for (j = 0; j < nv; j++) {                                /* row j: -sum_l Minv_jl (row l), contiguous */
+        double *a = dqdd_dq + (size_t)nv * j, *b = dqdd_dqd + (size_t)nv * j;
+        for (k = 0; k < nv; k++) a[k] = b[k] = 0.0;
+        for (l = 0; l < nv; l++) {
+            double m = -Minv[(size_t)nv * j + l];
+            const double *Tl = T + (size_t)nv * l, *Vl = Lw + (size_t)nv * l;
+            for (k = 0; k < nv; k++) {
+                a[k] += m * Tl[k];
+                b[k] += m * Vl[k];
+            }
+        }
+    }
+    return MBS_OK;
+}
