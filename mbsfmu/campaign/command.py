@@ -63,7 +63,7 @@ def _montecarlo(args) -> int:
             stop=lambda: state["signal"] is not None,
         )
     n_fail = len(result.failed)
-    print(statistics_text(result.statistics))
+    print(statistics_text(result.statistics, result.pass_rate))
     for r in result.failed[:10]:
         print(f"run {r['run']:>6}: FAIL  {failure_reason(r)}")
     if n_fail > 10:

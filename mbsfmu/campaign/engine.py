@@ -35,6 +35,7 @@ class CampaignResult:
     n_runs: int = 0
     interrupted: bool = False
     stopped_by: str = ""  # why the cluster stopped the campaign ("" when it did not)
+    pass_rate: dict = field(default_factory=dict)  # statistics.pass_rate: n, passed, failed, errored, Wilson interval
 
     @property
     def failed(self) -> list[dict]:
@@ -222,7 +223,7 @@ def finish_campaign(
     bounds: dict | None = None,
 ) -> CampaignResult:
     """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs."""
-    from .statistics import stat_columns, statistics
+    from .statistics import pass_rate, stat_columns, statistics
 
     order = sorted(done)
     rows = [done[i]["row"] for i in order]
@@ -230,22 +231,41 @@ def finish_campaign(
     paths = design.paths
     parquet, text = write_table(out, stem, rows, paths)
     stats = statistics(rows, stat_columns(table_columns(rows, paths), paths))
-    files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats)}
+    rate = pass_rate(rows)
+    files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats, rate)}
     if picture and rows:
         from .picture import plot_campaign
 
         files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
-    return CampaignResult(out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted)
+    return CampaignResult(
+        out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate
+    )
 
 
-def _write_statistics(out: Path, stats: list[dict]) -> Path:
+def _write_statistics(out: Path, stats: list[dict], rate: dict) -> Path:
+    """``statistics.csv``: a first row ``passed`` (outcome "rate": n, and the rate as mean with its
+    Wilson interval as min and max), then one row per column and outcome."""
     import csv
 
+    from .statistics import KEYS
+
     path = out / "statistics.csv"
-    keys = ("column", "n", "min", "p5", "p50", "p95", "max", "mean")
+    keys = ("column", "outcome", "n", "min", *KEYS, "max", "mean")
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(keys)
+        nan = float("nan")
+        w.writerow(
+            [
+                "passed",
+                "rate",
+                rate["n"],
+                repr(rate["lo"]),
+                *[repr(nan)] * len(KEYS),
+                repr(rate["hi"]),
+                repr(rate["rate"]),
+            ]
+        )
         for e in stats:
             w.writerow([repr(e[k]) if isinstance(e[k], float) else e[k] for k in keys])
     return path
