@@ -54,6 +54,7 @@ def _montecarlo(args) -> int:
             serial=args.serial,
             cluster_timeout=args.cluster_timeout,
             run_timeout=args.run_timeout,
+            batch=args.batch,
             rerun=args.rerun,
             resume=args.resume,
             duration=args.duration,
@@ -75,8 +76,8 @@ def _montecarlo(args) -> int:
 
 
 def add_execution_arguments(p) -> None:
-    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --rerun / --resume
-    / --no-progress (montecarlo and sweep)."""
+    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --batch / --rerun /
+    --resume / --no-progress (montecarlo and sweep)."""
     from .execution import DEFAULT_TIMEOUT
 
     how = p.add_mutually_exclusive_group()
@@ -107,6 +108,12 @@ def add_execution_arguments(p) -> None:
         metavar="S",
         help="wall-time limit [s] of each run: each run executes in its own Python process, killed after S "
         "seconds, and is a row with a Timeout error (default: no limit, runs execute in the worker)",
+    )
+    p.add_argument(
+        "--batch",
+        type=positive_int,
+        metavar="N",
+        help="runs per Dask task (default: about 16 tasks per worker thread, at most 64 runs each)",
     )
     again = p.add_mutually_exclusive_group()
     again.add_argument(

@@ -17,7 +17,9 @@ from .table import (
     MANIFEST,
     Journal,
     file_hash,
+    journal_series,
     open_campaign,
+    read_journal,
     table_columns,
     write_table,
 )
@@ -134,7 +136,7 @@ def run_campaign(
     n = design.n_runs
     if rerun is None:
         done = open_campaign(out, manifest, resume)
-        chosen = (i for i in range(n) if i not in done)
+        chosen = None
     else:
         if trajectories is None:
             raise InputError("rerun: the runs are rerun to write their trajectories; give a trajectories template")
@@ -142,15 +144,25 @@ def run_campaign(
             raise InputError(f"rerun: {out} holds no campaign ({MANIFEST}); run the campaign first")
         done = open_campaign(out, manifest, True, ignore=("trajectories",))
         chosen = rerun_runs(rerun, done, n, out)
-        for i in chosen:
-            done.pop(i, None)
+    # What the client keeps while runs arrive: a byte per run (0 to do, 1 passed, 2 failed); the rows
+    # and series are in the journal, read back at the end, so memory is flat in the number of runs.
+    status = bytearray(n)
+    for i, row in done.items():
+        status[i] = 1 if row["passed"] else 2
+    for i in chosen or ():
+        status[i] = 0
+    n_done, n_failed = n - status.count(0), status.count(2)
+    del done
+    if chosen is None:
+        chosen = (i for i in range(n) if not status[i])
+    n_todo = n - n_done
     where = str(scenario.resolve())  # workers may run in another folder (or on another node)
     todo = (
         RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None, run_timeout)
         for i in chosen
     )
     execution = execution if execution is not None else Dask()
-    bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
+    bar = Progress(kind, n, n_done, n_failed, progress)
     journal = Journal(out / JOURNAL)
     interrupted, failure, stopped_by, started = False, None, "", False
     try:
@@ -158,7 +170,7 @@ def run_campaign(
             bar.slots = execution.slots
             execution.check_workers({str(Path(p).resolve()): h for p, h in hashes.items()})
             started = True
-            for spec, record in execution.imap_unordered(run_one, todo):
+            for spec, record in execution.imap_unordered(run_one, todo, n_todo):
                 if stop is not None and stop():
                     raise KeyboardInterrupt
                 if trajectories is not None and record.get("trajectory"):
@@ -166,7 +178,7 @@ def run_campaign(
                     path.parent.mkdir(parents=True, exist_ok=True)
                     save_trajectory(path, record["trajectory"])
                 journal.append(record)
-                done[spec.index] = record
+                status[spec.index] = 1 if record["row"]["passed"] else 2
                 bar.update(not record["row"]["passed"])
     except KeyboardInterrupt:
         interrupted = True
@@ -183,7 +195,9 @@ def run_campaign(
 
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:
-        result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+        result = finish_campaign(
+            out, read_journal(out / JOURNAL), design, outputs, stem, scn.name, n, interrupted, picture, bounds
+        )
         result.stopped_by = stopped_by
     except OSError as e:
         failure = failure or e
@@ -203,7 +217,7 @@ def rerun_runs(rerun: str | tuple[int, ...], done: dict, n: int, out: Path) -> l
     from ..errors import InputError
 
     if rerun == "failed":
-        return sorted(i for i, r in done.items() if not r["row"]["passed"])
+        return sorted(i for i, r in done.items() if not r["passed"])
     bad = [i for i in rerun if not 0 <= i < n]
     if bad:
         raise InputError(f"rerun: no run {', '.join(map(str, bad))} in the campaign of {out} (runs 0..{n - 1})")
@@ -222,12 +236,11 @@ def finish_campaign(
     picture: bool = True,
     bounds: dict | None = None,
 ) -> CampaignResult:
-    """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs."""
+    """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs
+    ``done`` {index: row}."""
     from .statistics import pass_rate, stat_columns, statistics
 
-    order = sorted(done)
-    rows = [done[i]["row"] for i in order]
-    series = [done[i]["series"] for i in order]
+    rows = [done[i] for i in sorted(done)]
     paths = design.paths
     parquet, text = write_table(out, stem, rows, paths)
     stats = statistics(rows, stat_columns(table_columns(rows, paths), paths))
@@ -236,6 +249,7 @@ def finish_campaign(
     if picture and rows:
         from .picture import plot_campaign
 
+        series = journal_series(out / JOURNAL, rows)
         files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
     return CampaignResult(
         out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate

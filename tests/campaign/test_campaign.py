@@ -175,10 +175,10 @@ def test_statistics_match_numpy_on_the_raw_rows():
 class Shuffled(Serial):
     """Runs every spec in a shuffled order (another completion order than Serial's)."""
 
-    def imap_unordered(self, fn, specs):
+    def imap_unordered(self, fn, specs, n=None):
         specs = list(specs)
         random.Random(7).shuffle(specs)
-        return super().imap_unordered(fn, iter(specs))
+        return super().imap_unordered(fn, iter(specs), n)
 
 
 @pytest.fixture(scope="module")
@@ -559,3 +559,36 @@ def test_the_picture_colours_each_check_by_its_own_verdict(tmp_path, monkeypatch
     assert legends["log10 max_rel engine_agreement"][:2] == ["passed this check (4)", "failed this check (0)"]
     assert legends["p"][:2] == ["runs passed (0)", "runs failed (4)"]
     assert failure_reason(rows[0]) == "reference q.q1 ~ a * t" and failure_reason({"passed": True}) == ""
+
+
+def test_batch_size_gives_16_tasks_per_slot_within_1_to_64_runs():
+    from mbsfmu.campaign.execution import MAX_BATCH, batch_size
+
+    assert [batch_size(n, 2) for n in (0, 10, 32, 64, 320, 2048, 100_000)] == [1, 1, 1, 2, 10, 64, MAX_BATCH]
+    assert batch_size(100_000, 1600) == 3  # 100 nodes x 16 threads: ~33k tasks, 16 per slot
+
+
+def test_dask_execution_refuses_a_bad_batch_size():
+    from mbsfmu.campaign import Dask
+    from mbsfmu.errors import MbsError
+
+    with pytest.raises(MbsError, match="batch: runs per task must be a positive integer, got 0"):
+        Dask(batch=0)
+
+
+@pytest.mark.integration
+def test_a_campaign_on_an_existing_client_leaves_it_open(tmp_path):
+    """The Python API from an existing distributed.Client (dask-jobqueue, Kubernetes): the campaign runs on
+    it, batched, and the caller's client and cluster stay usable after."""
+    from distributed import Client, LocalCluster
+
+    from mbsfmu.campaign import Dask
+
+    design, outputs = _design(6)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster) as client:
+            result = run_campaign(
+                SPRING, design, tmp_path, execution=Dask(client, batch=4), outputs=outputs, progress=False
+            )
+            assert client.status == "running" and client.submit(sum, [1, 2]).result() == 3
+    assert [r["run"] for r in result.rows] == list(range(6)) and not result.failed
