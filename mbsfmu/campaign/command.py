@@ -113,7 +113,8 @@ def add_execution_arguments(p) -> None:
         "--batch",
         type=positive_int,
         metavar="N",
-        help="runs per Dask task (default: about 16 tasks per worker thread, at most 64 runs each)",
+        help="runs per Dask task (default: about 16 tasks per worker thread, at most 64 runs each, "
+        "at most 10,000 tasks)",
     )
     again = p.add_mutually_exclusive_group()
     again.add_argument(

@@ -2,17 +2,17 @@
 (``Dask``: a LocalCluster of single-threaded worker processes on this machine by default, or an
 existing cluster's scheduler at ``tcp://host:8786``).
 
-An execution is a context manager with ``slots`` (runs in flight at once) and
-``imap_unordered(fn, specs, n)``, which yields (spec, fn(spec)) as runs finish. ``specs`` is an
-iterator consumed lazily (``n``: how many it holds, a hint for the batch size). On Dask the runs
-go in batches, one task per batch (``batch_size``: about 16 batches per worker thread, at most
-MAX_BATCH runs, so the scheduler sees thousands of tasks, not millions, and each task's overhead,
-a few ms, is shared by its runs), and at most a window of ``2 slots + 2`` batches is submitted
-ahead, so a campaign of any size holds only that many points and futures (the scheduler's task
-graph stays small too). A batch that ends its worker process is split: each of its runs is tried
-again alone, so only the run that crashes becomes a KilledWorker row. Leaving the context cancels
-what is still queued and shuts the cluster down, its worker processes included: on normal exit,
-on Ctrl-C and on SIGTERM (turned into KeyboardInterrupt by the command line), so no worker
+An execution is a context manager with ``slots`` (runs in flight at once) and ``imap_unordered(fn,
+specs, n)``, which yields (spec, fn(spec)) as runs finish. ``specs`` is an iterator consumed lazily
+(``n``: how many it holds, a hint for the batch size). On Dask the runs go in batches, one task per
+batch (``batch_size``: about 16 batches per worker thread, at most MAX_BATCH runs, and never more
+than MAX_TASKS tasks, so the scheduler sees thousands of tasks, not millions, and each task's
+overhead, a few ms, is shared by its runs), and at most a window of ``2 slots + 2`` batches is
+submitted ahead, so a campaign of any size holds only that many points and futures (the scheduler's
+task graph stays small too). A batch that ends its worker process is split: each of its runs is
+tried again alone, so only the run that crashes becomes a KilledWorker row. Leaving the context
+cancels what is still queued and shuts the cluster down, its worker processes included: on normal
+exit, on Ctrl-C and on SIGTERM (turned into KeyboardInterrupt by the command line), so no worker
 outlives the campaign (a Client given by the caller is left open).
 
 Nothing waits in silence on a cluster: an unreachable scheduler, no worker within ``timeout``
@@ -38,13 +38,16 @@ from ..errors import MbsError
 # cluster's scheduler counts with its own setting (distributed.scheduler.allowed-failures).
 ALLOWED_FAILURES = 1
 DEFAULT_TIMEOUT = 60.0  # [s] to reach the scheduler, and to have a worker (at the start, or again)
-MAX_BATCH = 64  # runs per task at most: a batch lost with its worker costs at most this many runs again
+MAX_BATCH = 64  # runs per task, unless MAX_TASKS needs more: a batch lost with its worker is rerun whole
 BATCHES_PER_SLOT = 16  # the last batches leave slots idle for at most ~1/16 of the campaign
+MAX_TASKS = 10_000  # tasks per campaign at most: the scheduler sees thousands of tasks, never millions
 
 
 def batch_size(n: int, slots: int) -> int:
-    """Runs per task for ``n`` runs on ``slots`` worker threads: n / (16 slots), within 1..MAX_BATCH."""
-    return max(1, min(MAX_BATCH, n // (BATCHES_PER_SLOT * max(1, slots))))
+    """Runs per task for ``n`` runs on ``slots`` worker threads: n / (16 slots) within 1..MAX_BATCH,
+    and at least n / MAX_TASKS (a 100-node cluster has too many slots for 16 batches each to share a
+    task's cost)."""
+    return max(1, -(-n // MAX_TASKS), min(MAX_BATCH, n // (BATCHES_PER_SLOT * max(1, slots))))
 
 
 def run_each(fn: Callable, specs: tuple) -> list:

@@ -561,11 +561,12 @@ def test_the_picture_colours_each_check_by_its_own_verdict(tmp_path, monkeypatch
     assert failure_reason(rows[0]) == "reference q.q1 ~ a * t" and failure_reason({"passed": True}) == ""
 
 
-def test_batch_size_gives_16_tasks_per_slot_within_1_to_64_runs():
+def test_batch_size_gives_16_tasks_per_slot_within_1_to_64_runs_and_at_most_10k_tasks():
     from mbsfmu.campaign.execution import MAX_BATCH, batch_size
 
     assert [batch_size(n, 2) for n in (0, 10, 32, 64, 320, 2048, 100_000)] == [1, 1, 1, 2, 10, 64, MAX_BATCH]
-    assert batch_size(100_000, 1600) == 3  # 100 nodes x 16 threads: ~33k tasks, 16 per slot
+    assert batch_size(100_000, 3200) == 10  # 100 nodes x 32 threads: 10,000 tasks (16 per slot would be 1 run)
+    assert batch_size(10**6, 2) == 100 and batch_size(10**6 + 1, 3200) == 101  # never over 10,000 tasks
 
 
 def test_dask_execution_refuses_a_bad_batch_size():
