@@ -144,17 +144,15 @@ def run_campaign(
             raise InputError(f"rerun: {out} holds no campaign ({MANIFEST}); run the campaign first")
         done = open_campaign(out, manifest, True, ignore=("trajectories",))
         chosen = rerun_runs(rerun, done, n, out)
-    # What the client keeps while runs arrive: a byte per run (0 to do, 1 passed, 2 failed); the rows
-    # and series are in the journal, read back at the end, so memory is flat in the number of runs.
-    status = bytearray(n)
-    for i, row in done.items():
-        status[i] = 1 if row["passed"] else 2
-    for i in chosen or ():
-        status[i] = 0
-    n_done, n_failed = n - status.count(0), status.count(2)
+    # What the client keeps while runs arrive: counts, and on a resume the set of runs journaled before;
+    # the rows and series are in the journal, read back at the end, so memory is flat in the runs.
+    rerunning = set(chosen or ())
+    skip = {i for i in done if i not in rerunning}
+    n_done = len(skip)
+    n_failed = sum(not row["passed"] for i, row in done.items() if i in skip)
     del done
     if chosen is None:
-        chosen = (i for i in range(n) if not status[i])
+        chosen = (i for i in range(n) if i not in skip)
     n_todo = n - n_done
     where = str(scenario.resolve())  # workers may run in another folder (or on another node)
     todo = (
@@ -178,7 +176,6 @@ def run_campaign(
                     path.parent.mkdir(parents=True, exist_ok=True)
                     save_trajectory(path, record["trajectory"])
                 journal.append(record)
-                status[spec.index] = 1 if record["row"]["passed"] else 2
                 bar.update(not record["row"]["passed"])
     except KeyboardInterrupt:
         interrupted = True

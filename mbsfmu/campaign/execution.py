@@ -40,14 +40,25 @@ ALLOWED_FAILURES = 1
 DEFAULT_TIMEOUT = 60.0  # [s] to reach the scheduler, and to have a worker (at the start, or again)
 MAX_BATCH = 64  # runs per task, unless MAX_TASKS needs more: a batch lost with its worker is rerun whole
 BATCHES_PER_SLOT = 16  # the last batches leave slots idle for at most ~1/16 of the campaign
-MAX_TASKS = 10_000  # tasks per campaign at most: the scheduler sees thousands of tasks, never millions
+MAX_TASKS = 10_000  # tasks per campaign at most (up to MAX_RUNS_PER_TASK): thousands of tasks, never millions
+MAX_RUNS_PER_TASK = 1_000  # so a 4e8-point sweep is batches of 1000, not of 40,000
 
 
 def batch_size(n: int, slots: int) -> int:
     """Runs per task for ``n`` runs on ``slots`` worker threads: n / (16 slots) within 1..MAX_BATCH,
     and at least n / MAX_TASKS (a 100-node cluster has too many slots for 16 batches each to share a
-    task's cost)."""
-    return max(1, -(-n // MAX_TASKS), min(MAX_BATCH, n // (BATCHES_PER_SLOT * max(1, slots))))
+    task's cost), at most MAX_RUNS_PER_TASK."""
+    spread = min(MAX_BATCH, n // (BATCHES_PER_SLOT * max(1, slots)))
+    return max(1, min(MAX_RUNS_PER_TASK, max(-(-n // MAX_TASKS), spread)))
+
+
+def batched(specs: Iterator, size: int, ramp: bool = True) -> Iterator[tuple]:
+    """``specs`` in tuples of ``size``; with ``ramp`` the first ones of 1, 2, 4, ... runs, so the first
+    results (and the progress line's ETA, and what a Ctrl-C keeps) come after a run, not a batch."""
+    k = 1 if ramp else size
+    while batch := tuple(islice(specs, k)):
+        yield batch
+        k = min(size, 2 * k)
 
 
 def run_each(fn: Callable, specs: tuple) -> list:
@@ -249,7 +260,7 @@ class Dask:
         from distributed import KilledWorker
 
         size = self.batch or batch_size(n if n is not None else 0, self.slots)
-        batches = iter(lambda: tuple(islice(specs, size)), ())
+        batches = batched(specs, size, ramp=self.batch is None)
         alone: deque = deque()  # the runs of a batch that ended its worker, to try one by one
         window = 2 * self.slots + 2
         pending: dict = {}  # future -> batch (a tuple of specs)

@@ -567,6 +567,15 @@ def test_batch_size_gives_16_tasks_per_slot_within_1_to_64_runs_and_at_most_10k_
     assert [batch_size(n, 2) for n in (0, 10, 32, 64, 320, 2048, 100_000)] == [1, 1, 1, 2, 10, 64, MAX_BATCH]
     assert batch_size(100_000, 3200) == 10  # 100 nodes x 32 threads: 10,000 tasks (16 per slot would be 1 run)
     assert batch_size(10**6, 2) == 100 and batch_size(10**6 + 1, 3200) == 101  # never over 10,000 tasks
+    assert batch_size(4 * 10**8, 2) == 1000  # a huge sweep: batches of 1000 at most
+
+
+def test_batches_ramp_up_from_one_run():
+    from mbsfmu.campaign.execution import batched
+
+    assert [len(b) for b in batched(iter(range(40)), 8)] == [1, 2, 4, 8, 8, 8, 8, 1]
+    assert [len(b) for b in batched(iter(range(10)), 4, ramp=False)] == [4, 4, 2]
+    assert [x for b in batched(iter(range(40)), 8) for x in b] == list(range(40))
 
 
 def test_dask_execution_refuses_a_bad_batch_size():

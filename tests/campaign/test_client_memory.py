@@ -1,5 +1,5 @@
 """The campaign client's memory is flat in the number of runs (issue 23 item 3): while runs
-arrive it keeps a byte per run, never their rows or output series (those go to the journal). A
+arrive it keeps nothing per run, never their rows or output series (those go to the journal). A
 1,000- and a 10,000-run campaign of a tiny scenario on a cluster of a scheduler and 2 workers in
 their own processes (as on a real cluster: a LocalCluster's scheduler lives in the client's
 process and keeps its own per-task records there), the client's Python allocations traced
