@@ -13,7 +13,24 @@ three dispersions, energy-balance check): 200 runs by default. Measured, each as
 
 Prints the speed-up (serial / dask, with and without the cluster start) and the per-run overhead.
 
-    python benchmarks/bench_campaign.py [--runs 200] [--workers 2] [--repeat 1]
+Scale (issue 23 item 3), ``--part``:
+
+- ``capacity``: scheduling capacity, runs/s of no-op runs through ``Dask.imap_unordered`` on a
+  LocalCluster, batched (the automatic batch size) and one run per task (goal >= 1,000 runs/s);
+- ``cpu``: 2 workers against 1 on runs of ~1 s of CPU each (a busy loop on ``time.process_time``),
+  one run per task, with the machine's free cores (CPUs minus the 1-minute load average) beside it
+  (goal >= 1.8x where 2 cores are free);
+- ``memory``: the client's traced peak (tracemalloc, every thread of the client process) over the
+  arrival of results, for a 10k- and a 100k-run campaign of tests/data/campaign_spring.yaml
+  (0.02 s each) on an external scheduler with 2 workers in their own processes, with distributed's
+  debugging log of the last 1000 messages off (goal: 100k within 1.2x of 10k); also the runs/s,
+  the journal's bytes per run and the table's;
+- ``campaign`` (the default above), or ``all``.
+
+Each figure is the median of ``--repeat`` measurements; the load average is printed beside them.
+
+    python benchmarks/bench_campaign.py [--part capacity|cpu|memory|campaign|all] [--runs 200] [--workers 2]
+        [--repeat 1]
 """
 
 from __future__ import annotations
@@ -58,22 +75,138 @@ def cluster_start_stop(workers: int) -> float:
 
 
 def noop_overhead(workers: int, runs: int) -> float:
-    """Seconds per no-op task through the campaign's submission window (cluster already up)."""
+    """Seconds per no-op task through the campaign's submission window (cluster already up), one run per task."""
     from mbsfmu.campaign import Dask
 
-    with Dask(workers=workers) as ex:
+    with Dask(workers=workers, batch=1) as ex:
         list(ex.imap_unordered(noop, iter(range(4 * workers))))  # warm the workers
         t0 = time.perf_counter()
         n = sum(1 for _ in ex.imap_unordered(noop, iter(range(runs))))
         return (time.perf_counter() - t0) / n
 
 
+def capacity(workers: int, runs: int, batch: int | None) -> float:
+    """No-op runs per second through the campaign's window of batches (cluster up and warm)."""
+    from mbsfmu.campaign import Dask
+
+    with Dask(workers=workers, batch=batch) as ex:
+        list(ex.imap_unordered(noop, iter(range(4 * workers)), 4 * workers))  # warm the workers
+        t0 = time.perf_counter()
+        n = sum(1 for _ in ex.imap_unordered(noop, iter(range(runs)), runs))
+        return n / (time.perf_counter() - t0)
+
+
+def busy(seconds: float) -> float:
+    """A run of ``seconds`` of CPU time (a busy loop on the process's CPU clock)."""
+    t0 = time.process_time()
+    x = 0
+    while time.process_time() - t0 < seconds:
+        x += sum(range(1000))
+    return x
+
+
+def cpu_runs(workers: int, runs: int, seconds: float) -> float:
+    """Wall time [s] of ``runs`` runs of ``seconds`` CPU each on ``workers`` workers, one per task."""
+    from mbsfmu.campaign import Dask
+
+    with Dask(workers=workers, batch=1) as ex:
+        list(ex.imap_unordered(busy, iter([0.01] * workers), workers))
+        t0 = time.perf_counter()
+        list(ex.imap_unordered(busy, iter([seconds] * runs), runs))
+        return time.perf_counter() - t0
+
+
+def memory(runs: int, address: str) -> dict:
+    """The client's traced peak [B] over the arrival of results, and its memory at the first result,
+    for a ``runs``-run campaign on the scheduler at ``address``; runs/s; journal and table bytes per run."""
+    import tracemalloc
+
+    import dask
+
+    from mbsfmu.campaign import Dask, montecarlo_design, run_campaign
+
+    seen = {}
+
+    class Traced(Dask):
+        def imap_unordered(self, fn, specs, n=None):
+            first = True
+            for item in super().imap_unordered(fn, specs, n):
+                if first:
+                    tracemalloc.reset_peak()
+                    seen["base"], seen["t0"], first = tracemalloc.get_traced_memory()[0], time.perf_counter(), False
+                yield item
+            seen["peak"], seen["t1"] = tracemalloc.get_traced_memory()[1], time.perf_counter()
+
+    design, outputs = montecarlo_design(SCENARIO, runs, seed=1)
+    with tempfile.TemporaryDirectory() as out, dask.config.set({"distributed.admin.low-level-log-length": 0}):
+        tracemalloc.start()
+        try:
+            run_campaign(
+                SCENARIO,
+                design,
+                out,
+                execution=Traced(address),
+                outputs=outputs,
+                duration=0.02,
+                progress=False,
+                picture=False,
+            )
+        finally:
+            tracemalloc.stop()
+        journal = (Path(out) / "runs.jsonl").stat().st_size / runs
+        table = (Path(out) / "campaign.parquet").stat().st_size / runs
+    return {**seen, "rate": runs / (seen["t1"] - seen["t0"]), "journal": journal, "table": table}
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("campaign", "capacity", "cpu", "memory", "all"), default="campaign")
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args()
+    parts = ("capacity", "cpu", "memory", "campaign") if a.part == "all" else (a.part,)
+    if "capacity" in parts:
+        n = 20_000
+        batched = statistics.median(capacity(a.workers, n, None) for _ in range(a.repeat))
+        single = statistics.median(capacity(a.workers, 2_000, 1) for _ in range(a.repeat))
+        print(f"capacity, {a.workers} workers, no-op runs, median of {a.repeat}; {load()}")
+        print(f"  batched (automatic size):  {batched:9.0f} runs/s over {n} runs")
+        print(f"  one run per task:          {single:9.0f} runs/s over 2000 runs")
+    if "cpu" in parts:
+        free = (os.cpu_count() or 1) - os.getloadavg()[0]
+        one = statistics.median(cpu_runs(1, 4, 1.0) for _ in range(a.repeat))
+        two = statistics.median(cpu_runs(2, 4, 1.0) for _ in range(a.repeat))
+        print(f"cpu, 4 runs of 1.0 s CPU, median of {a.repeat}; free cores before: {free:.2f}; {load()}")
+        print(f"  1 worker {one:6.2f} s, 2 workers {two:6.2f} s: {one / two:.2f}x (ideal min(2, free cores))")
+    if "memory" in parts:
+        sys.path.insert(0, str(ROOT))
+        from tests.support.dask_cluster import Cluster
+
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster = Cluster(Path(tmp))
+            try:
+                for _ in range(a.workers):
+                    cluster.add_worker()
+                cluster.wait_workers(a.workers)
+                got = {n: [memory(n, cluster.address) for _ in range(a.repeat)] for n in (10_000, 100_000)}
+            finally:
+                cluster.close()
+        med = {n: {k: statistics.median(m[k] for m in ms) for k in ms[0]} for n, ms in got.items()}
+        print(f"client memory, external scheduler + {a.workers} workers, median of {a.repeat}; {load()}")
+        for n, m in med.items():
+            print(
+                f"  {n:>7} runs: peak {m['peak'] / 1e6:7.2f} MB (at the first result {m['base'] / 1e6:.2f} MB), "
+                f"{m['rate']:.0f} runs/s, journal {m['journal']:.0f} B/run, Parquet table {m['table']:.0f} B/run"
+            )
+        print(f"  100k / 10k peak: {med[100_000]['peak'] / med[10_000]['peak']:.3f}x (goal <= 1.2x)")
+    if "campaign" not in parts:
+        return
     from mbsfmu.campaign import Dask, Serial
 
     campaign(Serial(), 4)  # warm caches (numba, imports)

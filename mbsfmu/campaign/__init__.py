@@ -73,6 +73,7 @@ def run_montecarlo(
     serial: bool = False,
     cluster_timeout: float | None = None,
     run_timeout: float | None = None,
+    batch: int | None = None,
     rerun: str | tuple[int, ...] | None = None,
     resume: bool = False,
     duration: float | None = None,
@@ -84,14 +85,15 @@ def run_montecarlo(
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
     ``serial``, in this process (``cluster_timeout`` [s]: see ``Dask``; ``run_timeout`` [s]: see
-    ``run_campaign``; ``rerun``: ``"failed"`` or run indices to run again with their trajectories,
+    ``run_campaign``; ``batch``: runs per Dask task, see ``Dask``; ``scheduler`` may also be an existing
+    ``distributed.Client``; ``rerun``: ``"failed"`` or run indices to run again with their trajectories,
     see ``run_campaign``); writes ``out``
     (campaign.parquet/.csv, statistics.csv, campaign.png, runs.jsonl, campaign.json;
     trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
     from .execution import DEFAULT_TIMEOUT
 
-    execution = Serial() if serial else Dask(scheduler, workers, cluster_timeout or DEFAULT_TIMEOUT)
+    execution = Serial() if serial else Dask(scheduler, workers, cluster_timeout or DEFAULT_TIMEOUT, batch)
     return run_campaign(
         scenario,
         design,

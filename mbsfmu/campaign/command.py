@@ -54,6 +54,7 @@ def _montecarlo(args) -> int:
             serial=args.serial,
             cluster_timeout=args.cluster_timeout,
             run_timeout=args.run_timeout,
+            batch=args.batch,
             rerun=args.rerun,
             resume=args.resume,
             duration=args.duration,
@@ -63,7 +64,7 @@ def _montecarlo(args) -> int:
             stop=lambda: state["signal"] is not None,
         )
     n_fail = len(result.failed)
-    print(statistics_text(result.statistics))
+    print(statistics_text(result.statistics, result.pass_rate))
     for r in result.failed[:10]:
         print(f"run {r['run']:>6}: FAIL  {failure_reason(r)}")
     if n_fail > 10:
@@ -75,8 +76,8 @@ def _montecarlo(args) -> int:
 
 
 def add_execution_arguments(p) -> None:
-    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --rerun / --resume
-    / --no-progress (montecarlo and sweep)."""
+    """--scheduler / --workers / --serial / --cluster-timeout / --run-timeout / --batch / --rerun /
+    --resume / --no-progress (montecarlo and sweep)."""
     from .execution import DEFAULT_TIMEOUT
 
     how = p.add_mutually_exclusive_group()
@@ -107,6 +108,13 @@ def add_execution_arguments(p) -> None:
         metavar="S",
         help="wall-time limit [s] of each run: each run executes in its own Python process, killed after S "
         "seconds, and is a row with a Timeout error (default: no limit, runs execute in the worker)",
+    )
+    p.add_argument(
+        "--batch",
+        type=positive_int,
+        metavar="N",
+        help="runs per Dask task (default: about 16 tasks per worker thread, at most 64 runs each, "
+        "at most 10,000 tasks)",
     )
     again = p.add_mutually_exclusive_group()
     again.add_argument(

@@ -17,7 +17,9 @@ from .table import (
     MANIFEST,
     Journal,
     file_hash,
+    journal_series,
     open_campaign,
+    read_journal,
     table_columns,
     write_table,
 )
@@ -35,6 +37,7 @@ class CampaignResult:
     n_runs: int = 0
     interrupted: bool = False
     stopped_by: str = ""  # why the cluster stopped the campaign ("" when it did not)
+    pass_rate: dict = field(default_factory=dict)  # statistics.pass_rate: n, passed, failed, errored, Wilson interval
 
     @property
     def failed(self) -> list[dict]:
@@ -133,7 +136,7 @@ def run_campaign(
     n = design.n_runs
     if rerun is None:
         done = open_campaign(out, manifest, resume)
-        chosen = (i for i in range(n) if i not in done)
+        chosen = None
     else:
         if trajectories is None:
             raise InputError("rerun: the runs are rerun to write their trajectories; give a trajectories template")
@@ -141,15 +144,23 @@ def run_campaign(
             raise InputError(f"rerun: {out} holds no campaign ({MANIFEST}); run the campaign first")
         done = open_campaign(out, manifest, True, ignore=("trajectories",))
         chosen = rerun_runs(rerun, done, n, out)
-        for i in chosen:
-            done.pop(i, None)
+    # What the client keeps while runs arrive: counts, and on a resume the set of runs journaled before;
+    # the rows and series are in the journal, read back at the end, so memory is flat in the runs.
+    rerunning = set(chosen or ())
+    skip = {i for i in done if i not in rerunning}
+    n_done = len(skip)
+    n_failed = sum(not row["passed"] for i, row in done.items() if i in skip)
+    del done
+    if chosen is None:
+        chosen = (i for i in range(n) if i not in skip)
+    n_todo = n - n_done
     where = str(scenario.resolve())  # workers may run in another folder (or on another node)
     todo = (
         RunSpec(where, i, design.point(i), duration, tuple(outputs), trajectories is not None, run_timeout)
         for i in chosen
     )
     execution = execution if execution is not None else Dask()
-    bar = Progress(kind, n, len(done), sum(not r["row"]["passed"] for r in done.values()), progress)
+    bar = Progress(kind, n, n_done, n_failed, progress)
     journal = Journal(out / JOURNAL)
     interrupted, failure, stopped_by, started = False, None, "", False
     try:
@@ -157,7 +168,7 @@ def run_campaign(
             bar.slots = execution.slots
             execution.check_workers({str(Path(p).resolve()): h for p, h in hashes.items()})
             started = True
-            for spec, record in execution.imap_unordered(run_one, todo):
+            for spec, record in execution.imap_unordered(run_one, todo, n_todo):
                 if stop is not None and stop():
                     raise KeyboardInterrupt
                 if trajectories is not None and record.get("trajectory"):
@@ -165,7 +176,6 @@ def run_campaign(
                     path.parent.mkdir(parents=True, exist_ok=True)
                     save_trajectory(path, record["trajectory"])
                 journal.append(record)
-                done[spec.index] = record
                 bar.update(not record["row"]["passed"])
     except KeyboardInterrupt:
         interrupted = True
@@ -182,7 +192,9 @@ def run_campaign(
 
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:
-        result = finish_campaign(out, done, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+        result = finish_campaign(
+            out, read_journal(out / JOURNAL), design, outputs, stem, scn.name, n, interrupted, picture, bounds
+        )
         result.stopped_by = stopped_by
     except OSError as e:
         failure = failure or e
@@ -202,7 +214,7 @@ def rerun_runs(rerun: str | tuple[int, ...], done: dict, n: int, out: Path) -> l
     from ..errors import InputError
 
     if rerun == "failed":
-        return sorted(i for i, r in done.items() if not r["row"]["passed"])
+        return sorted(i for i, r in done.items() if not r["passed"])
     bad = [i for i in rerun if not 0 <= i < n]
     if bad:
         raise InputError(f"rerun: no run {', '.join(map(str, bad))} in the campaign of {out} (runs 0..{n - 1})")
@@ -221,31 +233,50 @@ def finish_campaign(
     picture: bool = True,
     bounds: dict | None = None,
 ) -> CampaignResult:
-    """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs."""
-    from .statistics import stat_columns, statistics
+    """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs
+    ``done`` {index: row}."""
+    from .statistics import pass_rate, stat_columns, statistics
 
-    order = sorted(done)
-    rows = [done[i]["row"] for i in order]
-    series = [done[i]["series"] for i in order]
+    rows = [done[i] for i in sorted(done)]
     paths = design.paths
     parquet, text = write_table(out, stem, rows, paths)
     stats = statistics(rows, stat_columns(table_columns(rows, paths), paths))
-    files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats)}
+    rate = pass_rate(rows)
+    files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats, rate)}
     if picture and rows:
         from .picture import plot_campaign
 
+        series = journal_series(out / JOURNAL, rows)
         files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
-    return CampaignResult(out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted)
+    return CampaignResult(
+        out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate
+    )
 
 
-def _write_statistics(out: Path, stats: list[dict]) -> Path:
+def _write_statistics(out: Path, stats: list[dict], rate: dict) -> Path:
+    """``statistics.csv``: a first row ``passed`` (outcome "rate": n, and the rate as mean with its
+    Wilson interval as min and max), then one row per column and outcome."""
     import csv
 
+    from .statistics import KEYS
+
     path = out / "statistics.csv"
-    keys = ("column", "n", "min", "p5", "p50", "p95", "max", "mean")
+    keys = ("column", "outcome", "n", "min", *KEYS, "max", "mean")
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(keys)
+        nan = float("nan")
+        w.writerow(
+            [
+                "passed",
+                "rate",
+                rate["n"],
+                repr(rate["lo"]),
+                *[repr(nan)] * len(KEYS),
+                repr(rate["hi"]),
+                repr(rate["rate"]),
+            ]
+        )
         for e in stats:
             w.writerow([repr(e[k]) if isinstance(e[k], float) else e[k] for k in keys])
     return path

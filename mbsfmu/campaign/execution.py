@@ -2,13 +2,18 @@
 (``Dask``: a LocalCluster of single-threaded worker processes on this machine by default, or an
 existing cluster's scheduler at ``tcp://host:8786``).
 
-An execution is a context manager with ``slots`` (runs in flight at once) and
-``imap_unordered(fn, specs)``, which yields (spec, fn(spec)) as runs finish. ``specs`` is an
-iterator consumed lazily: at most a window of ``2 slots + 2`` runs is submitted ahead, so a
-campaign of any size holds only that many points and futures (the scheduler's task graph stays
-small too). Leaving the context cancels what is still queued and shuts the cluster down, its
-worker processes included: on normal exit, on Ctrl-C and on SIGTERM (turned into
-KeyboardInterrupt by the command line), so no worker outlives the campaign.
+An execution is a context manager with ``slots`` (runs in flight at once) and ``imap_unordered(fn,
+specs, n)``, which yields (spec, fn(spec)) as runs finish. ``specs`` is an iterator consumed lazily
+(``n``: how many it holds, a hint for the batch size). On Dask the runs go in batches, one task per
+batch (``batch_size``: about 16 batches per worker thread, at most MAX_BATCH runs, and never more
+than MAX_TASKS tasks, so the scheduler sees thousands of tasks, not millions, and each task's
+overhead, a few ms, is shared by its runs), and at most a window of ``2 slots + 2`` batches is
+submitted ahead, so a campaign of any size holds only that many points and futures (the scheduler's
+task graph stays small too). A batch that ends its worker process is split: each of its runs is
+tried again alone, so only the run that crashes becomes a KilledWorker row. Leaving the context
+cancels what is still queued and shuts the cluster down, its worker processes included: on normal
+exit, on Ctrl-C and on SIGTERM (turned into KeyboardInterrupt by the command line), so no worker
+outlives the campaign (a Client given by the caller is left open).
 
 Nothing waits in silence on a cluster: an unreachable scheduler, no worker within ``timeout``
 seconds (at the start or later, every worker gone), a scheduler lost mid-campaign and a worker
@@ -33,6 +38,32 @@ from ..errors import MbsError
 # cluster's scheduler counts with its own setting (distributed.scheduler.allowed-failures).
 ALLOWED_FAILURES = 1
 DEFAULT_TIMEOUT = 60.0  # [s] to reach the scheduler, and to have a worker (at the start, or again)
+MAX_BATCH = 64  # runs per task, unless MAX_TASKS needs more: a batch lost with its worker is rerun whole
+BATCHES_PER_SLOT = 16  # the last batches leave slots idle for at most ~1/16 of the campaign
+MAX_TASKS = 10_000  # tasks per campaign at most (up to MAX_RUNS_PER_TASK): thousands of tasks, never millions
+MAX_RUNS_PER_TASK = 1_000  # so a 4e8-point sweep is batches of 1000, not of 40,000
+
+
+def batch_size(n: int, slots: int) -> int:
+    """Runs per task for ``n`` runs on ``slots`` worker threads: n / (16 slots) within 1..MAX_BATCH,
+    and at least n / MAX_TASKS (a 100-node cluster has too many slots for 16 batches each to share a
+    task's cost), at most MAX_RUNS_PER_TASK."""
+    spread = min(MAX_BATCH, n // (BATCHES_PER_SLOT * max(1, slots)))
+    return max(1, min(MAX_RUNS_PER_TASK, max(-(-n // MAX_TASKS), spread)))
+
+
+def batched(specs: Iterator, size: int, ramp: bool = True) -> Iterator[tuple]:
+    """``specs`` in tuples of ``size``; with ``ramp`` the first ones of 1, 2, 4, ... runs, so the first
+    results (and the progress line's ETA, and what a Ctrl-C keeps) come after a run, not a batch."""
+    k = 1 if ramp else size
+    while batch := tuple(islice(specs, k)):
+        yield batch
+        k = min(size, 2 * k)
+
+
+def run_each(fn: Callable, specs: tuple) -> list:
+    """A batch's task on a worker: [fn(spec) for spec in specs]."""
+    return [fn(spec) for spec in specs]
 
 
 class ClusterError(MbsError):
@@ -92,26 +123,38 @@ class Serial:
     def check_workers(self, files: dict[str, str]) -> None:
         """Nothing to prove: the runs execute in this process."""
 
-    def imap_unordered(self, fn: Callable, specs: Iterator) -> Iterator:
+    def imap_unordered(self, fn: Callable, specs: Iterator, n: int | None = None) -> Iterator:
         for spec in specs:
             yield spec, fn(spec)
 
 
 class Dask:
     """Runs on dask.distributed: ``scheduler`` an address (``tcp://host:8786``) of a running
-    cluster, or None for a LocalCluster of ``workers`` processes (default: the CPU count), one
+    cluster, an existing ``distributed.Client`` (dask-jobqueue, Kubernetes: used as it is, left
+    open), or None for a LocalCluster of ``workers`` processes (default: the CPU count), one
     thread each (the engine holds the GIL; processes, not threads, run in parallel). timeout [s]:
-    how long to wait for the scheduler to answer and for a worker to be there."""
+    how long to wait for the scheduler to answer and for a worker to be there. batch: runs per
+    task (None: ``batch_size``)."""
 
-    def __init__(self, scheduler: str | None = None, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT):
-        self.scheduler, self.workers, self.timeout = scheduler, workers, timeout
+    def __init__(
+        self,
+        scheduler=None,
+        workers: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        batch: int | None = None,
+    ):
+        if batch is not None and not (isinstance(batch, int) and batch >= 1):
+            raise MbsError(f"batch: runs per task must be a positive integer, got {batch!r}")
+        self.given = None if scheduler is None or isinstance(scheduler, str) else scheduler
+        self.scheduler = None if self.given is not None else scheduler
+        self.workers, self.timeout, self.batch = workers, timeout, batch
         self.client = self.cluster = None
         self.slots = 0
         self.log_levels: dict[str, int] = {}
 
     @property
     def name(self) -> str:
-        where = self.scheduler or "a LocalCluster"
+        where = self.scheduler or (self.given.scheduler.address if self.given is not None else "a LocalCluster")
         return f"dask.distributed on {where} ({self.slots} worker thread(s))"
 
     def __enter__(self):
@@ -122,7 +165,9 @@ class Dask:
 
         self.log_levels = quiet_logs("distributed")
         try:
-            if self.scheduler is None:
+            if self.given is not None:
+                self.client = self.given
+            elif self.scheduler is None:
                 import os
 
                 n = self.workers or os.cpu_count() or 1
@@ -197,7 +242,7 @@ class Dask:
         # Queued and running runs are not cancelled one by one: closing the client drops their
         # futures, closing the LocalCluster ends its worker processes (an external cluster's
         # scheduler forgets the tasks of a client that left).
-        for part in (self.client, self.cluster):
+        for part in (self.client if self.given is None else None, self.cluster):
             if part is not None:
                 try:
                     part.close(timeout=20)
@@ -208,40 +253,52 @@ class Dask:
             logging.getLogger(name).setLevel(level)
         self.log_levels = {}
 
-    def imap_unordered(self, fn: Callable, specs: Iterator) -> Iterator:
+    def imap_unordered(self, fn: Callable, specs: Iterator, n: int | None = None) -> Iterator:
+        from collections import deque
         from concurrent.futures import CancelledError
 
         from distributed import KilledWorker
 
+        size = self.batch or batch_size(n if n is not None else 0, self.slots)
+        batches = batched(specs, size, ramp=self.batch is None)
+        alone: deque = deque()  # the runs of a batch that ended its worker, to try one by one
         window = 2 * self.slots + 2
-        pending: dict = {}  # future -> spec
+        pending: dict = {}  # future -> batch (a tuple of specs)
 
-        def submit(spec) -> None:
+        def submit() -> bool:
+            batch = alone.popleft() if alone else next(batches, None)
+            if batch is None:
+                return False
             try:
-                pending[self.client.submit(fn, spec, pure=False)] = spec
+                pending[self.client.submit(run_each, fn, batch, pure=False)] = batch
             except OSError:
                 raise self.lost() from None
+            return True
 
-        for spec in islice(specs, window):
-            submit(spec)
+        while len(pending) < window and submit():
+            pass
         while pending:
             for f in self.next_done(pending):
-                spec = pending.pop(f)
+                batch = pending.pop(f)
                 try:
-                    result = self.result(f)
-                except KilledWorker as e:  # the run took its worker down (twice): its row says so
-                    from .runner import failed_row
+                    results = self.result(f)
+                except KilledWorker as e:  # a run took its worker down (twice)
+                    if len(batch) > 1:  # which one: each alone
+                        alone.extend((spec,) for spec in batch)
+                        results = None
+                    else:  # this run: its row says so
+                        from .runner import failed_row
 
-                    result = failed_row(spec, f"KilledWorker: the run ended its worker process ({e})"[:500])
+                        why = f"KilledWorker: the run ended its worker process ({e})"[:500]
+                        results = [failed_row(batch[0], why)]
                 except CancelledError as e:
                     raise self.lost(e) from None
                 except OSError:  # CommClosedError: the scheduler went while the result came back
                     raise self.lost() from None
                 f.release()
-                nxt = next(specs, None)
-                if nxt is not None:
-                    submit(nxt)
-                yield spec, result
+                while len(pending) < window and submit():
+                    pass
+                yield from zip(batch, results or ())
 
     def next_done(self, pending: dict) -> set:
         """The finished futures of ``pending``, once there is one; ClusterError when the scheduler is

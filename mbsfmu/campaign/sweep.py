@@ -145,7 +145,7 @@ def _sweep(args) -> int:
     from .execution import Dask, Serial
 
     params = parse_params(args.param)
-    execution = Serial() if args.serial else Dask(args.scheduler, args.workers, args.cluster_timeout)
+    execution = Serial() if args.serial else Dask(args.scheduler, args.workers, args.cluster_timeout, args.batch)
     with stops.stoppable() as state:
         result = run_sweep(
             args.scenario,

@@ -5,7 +5,9 @@
   (e.g. its cluster could not start it) starts again with or without ``--resume``.
 - ``runs.jsonl``: the journal, one line per finished run (row and output series) appended and
   flushed as each run arrives, so an interrupted or killed campaign keeps every finished run;
-  ``--resume`` runs only the missing indices. A line cut by a kill is dropped on reading.
+  ``--resume`` runs only the missing indices. A line cut by a kill is dropped on reading. The
+  output series live only here: the client keeps the rows, and reads back the series the picture
+  draws (``journal_series``), so its memory does not grow with each run's series.
 - ``<stem>.parquet`` and ``<stem>.csv``: the table, one row per run sorted by run index, columns
   in a fixed order (run, the design's paths, passed, error, then the rest as they first appear in
   run order), so the table does not depend on which worker finished first.
@@ -31,7 +33,7 @@ def file_hash(path: Path) -> str:
 
 
 def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ...] = ()) -> dict[int, dict]:
-    """Prepare ``out`` for the campaign ``manifest``; the finished runs {index: record} when
+    """Prepare ``out`` for the campaign ``manifest``; the finished runs {index: row} when
     resuming. InputError if ``out`` holds another campaign (the keys ``ignore`` aside), or a
     campaign with finished runs without --resume (the same campaign without any is started again)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -61,8 +63,8 @@ def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ..
 
 
 def read_journal(path: Path) -> dict[int, dict]:
-    """{run index: {"row", "series"}} from the journal; a last line cut mid-write is dropped and
-    cut off the file, so appending continues on a clean line."""
+    """{run index: row} from the journal (the last line of a run rerun wins); a last line cut
+    mid-write is dropped and cut off the file, so appending continues on a clean line."""
     if not path.exists():
         return {}
     records, good = {}, 0
@@ -74,12 +76,37 @@ def read_journal(path: Path) -> dict[int, dict]:
                 break
             if not line.endswith(b"\n"):
                 break
-            records[int(rec["row"]["run"])] = rec
+            records[int(rec["row"]["run"])] = rec["row"]
             good += len(line)
     if good != path.stat().st_size:
         with open(path, "r+b") as f:
             f.truncate(good)
     return records
+
+
+ENVELOPE_RUNS = 1000  # passed runs' series behind the picture's envelopes (the first by run index)
+FAILED_CURVES = 100  # failed runs' series drawn as curves
+
+
+def journal_series(path: Path, rows: list[dict]) -> list[dict]:
+    """The output series of ``rows`` (sorted by run) the picture draws, read back from the journal:
+    those of the first ENVELOPE_RUNS passed and FAILED_CURVES failed runs by index, {} for the rest
+    (so the picture's memory is bounded whatever the number of runs). A run journaled twice (a
+    rerun) gives its last series."""
+    passed = [r["run"] for r in rows if r.get("passed")][:ENVELOPE_RUNS]
+    failed = [r["run"] for r in rows if not r.get("passed")][:FAILED_CURVES]
+    wanted = set(passed) | set(failed)
+    found: dict[int, dict] = {}
+    with open(path, "rb") as f:
+        for line in f:
+            head = line[:80]  # "row" comes first: {"row": {"run": i, ...
+            i = int(head.split(b'"run": ', 1)[1].split(b",", 1)[0].rstrip(b"}")) if b'"run": ' in head else -1
+            if i in wanted:
+                try:
+                    found[i] = json.loads(line)["series"]
+                except ValueError:
+                    break
+    return [found.get(r["run"], {}) for r in rows]
 
 
 class Journal:

@@ -160,10 +160,10 @@ def test_statistics_match_numpy_on_the_raw_rows():
     del rows[4]["v"]  # a failed run without the value
     s = statistics(rows, ["v"])[0]
     ref = np.delete(x, [3, 4])
-    assert s["n"] == 99
+    assert s["n"] == 99 and s["outcome"] == "all"
     assert np.allclose(
-        [s["min"], s["p5"], s["p50"], s["p95"], s["max"], s["mean"]],
-        [ref.min(), *np.percentile(ref, [5, 50, 95]), ref.max(), ref.mean()],
+        [s["min"], s["p0.135"], s["p5"], s["p50"], s["p95"], s["p99.865"], s["max"], s["mean"]],
+        [ref.min(), *np.percentile(ref, [0.135, 5, 50, 95, 99.865]), ref.max(), ref.mean()],
         rtol=0,
         atol=1e-15,
     )
@@ -175,10 +175,10 @@ def test_statistics_match_numpy_on_the_raw_rows():
 class Shuffled(Serial):
     """Runs every spec in a shuffled order (another completion order than Serial's)."""
 
-    def imap_unordered(self, fn, specs):
+    def imap_unordered(self, fn, specs, n=None):
         specs = list(specs)
         random.Random(7).shuffle(specs)
-        return super().imap_unordered(fn, iter(specs))
+        return super().imap_unordered(fn, iter(specs), n)
 
 
 @pytest.fixture(scope="module")
@@ -539,7 +539,7 @@ def test_the_picture_colours_each_check_by_its_own_verdict(tmp_path, monkeypatch
     def savefig(self, path, *a, **k):
         for ax in self.axes:
             if ax.get_legend():
-                legends[ax.get_xlabel()] = [t.get_text() for t in ax.get_legend().get_texts()]
+                legends.setdefault(ax.get_xlabel(), [t.get_text() for t in ax.get_legend().get_texts()])
         return real(self, path, *a, **k)
 
     monkeypatch.setattr(Figure, "savefig", savefig)
@@ -559,3 +559,46 @@ def test_the_picture_colours_each_check_by_its_own_verdict(tmp_path, monkeypatch
     assert legends["log10 max_rel engine_agreement"][:2] == ["passed this check (4)", "failed this check (0)"]
     assert legends["p"][:2] == ["runs passed (0)", "runs failed (4)"]
     assert failure_reason(rows[0]) == "reference q.q1 ~ a * t" and failure_reason({"passed": True}) == ""
+
+
+def test_batch_size_gives_16_tasks_per_slot_within_1_to_64_runs_and_at_most_10k_tasks():
+    from mbsfmu.campaign.execution import MAX_BATCH, batch_size
+
+    assert [batch_size(n, 2) for n in (0, 10, 32, 64, 320, 2048, 100_000)] == [1, 1, 1, 2, 10, 64, MAX_BATCH]
+    assert batch_size(100_000, 3200) == 10  # 100 nodes x 32 threads: 10,000 tasks (16 per slot would be 1 run)
+    assert batch_size(10**6, 2) == 100 and batch_size(10**6 + 1, 3200) == 101  # never over 10,000 tasks
+    assert batch_size(4 * 10**8, 2) == 1000  # a huge sweep: batches of 1000 at most
+
+
+def test_batches_ramp_up_from_one_run():
+    from mbsfmu.campaign.execution import batched
+
+    assert [len(b) for b in batched(iter(range(40)), 8)] == [1, 2, 4, 8, 8, 8, 8, 1]
+    assert [len(b) for b in batched(iter(range(10)), 4, ramp=False)] == [4, 4, 2]
+    assert [x for b in batched(iter(range(40)), 8) for x in b] == list(range(40))
+
+
+def test_dask_execution_refuses_a_bad_batch_size():
+    from mbsfmu.campaign import Dask
+    from mbsfmu.errors import MbsError
+
+    with pytest.raises(MbsError, match="batch: runs per task must be a positive integer, got 0"):
+        Dask(batch=0)
+
+
+@pytest.mark.integration
+def test_a_campaign_on_an_existing_client_leaves_it_open(tmp_path):
+    """The Python API from an existing distributed.Client (dask-jobqueue, Kubernetes): the campaign runs on
+    it, batched, and the caller's client and cluster stay usable after."""
+    from distributed import Client, LocalCluster
+
+    from mbsfmu.campaign import Dask
+
+    design, outputs = _design(6)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster) as client:
+            result = run_campaign(
+                SPRING, design, tmp_path, execution=Dask(client, batch=4), outputs=outputs, progress=False
+            )
+            assert client.status == "running" and client.submit(sum, [1, 2]).result() == 3
+    assert [r["run"] for r in result.rows] == list(range(6)) and not result.failed

@@ -205,6 +205,27 @@ def test_a_run_that_ends_its_worker_costs_two_workers_and_is_a_row(tmp_path):
     assert row["run"] == 7 and row["passed"] is False and row["error"].startswith("KilledWorker")
 
 
+def crash_one(attempts, bad, spec):
+    """Run ``spec``: its index back, or the worker process ended when it is run ``bad``."""
+    if spec.index == bad:
+        crash(attempts, spec)
+    return {"row": {"run": spec.index, "passed": True, "error": ""}}
+
+
+@pytest.mark.integration
+def test_a_batch_that_ends_its_worker_is_split_and_only_the_crashing_run_is_a_row(tmp_path):
+    """Runs batched per task: a batch whose run ends its worker is tried again run by run, so the other
+    runs of the batch complete and only the crashing one is a KilledWorker row."""
+    attempts = tmp_path / "attempts"
+    specs = [RunSpec("unused.yaml", i, {}, None, ()) for i in range(6)]
+    with Dask(workers=1, batch=3) as execution:
+        got = list(execution.imap_unordered(functools.partial(crash_one, attempts, 4), iter(specs)))
+    rows = {spec.index: record["row"] for spec, record in got}
+    assert sorted(rows) == list(range(6))
+    assert [i for i, r in rows.items() if not r["passed"]] == [4] and rows[4]["error"].startswith("KilledWorker")
+    assert len(set(attempts.read_text().split())) == 2 * (ALLOWED_FAILURES + 1)  # the batch, then run 4 alone
+
+
 # --- per-run timeout ----------------------------------------------------------------------------------------
 
 
