@@ -252,9 +252,9 @@ class Core:
         """qdd (nv,) = ABA(q, qd, tau, f_ext) (no springs/dampers added); f_ext (N+1, 6), row 0 ignored."""
         return self._call(self._fd, q, qd, "tau", tau, self._f_ext(f_ext, True), out)
 
-    def _call(self, fn, q, qd, name: str, b, pf, out) -> np.ndarray:
-        """fn(s, q, qd, b, f_ext, result) on the staged arguments (the per-call path: three copies
-        into fixed buffers, one foreign call; conversions and messages only when needed)."""
+    def _stage(self, q, qd, name: str, b) -> None:
+        """q, qd and the vector ``b`` (named ``name`` in messages) copied into the fixed argument
+        buffers; conversions and checks only for what is not already a float array of its shape."""
         nq, nv = self.nq, self.nv
         if type(q) is np.ndarray and q.shape == (nq,):
             self._q[:] = q
@@ -268,6 +268,11 @@ class Core:
             self._v2[:] = b
         else:
             self._v2[:] = self.model.checked_vector(name, b, nv)
+
+    def _call(self, fn, q, qd, name: str, b, pf, out) -> np.ndarray:
+        """fn(s, q, qd, b, f_ext, result) on the staged arguments (the per-call path: three copies
+        into fixed buffers, one foreign call; conversions and messages only when needed)."""
+        self._stage(q, qd, name, b)
         if fn(self._s, self._pq, self._p1, self._p2, pf, self._po):
             self._fail(name)
         if out is None:
@@ -301,19 +306,7 @@ class Core:
             work = np.zeros(self._L.mbs_derivatives_work(self._s))
             arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)))
             bufs = self._dbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
-        nq, nv = self.nq, self.nv
-        if type(q) is np.ndarray and q.shape == (nq,):
-            self._q[:] = q
-        else:
-            self._q[:] = self.model.checked_vector("q", q, nq)
-        if type(qd) is np.ndarray and qd.shape == (nv,):
-            self._v1[:] = qd
-        else:
-            self._v1[:] = self.model.checked_vector("qd", qd, nv)
-        if type(b) is np.ndarray and b.shape == (nv,):
-            self._v2[:] = b
-        else:
-            self._v2[:] = self.model.checked_vector(name, b, nv)
+        self._stage(q, qd, name, b)
         _work, arrays, pw, pa = bufs
         if n_out == 4:
             failed = fn(self._s, self._pq, self._p1, self._p2, pw, pa[0], pa[1], pa[2], pa[3])

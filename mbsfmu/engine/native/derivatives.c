@@ -61,42 +61,6 @@ static inline void to_world(const double *R, const double *p, const double *m, d
     out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
 }
 
-/* out = v x* f (force cross product, RBDA Sec. 2.9) */
-static inline void crf_mul(const double *v, const double *f, double *out)
-{
-    out[0] = v[1] * f[2] - v[2] * f[1] + (v[4] * f[5] - v[5] * f[4]);
-    out[1] = v[2] * f[0] - v[0] * f[2] + (v[5] * f[3] - v[3] * f[5]);
-    out[2] = v[0] * f[1] - v[1] * f[0] + (v[3] * f[4] - v[4] * f[3]);
-    out[3] = v[1] * f[5] - v[2] * f[4];
-    out[4] = v[2] * f[3] - v[0] * f[5];
-    out[5] = v[0] * f[4] - v[1] * f[3];
-}
-
-static inline void mat6_vec(const double *A, const double *x, double *out)
-{
-    int k, l;
-    for (k = 0; k < 6; k++) {
-        double acc = 0.0;
-        for (l = 0; l < 6; l++) acc += M6(A, k, l) * x[l];
-        out[k] = acc;
-    }
-}
-
-static inline void mat6T_vec(const double *A, const double *x, double *out)
-{
-    int k, l;
-    for (k = 0; k < 6; k++) {
-        double acc = 0.0;
-        for (l = 0; l < 6; l++) acc += M6(A, l, k) * x[l];
-        out[k] = acc;
-    }
-}
-
-static inline double dot6(const double *a, const double *b)
-{
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
-}
-
 /* A[ro:ro+3, co:co+3] -= skew(x) (6 x 6 row-major A) */
 static inline void add_neg_skew(const double *x, double *A, int ro, int co)
 {

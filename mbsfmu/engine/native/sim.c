@@ -337,20 +337,27 @@ int mbs_invariants_at(mbs_sim *s, const double *q, const double *qd, mbs_invaria
     return MBS_OK;
 }
 
-int mbs_records_at(mbs_sim *s, const double *q, const double *qd, int n_b, const int32_t *bodies, int n_w,
-                   const int32_t *wheels, double *out)
+/* nonzero (and the message) unless n_b >= 1 bodies and n_w >= 0 wheels, every index in 1..N */
+static int check_bodies(mbs_sim *s, const char *what, int n_b, const int32_t *bodies, int n_w, const int32_t *wheels)
 {
     int b;
-    if (!valid(s) || !qd || !out || n_b < 1 || n_w < 0 || !bodies || (n_w && !wheels) ||
-        check_args(s, q, qd, NULL, NULL, NULL))
-        return MBS_ERROR;
+    if (n_b < 1 || n_w < 0 || !bodies || (n_w && !wheels)) return 1;
     for (b = 0; b < n_b + n_w; b++) {
         int i = b < n_b ? bodies[b] : wheels[b - n_b];
         if (i < 1 || i > s->N) {
-            mbs_fmt(s->msg, MBS_MSG, "records: body index %d out of 1..%d", i, s->N);
-            return MBS_ERROR;
+            mbs_fmt(s->msg, MBS_MSG, "%s: body index %d out of 1..%d", what, i, s->N);
+            return 1;
         }
     }
+    return 0;
+}
+
+int mbs_records_at(mbs_sim *s, const double *q, const double *qd, int n_b, const int32_t *bodies, int n_w,
+                   const int32_t *wheels, double *out)
+{
+    if (!valid(s) || !qd || !out || check_args(s, q, qd, NULL, NULL, NULL) ||
+        check_bodies(s, "records", n_b, bodies, n_w, wheels))
+        return MBS_ERROR;
     mbs_joint_transforms(s, q);
     mbs_forward_kinematics(s, qd, NULL, 1, 0, NULL);
     mbs_compute_records(s, n_b, bodies, n_w, wheels, out);
@@ -372,10 +379,10 @@ int mbs_sim_step_inputs(mbs_sim *s, double t, const double *u, double dt)
 int mbs_sim_outputs(mbs_sim *s, const double *u, int n_b, const int32_t *bodies, int n_w, const int32_t *wheels,
                     double *out)
 {
-    int nq, nv, k, b;
+    int nq, nv, k;
     const double *qdd, *x;
     const mbs_invariants *inv;
-    if (!valid(s) || !out || n_b < 1 || n_w < 0 || !bodies || (n_w && !wheels)) return MBS_ERROR;
+    if (!valid(s) || !out || check_bodies(s, "outputs", n_b, bodies, n_w, wheels)) return MBS_ERROR;
     if (u && mbs_sim_set_inputs(s, u)) {
         mbs_fmt(s->msg, MBS_MSG, "inputs must be finite");
         return MBS_ERROR;
@@ -383,13 +390,6 @@ int mbs_sim_outputs(mbs_sim *s, const double *u, int n_b, const int32_t *bodies,
     if (s->params_dirty) {
         mbs_fmt(s->msg, MBS_MSG, "parameters were changed but not applied (mbs_sim_apply_params)");
         return MBS_ERROR;
-    }
-    for (b = 0; b < n_b + n_w; b++) {
-        int i = b < n_b ? bodies[b] : wheels[b - n_b];
-        if (i < 1 || i > s->N) {
-            mbs_fmt(s->msg, MBS_MSG, "outputs: body index %d out of 1..%d", i, s->N);
-            return MBS_ERROR;
-        }
     }
     nq = s->nq; nv = s->nv; x = s->x;
     qdd = mbs_sim_qdd(s);                                     /* Xup at this state's q (xf_at_x) */

@@ -181,18 +181,52 @@ static inline void crm_mul(const double *v, const double *m, double *out)
     out[5] = v[0] * m[4] - v[1] * m[3] + (v[3] * m[1] - v[4] * m[0]);
 }
 
+/* out = v x* f (force cross product, RBDA Sec. 2.9) */
+static inline void crf_mul(const double *v, const double *f, double *out)
+{
+    out[0] = v[1] * f[2] - v[2] * f[1] + (v[4] * f[5] - v[5] * f[4]);
+    out[1] = v[2] * f[0] - v[0] * f[2] + (v[5] * f[3] - v[3] * f[5]);
+    out[2] = v[0] * f[1] - v[1] * f[0] + (v[3] * f[4] - v[4] * f[3]);
+    out[3] = v[1] * f[5] - v[2] * f[4];
+    out[4] = v[2] * f[3] - v[0] * f[5];
+    out[5] = v[0] * f[4] - v[1] * f[3];
+}
+
+/* out = A x (6 x 6 row-major A) */
+static inline void mat6_vec(const double *A, const double *x, double *out)
+{
+    int k, l;
+    for (k = 0; k < 6; k++) {
+        double acc = 0.0;
+        for (l = 0; l < 6; l++) acc += M6(A, k, l) * x[l];
+        out[k] = acc;
+    }
+}
+
+/* out = A^T x */
+static inline void mat6T_vec(const double *A, const double *x, double *out)
+{
+    int k, l;
+    for (k = 0; k < 6; k++) {
+        double acc = 0.0;
+        for (l = 0; l < 6; l++) acc += M6(A, l, k) * x[l];
+        out[k] = acc;
+    }
+}
+
+static inline double dot6(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
 /* out = v x* (I v), exact at speed as spatial.bias_force (RBDA Eq. 2.67): with h = I v the
  * linear velocity enters the angular part only through v_o x (I[3:, :3] w), since
  * v_o x (m v_o) = 0 exactly. */
 static inline void bias_force(const double *I, const double *v, double *out)
 {
     double h[6], g[3];
-    int k, l;
-    for (k = 0; k < 6; k++) {
-        double acc = 0.0;
-        for (l = 0; l < 6; l++) acc += M6(I, k, l) * v[l];
-        h[k] = acc;
-    }
+    int k;
+    mat6_vec(I, v, h);
     for (k = 0; k < 3; k++) g[k] = M6(I, 3 + k, 0) * v[0] + M6(I, 3 + k, 1) * v[1] + M6(I, 3 + k, 2) * v[2];
     out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
     out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
