@@ -10,7 +10,9 @@ than MAX_TASKS tasks, so the scheduler sees thousands of tasks, not millions, an
 overhead, a few ms, is shared by its runs), and at most a window of ``2 slots + 2`` batches is
 submitted ahead, so a campaign of any size holds only that many points and futures (the scheduler's
 task graph stays small too). A batch that ends its worker process is split: each of its runs is
-tried again alone, so only the run that crashes becomes a KilledWorker row. Leaving the context
+tried again as a task of its own; a run whose worker ended while other runs of ours were on it too
+(dask blames every task on a worker it loses) is tried once more with nothing of ours beside it, so
+only the run that crashes becomes a KilledWorker row, never a run that shared its worker. Leaving the context
 cancels what is still queued and shuts the cluster down, its worker processes included: on normal
 exit, on Ctrl-C and on SIGTERM (turned into KeyboardInterrupt by the command line), so no worker
 outlives the campaign (a Client given by the caller is left open).
@@ -261,18 +263,33 @@ class Dask:
 
         size = self.batch or batch_size(n if n is not None else 0, self.slots)
         batches = batched(specs, size, ramp=self.batch is None)
-        alone: deque = deque()  # the runs of a batch that ended its worker, to try one by one
+        split: deque = deque()  # the runs of a batch that ended its worker, to try one by one
+        suspects: deque = deque()  # runs that were on a worker another run may have ended: tried alone
         window = 2 * self.slots + 2
         pending: dict = {}  # future -> batch (a tuple of specs)
+        beside: set = set()  # futures that were in flight beside another of this campaign's futures
+        confirming: list = []  # the suspect in flight alone (nothing of ours is submitted beside it)
 
         def submit() -> bool:
-            batch = alone.popleft() if alone else next(batches, None)
-            if batch is None:
+            if confirming:
                 return False
+            if suspects:  # the cluster drains, then the suspect runs with nothing of ours beside it
+                if pending:
+                    return False
+                batch = suspects.popleft()
+                confirming.append(batch)
+            else:
+                batch = split.popleft() if split else next(batches, None)
+                if batch is None:
+                    return False
             try:
-                pending[self.client.submit(run_each, fn, batch, pure=False)] = batch
+                f = self.client.submit(run_each, fn, batch, pure=False)
             except OSError:
                 raise self.lost() from None
+            if pending:
+                beside.update(pending)
+                beside.add(f)
+            pending[f] = batch
             return True
 
         while len(pending) < window and submit():
@@ -280,12 +297,18 @@ class Dask:
         while pending:
             for f in self.next_done(pending):
                 batch = pending.pop(f)
+                alone = f not in beside
+                beside.discard(f)
+                if confirming and confirming[0] is batch:
+                    confirming.clear()
                 try:
                     results = self.result(f)
                 except KilledWorker as e:  # a run took its worker down (twice)
+                    results = None
                     if len(batch) > 1:  # which one: each alone
-                        alone.extend((spec,) for spec in batch)
-                        results = None
+                        split.extend((spec,) for spec in batch)
+                    elif not alone:  # it, or a run beside it on that worker: it again, alone
+                        suspects.append(batch)
                     else:  # this run: its row says so
                         from .runner import failed_row
 

@@ -223,7 +223,35 @@ def test_a_batch_that_ends_its_worker_is_split_and_only_the_crashing_run_is_a_ro
     rows = {spec.index: record["row"] for spec, record in got}
     assert sorted(rows) == list(range(6))
     assert [i for i, r in rows.items() if not r["passed"]] == [4] and rows[4]["error"].startswith("KilledWorker")
-    assert len(set(attempts.read_text().split())) == 2 * (ALLOWED_FAILURES + 1)  # the batch, then run 4 alone
+    # the batch, run 4 beside runs 3 and 5 (dask blames them too), then run 4 with nothing beside it
+    assert len(set(attempts.read_text().split())) == 3 * (ALLOWED_FAILURES + 1)
+
+
+@pytest.mark.integration
+def test_a_run_that_shared_a_worker_with_a_crashing_run_is_not_blamed(tmp_path):
+    """One worker with two threads runs two tasks at once; dask blames both when one ends the
+    worker. The other run is tried again with nothing beside it and completes: only the crashing
+    run is a KilledWorker row."""
+    from distributed import Client, LocalCluster
+
+    attempts = tmp_path / "attempts"
+    specs = [RunSpec("unused.yaml", i, {}, None, ()) for i in range(8)]
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=2,
+            processes=True,
+            dashboard_address=":0",
+            scheduler_port=0,
+            scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES},
+        ) as cluster,
+        Client(cluster) as client,
+        Dask(client, batch=1) as execution,
+    ):
+        got = list(execution.imap_unordered(functools.partial(crash_one, attempts, 4), iter(specs)))
+    rows = {spec.index: record["row"] for spec, record in got}
+    assert sorted(rows) == list(range(8))
+    assert [i for i, r in rows.items() if not r["passed"]] == [4] and rows[4]["error"].startswith("KilledWorker")
 
 
 # --- per-run timeout ----------------------------------------------------------------------------------------
