@@ -46,9 +46,10 @@ static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 size_t mbs_derivatives_work(const mbs_sim *s)
 {
     /* per body: oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ (6 x 6 column blocks), Y, B (6 x 6),
-     * and ov, oa, of, sub (6 each); then two nv x nv matrices for the forward-dynamics solve */
+     * and ov, oa, of, sub (6 each); then M's L^T D L factor (nv x nv) and lambda of the DoFs
+     * (nv ints, in nv doubles) for the forward-dynamics solve */
     if (!valid(s)) return 0;
-    return (size_t)(s->N + 1) * W_BODY + 2 * (size_t)s->nv * (size_t)s->nv;
+    return (size_t)(s->N + 1) * W_BODY + (size_t)s->nv * (size_t)s->nv + (size_t)s->nv;
 }
 
 /* out = X_0i m for the motion vector m in body axes: [R w; R v + p x (R w)] (RBDA Eq. 2.24 inverted) */
@@ -268,58 +269,93 @@ int mbs_rnea_derivatives(mbs_sim *s, const double *q, const double *qd, const do
     return MBS_OK;
 }
 
-/* A (n x n) = M^-1 in place for a symmetric positive definite M by Cholesky M = L L^T, then
- * M^-1 = L^-T L^-1 (Golub & Van Loan, Matrix Computations, Sec. 4.2); Lw (n x n) work. Every inner
- * loop runs along a row (contiguous, so the compiler vectorises it). 0 if M is not positive definite. */
-static int spd_inverse(double *A, int n, double *Lw)
+/* lambda of the DoF tree (RBDA Sec. 6.5: a multi-DoF joint as a chain of 1-DoF joints): lam[k] the
+ * parent DoF of DoF k, -1 at the root; lam[k] < k (tree order) */
+static void dof_parents(const mbs_sim *s, int *lam)
 {
-    int i, j, k;
+    int i, b;
+    for (i = 1; i <= s->N; i++) {
+        int p = s->parent[i];
+        while (p > 0 && s->nvj[p] == 0) p = s->parent[p];   /* the nearest ancestor with DoFs */
+        for (b = 0; b < s->nvj[i]; b++)
+            lam[s->iv[i] + b] = b > 0 ? s->iv[i] + b - 1 : (p > 0 ? s->iv[p] + s->nvj[p] - 1 : -1);
+    }
+}
+
+/* M = L^T D L in place (RBDA Sec. 6.5, Table 6.3 "LTDL"): L unit lower triangular in the strict
+ * lower triangle of H, D on its diagonal; L_ki != 0 only for i an ancestor DoF of k, so the loops
+ * walk lambda and never touch the zeros that branches induce. 0 if a pivot is not positive. */
+static int ltdl(double *H, int n, const int *lam)
+{
+    int k, i, j;
     size_t nn = (size_t)n;
-    for (j = 0; j < n; j++) {                                 /* L (lower) in Lw, row by row */
-        for (i = 0; i <= j; i++) {
-            double acc = A[nn * j + i];
-            for (k = 0; k < i; k++) acc -= Lw[nn * j + k] * Lw[nn * i + k];
-            if (i < j) {
-                Lw[nn * j + i] = acc / Lw[nn * i + i];
-            } else {
-                if (!(acc > 0.0)) return 0;
-                Lw[nn * j + j] = sqrt(acc);
+    for (k = n - 1; k >= 0; k--) {
+        double Hkk = H[nn * k + k];
+        if (!(Hkk > 0.0)) return 0;
+        for (i = lam[k]; i >= 0; i = lam[i]) {
+            double a = H[nn * k + i] / Hkk;
+            for (j = i; j >= 0; j = lam[j]) H[nn * i + j] -= H[nn * k + j] * a;
+            H[nn * k + i] = a;
+        }
+    }
+    return 1;
+}
+
+/* X (nv x nv, row-major, in place) = -M^-1 X for X = dtau/dq and X = dtau/dqd, and Minv = M^-1, with
+ * the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, Table 6.3's back- and forward
+ * substitutions with x_i, b_i rows of the right-hand sides). Minv's right-hand side is the identity:
+ * row i of L^-T I is zero left of column i (L^-T is upper triangular), so its row updates start
+ * at column i. Every update runs along a row (contiguous, the compiler vectorises it). */
+static void ltdl_solve(const double *H, int n, const int *lam, double *Xq, double *Xv, double *Minv)
+{
+    int i, j, c;
+    size_t nn = (size_t)n;
+    memset(Minv, 0, sizeof(double) * nn * nn);
+    for (i = 0; i < n; i++) Minv[nn * i + i] = 1.0;
+    for (i = n - 1; i >= 0; i--) {                            /* L^T y = b: b_j -= L_ij b_i, j ancestors of i */
+        const double *xq = Xq + nn * i, *xv = Xv + nn * i, *mi = Minv + nn * i;
+        for (j = lam[i]; j >= 0; j = lam[j]) {
+            double l = H[nn * i + j];
+            double *yq = Xq + nn * j, *yv = Xv + nn * j, *mj = Minv + nn * j;
+            for (c = 0; c < n; c++) {
+                yq[c] -= l * xq[c];
+                yv[c] -= l * xv[c];
+            }
+            for (c = i; c < n; c++) mj[c] -= l * mi[c];
+        }
+    }
+    for (i = 0; i < n; i++) {                                 /* z = D^-1 y (and the minus sign of -M^-1) */
+        double d = H[nn * i + i];
+        double *xq = Xq + nn * i, *xv = Xv + nn * i, *mi = Minv + nn * i;
+        for (c = 0; c < n; c++) {
+            xq[c] = -xq[c] / d;
+            xv[c] = -xv[c] / d;
+        }
+        for (c = i; c < n; c++) mi[c] /= d;
+    }
+    for (i = 0; i < n; i++) {                                 /* L x = z: x_i -= L_ij x_j, j ancestors of i */
+        double *xq = Xq + nn * i, *xv = Xv + nn * i, *mi = Minv + nn * i;
+        for (j = lam[i]; j >= 0; j = lam[j]) {
+            double l = H[nn * i + j];
+            const double *yq = Xq + nn * j, *yv = Xv + nn * j, *mj = Minv + nn * j;
+            for (c = 0; c < n; c++) {
+                xq[c] -= l * yq[c];
+                xv[c] -= l * yv[c];
+                mi[c] -= l * mj[c];
             }
         }
     }
-    for (i = 0; i < n; i++) {                                 /* L^-1 (lower) in A: row i = (e_i - sum_k L_ik row k) / L_ii */
-        double *row = A + nn * i;
-        for (j = 0; j < n; j++) row[j] = 0.0;
-        row[i] = 1.0;
-        for (k = 0; k < i; k++) {
-            double l = Lw[nn * i + k];
-            const double *rk = A + nn * k;
-            for (j = 0; j <= k; j++) row[j] -= l * rk[j];
-        }
-        for (j = 0; j <= i; j++) row[j] /= Lw[nn * i + i];
-    }
-    memset(Lw, 0, sizeof(double) * nn * nn);                  /* M^-1 = sum_k (row k of L^-1)^T (row k) */
-    for (k = 0; k < n; k++) {
-        const double *rk = A + nn * k;
-        for (i = 0; i <= k; i++) {
-            double a = rk[i];
-            double *out = Lw + nn * i;
-            for (j = 0; j <= k; j++) out[j] += a * rk[j];
-        }
-    }
-    memcpy(A, Lw, sizeof(double) * nn * nn);
-    return 1;
 }
 
 int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const double *tau, double *work, double *qdd,
                         double *dqdd_dq, double *dqdd_dqd, double *Minv)
 {
-    int nv, j, k, l;
-    double *T, *Lw;
+    int nv, j, *lam;
+    double *H;
     if (!valid(s) || !qdd || !dqdd_dq || !dqdd_dqd || !Minv || check(s, q, qd, "tau", tau, work)) return MBS_ERROR;
     nv = s->nv;
-    T = work + (size_t)(s->N + 1) * W_BODY;
-    Lw = T + (size_t)nv * nv;
+    H = work + (size_t)(s->N + 1) * W_BODY;
+    lam = (int *)(H + (size_t)nv * nv);
     mbs_joint_transforms(s, q);
     mbs_passive_forces(s, q, qd, s->tau);                     /* qdd = ABA(q, qd, tau + passive) */
     for (j = 0; j < nv; j++) s->tau[j] = tau[j] + s->tau[j];
@@ -329,24 +365,12 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
         return MBS_ERROR;
     }
     mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);
-    rnea_derivatives_core(s, q, qd, qdd, work, dqdd_dq, dqdd_dqd, Minv);   /* dtau/dq, dtau/dqd, M */
-    if (!spd_inverse(Minv, nv, Lw)) {
+    rnea_derivatives_core(s, q, qd, qdd, work, dqdd_dq, dqdd_dqd, H);   /* dtau/dq, dtau/dqd, M */
+    dof_parents(s, lam);
+    if (!ltdl(H, nv, lam)) {
         mbs_fmt(s->msg, MBS_MSG, "the mass matrix is not positive definite at this configuration");
         return MBS_ERROR;
     }
-    memcpy(T, dqdd_dq, sizeof(double) * (size_t)nv * nv);    /* dqdd/dq = -M^-1 dtau/dq */
-    memcpy(Lw, dqdd_dqd, sizeof(double) * (size_t)nv * nv);
-    for (j = 0; j < nv; j++) {                                /* row j: -sum_l Minv_jl (row l), contiguous */
-        double *a = dqdd_dq + (size_t)nv * j, *b = dqdd_dqd + (size_t)nv * j;
-        for (k = 0; k < nv; k++) a[k] = b[k] = 0.0;
-        for (l = 0; l < nv; l++) {
-            double m = -Minv[(size_t)nv * j + l];
-            const double *Tl = T + (size_t)nv * l, *Vl = Lw + (size_t)nv * l;
-            for (k = 0; k < nv; k++) {
-                a[k] += m * Tl[k];
-                b[k] += m * Vl[k];
-            }
-        }
-    }
+    ltdl_solve(H, nv, lam, dqdd_dq, dqdd_dqd, Minv);          /* dqdd/dq = -M^-1 dtau/dq, ..., M^-1 */
     return MBS_OK;
 }
