@@ -73,6 +73,57 @@ static inline void add_neg_skew(const double *x, double *A, int ro, int co)
     M6(A, ro + 2, co + 1) -= x[0];
 }
 
+/* out = Y x for a spatial inertia about the world origin kept as Y = (Io (3 x 3 row-major), mc (3), m):
+ * Y = [[Io, mc x], [-(mc x), m 1]] (RBDA Eq. 2.63, c the centre of mass, Io = Ic + m cx cx^T), so
+ * Y x = [Io w + mc x v; m v - mc x w] with x = [w; v]: 24 products instead of a dense 6 x 6's 36.
+ * Subtree composites are sums of the 13 numbers (RBDA Eq. 2.65). */
+static inline void yvec(const double *Y, const double *x, double *out)
+{
+    const double *Io = Y, *mc = Y + 9, m = Y[12];
+    double t[3];
+    cross3(mc, x + 3, t);
+    out[0] = Io[0] * x[0] + Io[1] * x[1] + Io[2] * x[2] + t[0];
+    out[1] = Io[3] * x[0] + Io[4] * x[1] + Io[5] * x[2] + t[1];
+    out[2] = Io[6] * x[0] + Io[7] * x[1] + Io[8] * x[2] + t[2];
+    cross3(mc, x, t);
+    out[3] = m * x[3] - t[0];
+    out[4] = m * x[4] - t[1];
+    out[5] = m * x[5] - t[2];
+}
+
+/* Y (13 numbers, as yvec) = the body inertia I (6 x 6 about the body origin, body axes: [[Ib, m cb x],
+ * [-(m cb x), m 1]]) in world axes about the world origin, for body axes R and origin p: with
+ * a = R (m cb), mc = m p + a and the parallel-axis theorem (RBDA Eq. 2.63) through the centre of
+ * mass, Io = R Ib R^T + (m p.p + 2 p.a) 1 - m p p^T - p a^T - a p^T (no division by m). */
+static inline void world_inertia(const double *R, const double *p, const double *I, double *Y)
+{
+    double m = M6(I, 3, 3), mcb[3], a[3], T[9], d;
+    int k, l;
+    mcb[0] = M6(I, 2, 4); mcb[1] = M6(I, 0, 5); mcb[2] = M6(I, 1, 3);
+    mat3_vec(R, mcb, a);
+    for (k = 0; k < 3; k++)                                   /* T = R Ib */
+        for (l = 0; l < 3; l++)
+            T[3 * k + l] = R[3 * k] * M6(I, 0, l) + R[3 * k + 1] * M6(I, 1, l) + R[3 * k + 2] * M6(I, 2, l);
+    d = m * (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]) + 2.0 * (p[0] * a[0] + p[1] * a[1] + p[2] * a[2]);
+    for (k = 0; k < 3; k++)
+        for (l = k; l < 3; l++) {                             /* Io = T R^T + ..., symmetric */
+            double v = T[3 * k] * R[3 * l] + T[3 * k + 1] * R[3 * l + 1] + T[3 * k + 2] * R[3 * l + 2];
+            v -= m * p[k] * p[l] + p[k] * a[l] + a[k] * p[l];
+            if (k == l) v += d;
+            Y[3 * k + l] = Y[3 * l + k] = v;
+        }
+    for (k = 0; k < 3; k++) Y[9 + k] = m * p[k] + a[k];
+    Y[12] = m;
+}
+
+/* S = a x (3 x 3 row-major skew matrix) */
+static inline void skew3(const double *a, double *S)
+{
+    S[0] = 0.0;   S[1] = -a[2]; S[2] = a[1];
+    S[3] = a[2];  S[4] = 0.0;   S[5] = -a[0];
+    S[6] = -a[1]; S[7] = a[0];  S[8] = 0.0;
+}
+
 /* 1 if body k is i or one of its descendants (parent[k] < k: tree order) */
 static inline int in_subtree(const mbs_sim *s, int i, int k)
 {
@@ -109,7 +160,7 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
     for (i = 1; i <= N; i++) {                                /* forward pass (outward) */
         int lam = s->parent[i], n = s->nvj[i];
         const double *R = s->Rw + 9 * i, *p = s->pw + 3 * i, *S = s->S + 36 * i;
-        double Et[9], vJ[6] = {0}, aJ[6] = {0}, t6[6], h[6];
+        double vJ[6] = {0}, aJ[6] = {0}, t6[6], h[6];
         for (b = 0; b < n; b++) {                             /* oS_i = X_0i S_i (column b at 6 b) */
             double col[6];
             for (k = 0; k < 6; k++) col[k] = M6(S, k, b);
@@ -122,12 +173,9 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
         for (k = 0; k < 6; k++) ov(i)[k] = ov(lam)[k] + vJ[k];             /* ov_i = ov_lambda + oS qd_i */
         crm_mul(ov(i), vJ, t6);                                             /* oa_i = oa_lambda + oS qdd_i + ov_i x vJ */
         for (k = 0; k < 6; k++) oa(i)[k] = oa(lam)[k] + aJ[k] + t6[k];
-        for (k = 0; k < 3; k++)                                             /* X_0i^-1 = (R^T, p) */
-            for (c = 0; c < 3; c++) Et[3 * k + c] = R[3 * c + k];
-        memset(Y(i), 0, sizeof(double) * 36);
-        XT_I_X_add(Et, p, s->I + 36 * i, Y(i));                             /* oY_i = X_i0^T I_i X_i0 */
-        mat6_vec(Y(i), ov(i), h);                                           /* h = oY ov */
-        mat6_vec(Y(i), oa(i), of(i));                                       /* of = oY oa + ov x* h */
+        world_inertia(R, p, s->I + 36 * i, Y(i));                           /* oY_i = X_i0^T I_i X_i0 */
+        yvec(Y(i), ov(i), h);                                               /* h = oY ov */
+        yvec(Y(i), oa(i), of(i));                                           /* of = oY oa + ov x* h */
         crf_mul(ov(i), h, t6);
         for (k = 0; k < 6; k++) of(i)[k] += t6[k];
         for (b = 0; b < n; b++) {                             /* Psi_dot, Psi_ddot */
@@ -140,11 +188,28 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
             crm_mul(ov(i), Sb, Av);                           /* dA/dqd = ov_i x oS + dV/dq */
             for (k = 0; k < 6; k++) Av[k] += V[k];
         }
-        for (c = 0; c < 6; c++) {                             /* C = ov x* Y (column c: ov x* Y[:, c]) */
-            double Yc[6], Cc[6];
-            for (k = 0; k < 6; k++) Yc[k] = M6(Y(i), k, c);
-            crf_mul(ov(i), Yc, Cc);
-            for (k = 0; k < 6; k++) M6(B(i), k, c) = Cc[k];
+        {   /* C = ov x* Y by 3 x 3 blocks: ov x* = [[wx, vx], [0, wx]] (RBDA Eq. 2.31/2.32, w, v the
+             * angular and linear parts of ov) times Y = [[Io, mcx], [-mcx, m 1]], with
+             * ax bx = b a^T - (a.b) 1: C11 = wx Io - (mc v^T - (v.mc) 1), C12 = mc w^T - (w.mc) 1 + m vx,
+             * C21 = -(mc w^T - (w.mc) 1), C22 = m wx */
+            const double *Io = Y(i), *mc = Y(i) + 9, m = Y(i)[12], *w3 = ov(i), *v3 = ov(i) + 3;
+            double vmc = v3[0] * mc[0] + v3[1] * mc[1] + v3[2] * mc[2];
+            double wmc = w3[0] * mc[0] + w3[1] * mc[1] + w3[2] * mc[2];
+            double Bv[9], Bw[9];
+            skew3(v3, Bv);
+            skew3(w3, Bw);
+            for (c = 0; c < 3; c++) {
+                double col[3], t[3];
+                col[0] = Io[c]; col[1] = Io[3 + c]; col[2] = Io[6 + c];
+                cross3(w3, col, t);
+                for (k = 0; k < 3; k++) {
+                    double wm = mc[k] * w3[c] - (k == c ? wmc : 0.0);
+                    M6(B(i), k, c) = t[k] - (mc[k] * v3[c] - (k == c ? vmc : 0.0));
+                    M6(B(i), k, 3 + c) = wm + m * Bv[3 * k + c];
+                    M6(B(i), 3 + k, c) = -wm;
+                    M6(B(i), 3 + k, 3 + c) = m * Bw[3 * k + c];
+                }
+            }
         }
         /* B = ov x* Y - Y ov x + h xbar = C + C^T + h xbar, since Y = Y^T and
          * v x* = -(v x)^T (RBDA Sec. 2.9); h xbar m = m x* h = [[-h_a x, -h_l x], [-h_l x, 0]] m */
@@ -163,13 +228,13 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
         for (b = 0; b < n; b++) {
             const double *Sb = oS(i) + 6 * b;
             double t6[6];
-            mat6_vec(Y(i), Sb, dFda(i) + 6 * b);              /* dF/dqdd = Ycrb oS */
+            yvec(Y(i), Sb, dFda(i) + 6 * b);                /* dF/dqdd = Ycrb oS */
             mat6_vec(B(i), dVdq(i) + 6 * b, dFdq(i) + 6 * b); /* dF/dq = B dV/dq + Ycrb dA/dq */
-            mat6_vec(Y(i), dAdq(i) + 6 * b, t6);
+            yvec(Y(i), dAdq(i) + 6 * b, t6);
             for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
             mat6T_vec(B(i), Sb, dYtJ(i) + 6 * b);             /* (oS^T B)^T */
             mat6_vec(B(i), Sb, dFdv(i) + 6 * b);              /* dF/dqd = B oS + Ycrb dA/dqd */
-            mat6_vec(Y(i), dAdv(i) + 6 * b, t6);
+            yvec(Y(i), dAdv(i) + 6 * b, t6);
             for (k = 0; k < 6; k++) dFdv(i)[6 * b + k] += t6[k];
         }
         for (kb = i; kb <= N; kb++) {                         /* the subtree of i (i included) */
@@ -200,10 +265,8 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
             crf_mul(oS(i) + 6 * b, of(i), t6);
             for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
         }
-        for (k = 0; k < 36; k++) {                            /* composites: Ycrb, B, F of lambda's subtree */
-            Y(lam)[k] += Y(i)[k];
-            B(lam)[k] += B(i)[k];
-        }
+        for (k = 0; k < 13; k++) Y(lam)[k] += Y(i)[k];      /* composites: Ycrb, B, F of lambda's subtree */
+        for (k = 0; k < 36; k++) B(lam)[k] += B(i)[k];
         for (k = 0; k < 6; k++) of(lam)[k] += of(i)[k];
     }
     for (e = 0; e < s->n_elem; e++) {                         /* tau = RNEA - passive: + k, + d on the diagonal */
@@ -313,36 +376,30 @@ static void ltdl_solve(const double *H, int n, const int *lam, double *Xq, doubl
     memset(Minv, 0, sizeof(double) * nn * nn);
     for (i = 0; i < n; i++) Minv[nn * i + i] = 1.0;
     for (i = n - 1; i >= 0; i--) {                            /* L^T y = b: b_j -= L_ij b_i, j ancestors of i */
-        const double *xq = Xq + nn * i, *xv = Xv + nn * i, *mi = Minv + nn * i;
+        const double *restrict xq = Xq + nn * i, *restrict xv = Xv + nn * i, *restrict mi = Minv + nn * i;
         for (j = lam[i]; j >= 0; j = lam[j]) {
             double l = H[nn * i + j];
-            double *yq = Xq + nn * j, *yv = Xv + nn * j, *mj = Minv + nn * j;
-            for (c = 0; c < n; c++) {
-                yq[c] -= l * xq[c];
-                yv[c] -= l * xv[c];
-            }
+            double *restrict yq = Xq + nn * j, *restrict yv = Xv + nn * j, *restrict mj = Minv + nn * j;
+            for (c = 0; c < n; c++) yq[c] -= l * xq[c];
+            for (c = 0; c < n; c++) yv[c] -= l * xv[c];
             for (c = i; c < n; c++) mj[c] -= l * mi[c];
         }
     }
     for (i = 0; i < n; i++) {                                 /* z = D^-1 y (and the minus sign of -M^-1) */
-        double d = H[nn * i + i];
-        double *xq = Xq + nn * i, *xv = Xv + nn * i, *mi = Minv + nn * i;
-        for (c = 0; c < n; c++) {
-            xq[c] = -xq[c] / d;
-            xv[c] = -xv[c] / d;
-        }
-        for (c = i; c < n; c++) mi[c] /= d;
+        double r = 1.0 / H[nn * i + i], mr = -r;
+        double *restrict xq = Xq + nn * i, *restrict xv = Xv + nn * i, *restrict mi = Minv + nn * i;
+        for (c = 0; c < n; c++) xq[c] *= mr;
+        for (c = 0; c < n; c++) xv[c] *= mr;
+        for (c = i; c < n; c++) mi[c] *= r;
     }
     for (i = 0; i < n; i++) {                                 /* L x = z: x_i -= L_ij x_j, j ancestors of i */
-        double *xq = Xq + nn * i, *xv = Xv + nn * i, *mi = Minv + nn * i;
+        double *restrict xq = Xq + nn * i, *restrict xv = Xv + nn * i, *restrict mi = Minv + nn * i;
         for (j = lam[i]; j >= 0; j = lam[j]) {
             double l = H[nn * i + j];
-            const double *yq = Xq + nn * j, *yv = Xv + nn * j, *mj = Minv + nn * j;
-            for (c = 0; c < n; c++) {
-                xq[c] -= l * yq[c];
-                xv[c] -= l * yv[c];
-                mi[c] -= l * mj[c];
-            }
+            const double *restrict yq = Xq + nn * j, *restrict yv = Xv + nn * j, *restrict mj = Minv + nn * j;
+            for (c = 0; c < n; c++) xq[c] -= l * yq[c];
+            for (c = 0; c < n; c++) xv[c] -= l * yv[c];
+            for (c = 0; c < n; c++) mi[c] -= l * mj[c];
         }
     }
 }
