@@ -46,10 +46,10 @@ static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 size_t mbs_derivatives_work(const mbs_sim *s)
 {
     /* per body: oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ (6 x 6 column blocks), Y, B (6 x 6),
-     * and ov, oa, of, sub (6 each); then M's L^T D L factor (nv x nv) and lambda of the DoFs
-     * (nv ints, in nv doubles) for the forward-dynamics solve */
+     * and ov, oa, of, sub (6 each); then for the forward-dynamics solve M's L^T D L factor (nv x nv),
+     * the right-hand sides (nv x 3 nv) and lambda of the DoFs (nv ints, in nv doubles) */
     if (!valid(s)) return 0;
-    return (size_t)(s->N + 1) * W_BODY + (size_t)s->nv * (size_t)s->nv + (size_t)s->nv;
+    return (size_t)(s->N + 1) * W_BODY + 4 * (size_t)s->nv * (size_t)s->nv + (size_t)s->nv;
 }
 
 /* out = X_0i m for the motion vector m in body axes: [R w; R v + p x (R w)] (RBDA Eq. 2.24 inverted) */
@@ -134,7 +134,7 @@ static inline int in_subtree(const mbs_sim *s, int i, int k)
 /* dtau/dq, dtau/dqd (nv x nv row-major, either NULL to skip) and M (NULL to skip) of
  * tau = RNEA(q, qd, qdd) - passive(q, qd); the transforms and s->Rw, s->pw must be current. */
 static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *w,
-                                  double *dtau_dq, double *dtau_dqd, double *M)
+                                  double *dtau_dq, double *dtau_dqd, size_t ld, double *M)
 {
     int N = s->N, nv = s->nv, i, k, b, c, e;
     (void)q;
@@ -154,8 +154,10 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
 #define of(i) (BLK(i, 10) + 12)
     memset(w, 0, sizeof(double) * (size_t)W_BODY);            /* ground row 0: ov_0 = 0, Ycrb_0 = 0 */
     for (k = 0; k < 3; k++) oa(0)[3 + k] = -s->grav[k];       /* oa_0 = -a_grav */
-    if (dtau_dq) memset(dtau_dq, 0, sizeof(double) * (size_t)nv * nv);
-    if (dtau_dqd) memset(dtau_dqd, 0, sizeof(double) * (size_t)nv * nv);
+    for (k = 0; k < nv; k++) {
+        if (dtau_dq) memset(dtau_dq + ld * k, 0, sizeof(double) * (size_t)nv);
+        if (dtau_dqd) memset(dtau_dqd + ld * k, 0, sizeof(double) * (size_t)nv);
+    }
     if (M) memset(M, 0, sizeof(double) * (size_t)nv * nv);
     for (i = 1; i <= N; i++) {                                /* forward pass (outward) */
         int lam = s->parent[i], n = s->nvj[i];
@@ -249,14 +251,14 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
                         M[(size_t)nv * (vi + b) + vk + bb] = m;
                         M[(size_t)nv * (vk + bb) + vi + b] = m;
                     }
-                    if (dtau_dq) dtau_dq[(size_t)nv * (vi + b) + vk + bb] = dot6(Sb, dFdq(kb) + 6 * bb);
-                    if (dtau_dqd) dtau_dqd[(size_t)nv * (vi + b) + vk + bb] = dot6(Sb, dFdv(kb) + 6 * bb);
+                    if (dtau_dq) dtau_dq[ld * (vi + b) + vk + bb] = dot6(Sb, dFdq(kb) + 6 * bb);
+                    if (dtau_dqd) dtau_dqd[ld * (vi + b) + vk + bb] = dot6(Sb, dFdv(kb) + 6 * bb);
                     if (kb == i) continue;                    /* rows of the descendants, column of i */
                     if (dtau_dq)
-                        dtau_dq[(size_t)nv * (vk + bb) + vi + b] =
+                        dtau_dq[ld * (vk + bb) + vi + b] =
                             dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, dVdq(i) + 6 * b);
                     if (dtau_dqd)
-                        dtau_dqd[(size_t)nv * (vk + bb) + vi + b] =
+                        dtau_dqd[ld * (vk + bb) + vi + b] =
                             dot6(dFda(kb) + 6 * bb, dAdv(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, Sb);
                 }
         }
@@ -271,10 +273,10 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
     }
     for (e = 0; e < s->n_elem; e++) {                         /* tau = RNEA - passive: + k, + d on the diagonal */
         const int32_t *el = s->elem + 4 * e;
-        if (el[0] == EL_JSPRING && dtau_dq) dtau_dq[(size_t)nv * el[2] + el[2]] += s->elem_f[9 * e];
+        if (el[0] == EL_JSPRING && dtau_dq) dtau_dq[ld * el[2] + el[2]] += s->elem_f[9 * e];
     }
     if (dtau_dqd)
-        for (k = 0; k < nv; k++) dtau_dqd[(size_t)nv * k + k] += s->damping[k];
+        for (k = 0; k < nv; k++) dtau_dqd[ld * k + k] += s->damping[k];
 #undef BLK
 #undef oS
 #undef dVdq
@@ -328,7 +330,7 @@ int mbs_rnea_derivatives(mbs_sim *s, const double *q, const double *qd, const do
     if (!valid(s) || check(s, q, qd, "qdd", qdd, work)) return MBS_ERROR;
     mbs_joint_transforms(s, q);
     mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);        /* R_i, p_i: X_0i */
-    rnea_derivatives_core(s, q, qd, qdd, work, dtau_dq, dtau_dqd, M);
+    rnea_derivatives_core(s, q, qd, qdd, work, dtau_dq, dtau_dqd, (size_t)s->nv, M);
     return MBS_OK;
 }
 
@@ -364,42 +366,40 @@ static int ltdl(double *H, int n, const int *lam)
     return 1;
 }
 
-/* X (nv x nv, row-major, in place) = -M^-1 X for X = dtau/dq and X = dtau/dqd, and Minv = M^-1, with
- * the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, Table 6.3's back- and forward
- * substitutions with x_i, b_i rows of the right-hand sides). Minv's right-hand side is the identity:
- * row i of L^-T I is zero left of column i (L^-T is upper triangular), so its row updates start
- * at column i. Every update runs along a row (contiguous, the compiler vectorises it). */
-static void ltdl_solve(const double *H, int n, const int *lam, double *Xq, double *Xv, double *Minv)
+/* T (n x 3n, row-major) = [-M^-1 dtau/dq, -M^-1 dtau/dqd, M^-1] in place from T = [dtau/dq, dtau/dqd, I]
+ * (I written here), with the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, Table 6.3's back-
+ * and forward substitutions, x_i and b_i rows of the right-hand sides). Row i of L^-T I is zero left
+ * of column i (L^-T is upper triangular), so its updates in the first substitution start there.
+ * Every update runs along a row (contiguous, the compiler vectorises it). */
+static void ltdl_solve(const double *H, int n, const int *lam, double *T)
 {
     int i, j, c;
-    size_t nn = (size_t)n;
-    memset(Minv, 0, sizeof(double) * nn * nn);
-    for (i = 0; i < n; i++) Minv[nn * i + i] = 1.0;
+    size_t nn = (size_t)n, ld = 3 * nn;
+    for (i = 0; i < n; i++) {
+        memset(T + ld * i + 2 * nn, 0, sizeof(double) * nn);
+        T[ld * i + 2 * nn + i] = 1.0;
+    }
     for (i = n - 1; i >= 0; i--) {                            /* L^T y = b: b_j -= L_ij b_i, j ancestors of i */
-        const double *restrict xq = Xq + nn * i, *restrict xv = Xv + nn * i, *restrict mi = Minv + nn * i;
+        const double *restrict x = T + ld * i;
         for (j = lam[i]; j >= 0; j = lam[j]) {
             double l = H[nn * i + j];
-            double *restrict yq = Xq + nn * j, *restrict yv = Xv + nn * j, *restrict mj = Minv + nn * j;
-            for (c = 0; c < n; c++) yq[c] -= l * xq[c];
-            for (c = 0; c < n; c++) yv[c] -= l * xv[c];
-            for (c = i; c < n; c++) mj[c] -= l * mi[c];
+            double *restrict y = T + ld * j;
+            for (c = 0; c < 2 * n; c++) y[c] -= l * x[c];
+            for (c = 2 * n + i; c < 3 * n; c++) y[c] -= l * x[c];
         }
     }
     for (i = 0; i < n; i++) {                                 /* z = D^-1 y (and the minus sign of -M^-1) */
         double r = 1.0 / H[nn * i + i], mr = -r;
-        double *restrict xq = Xq + nn * i, *restrict xv = Xv + nn * i, *restrict mi = Minv + nn * i;
-        for (c = 0; c < n; c++) xq[c] *= mr;
-        for (c = 0; c < n; c++) xv[c] *= mr;
-        for (c = i; c < n; c++) mi[c] *= r;
+        double *restrict x = T + ld * i;
+        for (c = 0; c < 2 * n; c++) x[c] *= mr;
+        for (c = 2 * n + i; c < 3 * n; c++) x[c] *= r;
     }
     for (i = 0; i < n; i++) {                                 /* L x = z: x_i -= L_ij x_j, j ancestors of i */
-        double *restrict xq = Xq + nn * i, *restrict xv = Xv + nn * i, *restrict mi = Minv + nn * i;
+        double *restrict x = T + ld * i;
         for (j = lam[i]; j >= 0; j = lam[j]) {
             double l = H[nn * i + j];
-            const double *restrict yq = Xq + nn * j, *restrict yv = Xv + nn * j, *restrict mj = Minv + nn * j;
-            for (c = 0; c < n; c++) xq[c] -= l * yq[c];
-            for (c = 0; c < n; c++) xv[c] -= l * yv[c];
-            for (c = 0; c < n; c++) mi[c] -= l * mj[c];
+            const double *restrict y = T + ld * j;
+            for (c = 0; c < 3 * n; c++) x[c] -= l * y[c];
         }
     }
 }
@@ -408,11 +408,12 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
                         double *dqdd_dq, double *dqdd_dqd, double *Minv)
 {
     int nv, j, *lam;
-    double *H;
+    double *H, *T;
     if (!valid(s) || !qdd || !dqdd_dq || !dqdd_dqd || !Minv || check(s, q, qd, "tau", tau, work)) return MBS_ERROR;
     nv = s->nv;
     H = work + (size_t)(s->N + 1) * W_BODY;
-    lam = (int *)(H + (size_t)nv * nv);
+    T = H + (size_t)nv * nv;
+    lam = (int *)(T + 3 * (size_t)nv * nv);
     mbs_joint_transforms(s, q);
     mbs_passive_forces(s, q, qd, s->tau);                     /* qdd = ABA(q, qd, tau + passive) */
     for (j = 0; j < nv; j++) s->tau[j] = tau[j] + s->tau[j];
@@ -422,12 +423,18 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
         return MBS_ERROR;
     }
     mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);
-    rnea_derivatives_core(s, q, qd, qdd, work, dqdd_dq, dqdd_dqd, H);   /* dtau/dq, dtau/dqd, M */
+    rnea_derivatives_core(s, q, qd, qdd, work, T, T + nv, 3 * (size_t)nv, H);   /* [dtau/dq, dtau/dqd], M */
     dof_parents(s, lam);
     if (!ltdl(H, nv, lam)) {
         mbs_fmt(s->msg, MBS_MSG, "the mass matrix is not positive definite at this configuration");
         return MBS_ERROR;
     }
-    ltdl_solve(H, nv, lam, dqdd_dq, dqdd_dqd, Minv);          /* dqdd/dq = -M^-1 dtau/dq, ..., M^-1 */
+    ltdl_solve(H, nv, lam, T);                                /* dqdd/dq = -M^-1 dtau/dq, ..., M^-1 */
+    for (j = 0; j < nv; j++) {
+        const double *t = T + 3 * (size_t)nv * j;
+        memcpy(dqdd_dq + (size_t)nv * j, t, sizeof(double) * (size_t)nv);
+        memcpy(dqdd_dqd + (size_t)nv * j, t + nv, sizeof(double) * (size_t)nv);
+        memcpy(Minv + (size_t)nv * j, t + 2 * nv, sizeof(double) * (size_t)nv);
+    }
     return MBS_OK;
 }
