@@ -368,9 +368,9 @@ static int ltdl(double *H, int n, const int *lam)
 
 /* T (n x 3n, row-major) = [-M^-1 dtau/dq, -M^-1 dtau/dqd, M^-1] in place from T = [dtau/dq, dtau/dqd, I]
  * (I written here), with the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, Table 6.3's back-
- * and forward substitutions, x_i and b_i rows of the right-hand sides). Row i of L^-T I is zero left
- * of column i (L^-T is upper triangular), so its updates in the first substitution start there.
- * Every update runs along a row (contiguous, the compiler vectorises it). */
+ * and forward substitutions, x_i and b_i rows of the right-hand sides). Every update runs along a
+ * whole row of 3n (contiguous, vectorised): skipping the zeros inside the rows (I's lower part,
+ * the columns of other branches) split the loops and measured slower at nv 7 and 18. */
 static void ltdl_solve(const double *H, int n, const int *lam, double *T)
 {
     int i, j, c;
@@ -384,15 +384,14 @@ static void ltdl_solve(const double *H, int n, const int *lam, double *T)
         for (j = lam[i]; j >= 0; j = lam[j]) {
             double l = H[nn * i + j];
             double *restrict y = T + ld * j;
-            for (c = 0; c < 2 * n; c++) y[c] -= l * x[c];
-            for (c = 2 * n + i; c < 3 * n; c++) y[c] -= l * x[c];
+            for (c = 0; c < 3 * n; c++) y[c] -= l * x[c];
         }
     }
     for (i = 0; i < n; i++) {                                 /* z = D^-1 y (and the minus sign of -M^-1) */
         double r = 1.0 / H[nn * i + i], mr = -r;
         double *restrict x = T + ld * i;
         for (c = 0; c < 2 * n; c++) x[c] *= mr;
-        for (c = 2 * n + i; c < 3 * n; c++) x[c] *= r;
+        for (c = 2 * n; c < 3 * n; c++) x[c] *= r;
     }
     for (i = 0; i < n; i++) {                                 /* L x = z: x_i -= L_ij x_j, j ancestors of i */
         double *restrict x = T + ld * i;
