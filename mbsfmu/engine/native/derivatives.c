@@ -39,17 +39,21 @@
 #include "instance.h"
 #include "spatial.h"
 
-#define W_BODY (13 * 36 + 24)   /* doubles of work per body (layout in mbs_derivatives_work) */
+#define W_BODY (13 * 36 + 24)   /* doubles of work per body (layout in rnea_work) */
 
 static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 
+/* doubles of work for rnea_derivatives_core: per body oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ
+ * (6 x 6 column blocks), Y, B (6 x 6) and ov, oa, of, sub (6 each); then the subtree marks
+ * (N + 1 ints, in as many doubles) */
+static size_t rnea_work(const mbs_sim *s) { return (size_t)(s->N + 1) * (W_BODY + 1); }
+
 size_t mbs_derivatives_work(const mbs_sim *s)
 {
-    /* per body: oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ (6 x 6 column blocks), Y, B (6 x 6),
-     * and ov, oa, of, sub (6 each); then for the forward-dynamics solve M's L^T D L factor (nv x nv),
-     * the right-hand sides (nv x 3 nv) and lambda of the DoFs (nv ints, in nv doubles) */
+    /* rnea_work, then for the forward-dynamics solve M's L^T D L factor (nv x nv), the right-hand
+     * sides (nv x 3 nv) and lambda of the DoFs (nv ints, in nv doubles) */
     if (!valid(s)) return 0;
-    return (size_t)(s->N + 1) * W_BODY + 4 * (size_t)s->nv * (size_t)s->nv + (size_t)s->nv;
+    return rnea_work(s) + 4 * (size_t)s->nv * (size_t)s->nv + (size_t)s->nv;
 }
 
 /* out = X_0i m for the motion vector m in body axes: [R w; R v + p x (R w)] (RBDA Eq. 2.24 inverted) */
@@ -124,20 +128,15 @@ static inline void skew3(const double *a, double *S)
     S[6] = -a[1]; S[7] = a[0];  S[8] = 0.0;
 }
 
-/* 1 if body k is i or one of its descendants (parent[k] < k: tree order) */
-static inline int in_subtree(const mbs_sim *s, int i, int k)
-{
-    while (k > i) k = s->parent[k];
-    return k == i;
-}
-
 /* dtau/dq, dtau/dqd (nv x nv row-major, either NULL to skip) and M (NULL to skip) of
  * tau = RNEA(q, qd, qdd) - passive(q, qd); the transforms and s->Rw, s->pw must be current. */
 static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *w,
                                   double *dtau_dq, double *dtau_dqd, size_t ld, double *M)
 {
     int N = s->N, nv = s->nv, i, k, b, c, e;
+    int *mark = (int *)(w + (size_t)W_BODY * (N + 1));       /* (N + 1) ints after the body blocks */
     (void)q;
+    memset(mark, 0, sizeof(int) * (size_t)(N + 1));
 #define BLK(i, m) (w + (size_t)W_BODY * (i) + 36 * (m))
 #define oS(i) BLK(i, 0)
 #define dVdq(i) BLK(i, 1)
@@ -231,17 +230,21 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
             const double *Sb = oS(i) + 6 * b;
             double t6[6];
             yvec(Y(i), Sb, dFda(i) + 6 * b);                /* dF/dqdd = Ycrb oS */
-            mat6_vec(B(i), dVdq(i) + 6 * b, dFdq(i) + 6 * b); /* dF/dq = B dV/dq + Ycrb dA/dq */
-            yvec(Y(i), dAdq(i) + 6 * b, t6);
-            for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
+            yvec(Y(i), dAdq(i) + 6 * b, dFdq(i) + 6 * b);   /* dF/dq = B dV/dq + Ycrb dA/dq */
+            if (lam > 0) {                                    /* dV/dq = 0 on the ground's children */
+                mat6_vec(B(i), dVdq(i) + 6 * b, t6);
+                for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
+            }
             mat6T_vec(B(i), Sb, dYtJ(i) + 6 * b);             /* (oS^T B)^T */
             mat6_vec(B(i), Sb, dFdv(i) + 6 * b);              /* dF/dqd = B oS + Ycrb dA/dqd */
             yvec(Y(i), dAdv(i) + 6 * b, t6);
             for (k = 0; k < 6; k++) dFdv(i)[6 * b + k] += t6[k];
         }
+        mark[i] = 1;                                          /* the subtree of i: mark[kb] (parent[kb] < kb) */
+        for (kb = i + 1; kb <= N; kb++) mark[kb] = mark[s->parent[kb]];
         for (kb = i; kb <= N; kb++) {                         /* the subtree of i (i included) */
             int nk, vk;
-            if (!in_subtree(s, i, kb)) continue;
+            if (!mark[kb]) continue;
             nk = s->nvj[kb], vk = s->iv[kb];
             for (b = 0; b < n; b++)
                 for (bb = 0; bb < nk; bb++) {
@@ -256,7 +259,8 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
                     if (kb == i) continue;                    /* rows of the descendants, column of i */
                     if (dtau_dq)
                         dtau_dq[ld * (vk + bb) + vi + b] =
-                            dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, dVdq(i) + 6 * b);
+                            lam > 0 ? dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, dVdq(i) + 6 * b)
+                                    : dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b);
                     if (dtau_dqd)
                         dtau_dqd[ld * (vk + bb) + vi + b] =
                             dot6(dFda(kb) + 6 * bb, dAdv(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, Sb);
@@ -410,7 +414,7 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
     double *H, *T;
     if (!valid(s) || !qdd || !dqdd_dq || !dqdd_dqd || !Minv || check(s, q, qd, "tau", tau, work)) return MBS_ERROR;
     nv = s->nv;
-    H = work + (size_t)(s->N + 1) * W_BODY;
+    H = work + rnea_work(s);
     T = H + (size_t)nv * nv;
     lam = (int *)(T + 3 * (size_t)nv * nv);
     mbs_joint_transforms(s, q);
