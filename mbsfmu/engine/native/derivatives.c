@@ -20,7 +20,9 @@
  * and a backward pass over composite quantities (Ycrb, B, f of the subtrees):
  *     dtau_j/dq_i  = oS_j^T (B_j dV/dq_i + Ycrb_j dA/dq_i)  ... for j a strict descendant of i
  *     dtau_i/dq_k  = oS_i^T dF/dq_k, dF/dq_k = B_k dV/dq_k + Ycrb_k dA/dq_k + oS_k x* F_k (k below i)
- * and likewise for qd; dtau/dqdd = M (CRBA's Ycrb_j oS_j, RBDA Table 6.2).
+ * and likewise for qd; dtau/dqdd = M (CRBA's Ycrb_j oS_j, RBDA Table 6.2). The world inertias and
+ * their composites are kept as (Io, mc, m) (RBDA Eq. 2.63; yvec, world_inertia), B_i's ov x* oY by
+ * 3 x 3 blocks; on the ground's children dV/dq = ov_0 x oS = 0 and its terms are skipped.
  *
  * Tangent coordinates (mbsfmu/linear/tangent.py): a 1-DoF joint's q; for spherical and free joints
  * the right perturbation q (+) dq in body axes (free: origin moved by R dq[:3], rotation exp(dq[3:])
@@ -30,7 +32,9 @@
  *
  * Forward dynamics (the paper's route for ABA): with qdd = ABA(q, qd, tau),
  *     dqdd/dq = -M^-1 dtau/dq, dqdd/dqd = -M^-1 dtau/dqd, dqdd/dtau = M^-1,
- * the RNEA derivatives taken at that qdd. Joint springs and dampers (forces.c
+ * the RNEA derivatives taken at that qdd, solved with M's sparse factor M = L^T D L (RBDA Sec. 6.5,
+ * L nonzero only along the ancestor paths, no fill-in) on the right-hand sides
+ * [dtau/dq, dtau/dqd, I] together (ltdl, ltdl_solve). Joint springs and dampers (forces.c
  * mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly (diagonal). External wrenches,
  * point springs, thrusters and body wrenches are not part of these functions (as in
  * mbs_forward_dynamics_tau); closed loops are refused. */
@@ -80,7 +84,8 @@ static inline void add_neg_skew(const double *x, double *A, int ro, int co)
 /* out = Y x for a spatial inertia about the world origin kept as Y = (Io (3 x 3 row-major), mc (3), m):
  * Y = [[Io, mc x], [-(mc x), m 1]] (RBDA Eq. 2.63, c the centre of mass, Io = Ic + m cx cx^T), so
  * Y x = [Io w + mc x v; m v - mc x w] with x = [w; v]: 24 products instead of a dense 6 x 6's 36.
- * Subtree composites are sums of the 13 numbers (RBDA Eq. 2.65). */
+ * Subtree composites are sums of the 13 numbers (the inertia of rigidly joined bodies is the sum
+ * of theirs, RBDA Sec. 2.13). */
 static inline void yvec(const double *Y, const double *x, double *out)
 {
     const double *Io = Y, *mc = Y + 9, m = Y[12];
@@ -189,7 +194,7 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
             crm_mul(ov(i), Sb, Av);                           /* dA/dqd = ov_i x oS + dV/dq */
             for (k = 0; k < 6; k++) Av[k] += V[k];
         }
-        {   /* C = ov x* Y by 3 x 3 blocks: ov x* = [[wx, vx], [0, wx]] (RBDA Eq. 2.31/2.32, w, v the
+        {   /* C = ov x* Y by 3 x 3 blocks: ov x* = [[wx, vx], [0, wx]] (RBDA Sec. 2.9, w, v the
              * angular and linear parts of ov) times Y = [[Io, mcx], [-mcx, m 1]], with
              * ax bx = b a^T - (a.b) 1: C11 = wx Io - (mc v^T - (v.mc) 1), C12 = mc w^T - (w.mc) 1 + m vx,
              * C21 = -(mc w^T - (w.mc) 1), C22 = m wx */
@@ -257,10 +262,11 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
                     if (dtau_dq) dtau_dq[ld * (vi + b) + vk + bb] = dot6(Sb, dFdq(kb) + 6 * bb);
                     if (dtau_dqd) dtau_dqd[ld * (vi + b) + vk + bb] = dot6(Sb, dFdv(kb) + 6 * bb);
                     if (kb == i) continue;                    /* rows of the descendants, column of i */
-                    if (dtau_dq)
-                        dtau_dq[ld * (vk + bb) + vi + b] =
-                            lam > 0 ? dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, dVdq(i) + 6 * b)
-                                    : dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b);
+                    if (dtau_dq) {
+                        double t = dot6(dFda(kb) + 6 * bb, dAdq(i) + 6 * b);
+                        if (lam > 0) t += dot6(dYtJ(kb) + 6 * bb, dVdq(i) + 6 * b);
+                        dtau_dq[ld * (vk + bb) + vi + b] = t;
+                    }
                     if (dtau_dqd)
                         dtau_dqd[ld * (vk + bb) + vi + b] =
                             dot6(dFda(kb) + 6 * bb, dAdv(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, Sb);
@@ -351,7 +357,7 @@ static void dof_parents(const mbs_sim *s, int *lam)
     }
 }
 
-/* M = L^T D L in place (RBDA Sec. 6.5, Table 6.3 "LTDL"): L unit lower triangular in the strict
+/* M = L^T D L in place (RBDA Sec. 6.5, the L^T D L factorisation): L unit lower triangular in the strict
  * lower triangle of H, D on its diagonal; L_ki != 0 only for i an ancestor DoF of k, so the loops
  * walk lambda and never touch the zeros that branches induce. 0 if a pivot is not positive. */
 static int ltdl(double *H, int n, const int *lam)
@@ -371,7 +377,7 @@ static int ltdl(double *H, int n, const int *lam)
 }
 
 /* T (n x 3n, row-major) = [-M^-1 dtau/dq, -M^-1 dtau/dqd, M^-1] in place from T = [dtau/dq, dtau/dqd, I]
- * (I written here), with the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, Table 6.3's back-
+ * (I written here), with the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, its back-
  * and forward substitutions, x_i and b_i rows of the right-hand sides). Every update runs along a
  * whole row of 3n (contiguous, vectorised): skipping the zeros inside the rows (I's lower part,
  * the columns of other branches) split the loops and measured slower at nv 7 and 18. */
