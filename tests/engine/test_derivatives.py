@@ -18,7 +18,7 @@ import pytest
 
 import mbsfmu
 from mbsfmu.engine.model import Model
-from mbsfmu.engine.native.core import usable
+from mbsfmu.engine.native.core import model_core, usable
 from mbsfmu.errors import InputError
 from mbsfmu.io.urdf import load_urdf
 from mbsfmu.linear.jacobians import H_REL, Accelerations, dynamics_jacobians
@@ -172,12 +172,13 @@ def pin_reference(model, twin, q, qd, qdd, tau):
     P = np.ix_(perm, perm)
     rnea = (pd.dtau_dq.copy()[P], pd.dtau_dv.copy()[P], sym(pd.M.copy())[P])
     pin.computeABADerivatives(pm, pd, pq, v(qd), v(tau))
-    return rnea + (pd.ddq_dq.copy()[P], pd.ddq_dv.copy()[P], sym(pd.Minv.copy())[P])
+    return rnea + (pd.ddq_dq.copy()[P], pd.ddq_dv.copy()[P], sym(pd.Minv.copy())[P], pd.ddq.copy()[perm])
 
 
 def test_as_pinocchio(rng):
-    """dtau/dq, dtau/dqd, M, dqdd/dq, dqdd/dqd, M^-1 equal Pinocchio's to 1e-10 relative."""
-    names = ("dtau/dq", "dtau/dqd", "M", "dqdd/dq", "dqdd/dqd", "Minv")
+    """dtau/dq, dtau/dqd, M, dqdd/dq, dqdd/dqd, M^-1 and qdd (which the derivatives compute from M's
+    factor, Pinocchio by its ABA) equal Pinocchio's to 1e-10 relative."""
+    names = ("dtau/dq", "dtau/dqd", "M", "dqdd/dq", "dqdd/dqd", "Minv", "qdd")
     worst = dict.fromkeys(names, 0.0)
     cases = pin_cases(rng)
     assert any(m.nv >= 12 for m, _ in cases) and any(t is not None for _, t in cases)
@@ -185,12 +186,35 @@ def test_as_pinocchio(rng):
         for _ in range(3):
             q, qd = model.random_state(rng)
             qdd, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
-            ours = model.rnea_derivatives(q, qd, qdd) + model.aba_derivatives(q, qd, tau)
+            ours = model.rnea_derivatives(q, qd, qdd) + model_core(model).aba_derivatives(q, qd, tau)[1:]
+            ours += (model_core(model).aba_derivatives(q, qd, tau)[0].copy(),)
             for name, a, b in zip(names, ours, pin_reference(model, twin, q, qd, qdd, tau), strict=True):
                 rel = np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
                 worst[name] = max(worst[name], rel)
                 assert rel <= RTOL_PIN, (model.source, name, rel)
     print("worst relative discrepancy vs Pinocchio:", {k: f"{v:.2g}" for k, v in worst.items()})
+
+
+def test_qdd_equals_aba(rng):
+    """The qdd that mbs_aba_derivatives returns (M^-1 (tau + passive - RNEA(q, qd, 0)) by M's L^T D L
+    factor, no ABA pass) equals mbs_forward_dynamics_tau's (ABA) to float64 rounding: both are
+    backward-stable solutions of M qdd = b (each the exact solution for M and b perturbed by
+    ~N eps relative, N terms per recursion sum), so they differ by at most ~cond(M) N eps |qdd|;
+    compared at nv eps cond(M) max(1, |qdd|) (the worst measured, over these trees, 0.4 eps cond(M) |qdd|)."""
+    eps = np.finfo(float).eps
+    models = [random_tree(rng, n, free_base=fb, springs=True) for n, fb in ((3, True), (12, True), (10, False))]
+    models.append(random_tree(rng, 8, free_base=True, types=("spherical", "prismatic", "revolute")))
+    models.append(load_urdf(MODELS / "urdf_quadruped.urdf", floating_base=True))
+    for model in models:
+        core = model_core(model)
+        for _ in range(5):
+            q, qd = model.random_state(rng)
+            tau = rng.normal(size=model.nv)
+            qdd, Minv = (a.copy() for a in core.aba_derivatives(q, qd, tau)[::3])
+            ref = core.forward_dynamics(q, qd, tau).copy()
+            cond = np.linalg.cond(Minv)
+            tol = model.nv * eps * cond * max(1.0, float(np.abs(ref).max()))
+            np.testing.assert_allclose(qdd, ref, rtol=0, atol=tol, err_msg=model.source)
 
 
 # ---- the linearization's Jacobians, and what is refused -------------------------------------

@@ -133,15 +133,12 @@ static inline void skew3(const double *a, double *S)
     S[6] = -a[1]; S[7] = a[0];  S[8] = 0.0;
 }
 
-/* dtau/dq, dtau/dqd (nv x nv row-major, either NULL to skip) and M (NULL to skip) of
- * tau = RNEA(q, qd, qdd) - passive(q, qd); the transforms and s->Rw, s->pw must be current. */
-static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *w,
-                                  double *dtau_dq, double *dtau_dqd, size_t ld, double *M)
-{
-    int N = s->N, nv = s->nv, i, k, b, c, e;
-    int *mark = (int *)(w + (size_t)W_BODY * (N + 1));       /* (N + 1) ints after the body blocks */
-    (void)q;
-    memset(mark, 0, sizeof(int) * (size_t)(N + 1));
+/* The recursion in four passes, so that qdd may come out of the middle (mbs_aba_derivatives):
+ * velocity_pass (outward: everything that does not depend on qdd), composite_pass (inward:
+ * Ycrb, B, F of the subtrees at qdd = 0, M and the bias h = RNEA(q, qd, 0)), acceleration_pass
+ * (outward: oa_i and dA/dq_i with qdd) and derivative_pass (inward: dF and the dtau entries).
+ * Work per body (W_BODY doubles): oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ (6 x 6 column
+ * blocks), Y, B (6 x 6), ov, oa, of, da (6 each), G (6). */
 #define BLK(i, m) (w + (size_t)W_BODY * (i) + 36 * (m))
 #define oS(i) BLK(i, 0)
 #define dVdq(i) BLK(i, 1)
@@ -156,41 +153,47 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
 #define ov(i) BLK(i, 10)
 #define oa(i) (BLK(i, 10) + 6)
 #define of(i) (BLK(i, 10) + 12)
+#define da(i) (BLK(i, 10) + 18)
+#define G(i) BLK(i, 11)
+
+/* the subtree of i: mark[k] != 0 for k in it (parent[k] < k, so one sweep from i); called for
+ * i = N, ..., 1 in turn after mark[] was zeroed (mark[k] = 0 for k < i from then on) */
+static void subtree_marks(const mbs_sim *s, int i, int *mark)
+{
+    int k;
+    mark[i] = 1;
+    for (k = i + 1; k <= s->N; k++) mark[k] = mark[s->parent[k]];
+}
+
+/* outward, at qdd = 0: oS_i, ov_i, oa_i (velocity product and gravity only), oY_i, of_i, B_i,
+ * dV/dq_i, dA/dqd_i; the transforms and s->Rw, s->pw must be current */
+static void velocity_pass(mbs_sim *s, const double *qd, double *w)
+{
+    int N = s->N, i, k, b, c;
     memset(w, 0, sizeof(double) * (size_t)W_BODY);            /* ground row 0: ov_0 = 0, Ycrb_0 = 0 */
     for (k = 0; k < 3; k++) oa(0)[3 + k] = -s->grav[k];       /* oa_0 = -a_grav */
-    for (k = 0; k < nv; k++) {
-        if (dtau_dq) memset(dtau_dq + ld * k, 0, sizeof(double) * (size_t)nv);
-        if (dtau_dqd) memset(dtau_dqd + ld * k, 0, sizeof(double) * (size_t)nv);
-    }
-    if (M) memset(M, 0, sizeof(double) * (size_t)nv * nv);
-    for (i = 1; i <= N; i++) {                                /* forward pass (outward) */
+    for (i = 1; i <= N; i++) {
         int lam = s->parent[i], n = s->nvj[i];
         const double *R = s->Rw + 9 * i, *p = s->pw + 3 * i, *S = s->S + 36 * i;
-        double vJ[6] = {0}, aJ[6] = {0}, t6[6], h[6];
+        double vJ[6] = {0}, t6[6], h[6];
         for (b = 0; b < n; b++) {                             /* oS_i = X_0i S_i (column b at 6 b) */
             double col[6];
             for (k = 0; k < 6; k++) col[k] = M6(S, k, b);
             to_world(R, p, col, oS(i) + 6 * b);
-            for (k = 0; k < 6; k++) {
-                vJ[k] += oS(i)[6 * b + k] * qd[s->iv[i] + b];
-                aJ[k] += oS(i)[6 * b + k] * qdd[s->iv[i] + b];
-            }
+            for (k = 0; k < 6; k++) vJ[k] += oS(i)[6 * b + k] * qd[s->iv[i] + b];
         }
         for (k = 0; k < 6; k++) ov(i)[k] = ov(lam)[k] + vJ[k];             /* ov_i = ov_lambda + oS qd_i */
-        crm_mul(ov(i), vJ, t6);                                             /* oa_i = oa_lambda + oS qdd_i + ov_i x vJ */
-        for (k = 0; k < 6; k++) oa(i)[k] = oa(lam)[k] + aJ[k] + t6[k];
+        crm_mul(ov(i), vJ, t6);                                             /* oa_i = oa_lambda + ov_i x vJ */
+        for (k = 0; k < 6; k++) oa(i)[k] = oa(lam)[k] + t6[k];             /*   (+ oS qdd_i: acceleration_pass) */
         world_inertia(R, p, s->I + 36 * i, Y(i));                           /* oY_i = X_i0^T I_i X_i0 */
         yvec(Y(i), ov(i), h);                                               /* h = oY ov */
         yvec(Y(i), oa(i), of(i));                                           /* of = oY oa + ov x* h */
         crf_mul(ov(i), h, t6);
         for (k = 0; k < 6; k++) of(i)[k] += t6[k];
-        for (b = 0; b < n; b++) {                             /* Psi_dot, Psi_ddot */
+        for (b = 0; b < n; b++) {                             /* Psi_dot; Psi_ddot's dA/dqd */
             const double *Sb = oS(i) + 6 * b;
-            double *V = dVdq(i) + 6 * b, *A = dAdq(i) + 6 * b, *Av = dAdv(i) + 6 * b;
+            double *V = dVdq(i) + 6 * b, *Av = dAdv(i) + 6 * b;
             crm_mul(ov(lam), Sb, V);                          /* dV/dq = ov_lambda x oS */
-            crm_mul(oa(lam), Sb, A);                          /* dA/dq = oa_lambda x oS + ov_lambda x dV/dq */
-            crm_mul(ov(lam), V, t6);
-            for (k = 0; k < 6; k++) A[k] += t6[k];
             crm_mul(ov(i), Sb, Av);                           /* dA/dqd = ov_i x oS + dV/dq */
             for (k = 0; k < 6; k++) Av[k] += V[k];
         }
@@ -229,12 +232,79 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
         add_neg_skew(h + 3, B(i), 0, 3);
         add_neg_skew(h + 3, B(i), 3, 0);
     }
-    for (i = N; i >= 1; i--) {                                /* backward pass (inward) */
-        int lam = s->parent[i], n = s->nvj[i], vi = s->iv[i], kb, bb;
+}
+
+/* inward: the composites Ycrb_i, B_i and F_i (at qdd = 0) of i's subtree in place, dF/dqdd = Ycrb oS;
+ * M (nv x nv, NULL to skip: M_ik = oS_i^T Ycrb_k oS_k, CRBA, RBDA Table 6.2) and
+ * h = RNEA(q, qd, 0) = oS_i^T F_i (NULL to skip) */
+static void composite_pass(mbs_sim *s, double *w, int *mark, double *M, double *h)
+{
+    int N = s->N, nv = s->nv, i, k, b, kb, bb;
+    if (M) memset(M, 0, sizeof(double) * (size_t)nv * nv);
+    memset(mark, 0, sizeof(int) * (size_t)(N + 1));
+    for (i = N; i >= 1; i--) {
+        int lam = s->parent[i], n = s->nvj[i], vi = s->iv[i];
+        for (b = 0; b < n; b++) {
+            yvec(Y(i), oS(i) + 6 * b, dFda(i) + 6 * b);      /* dF/dqdd = Ycrb oS */
+            if (h) h[vi + b] = dot6(oS(i) + 6 * b, of(i));
+        }
+        if (M) {
+            subtree_marks(s, i, mark);
+            for (kb = i; kb <= N; kb++) {
+                int nk = s->nvj[kb], vk = s->iv[kb];
+                if (!mark[kb]) continue;
+                for (b = 0; b < n; b++)
+                    for (bb = 0; bb < nk; bb++) {
+                        double m = dot6(oS(i) + 6 * b, dFda(kb) + 6 * bb);
+                        M[(size_t)nv * (vi + b) + vk + bb] = m;
+                        M[(size_t)nv * (vk + bb) + vi + b] = m;
+                    }
+            }
+        }
+        for (k = 0; k < 13; k++) Y(lam)[k] += Y(i)[k];      /* composites: Ycrb, B, F of lambda's subtree */
+        for (k = 0; k < 36; k++) B(lam)[k] += B(i)[k];
+        for (k = 0; k < 6; k++) of(lam)[k] += of(i)[k];
+    }
+}
+
+/* outward: the accelerations' qdd part da_i = da_lambda + oS_i qdd_i (world axes), oa_i += da_i,
+ * dA/dq_i = oa_lambda x oS + ov_lambda x dV/dq (Psi_ddot's dA/dq) */
+static void acceleration_pass(mbs_sim *s, const double *qdd, double *w)
+{
+    int N = s->N, i, k, b;
+    for (i = 1; i <= N; i++) {
+        int lam = s->parent[i], n = s->nvj[i];
+        double t6[6];
+        for (k = 0; k < 6; k++) da(i)[k] = da(lam)[k];
+        for (b = 0; b < n; b++)
+            for (k = 0; k < 6; k++) da(i)[k] += oS(i)[6 * b + k] * qdd[s->iv[i] + b];
+        for (k = 0; k < 6; k++) oa(i)[k] += da(i)[k];
+        memset(G(i), 0, sizeof(double) * 6);
+        for (b = 0; b < n; b++) {
+            double *A = dAdq(i) + 6 * b;
+            crm_mul(oa(lam), oS(i) + 6 * b, A);
+            crm_mul(ov(lam), dVdq(i) + 6 * b, t6);
+            for (k = 0; k < 6; k++) A[k] += t6[k];
+        }
+    }
+}
+
+/* inward: dtau/dq, dtau/dqd (nv x nv at leading dimension ld, either NULL to skip) of
+ * tau = RNEA(q, qd, qdd) - passive(q, qd), after the three other passes at the same qdd */
+static void derivative_pass(mbs_sim *s, const double *qdd, double *w, int *mark, double *dtau_dq,
+                            double *dtau_dqd, size_t ld)
+{
+    int N = s->N, nv = s->nv, i, k, b, e, kb, bb;
+    for (k = 0; k < nv; k++) {
+        if (dtau_dq) memset(dtau_dq + ld * k, 0, sizeof(double) * (size_t)nv);
+        if (dtau_dqd) memset(dtau_dqd + ld * k, 0, sizeof(double) * (size_t)nv);
+    }
+    memset(mark, 0, sizeof(int) * (size_t)(N + 1));
+    for (i = N; i >= 1; i--) {
+        int lam = s->parent[i], n = s->nvj[i], vi = s->iv[i];
+        double F[6], t6[6];
         for (b = 0; b < n; b++) {
             const double *Sb = oS(i) + 6 * b;
-            double t6[6];
-            yvec(Y(i), Sb, dFda(i) + 6 * b);                /* dF/dqdd = Ycrb oS */
             yvec(Y(i), dAdq(i) + 6 * b, dFdq(i) + 6 * b);   /* dF/dq = B dV/dq + Ycrb dA/dq */
             if (lam > 0) {                                    /* dV/dq = 0 on the ground's children */
                 mat6_vec(B(i), dVdq(i) + 6 * b, t6);
@@ -245,20 +315,13 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
             yvec(Y(i), dAdv(i) + 6 * b, t6);
             for (k = 0; k < 6; k++) dFdv(i)[6 * b + k] += t6[k];
         }
-        mark[i] = 1;                                          /* the subtree of i: mark[kb] (parent[kb] < kb) */
-        for (kb = i + 1; kb <= N; kb++) mark[kb] = mark[s->parent[kb]];
+        subtree_marks(s, i, mark);
         for (kb = i; kb <= N; kb++) {                         /* the subtree of i (i included) */
-            int nk, vk;
+            int nk = s->nvj[kb], vk = s->iv[kb];
             if (!mark[kb]) continue;
-            nk = s->nvj[kb], vk = s->iv[kb];
             for (b = 0; b < n; b++)
                 for (bb = 0; bb < nk; bb++) {
                     const double *Sb = oS(i) + 6 * b;
-                    if (M) {                                  /* M_ik = oS_i^T Ycrb_k oS_k (CRBA) */
-                        double m = dot6(Sb, dFda(kb) + 6 * bb);
-                        M[(size_t)nv * (vi + b) + vk + bb] = m;
-                        M[(size_t)nv * (vk + bb) + vi + b] = m;
-                    }
                     if (dtau_dq) dtau_dq[ld * (vi + b) + vk + bb] = dot6(Sb, dFdq(kb) + 6 * bb);
                     if (dtau_dqd) dtau_dqd[ld * (vi + b) + vk + bb] = dot6(Sb, dFdv(kb) + 6 * bb);
                     if (kb == i) continue;                    /* rows of the descendants, column of i */
@@ -272,14 +335,18 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
                             dot6(dFda(kb) + 6 * bb, dAdv(i) + 6 * b) + dot6(dYtJ(kb) + 6 * bb, Sb);
                 }
         }
+        /* F_i = sum over the subtree of oY_k oa_k + ov_k x* oY_k ov_k: composite_pass's part at
+         * qdd = 0 plus sum_k oY_k da_k = Ycrb_i da_lambda + sum_{j in the subtree} Ycrb_j oS_j qdd_j
+         * (da_k = da_lambda + the oS_j qdd_j of the path from i to k), the last sum G_i gathered inward */
+        for (b = 0; b < n; b++)
+            for (k = 0; k < 6; k++) G(i)[k] += dFda(i)[6 * b + k] * qdd[vi + b];
+        yvec(Y(i), da(lam), F);
+        for (k = 0; k < 6; k++) F[k] += of(i)[k] + G(i)[k];
+        for (k = 0; k < 6; k++) G(lam)[k] += G(i)[k];
         for (b = 0; b < n; b++) {                             /* dF/dq += oS x* F_i (the subtree turns) */
-            double t6[6];
-            crf_mul(oS(i) + 6 * b, of(i), t6);
+            crf_mul(oS(i) + 6 * b, F, t6);
             for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
         }
-        for (k = 0; k < 13; k++) Y(lam)[k] += Y(i)[k];      /* composites: Ycrb, B, F of lambda's subtree */
-        for (k = 0; k < 36; k++) B(lam)[k] += B(i)[k];
-        for (k = 0; k < 6; k++) of(lam)[k] += of(i)[k];
     }
     for (e = 0; e < s->n_elem; e++) {                         /* tau = RNEA - passive: + k, + d on the diagonal */
         const int32_t *el = s->elem + 4 * e;
@@ -287,6 +354,7 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
     }
     if (dtau_dqd)
         for (k = 0; k < nv; k++) dtau_dqd[ld * k + k] += s->damping[k];
+}
 #undef BLK
 #undef oS
 #undef dVdq
@@ -301,7 +369,11 @@ static void rnea_derivatives_core(mbs_sim *s, const double *q, const double *qd,
 #undef ov
 #undef oa
 #undef of
-}
+#undef da
+#undef G
+
+/* the subtree marks: (N + 1) ints after the body blocks */
+#define MARKS(s, w) ((int *)((w) + (size_t)W_BODY * ((s)->N + 1)))
 
 static int check(mbs_sim *s, const double *q, const double *qd, const char *b_name, const double *b, const double *work)
 {
@@ -340,7 +412,10 @@ int mbs_rnea_derivatives(mbs_sim *s, const double *q, const double *qd, const do
     if (!valid(s) || check(s, q, qd, "qdd", qdd, work)) return MBS_ERROR;
     mbs_joint_transforms(s, q);
     mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);        /* R_i, p_i: X_0i */
-    rnea_derivatives_core(s, q, qd, qdd, work, dtau_dq, dtau_dqd, (size_t)s->nv, M);
+    velocity_pass(s, qd, work);
+    composite_pass(s, work, MARKS(s, work), M, NULL);
+    acceleration_pass(s, qdd, work);
+    derivative_pass(s, qdd, work, MARKS(s, work), dtau_dq, dtau_dqd, (size_t)s->nv);
     return MBS_OK;
 }
 
@@ -413,6 +488,18 @@ static void ltdl_solve(const double *H, int n, const int *lam, double *T)
     }
 }
 
+/* x = M^-1 x in place (one right-hand side) with the factor of ltdl, as ltdl_solve */
+static void ltdl_solve1(const double *H, int n, const int *lam, double *x)
+{
+    int i, j;
+    size_t nn = (size_t)n;
+    for (i = n - 1; i >= 0; i--)                              /* L^T y = b */
+        for (j = lam[i]; j >= 0; j = lam[j]) x[j] -= H[nn * i + j] * x[i];
+    for (i = 0; i < n; i++) x[i] *= 1.0 / H[nn * i + i];     /* z = D^-1 y */
+    for (i = 0; i < n; i++)                                   /* L x = z */
+        for (j = lam[i]; j >= 0; j = lam[j]) x[i] -= H[nn * i + j] * x[j];
+}
+
 int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const double *tau, double *work, double *qdd,
                         double *dqdd_dq, double *dqdd_dqd, double *Minv)
 {
@@ -424,20 +511,25 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
     T = H + (size_t)nv * nv;
     lam = (int *)(T + 3 * (size_t)nv * nv);
     mbs_joint_transforms(s, q);
-    mbs_passive_forces(s, q, qd, s->tau);                     /* qdd = ABA(q, qd, tau + passive) */
-    for (j = 0; j < nv; j++) s->tau[j] = tau[j] + s->tau[j];
-    mbs_aba_core(s, qd, s->tau, qdd);
-    if (!mbs_all_finite(qdd, nv)) {
-        mbs_fmt(s->msg, MBS_MSG, "the mass matrix is singular at this configuration");
-        return MBS_ERROR;
-    }
-    mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);
-    rnea_derivatives_core(s, q, qd, qdd, work, T, T + nv, 3 * (size_t)nv, H);   /* [dtau/dq, dtau/dqd], M */
+    mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);        /* R_i, p_i: X_0i */
+    /* qdd = M^-1 (tau + passive - h), h = RNEA(q, qd, 0) (RBDA Sec. 6.1, the equation of motion the
+     * ABA solves), with M's factor, which the derivatives need anyway: no separate ABA pass */
+    velocity_pass(s, qd, work);
+    composite_pass(s, work, MARKS(s, work), H, qdd);         /* M, qdd = h */
+    mbs_passive_forces(s, q, qd, s->tau);
+    for (j = 0; j < nv; j++) qdd[j] = tau[j] + s->tau[j] - qdd[j];
     dof_parents(s, lam);
     if (!ltdl(H, nv, lam)) {
         mbs_fmt(s->msg, MBS_MSG, "the mass matrix is not positive definite at this configuration");
         return MBS_ERROR;
     }
+    ltdl_solve1(H, nv, lam, qdd);
+    if (!mbs_all_finite(qdd, nv)) {
+        mbs_fmt(s->msg, MBS_MSG, "the mass matrix is singular at this configuration");
+        return MBS_ERROR;
+    }
+    acceleration_pass(s, qdd, work);
+    derivative_pass(s, qdd, work, MARKS(s, work), T, T + nv, 3 * (size_t)nv);   /* [dtau/dq, dtau/dqd] */
     ltdl_solve(H, nv, lam, T);                                /* dqdd/dq = -M^-1 dtau/dq, ..., M^-1 */
     for (j = 0; j < nv; j++) {
         const double *t = T + 3 * (size_t)nv * j;
