@@ -30,10 +30,15 @@
  * by the world twist oS_i dq_i (to first order), which is what the paper's recursion differentiates;
  * Pinocchio's SE(3) exponential for free joints agrees with it at dq = 0.
  *
- * Forward dynamics (the paper's route for ABA): with qdd = ABA(q, qd, tau),
+ * Forward dynamics (the paper's route for ABA): with qdd = FD(q, qd, tau),
  *     dqdd/dq = -M^-1 dtau/dq, dqdd/dqd = -M^-1 dtau/dqd, dqdd/dtau = M^-1,
- * the RNEA derivatives taken at that qdd, solved with M's sparse factor M = L^T D L (RBDA Sec. 6.5,
- * L nonzero only along the ancestor paths, no fill-in) on the right-hand sides
+ * the RNEA derivatives taken at that qdd. qdd itself is not an ABA pass: the recursion's velocity
+ * part and composites give M and h = RNEA(q, qd, 0) first (velocity_pass, composite_pass), then
+ * qdd = M^-1 (tau + passive - h) (RBDA Ch. 6: forward dynamics as inverse dynamics at qdd = 0 and a
+ * solve with M) with the factor below, then the qdd-dependent quantities (acceleration_pass,
+ * derivative_pass); it equals ABA's to rounding (test_qdd_equals_aba). qdd and the three matrices
+ * come from M's sparse factor M = L^T D L (RBDA Sec. 6.5, L nonzero only along the ancestor paths,
+ * no fill-in), the matrices from one solve on the right-hand sides
  * [dtau/dq, dtau/dqd, I] together (ltdl, ltdl_solve). Joint springs and dampers (forces.c
  * mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly (diagonal). External wrenches,
  * point springs, thrusters and body wrenches are not part of these functions (as in
@@ -512,8 +517,8 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
     lam = (int *)(T + 3 * (size_t)nv * nv);
     mbs_joint_transforms(s, q);
     mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);        /* R_i, p_i: X_0i */
-    /* qdd = M^-1 (tau + passive - h), h = RNEA(q, qd, 0) (RBDA Sec. 6.1, the equation of motion the
-     * ABA solves), with M's factor, which the derivatives need anyway: no separate ABA pass */
+    /* qdd = M^-1 (tau + passive - h), h = RNEA(q, qd, 0) (RBDA Ch. 6, the equation of motion the ABA
+     * solves), with M's factor, which the derivatives need anyway: no separate ABA pass */
     velocity_pass(s, qd, work);
     composite_pass(s, work, MARKS(s, work), H, qdd);         /* M, qdd = h */
     mbs_passive_forces(s, q, qd, s->tau);

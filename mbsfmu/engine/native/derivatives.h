@@ -13,7 +13,8 @@ size_t mbs_derivatives_work(const mbs_sim *s);
  * dtau_dq [N m/rad ...], dtau_dqd [N m s/rad ...], M = dtau/dqdd (any of the three NULL: skipped) */
 int mbs_rnea_derivatives(mbs_sim *s, const double *q, const double *qd, const double *qdd, double *work,
                          double *dtau_dq, double *dtau_dqd, double *M);
-/* qdd = ABA(q, qd, tau + joint springs and dampers), as mbs_forward_dynamics_tau without f_ext, and
+/* qdd = M^-1 (tau + joint springs and dampers - RNEA(q, qd, 0)) by M's L^T D L factor, equal to
+ * mbs_forward_dynamics_tau's ABA without f_ext to rounding, and
  * dqdd_dq [1/s^2], dqdd_dqd [1/s], Minv = dqdd/dtau */
 int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const double *tau, double *work, double *qdd,
                         double *dqdd_dq, double *dqdd_dqd, double *Minv);
