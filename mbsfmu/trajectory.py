@@ -340,6 +340,24 @@ def read_trajectory(path: str | os.PathLike) -> Trajectory:
     return Trajectory(columns, path)
 
 
+def written_trajectory(path: str | os.PathLike, columns: Sequence[str], rows: Sequence[Array]) -> Trajectory | None:
+    """What ``read_trajectory(path)`` gives for the file a TrajectoryWriter with the core's
+    ``format_values`` wrote at ``path`` from ``columns`` and these float64 rows, without reading
+    it: that text is each value's shortest decimal that reads back to the same double (decimal.c),
+    so the file's numbers are the rows' numbers bit for bit (tests/scenario/test_in_memory.py
+    compares them). None when a value is NaN (written "nan": its sign and payload are not kept),
+    or there are no rows: read the file then. TrajectoryError as read_trajectory raises it."""
+    path = str(path)
+    if not rows:
+        return None
+    values = np.array(rows, dtype=np.float64)
+    if values.ndim != 2 or values.shape[1] != len(columns) or np.isnan(values).any():
+        return None
+    out = dict(zip(columns, values.T.copy()))  # names as TrajectoryWriter checked them for the header
+    _check_time(out, path, first_line=list(range(2, 2 + len(rows))))
+    return Trajectory(out, path)
+
+
 def _plain_numbers(text: str) -> tuple[list[str], Array] | None:
     """(names, rows x columns values) of a CSV text with a header line and only numbers below it,
     no quotes, no blank lines, no carriage returns, every row as wide as the header: what
@@ -459,6 +477,7 @@ __all__ = [
     "read_trajectory",
     "save_trajectory",
     "write_trajectory",
+    "written_trajectory",
 ]
 
 

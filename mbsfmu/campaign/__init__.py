@@ -15,10 +15,30 @@ cluster faults), ``provision`` (what a worker must have, proved before the first
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .dispersions import Choice, Grid, MonteCarlo, Normal, Uniform, parse_campaign
-from .engine import CampaignResult, run_campaign
-from .execution import Dask, Serial
+if TYPE_CHECKING:
+    from .dispersions import MonteCarlo
+    from .engine import CampaignResult
+
+# imported on first use: the command line imports ``sweep`` and ``command`` for their subparsers,
+# which must not load scipy (dispersions) or the campaign loop (a run's start-up)
+LAZY = {
+    **dict.fromkeys(("Choice", "Grid", "MonteCarlo", "Normal", "Uniform", "parse_campaign"), ".dispersions"),
+    **dict.fromkeys(("CampaignResult", "run_campaign"), ".engine"),
+    **dict.fromkeys(("Dask", "Serial"), ".execution"),
+}
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CampaignResult",
@@ -42,6 +62,7 @@ def montecarlo_design(
     """The design and chosen outputs: the scenario's ``campaign:`` section, overridden per path by
     a campaign file's, overridden by ``dispersions`` ({path: Normal/Uniform/Choice})."""
     from ..errors import InputError
+    from .dispersions import MonteCarlo, parse_campaign
 
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise InputError(f"runs must be a positive integer, got {runs!r}")
@@ -91,7 +112,8 @@ def run_montecarlo(
     (campaign.parquet/.csv, statistics.csv, campaign.png, runs.jsonl, campaign.json;
     trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
-    from .execution import DEFAULT_TIMEOUT
+    from .engine import run_campaign
+    from .execution import DEFAULT_TIMEOUT, Dask, Serial
 
     execution = Serial() if serial else Dask(scheduler, workers, cluster_timeout or DEFAULT_TIMEOUT, batch)
     return run_campaign(

@@ -7,9 +7,26 @@ modelDescription and build information (``description.py``), the command ``mbsfm
 
 from __future__ import annotations
 
-from .build import build_fmu
-from .command import add_parser
-from .description import FmuBuildError, model_identifier
-from .variables import FmuVariable, variable_table
+# imported on first use: the command line imports ``command`` for its subparser, which must not
+# load the builders (a run's start-up)
+LAZY = {
+    "build_fmu": ".build",
+    "add_parser": ".command",
+    "FmuBuildError": ".description",
+    "model_identifier": ".description",
+    "FmuVariable": ".variables",
+    "variable_table": ".variables",
+}
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["FmuBuildError", "FmuVariable", "add_parser", "build_fmu", "model_identifier", "variable_table"]

@@ -9,8 +9,6 @@ import xml.etree.ElementTree as ET
 import zipfile
 
 from ..errors import InputError
-from .build import build_fmu
-from .native import build_native_fmu
 from .variables import METHODS, NAMINGS
 
 
@@ -66,8 +64,12 @@ def run(args) -> int:
         if args.no_loader:
             raise InputError("--no-loader applies to --runtime python only")
         progress = lambda msg: print(f"mbsfmu build-fmu: {msg}", file=sys.stderr, flush=True)  # noqa: E731
+        from .native import build_native_fmu
+
         out = build_native_fmu(args.model, args.output, progress=progress, **common)
     else:
+        from .build import build_fmu
+
         out = build_fmu(args.model, args.output, loader=False if args.no_loader else None, **common)
     with zipfile.ZipFile(out) as z:
         root = ET.fromstring(z.read("modelDescription.xml"))

@@ -55,13 +55,16 @@ def finish_run(
     extra: dict | None = None,
     plot_traj=None,
     kinds: dict | None = None,
+    written=None,
 ) -> dict:
     """Check ``out/trajectory.csv`` (joined with ``out/records.csv`` when the run wrote one) and
     write ``out/report.json`` (and the plots): the scenario's
     conservation checks (or, with ``skip_checks`` = the reason, none: each listed as skipped),
     references and final values; ``extra`` entries join the report. plot_traj: a function giving
     the trajectory to plot (default: the file); kinds: joint kinds for the plots
-    (``plots.joint_kinds``). Returns the report; "passed" says if every check that ran held and
+    (``plots.joint_kinds``); written: the Trajectory of the files as the run wrote them
+    (``trajectory.written_trajectory``: the same numbers, bit for bit), checked instead of reading
+    them back. Returns the report; "passed" says if every check that ran held and
     the run completed; "checked" if anything was checked at all; "t_end" [s] is the time of the
     last row written (what was simulated); "write_error" / "plot_error" say why the report or the
     plots could not be written.
@@ -71,7 +74,7 @@ def finish_run(
     the interrupt goes on to the caller."""
     at: dict = {"stage": "reading the trajectory back", "report": None}
     try:
-        return _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, at)
+        return _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, written, at)
     except KeyboardInterrupt as e:
         report = at["report"] or {
             "scenario": scn.name,
@@ -97,19 +100,23 @@ def finish_run(
         raise
 
 
-def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, at: dict) -> dict:
+def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, written, at: dict) -> dict:
     """finish_run's stages; ``at`` tells which stage runs and holds the report once it exists."""
     from ..checker.conservation import conservation_report
     from ..trajectory import TrajectoryError, join_trajectories, read_trajectory
 
     t_end = None
     try:
-        if not (out / "trajectory.csv").is_file():  # a device or FIFO (e.g. a link to /dev/full) is never read
+        if written is not None:  # the run's rows, as the files hold them
+            traj = written
+            t_end = float(traj.time[-1])
+        elif not (out / "trajectory.csv").is_file():  # a device or FIFO (e.g. a link to /dev/full) is never read
             raise TrajectoryError(f"{out / 'trajectory.csv'} is not a regular file")
-        traj = read_trajectory(out / "trajectory.csv")
-        t_end = float(traj.time[-1])  # what was simulated: records.csv may lack the last row (Ctrl-C)
-        if (out / "records.csv").is_file():
-            traj = join_trajectories(traj, read_trajectory(out / "records.csv"))
+        else:
+            traj = read_trajectory(out / "trajectory.csv")
+            t_end = float(traj.time[-1])  # what was simulated: records.csv may lack the last row (Ctrl-C)
+            if (out / "records.csv").is_file():
+                traj = join_trajectories(traj, read_trajectory(out / "records.csv"))
     except TrajectoryError as e:  # the run stopped before its first row
         traj, error = None, error or str(e)
     steps = int(len(traj.time) - 1) if traj is not None else 0

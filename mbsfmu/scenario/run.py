@@ -80,7 +80,7 @@ def run_scenario(
     interval shortened when dt does not divide T). Returns the report; its "passed" says if every
     check held; "interrupted" is set when Ctrl-C stopped the run."""
     from ..sim.rows import RECORDS_FILE, TRAJECTORY_FILE
-    from ..trajectory import TrajectoryError, TrajectoryWriter
+    from ..trajectory import TrajectoryError, TrajectoryWriter, join_trajectories, written_trajectory
 
     if scn.cosim is not None:
         external = [
@@ -119,6 +119,7 @@ def run_scenario(
     rows = Rows(sim)
     fmt = value_formatter()
     records = TrajectoryWriter(out / RECORDS_FILE, rows.records_columns, fmt) if scn.records else None
+    kept: tuple[list, list] = ([], [])  # the rows written, checked as they are (written_trajectory)
     with TrajectoryWriter(out / TRAJECTORY_FILE, rows.trajectory_columns, fmt) as writer:
         try:
             for k, t in enumerate(times):
@@ -135,8 +136,10 @@ def run_scenario(
                         sim.set_input(f"{j}.tau", value)
                 row, record = rows.values()
                 writer.write(row)
+                kept[0].append(row)
                 if records is not None:
                     records.write(record)
+                    kept[1].append(record)
                 if recorder is not None:
                     recorder.write(sim)
                 if k < n_steps:
@@ -159,6 +162,13 @@ def run_scenario(
     from .plots import joint_kinds
 
     extra = {"interrupted": interrupted, "interrupted_by": interrupted_by} if interrupted else {}
+    memory = None  # a run that stopped early is read back from its files, as it always was
+    if error is None and not interrupted:
+        memory = written_trajectory(out / TRAJECTORY_FILE, rows.trajectory_columns, kept[0])
+        if memory is not None and records is not None:
+            with_records = written_trajectory(out / RECORDS_FILE, rows.records_columns, kept[1])
+            memory = None if with_records is None else join_trajectories(memory, with_records)
+    del kept
     if sim.model.notes:  # what the model reader left out or repaired
         extra["model_notes"] = list(sim.model.notes)
     return finish_run(
@@ -171,6 +181,7 @@ def run_scenario(
         skip_checks="the run was interrupted" if interrupted else None,
         extra=extra,
         kinds=joint_kinds(sim.model),
+        written=memory,
     )
 
 

@@ -78,10 +78,14 @@ def singular_joints(tree: Tree, q: Array) -> Singularity:
     tols = [SINGULAR_RTOL * max(float(np.trace(m)), 1e-300) for m in Mii]
     IA = tree.I.copy()
     U, Dpinv, null = [None] * (n + 1), [None] * (n + 1), {}
+    one = np.ones((1, 1))  # the eigenvectors of a 1x1 pivot
     for i in range(n, 0, -1):  # RBDA Table 7.1, pass 2 (no bias terms)
         U[i] = IA[i] @ S[i]
         D = S[i].T @ U[i]
-        lam, V = np.linalg.eigh(0.5 * (D + D.T))
+        if D.shape == (1, 1):  # a 1-DoF joint: D is its own eigenvalue (what eigh gives, without the call)
+            lam, V = 0.5 * (D[0] + D[0]), one
+        else:
+            lam, V = np.linalg.eigh(0.5 * (D + D.T))
         keep = lam > tols[i]
         Dpinv[i] = (V[:, keep] / lam[keep]) @ V[:, keep].T
         if not keep.all():

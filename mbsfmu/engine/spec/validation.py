@@ -40,6 +40,7 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
     first: dict[tuple[str, str], tuple] = {}
     welded = welded_to_world(spec)
     bodies = {b.name for b in spec.bodies}
+    clean = _mass_clean(spec.bodies, welded)
     for k, b in enumerate(spec.bodies):
         at = ("bodies", k)
         if b.name == WORLD:
@@ -59,7 +60,8 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
                 problems.append(Problem(path, f"duplicate {what} name {name!r} (also {_where(first[what, name])})"))
             first.setdefault((what, name), path)
         problems += _check_joint(b.joint, at + ("joint",))
-        problems += _check_mass(b, at, moving=b.name not in welded)
+        if not clean[k]:
+            problems += _check_mass(b, at, moving=b.name not in welded)
         for fname, fr in b.frames.items():
             _array(fr.xyz, (3,), at + ("frames", fname, "xyz"), problems)
             _array(fr.rpy, (3,), at + ("frames", fname, "rpy"), problems)
@@ -226,6 +228,40 @@ def _check_mass(b, at, moving: bool = True) -> list[Problem]:
             )
         )
     return out
+
+
+def _mass_clean(bodies, welded: set[str]) -> np.ndarray:
+    """(N,) bool: bodies in which ``_check_mass`` finds nothing, shown for all bodies at once over
+    arrays (a 10,000-body model in ~10 ms, one by one ~0.5 s); the others go through
+    ``_check_mass``, which alone writes the messages. The tolerances here are half of
+    ``_check_mass``'s, so a body is passed only with a margin far above the round-off by which a
+    batched sum or eigenvalue may differ from the single one. All False when the values do not
+    form (N,), (N, 3), (N, 3, 3) arrays of numbers."""
+    n = len(bodies)
+    none = np.zeros(n, dtype=bool)
+    if n == 0:
+        return none
+    try:
+        m = np.array([b.mass for b in bodies], dtype=float)
+        c = np.array([b.com for b in bodies], dtype=float)
+        I = np.array([b.inertia for b in bodies], dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return none
+    if m.shape != (n,) or c.shape != (n, 3) or I.shape != (n, 3, 3):
+        return none
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(m) & np.isfinite(c).all(axis=1) & np.isfinite(I).all(axis=(1, 2))
+        ok &= np.isfinite(m * np.abs(c).max(axis=1) ** 2)
+        moving = ok & np.array([b.name not in welded for b in bodies], dtype=bool)
+        ok &= ~moving | (m >= 0)
+        scale = np.maximum(np.abs(I).max(axis=(1, 2)), 1e-300)
+        scale = np.where(m > 0, np.maximum(scale, m * np.einsum("ij,ij->i", c, c)), scale)
+        tol = 0.5 * INERTIA_RTOL * scale
+        ok &= ~moving | (np.abs(I - I.transpose(0, 2, 1)).max(axis=(1, 2)) <= tol)
+        check = np.flatnonzero(moving & ok)
+        ev = np.linalg.eigvalsh(I[check] / scale[check, None, None]) * scale[check, None]
+        ok[check] &= (ev[:, 0] >= -tol[check]) & (ev[:, 0] + ev[:, 1] >= ev[:, 2] - tol[check])
+    return ok
 
 
 def _check_initial(spec: ModelSpec) -> list[Problem]:
