@@ -84,6 +84,20 @@ class CampaignResult:
             found += _present(t.filter(pc.invert(pc.fill_null(t.column("passed"), False))).slice(0, limit - len(found)))
         return found
 
+    def head(self, limit: int) -> list[dict]:
+        """The first ``limit`` rows by run, reading the table's first row groups only."""
+        if self.table_rows is not None:
+            return self.table_rows[:limit]
+        import pyarrow.parquet as pq
+
+        f = pq.ParquetFile(self.files["table"])
+        found: list[dict] = []
+        for g in range(f.num_row_groups):
+            if len(found) >= limit:
+                break
+            found += _present(f.read_row_group(g).slice(0, limit - len(found)))
+        return found
+
     def _read(self, select=None) -> list[dict]:
         import pyarrow.parquet as pq
 

@@ -8,9 +8,17 @@
   ``--resume`` runs only the missing indices. A line cut by a kill is dropped on reading. The
   output series live only here: the client keeps the rows, and reads back the series the picture
   draws (``journal_series``), so its memory does not grow with each run's series.
-- ``<stem>.parquet`` and ``<stem>.csv``: the table, one row per run sorted by run index, columns
-  in a fixed order (run, the design's paths, passed, error, then the rest as they first appear in
-  run order), so the table does not depend on which worker finished first.
+- ``runs.parquet/part-NNNNN.parquet``: the journal's rows (not their series) in Parquet, streamed
+  while runs arrive: a part every PART_ROWS rows, after PART_SECONDS, and when the campaign ends or
+  is stopped (``Parts``), each written beside and renamed into place. The parts hold a prefix of the
+  journal (each part's metadata says up to which byte); rows journaled after the last part (a
+  killed client) are written as parts by the next session first (``sync_parts``), and a resume or a
+  rerun appends parts.
+- ``<stem>.parquet`` and ``<stem>.csv``: the table, one row per run sorted by run index (the last
+  journaled row of a run rerun), columns in a fixed order (run, the design's paths, passed, error,
+  then the rest as they first appear in run order), so the table does not depend on which worker
+  finished first. With pyarrow it is built from the parts CHUNK_RUNS runs at a time
+  (``build_table``); without, from the journal's rows (``write_table``, every row at once).
 """
 
 from __future__ import annotations
