@@ -17,14 +17,14 @@ def exit_code(result, state: dict) -> int:
         return 2
     if result.interrupted:
         return stops.EXIT_CODES.get(state["signal"], 130)
-    return 0 if not result.failed else 1
+    return 0 if result.pass_rate["passed"] == result.pass_rate["n"] else 1
 
 
 def interrupted_note(kind: str, result, argv: list[str] | None = None) -> str:
     """Why the campaign stopped, what it kept, and the command that completes it."""
     why = f"{result.stopped_by}: stopped" if result.stopped_by else "interrupted"
     return (
-        f"mbsfmu {kind}: {why}: {len(result.rows)} of {result.n_runs} runs finished and written to "
+        f"mbsfmu {kind}: {why}: {result.pass_rate['n']} of {result.n_runs} runs finished and written to "
         f"{result.out}; to complete the campaign: {resume_command(sys.argv[1:] if argv is None else argv)}"
     )
 
@@ -63,13 +63,13 @@ def _montecarlo(args) -> int:
             progress=not args.no_progress,
             stop=lambda: state["signal"] is not None,
         )
-    n_fail = len(result.failed)
+    n_fail = result.pass_rate["n"] - result.pass_rate["passed"]
     print(statistics_text(result.statistics, result.pass_rate))
-    for r in result.failed[:10]:
+    for r in result.failed_rows(10):
         print(f"run {r['run']:>6}: FAIL  {failure_reason(r)}")
     if n_fail > 10:
         print(f"... {n_fail - 10} more failed runs in {result.files['csv']}")
-    print(f"montecarlo: {len(result.rows)} of {result.n_runs} runs, {n_fail} failed; {files_text(result.files)}")
+    print(f"montecarlo: {result.pass_rate['n']} of {result.n_runs} runs, {n_fail} failed; {files_text(result.files)}")
     if result.interrupted:
         print(interrupted_note("montecarlo", result), file=sys.stderr)
     return exit_code(result, state)

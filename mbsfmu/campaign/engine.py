@@ -1,7 +1,8 @@
 """The campaign engine, one for ``mbsfmu montecarlo`` and ``mbsfmu sweep``: a design gives run
 i's point, an execution runs the points (in any order, anywhere), the client journals every
-finished run as it arrives and writes the table, the statistics and ``campaign.png`` at the end,
-also after Ctrl-C or SIGTERM (the finished runs; ``resume=True`` completes the rest)."""
+finished run as it arrives and streams its row to Parquet parts (``runs.parquet/``), and at the
+end builds the sorted table, the statistics and ``campaign.png`` from those parts, also after
+Ctrl-C or SIGTERM (the finished runs; ``resume=True`` completes the rest)."""
 
 from __future__ import annotations
 
@@ -16,22 +17,35 @@ from .table import (
     JOURNAL,
     MANIFEST,
     Journal,
+    Parts,
+    build_table,
     file_hash,
     journal_series,
     open_campaign,
     read_journal,
+    sync_parts,
     table_columns,
     write_table,
 )
 
 
+def _has_pyarrow() -> bool:
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 @dataclass
 class CampaignResult:
-    """What a campaign left in ``out``: rows sorted by run, statistics, files, and whether it was
-    interrupted before every run finished."""
+    """What a campaign left in ``out``: statistics, pass rate, files, and whether it was interrupted
+    before every run finished. ``rows`` (sorted by run; a cell the run did not have is absent) and
+    ``failed`` are read from the table when asked for: for a large campaign, read the columns you need
+    from ``files["table"]`` instead."""
 
     out: Path
-    rows: list[dict]
+    table_rows: list[dict] | None  # the rows when the table has no Parquet file (no pyarrow); else read on demand
     statistics: list[dict]
     files: dict[str, Path] = field(default_factory=dict)
     n_runs: int = 0
@@ -40,8 +54,60 @@ class CampaignResult:
     pass_rate: dict = field(default_factory=dict)  # statistics.pass_rate: n, passed, failed, errored, Wilson interval
 
     @property
+    def rows(self) -> list[dict]:
+        return self.table_rows if self.table_rows is not None else self._read()
+
+    @property
     def failed(self) -> list[dict]:
-        return [r for r in self.rows if not r["passed"]]
+        if self.table_rows is not None:
+            return [r for r in self.table_rows if not r["passed"]]
+        import pyarrow.compute as pc
+
+        return self._read(lambda t: t.filter(pc.invert(pc.fill_null(t.column("passed"), False))))
+
+    def failed_rows(self, limit: int) -> list[dict]:
+        """The first ``limit`` failed rows by run, reading the table a row group at a time."""
+        if self.table_rows is not None:
+            return self.failed[:limit]
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        found: list[dict] = []
+        f = pq.ParquetFile(self.files["table"])
+        for g in range(f.num_row_groups):
+            if len(found) >= limit:
+                break
+            passed = pc.fill_null(f.read_row_group(g, columns=["passed"]).column("passed"), False)
+            if pc.all(passed).as_py():
+                continue
+            t = f.read_row_group(g)
+            found += _present(t.filter(pc.invert(pc.fill_null(t.column("passed"), False))).slice(0, limit - len(found)))
+        return found
+
+    def head(self, limit: int) -> list[dict]:
+        """The first ``limit`` rows by run, reading the table's first row groups only."""
+        if self.table_rows is not None:
+            return self.table_rows[:limit]
+        import pyarrow.parquet as pq
+
+        f = pq.ParquetFile(self.files["table"])
+        found: list[dict] = []
+        for g in range(f.num_row_groups):
+            if len(found) >= limit:
+                break
+            found += _present(f.read_row_group(g).slice(0, limit - len(found)))
+        return found
+
+    def _read(self, select=None) -> list[dict]:
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(self.files["table"])
+        return _present(select(t) if select else t)
+
+
+def _present(table) -> list[dict]:
+    """The rows of ``table`` as dicts without their null cells (as the runs wrote them)."""
+    return [{k: v for k, v in r.items() if v is not None} for r in table.to_pylist()]
 
 
 def default_outputs(sim, n: int = 4) -> list[str]:
@@ -161,7 +227,10 @@ def run_campaign(
     )
     execution = execution if execution is not None else Dask()
     bar = Progress(kind, n, n_done, n_failed, progress)
-    journal = Journal(out / JOURNAL)
+    parquet = _has_pyarrow()
+    if parquet:
+        sync_parts(out)  # rows journaled by a client killed before it wrote their part
+    journal = Journal(out / JOURNAL, Parts(out) if parquet else None)
     interrupted, failure, stopped_by, started = False, None, "", False
     try:
         with execution:
@@ -186,15 +255,21 @@ def run_campaign(
     except OSError as e:  # the client cannot write DIR (disk full, permissions)
         interrupted, failure = True, e
     finally:
-        journal.close()
+        try:
+            journal.close()  # writes the last rows' part
+        except OSError as e:
+            interrupted, failure = True, failure or e
         bar.close()
     from ..checker.conservation import parse_bound
 
     bounds = {name: parse_bound(name, b) for name, b in scn.checks.items()}
     try:
-        result = finish_campaign(
-            out, read_journal(out / JOURNAL), design, outputs, stem, scn.name, n, interrupted, picture, bounds
-        )
+        if parquet:
+            result = finish_streamed(out, design, outputs, stem, scn.name, n, interrupted, picture, bounds)
+        else:
+            result = finish_campaign(
+                out, read_journal(out / JOURNAL), design, outputs, stem, scn.name, n, interrupted, picture, bounds
+            )
         result.stopped_by = stopped_by
     except OSError as e:
         failure = failure or e
@@ -233,8 +308,9 @@ def finish_campaign(
     picture: bool = True,
     bounds: dict | None = None,
 ) -> CampaignResult:
-    """Write the table (Parquet, CSV), ``statistics.csv`` and ``campaign.png`` from the finished runs
-    ``done`` {index: row}."""
+    """Write the table (CSV; Parquet with pyarrow), ``statistics.csv`` and ``campaign.png`` from the
+    finished runs ``done`` {index: row}: the path without pyarrow, which holds every row at once
+    (``finish_streamed`` is the one with pyarrow)."""
     from .statistics import pass_rate, stat_columns, statistics
 
     rows = [done[i] for i in sorted(done)]
@@ -249,7 +325,46 @@ def finish_campaign(
         series = journal_series(out / JOURNAL, rows)
         files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
     return CampaignResult(
-        out=out, rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate
+        out=out, table_rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate
+    )
+
+
+def finish_streamed(
+    out: Path,
+    design,
+    outputs: list[str],
+    stem: str,
+    title: str,
+    n: int,
+    interrupted: bool,
+    picture: bool = True,
+    bounds: dict | None = None,
+) -> CampaignResult:
+    """Write the table (``stem.parquet``, ``stem.csv``), ``statistics.csv`` and ``campaign.png`` from
+    the Parquet parts of ``out/runs.parquet`` (table.build_table: a chunk of runs at a time), the
+    statistics from the table a column at a time (statistics.table_statistics): the client holds a few
+    numbers per run, never the rows."""
+    from .statistics import table_statistics
+
+    sync_parts(out)
+    paths = design.paths
+    parquet, text = build_table(out, stem, paths)
+    stats, rate = table_statistics(parquet, paths)
+    files = {"table": parquet, "csv": text, "statistics": _write_statistics(out, stats, rate)}
+    if picture and rate["n"]:
+        import pyarrow.parquet as pq
+
+        from .picture import plot_campaign
+
+        names = pq.read_schema(parquet).names
+        drawn = ["run", "passed", "error", *paths]
+        drawn += [c for c in names if c.startswith("check.") and c.endswith((".max_rel", ".max_abs", ".passed"))]
+        rows = _present(pq.read_table(parquet, columns=list(dict.fromkeys(drawn))))  # the columns drawn only
+        series = journal_series(out / JOURNAL, rows)
+        files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
+        del rows, series
+    return CampaignResult(
+        out=out, table_rows=None, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate
     )
 
 

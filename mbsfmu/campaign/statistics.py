@@ -105,6 +105,53 @@ def statistics(rows: list[dict], columns: list[str]) -> list[dict]:
     return [{"column": c, "outcome": o, **summary(_values(groups[o], c))} for c in columns for o in OUTCOMES]
 
 
+def table_statistics(path, paths: list[str], z: float = Z95) -> tuple[list[dict], dict]:
+    """``statistics`` and ``pass_rate`` of the campaign table ``path`` (Parquet, rows sorted by run),
+    read a column at a time: ``passed`` and ``error`` first, then each summarised column, so what is
+    held is a few arrays of one number per run, never the rows. Equal to the row-wise functions on
+    the table's rows (the same values in the same order)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    names = f.schema_arrow.names
+    passed = pc.fill_null(f.read(columns=["passed"]).column("passed"), False).to_numpy(zero_copy_only=False)
+    error = f.read(columns=["error"]).column("error")
+    has_error = pc.fill_null(pc.not_equal(error, ""), False).to_numpy(zero_copy_only=False)
+    del error
+    n, k = int(passed.size), int(passed.sum())
+    n_err = int((~passed & has_error).sum())
+    lo, hi = wilson_interval(k, n, z)
+    rate = {
+        "n": n,
+        "passed": k,
+        "failed": n - k - n_err,
+        "errored": n_err,
+        "rate": k / n if n else math.nan,
+        "lo": lo,
+        "hi": hi,
+        "confidence": math.erf(z / math.sqrt(2)),
+    }
+    stats = []
+    for c in stat_columns(names, paths):
+        if c not in names:
+            x = np.full(n, np.nan)
+        else:
+            col = f.read(columns=[c]).column(c)
+            if pa.types.is_boolean(col.type) or not (
+                pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type)
+            ):
+                x = np.full(n, np.nan)  # booleans and text are not summarised (as _values skips them)
+            else:
+                x = col.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+            del col
+        finite = np.isfinite(x)
+        groups = {"all": finite, "passed": finite & passed, "failed": finite & ~passed}
+        stats += [{"column": c, "outcome": o, **summary(x[groups[o]])} for o in OUTCOMES]
+    return stats, rate
+
+
 def envelope(series: list[dict], column: str, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p5, p50, p95) of ``column`` over the runs' series at times ``t`` (linear interpolation in
     each run; a run that stopped early counts only up to its last time); NaN where no run has data."""

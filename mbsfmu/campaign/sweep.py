@@ -120,9 +120,10 @@ def run_sweep(
     )
 
 
-def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
+def summary_text(rows: list[dict], params: list[str], limit: int = 50, rate: dict | None = None) -> str:
     """A fixed-width table of the sweep (the first ``limit`` rows): run, parameter values,
-    pass/fail, wall time and, for a failed run, why (``failure_reason``)."""
+    pass/fail, wall time and, for a failed run, why (``failure_reason``). rate: the campaign's
+    ``pass_rate`` when ``rows`` are only the first rows (the counts are then its)."""
     head = f"{'run':<9} " + " ".join(f"{p[-22:]:>22}" for p in params) + f" {'result':>6} {'wall [s]':>9}  why"
     lines = [head]
     for r in rows[:limit]:
@@ -132,10 +133,11 @@ def summary_text(rows: list[dict], params: list[str], limit: int = 50) -> str:
             + " ".join(f"{r[p]:>22.6g}" for p in params)
             + f" {verdict:>6} {wall:>9.3g}  {failure_reason(r)}"
         )
-    if len(rows) > limit:
-        lines.append(f"... {len(rows) - limit} more rows in summary.csv")
-    n_fail = sum(not r["passed"] for r in rows)
-    lines.append(f"{len(rows)} runs, {n_fail} failed")
+    n = len(rows) if rate is None else rate["n"]
+    n_fail = sum(not r["passed"] for r in rows) if rate is None else n - rate["passed"]
+    if n > limit:
+        lines.append(f"... {n - limit} more rows in summary.csv")
+    lines.append(f"{n} runs, {n_fail} failed")
     return "\n".join(lines)
 
 
@@ -160,7 +162,7 @@ def _sweep(args) -> int:
             run_timeout=args.run_timeout,
             rerun=args.rerun,
         )
-    print(summary_text(result.rows, [p for p, _ in params]))
+    print(summary_text(result.head(50), [p for p, _ in params], 50, result.pass_rate))
     print(f"summary: {result.files['csv']}")
     if result.interrupted:
         print(interrupted_note("sweep", result), file=sys.stderr)
