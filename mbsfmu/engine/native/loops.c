@@ -140,13 +140,25 @@ static void row_offset(const mbs_sim *s, work_t *W, int k, const double *t, cons
     W->gamma[k] = -(dot3(tdd, d) + 2.0 * dot3(tdot, dv) + dot3(t, dacc));
 }
 
-/* Phi, A and (qd given) Phidot, gamma of every loop at (q, qd): one kinematics pass at qdd = 0 */
-static void constraints(mbs_sim *s, work_t *W, const double *q, const double *qd)
+/* 1 if every loop is a joint coupling (kind 4): rows linear in q, no kinematics needed */
+static int couplings_only(const mbs_sim *s)
+{
+    int l;
+    for (l = 0; l < s->n_loops; l++)
+        if (s->loop_i[5 * l] != 4) return 0;
+    return 1;
+}
+
+/* Phi, A and (qd given) Phidot, gamma of every loop at (q, qd): one kinematics pass at qdd = 0
+ * (none when every loop is a coupling); xf: E, r already hold Xup at q (not computed again) */
+static void constraints(mbs_sim *s, work_t *W, const double *q, const double *qd, int xf)
 {
     int rates = qd != NULL, l, c;
-    mbs_joint_transforms(s, q);
-    memset(W->zero, 0, (size_t)s->nv * sizeof(double));
-    mbs_forward_kinematics(s, rates ? qd : W->zero, W->zero, rates, rates, NULL);
+    if (!couplings_only(s)) {
+        if (!xf) mbs_joint_transforms(s, q);
+        memset(W->zero, 0, (size_t)s->nv * sizeof(double));
+        mbs_forward_kinematics(s, rates ? qd : W->zero, W->zero, rates, rates, NULL);
+    }
     for (l = 0; l < s->n_loops; l++) {
         const int32_t *li = s->loop_i + 5 * l;
         const double *lf = s->loop_f + 33 * l;
@@ -316,13 +328,14 @@ static int kkt(const mbs_sim *s, work_t *W, const double *M, const double *h, co
 }
 
 /* qdd (nv) and s->lambda with the loops closed, tau (springs, dampers, inputs) and s->fext
- * acting (loops.loop_forward_dynamics with part = None); qdd NaN and 1 if M is singular */
+ * acting (loops.loop_forward_dynamics with part = None); qdd NaN and 1 if M is singular. E, r
+ * hold Xup at q (every caller computed them: mbs_rhs, mbs_forward_dynamics, mbs_input_response). */
 int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *tau, double *qdd)
 {
     work_t W = views(s);
     double alpha = s->baumgarte ? s->alpha : 0.0, beta = s->baumgarte ? s->beta : 0.0;
     int j, st;
-    constraints(s, &W, q, qd);
+    constraints(s, &W, q, qd, 1);
     mbs_crba_core(s, W.Mc);
     mbs_rnea_core(s, qd, W.zero, W.h);                        /* h = tau - RNEA(q, qd, 0, f_ext) */
     for (j = 0; j < s->nv; j++) W.h[j] = tau[j] - W.h[j];
@@ -379,7 +392,7 @@ void mbs_loop_project(mbs_sim *s, double *x)
     memset(W.h, 0, (size_t)s->nv * sizeof(double));
     for (it = 0; it < MAX_NEWTON; it++) {
         double r = 0.0;
-        constraints(s, &W, q, NULL);
+        constraints(s, &W, q, NULL, 0);
         for (k = 0; k < s->n_rows; k++) r = fmax(r, fabs(W.Phi[k]));
         if (r <= tol || r >= 0.5 * best) break;
         best = r;
@@ -388,7 +401,7 @@ void mbs_loop_project(mbs_sim *s, double *x)
         integrate_q(s, q, W.dq, W.qt);
         memcpy(q, W.qt, (size_t)s->nq * sizeof(double));
     }
-    constraints(s, &W, q, NULL);
+    constraints(s, &W, q, NULL, 0);
     for (k = 0; k < s->n_rows; k++) {                         /* g = -(A qd) */
         double acc = 0.0;
         for (j = 0; j < s->nv; j++) acc += W.A[k * s->nv + j] * qd[j];
