@@ -62,9 +62,10 @@ def finish_run(
     conservation checks (or, with ``skip_checks`` = the reason, none: each listed as skipped),
     references and final values; ``extra`` entries join the report. plot_traj: a function giving
     the trajectory to plot (default: the file); kinds: joint kinds for the plots
-    (``plots.joint_kinds``); written: the Trajectory of the files as the run wrote them
-    (``trajectory.written_trajectory``: the same numbers, bit for bit), checked instead of reading
-    them back. Returns the report; "passed" says if every check that ran held and
+    (``plots.joint_kinds``); written: a function giving the Trajectory of the files as the run wrote
+    them (``trajectory.written_trajectory``: the same numbers, bit for bit), checked instead of
+    reading them back, or None to read them (called in the first stage, so a stop while it runs
+    still writes the report). Returns the report; "passed" says if every check that ran held and
     the run completed; "checked" if anything was checked at all; "t_end" [s] is the time of the
     last row written (what was simulated); "write_error" / "plot_error" say why the report or the
     plots could not be written.
@@ -72,7 +73,8 @@ def finish_run(
     Ctrl-C or SIGTERM (mbsfmu/stops.py) while this reads, checks or plots: report.json is still
     written, with what was computed, "interrupted" saying during which stage, "passed" false; then
     the interrupt goes on to the caller."""
-    at: dict = {"stage": "reading the trajectory back", "report": None}
+    first = "reading the trajectory back" if written is None else "gathering the rows written"
+    at: dict = {"stage": first, "report": None}
     try:
         return _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, written, at)
     except KeyboardInterrupt as e:
@@ -107,8 +109,8 @@ def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kin
 
     t_end = None
     try:
-        if written is not None:  # the run's rows, as the files hold them
-            traj = written
+        traj = written() if written is not None else None  # the run's rows, as the files hold them
+        if traj is not None:
             t_end = float(traj.time[-1])
         elif not (out / "trajectory.csv").is_file():  # a device or FIFO (e.g. a link to /dev/full) is never read
             raise TrajectoryError(f"{out / 'trajectory.csv'} is not a regular file")

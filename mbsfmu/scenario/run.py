@@ -162,13 +162,19 @@ def run_scenario(
     from .plots import joint_kinds
 
     extra = {"interrupted": interrupted, "interrupted_by": interrupted_by} if interrupted else {}
-    memory = None  # a run that stopped early is read back from its files, as it always was
-    if error is None and not interrupted:
+
+    def written():  # in finish_run's first stage: a stop while the rows are stacked still gets its report
         memory = written_trajectory(out / TRAJECTORY_FILE, rows.trajectory_columns, kept[0])
         if memory is not None and records is not None:
             with_records = written_trajectory(out / RECORDS_FILE, rows.records_columns, kept[1])
             memory = None if with_records is None else join_trajectories(memory, with_records)
-    del kept
+        for held in kept:  # stacked (copied) now: the rows are not held twice while checking and plotting
+            held.clear()
+        return memory
+
+    complete = error is None and not interrupted
+    if not complete:  # a run that stopped early is read back from its files, as it always was
+        kept = ([], [])
     if sim.model.notes:  # what the model reader left out or repaired
         extra["model_notes"] = list(sim.model.notes)
     return finish_run(
@@ -181,7 +187,7 @@ def run_scenario(
         skip_checks="the run was interrupted" if interrupted else None,
         extra=extra,
         kinds=joint_kinds(sim.model),
-        written=memory,
+        written=written if complete else None,
     )
 
 

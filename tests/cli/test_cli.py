@@ -636,9 +636,9 @@ def test_ctrl_c_during_run_keeps_rows_and_writes_an_interrupted_report(tmp_path,
 @pytest.mark.parametrize("signum, code, name", STOPS)
 def test_a_stop_while_the_outputs_are_written_keeps_the_report(tmp_path, signum, code, name):
     """The simulation has finished (every row is in trajectory.csv); the signal lands while the run
-    reads its trajectory back, checks it or draws the plots (40 joints: several pages): report.json
-    is written all the same, marked interrupted with the stage, passed false (it was not written
-    at all after Ctrl-C there, and SIGTERM ended with 143 and no message)."""
+    gathers the rows it wrote (or reads them back), checks them or draws the plots (40 joints:
+    several pages): report.json is written all the same, marked interrupted with the stage, passed
+    false (it was not written at all after Ctrl-C there, and SIGTERM ended with 143 and no message)."""
     bodies = "".join(
         f"  - {{name: b{k}, parent: {'world' if k == 0 else f'b{k - 1}'}, joint: {{name: j{k}, type: revolute, "
         f"axis: [0, 0, 1], origin: {{xyz: [0.1, 0, 0]}}}}, mass: 1.0, com: [0.05, 0, 0], "
@@ -669,7 +669,8 @@ def test_a_stop_while_the_outputs_are_written_keeps_the_report(tmp_path, signum,
     report = json.loads((out / "report.json").read_text())
     assert report["interrupted"].startswith(f"interrupted by {name} while "), report["interrupted"]
     assert report["interrupted_by"] == signum.name and report["passed"] is False
-    assert report["interrupted"].endswith(("reading the trajectory back", "checking the run", "this report)"))
+    stages = ("reading the trajectory back", "gathering the rows written", "checking the run", "this report)")
+    assert report["interrupted"].endswith(stages)
     if "checking" in report["interrupted"] or "plots" in report["interrupted"]:
         assert report["t_end"] == pytest.approx(0.8)  # the simulation was complete and read back
 
