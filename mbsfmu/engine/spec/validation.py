@@ -200,7 +200,7 @@ def _check_mass(b, at, moving: bool = True) -> list[Problem]:
     if m is not None and m < 0 and moving:
         out.append(Problem(at + ("mass",), f"negative mass {m} kg"))
     c = _array(b.com, (3,), at + ("com",), out)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # 0 kg x inf: not finite either
         overflows = m is not None and c is not None and not np.isfinite(m * np.abs(c).max() ** 2)
     if overflows:
         out.append(Problem(at + ("com",), f"mass {m} kg with com {c.tolist()} m overflows m |c|^2"))
