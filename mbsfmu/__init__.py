@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import InputError, MbsError, ModelError, Problem
+from .lazy import lazy_names
 
 if TYPE_CHECKING:
     from .engine.model import Model
@@ -54,6 +55,9 @@ def _version() -> str:
     return "0+unknown"
 
 
+_engine_names = lazy_names(__name__, LAZY)
+
+
 def __getattr__(name: str):
     """``__version__`` is computed on first use (reading package metadata costs ~15-50 ms of start-up);
     the engine's names (LAZY) are imported on first use."""
@@ -61,13 +65,7 @@ def __getattr__(name: str):
         global __version__
         __version__ = _version()
         return __version__
-    if name in LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _engine_names(name)
 
 
 def load_model(path: str | Path, repair_inertia: bool = False) -> Model:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..lazy import lazy_names
+
 if TYPE_CHECKING:
     from .dispersions import MonteCarlo
     from .engine import CampaignResult
@@ -30,14 +32,7 @@ LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, LAZY)
 
 
 __all__ = [

@@ -48,9 +48,12 @@ def errored(row: dict) -> bool:
 def pass_rate(rows: list[dict], z: float = Z95) -> dict:
     """n, passed, failed (completed, a check failed), errored, rate = passed/n and its Wilson
     interval (lo, hi) at ``z`` (default 95 %)."""
-    n = len(rows)
     k = sum(bool(r.get("passed")) for r in rows)
-    n_err = sum(not r.get("passed") and errored(r) for r in rows)
+    return rate_of(len(rows), k, sum(not r.get("passed") and errored(r) for r in rows), z)
+
+
+def rate_of(n: int, k: int, n_err: int, z: float = Z95) -> dict:
+    """``pass_rate``'s entries from the counts: n runs, k passed, n_err errored."""
     lo, hi = wilson_interval(k, n, z)
     return {
         "n": n,
@@ -120,19 +123,8 @@ def table_statistics(path, paths: list[str], z: float = Z95) -> tuple[list[dict]
     error = f.read(columns=["error"]).column("error")
     has_error = pc.fill_null(pc.not_equal(error, ""), False).to_numpy(zero_copy_only=False)
     del error
-    n, k = int(passed.size), int(passed.sum())
-    n_err = int((~passed & has_error).sum())
-    lo, hi = wilson_interval(k, n, z)
-    rate = {
-        "n": n,
-        "passed": k,
-        "failed": n - k - n_err,
-        "errored": n_err,
-        "rate": k / n if n else math.nan,
-        "lo": lo,
-        "hi": hi,
-        "confidence": math.erf(z / math.sqrt(2)),
-    }
+    n = int(passed.size)
+    rate = rate_of(n, int(passed.sum()), int((~passed & has_error).sum()), z)
     stats = []
     for c in stat_columns(names, paths):
         if c not in names:

@@ -7,6 +7,8 @@ modelDescription and build information (``description.py``), the command ``mbsfm
 
 from __future__ import annotations
 
+from ..lazy import lazy_names
+
 # imported on first use: the command line imports ``command`` for its subparser, which must not
 # load the builders (a run's start-up)
 LAZY = {
@@ -19,14 +21,7 @@ LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, LAZY)
 
 
 __all__ = ["FmuBuildError", "FmuVariable", "add_parser", "build_fmu", "model_identifier", "variable_table"]

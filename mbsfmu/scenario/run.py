@@ -174,7 +174,8 @@ def run_scenario(
 
     complete = error is None and not interrupted
     if not complete:  # a run that stopped early is read back from its files, as it always was
-        kept = ([], [])
+        for held in kept:
+            held.clear()
     if sim.model.notes:  # what the model reader left out or repaired
         extra["model_notes"] = list(sim.model.notes)
     return finish_run(
