@@ -23,6 +23,7 @@ from .table import (
     journal_series,
     open_campaign,
     read_journal,
+    series_runs,
     sync_parts,
     table_columns,
     write_table,
@@ -215,7 +216,7 @@ def run_campaign(
     rerunning = set(chosen or ())
     skip = {i for i in done if i not in rerunning}
     n_done = len(skip)
-    n_failed = sum(not row["passed"] for i, row in done.items() if i in skip)
+    n_failed = sum(not ok for i, ok in done.items() if i in skip)
     del done
     if chosen is None:
         chosen = (i for i in range(n) if i not in skip)
@@ -289,7 +290,7 @@ def rerun_runs(rerun: str | tuple[int, ...], done: dict, n: int, out: Path) -> l
     from ..errors import InputError
 
     if rerun == "failed":
-        return sorted(i for i, r in done.items() if not r["passed"])
+        return sorted(i for i, ok in done.items() if not ok)
     bad = [i for i in rerun if not 0 <= i < n]
     if bad:
         raise InputError(f"rerun: no run {', '.join(map(str, bad))} in the campaign of {out} (runs 0..{n - 1})")
@@ -320,10 +321,11 @@ def finish_campaign(
     rate = pass_rate(rows)
     files = {"table": parquet or text, "csv": text, "statistics": _write_statistics(out, stats, rate)}
     if picture and rows:
-        from .picture import plot_campaign
+        from .picture import plot_campaign, rows_columns
 
-        series = journal_series(out / JOURNAL, rows)
-        files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
+        cols = rows_columns(rows, paths)
+        series = journal_series(out / JOURNAL, series_runs(cols["run"], cols["passed"]))
+        files["picture"] = plot_campaign(out, title, cols, series, paths, outputs, bounds)
     return CampaignResult(
         out=out, table_rows=rows, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate
     )
@@ -352,17 +354,12 @@ def finish_streamed(
     stats, rate = table_statistics(parquet, paths)
     files = {"table": parquet, "csv": text, "statistics": _write_statistics(out, stats, rate)}
     if picture and rate["n"]:
-        import pyarrow.parquet as pq
+        from .picture import plot_campaign, table_columns
 
-        from .picture import plot_campaign
-
-        names = pq.read_schema(parquet).names
-        drawn = ["run", "passed", "error", *paths]
-        drawn += [c for c in names if c.startswith("check.") and c.endswith((".max_rel", ".max_abs", ".passed"))]
-        rows = _present(pq.read_table(parquet, columns=list(dict.fromkeys(drawn))))  # the columns drawn only
-        series = journal_series(out / JOURNAL, rows)
-        files["picture"] = plot_campaign(out, title, rows, series, paths, outputs, bounds)
-        del rows, series
+        cols = table_columns(parquet, paths)  # a few numbers per run, never the rows
+        series = journal_series(out / JOURNAL, series_runs(cols["run"], cols["passed"]))
+        files["picture"] = plot_campaign(out, title, cols, series, paths, outputs, bounds)
+        del cols, series
     return CampaignResult(
         out=out, table_rows=None, statistics=stats, files=files, n_runs=n, interrupted=interrupted, pass_rate=rate
     )

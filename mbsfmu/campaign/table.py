@@ -41,15 +41,16 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ...] = ()) -> dict[int, dict]:
-    """Prepare ``out`` for the campaign ``manifest``; the finished runs {index: row} when
-    resuming. InputError if ``out`` holds another campaign (the keys ``ignore`` aside), or a
-    campaign with finished runs without --resume (the same campaign without any is started again)."""
+def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ...] = ()) -> dict[int, bool]:
+    """Prepare ``out`` for the campaign ``manifest``; the finished runs' outcomes {index: passed} when
+    resuming (``read_outcomes``). InputError if ``out`` holds another campaign (the keys ``ignore``
+    aside), or a campaign with finished runs without --resume (the same campaign without any is
+    started again)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / MANIFEST
     if path.exists():
         old = json.loads(path.read_text())
-        if not resume and old == manifest and not read_journal(out / JOURNAL):
+        if not resume and old == manifest and not read_outcomes(out / JOURNAL):
             resume = True  # nothing ran: starting again loses nothing
         if not resume:
             raise InputError(
@@ -61,7 +62,7 @@ def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ..
                 f"{out} holds a different campaign: {', '.join(diff)} differ "
                 f"(was {', '.join(repr(old.get(k))[:80] for k in diff)})"
             )
-        return read_journal(out / JOURNAL)
+        return read_outcomes(out / JOURNAL)
     if resume and (out / JOURNAL).exists():
         raise InputError(f"--resume: {out} has runs but no {MANIFEST}; cannot tell which campaign they belong to")
     tmp = path.with_suffix(".tmp")
@@ -72,40 +73,61 @@ def open_campaign(out: Path, manifest: dict, resume: bool, ignore: tuple[str, ..
     return {}
 
 
-def read_journal(path: Path) -> dict[int, dict]:
-    """{run index: row} from the journal (the last line of a run rerun wins); a last line cut
-    mid-write is dropped and cut off the file, so appending continues on a clean line."""
+def journal_lines(path: Path):
+    """The journal's whole lines as (line, its row) in order, the row decoded alone (a line is
+    ``{"row": {...}, "series": {...}}``: the series, most of the line, is skipped unparsed). A last
+    line cut mid-write (or not JSON) ends the walk and is cut off the file, so appending continues on
+    a clean line."""
     if not path.exists():
-        return {}
-    records, good = {}, 0
+        return
+    good = 0
     with open(path, "rb") as f:
         for line in f:
+            if not line.endswith(b"\n") or not line.startswith(ROW_HEAD):
+                break
             try:
-                rec = json.loads(line)
+                row, _ = ROW_DECODER.raw_decode(line.decode(), len(ROW_HEAD) - 1)
             except ValueError:
                 break
-            if not line.endswith(b"\n"):
-                break
-            records[int(rec["row"]["run"])] = rec["row"]
             good += len(line)
+            yield line, row
     if good != path.stat().st_size:
         with open(path, "r+b") as f:
             f.truncate(good)
-    return records
+
+
+ROW_HEAD = b'{"row": {'  # how Journal.append begins a line (json.dumps of {"row": ..., "series": ...})
+ROW_DECODER = json.JSONDecoder()
+
+
+def read_outcomes(path: Path) -> dict[int, bool]:
+    """{run index: passed} of the journal's runs (the last line of a run rerun wins): what a resume
+    needs, one entry per run, not the rows (``read_journal``) or their series."""
+    return {int(row["run"]): bool(row["passed"]) for _, row in journal_lines(path)}
+
+
+def read_journal(path: Path) -> dict[int, dict]:
+    """{run index: row} from the journal (the last line of a run rerun wins); a cut last line as in
+    ``journal_lines``."""
+    return {int(row["run"]): row for _, row in journal_lines(path)}
 
 
 ENVELOPE_RUNS = 1000  # passed runs' series behind the picture's envelopes (the first by run index)
 FAILED_CURVES = 100  # failed runs' series drawn as curves
 
 
-def journal_series(path: Path, rows: list[dict]) -> list[dict]:
-    """The output series of ``rows`` (sorted by run) the picture draws, read back from the journal:
-    those of the first ENVELOPE_RUNS passed and FAILED_CURVES failed runs by index, {} for the rest
-    (so the picture's memory is bounded whatever the number of runs). A run journaled twice (a
-    rerun) gives its last series."""
-    passed = [r["run"] for r in rows if r.get("passed")][:ENVELOPE_RUNS]
-    failed = [r["run"] for r in rows if not r.get("passed")][:FAILED_CURVES]
-    wanted = set(passed) | set(failed)
+def series_runs(run, passed) -> list[int]:
+    """The runs whose output series the picture draws, from the arrays ``run`` and ``passed`` (sorted
+    by run): the first ENVELOPE_RUNS passed and the first FAILED_CURVES not passed, by index, so the
+    picture's memory is bounded whatever the number of runs."""
+    return [int(i) for i in run[passed][:ENVELOPE_RUNS]] + [int(i) for i in run[~passed][:FAILED_CURVES]]
+
+
+def journal_series(path: Path, runs: list[int]) -> dict[int, dict]:
+    """{run: output series} of ``runs`` read back from the journal, a line at a time (only those lines
+    are decoded whole); a run journaled twice (a rerun) gives its last series, a run without a line
+    none."""
+    wanted = set(runs)
     found: dict[int, dict] = {}
     with open(path, "rb") as f:
         for line in f:
@@ -116,7 +138,7 @@ def journal_series(path: Path, rows: list[dict]) -> list[dict]:
                     found[i] = json.loads(line)["series"]
                 except ValueError:
                     break
-    return [found.get(r["run"], {}) for r in rows]
+    return found
 
 
 class Journal:

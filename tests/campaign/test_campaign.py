@@ -530,7 +530,7 @@ def test_the_picture_colours_each_check_by_its_own_verdict(tmp_path, monkeypatch
     sweep table and the failed-run lines say why a run failed."""
     from matplotlib.figure import Figure
 
-    from mbsfmu.campaign.picture import plot_campaign
+    from mbsfmu.campaign.picture import plot_campaign, rows_columns
     from mbsfmu.campaign.runner import failure_reason
 
     legends = {}
@@ -555,7 +555,7 @@ def test_the_picture_colours_each_check_by_its_own_verdict(tmp_path, monkeypatch
         }
         for i in range(4)
     ]
-    plot_campaign(tmp_path, "t", rows, [{} for _ in rows], ["p"], [], {"engine_agreement": ("rel", 1e-13)})
+    plot_campaign(tmp_path, "t", rows_columns(rows, ["p"]), {}, ["p"], [], {"engine_agreement": ("rel", 1e-13)})
     assert legends["log10 max_rel engine_agreement"][:2] == ["passed this check (4)", "failed this check (0)"]
     assert legends["p"][:2] == ["runs passed (0)", "runs failed (4)"]
     assert failure_reason(rows[0]) == "reference q.q1 ~ a * t" and failure_reason({"passed": True}) == ""

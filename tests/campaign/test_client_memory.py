@@ -89,3 +89,82 @@ def test_client_memory_is_flat_from_1k_to_10k_runs(tmp_path):
     # chunk's worth of CSV cells (256 rows) and a few numpy arrays of one number per run (10k runs:
     # 80 kB each); reading the rows back, as before, was ~2 kB per run, ~20 MB at 10k.
     assert whole10 < whole1 + 2e6, f"whole campaign 1k {whole1 / 1e6:.2f} MB, 10k {whole10 / 1e6:.2f} MB"
+
+
+def _journal(path, runs):
+    """A journal of ``runs`` runs as Journal.append writes it, each with a 100-sample series."""
+    import json
+
+    t = [k * 1e-3 for k in range(100)]
+    with open(path, "w") as f:
+        for i in range(runs):
+            row = {"run": i, "k": 1.0 + i, "passed": i % 10 != 3, "error": "", "check.e.max_rel": 1e-12}
+            f.write(json.dumps({"row": row, "series": {"time": t, "q.q1": t}}) + "\n")
+
+
+def _peak(fn, *args):
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn(*args)
+        return tracemalloc.get_traced_memory()[1] - base, out
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_resume_reads_one_outcome_per_run_not_the_rows(tmp_path):
+    from mbsfmu.campaign.table import read_outcomes
+
+    _journal(tmp_path / "1k.jsonl", 1_000)
+    _journal(tmp_path / "10k.jsonl", 10_000)
+    peak1, done1 = _peak(read_outcomes, tmp_path / "1k.jsonl")
+    peak10, done10 = _peak(read_outcomes, tmp_path / "10k.jsonl")
+    assert len(done10) == 10_000 and sum(done10.values()) == 9_000 and done10[3] is False
+    # {run: passed} is a dict entry and an int per run (~100 B); the rows were ~0.5 kB each here (a dict
+    # of 5 cells) and their series ~2 kB: keeping either for the 9,000 more runs would add >= 4.5 MB
+    assert peak10 - peak1 < 9_000 * 200, f"1k {peak1} B, 10k {peak10} B"
+
+
+def test_the_picture_holds_a_few_numbers_per_run_not_the_rows(tmp_path):
+    """campaign.png from a 10k- and a 100k-run table: the picture reads the drawn columns (arrays, a
+    few numbers per run) and draws at most SCATTER_POINTS per outcome in a scatter."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mbsfmu.campaign.picture import plot_campaign, table_columns
+
+    def table(n):
+        rng = np.random.default_rng(1)
+        passed = rng.random(n) > 0.05
+        path = tmp_path / f"{n}.parquet"
+        pq.write_table(
+            pa.table(
+                {
+                    "run": np.arange(n, dtype=np.int64),
+                    "k": rng.normal(1.0, 0.1, n),
+                    "c": rng.normal(2.0, 0.1, n),
+                    "passed": passed,
+                    "error": np.where(rng.random(n) < 0.01, "Timeout", ""),
+                    "check.e.max_rel": np.where(passed, 1e-12, 1e-6),
+                    "check.e.passed": passed,
+                }
+            ),
+            path,
+        )
+        return path
+
+    def draw(path, out):
+        out.mkdir()
+        cols = table_columns(path, ["k", "c"])
+        return plot_campaign(out, "t", cols, {}, ["k", "c"], [], {"e": ("rel", 1e-9)})
+
+    small, big = table(10_000), table(100_000)
+    draw(small, tmp_path / "warm")  # matplotlib's imports and caches, not the picture's
+    peak10, _ = _peak(draw, small, tmp_path / "a")
+    peak100, path = _peak(draw, big, tmp_path / "b")
+    assert path.stat().st_size > 10_000
+    # per run: 7 columns of 8 bytes (bool columns 1 byte) and the masks and logs of a panel, ~0.3 kB at
+    # most; rows as dicts (what the picture was drawn from) are ~1 kB each: 90 MB for the 90k more runs
+    assert peak100 - peak10 < 90_000 * 300, f"10k {peak10 / 1e6:.1f} MB, 100k {peak100 / 1e6:.1f} MB"
