@@ -2,8 +2,8 @@
 
 Two ways, one result type (``DynamicsJacobians``, which state space, equilibrium and files take):
 
-- analytic: Carpentier & Mansard's derivatives of ABA ("Analytical derivatives of rigid body
-  dynamics algorithms", RSS 2018, their route for ABA: dqdd/dq = -M^-1 dtau/dq at qdd = ABA, dqdd/dtau =
+- analytic: Carpentier & Mansard's derivatives of ABA ("Analytical Derivatives of Rigid Body
+  Dynamics Algorithms", RSS 2018, their route for ABA: dqdd/dq = -M^-1 dtau/dq at qdd = ABA, dqdd/dtau =
   M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), and
   dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors). Used when it
   covers the Simulator's equations exactly: a tree (no closed loops), on the C core, whose forces

@@ -1,10 +1,10 @@
 /* derivatives.c - analytic derivatives of inverse and forward dynamics (Carpentier & Mansard,
  * "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018).
  *
- * Citations: the paper's algorithm and equation numbers could not be checked against its text where
- * this was written, so its quantities are named instead of numbered (Psi_dot, Psi_ddot, B_i, the
- * ABA derivatives as -M^-1 times the RNEA ones); Pinocchio's computeRNEADerivatives
- * (rnea-derivatives.hxx, the authors' implementation) was the reference for the recursion, and
+ * Citations: the paper's text (HAL hal-01790971) could not be read where this was written or checked
+ * (issue 24), so its algorithm and equation numbers are not given and its quantities are named
+ * instead; the names are Pinocchio's computeRNEADerivatives (rnea-derivatives.hxx, the authors'
+ * implementation, the reference for the recursion: dVdq, dAdq, dAdv, doYcrb), and
  * tests/engine/test_derivatives.py compares every result with it.
  *
  * RNEA derivatives (the paper's recursive derivative of RNEA, in world coordinates):
@@ -14,8 +14,8 @@
  *     oa_i = oa_lambda + oS_i qdd_i + ov_i x oS_i qd_i     (RBDA Table 5.1 in world axes, a_0 = -a_grav)
  *     of_i = oY_i oa_i + ov_i x* oY_i ov_i                  (Newton-Euler, RBDA Table 5.1)
  *     dV/dq_i = ov_lambda x oS_i,   dA/dq_i = oa_lambda x oS_i + ov_lambda x dV/dq_i,
- *     dA/dqd_i = ov_i x oS_i + dV/dq_i                      (the paper's Psi_dot, Psi_ddot)
- *     B_i = ov_i x* oY_i - oY_i ov_i x + (oY_i ov_i) xbar   (the paper's B_i, Coriolis-like,
+ *     dA/dqd_i = ov_i x oS_i + dV/dq_i      (Psi_dot = dV/dq, Psi_ddot = dA/dq: Pinocchio's psid, psidd)
+ *     B_i = ov_i x* oY_i - oY_i ov_i x + (oY_i ov_i) xbar   (Pinocchio's doYcrb, Coriolis-like,
  *                                                            with f xbar m = m x* f)
  * and a backward pass over composite quantities (Ycrb, B, f of the subtrees):
  *     dtau_j/dq_i  = oS_j^T (B_j dV/dq_i + Ycrb_j dA/dq_i)  ... for j a strict descendant of i
