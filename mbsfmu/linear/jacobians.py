@@ -5,11 +5,14 @@ Two ways, one result type (``DynamicsJacobians``, which state space, equilibrium
 - analytic: Carpentier & Mansard's derivatives of ABA ("Analytical derivatives of rigid body
   dynamics algorithms", RSS 2018, their route for ABA: dqdd/dq = -M^-1 dtau/dq at qdd = ABA, dqdd/dtau =
   M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), and
-  dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors). Used when it
-  covers the Simulator's equations exactly: a tree (no closed loops), on the C core, whose forces
-  are joint actuators, wheel motors, joint springs and dampers and gravity.
+  dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors); for closed
+  loops and joint couplings, in the partitioned coordinates, ``Model.partitioned_derivatives``
+  (mbsfmu/engine/dynamics/loop_derivatives.py: the reduced equations differentiated along the
+  loops' manifold on the C core's RNEA derivatives), dqdd/du = G B with G = dqdd/dtau. Used when
+  it covers the Simulator's equations exactly: on the C core, forces that are joint actuators,
+  wheel motors, joint springs and dampers and gravity.
 - central differences of the Simulator's forward dynamics (everything it integrates: also
-  thrusters, body wrenches, point spring-dampers, closed loops in the partitioned coordinates; on
+  thrusters, body wrenches, point spring-dampers, closed loops with those; on
   the C core when it loads, else the numpy reference), below: the fallback for what the analytic
   path does not cover, and the tests' oracle for it.
 
