@@ -53,10 +53,18 @@ from ..spec.tree import Tree
 from .closed_loops import RCOND, LoopSet, Partition, constraints, reduction, row_layout
 
 
+def _cross(a: Array, b: Array) -> Array:
+    """a x b of 3-vectors along the last axis, broadcast ((K, 3) with (3,) or (K, 3)); np.cross's
+    axis handling took 40% of a four-bar's Jacobians (4.5 ms -> 2.7 ms CPU without it)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+
+
 def motion_cross(a: Array, b: Array) -> Array:
     """a x b of spatial motion vectors [angular; linear] (RBDA Eq. 2.31), row-wise on (K, 6)."""
-    w = np.cross(a[..., :3], b[..., :3])
-    v = np.cross(a[..., :3], b[..., 3:]) + np.cross(a[..., 3:], b[..., :3])
+    w = _cross(a[..., :3], b[..., :3])
+    v = _cross(a[..., :3], b[..., 3:]) + _cross(a[..., 3:], b[..., :3])
     return np.concatenate((w, v), axis=-1)
 
 
@@ -67,7 +75,7 @@ def world_subspaces(tree: Tree, kin) -> list[Array]:
     for i in range(1, tree.N + 1):
         S = tree.S[i, :, : tree.nv[i]]
         w = kin.R[i] @ S[:3]
-        out.append(np.vstack((w, kin.R[i] @ S[3:] + np.cross(kin.p[i], w, axis=0))))
+        out.append(np.vstack((w, kin.R[i] @ S[3:] + _cross(kin.p[i], w.T).T)))
     return out
 
 
@@ -144,25 +152,25 @@ class _Side:
     def point(self):
         """(P, v_P, a_P), (dP, dv_P, da_P)."""
         P, w, dw = self.P, self.w, self.dw
-        v = self.vo + np.cross(w, P)
-        dP = self.Wv + np.cross(self.Wa, P)
-        dv = self.dvo + np.cross(dw, P) + np.cross(w, dP)
+        v = self.vo + _cross(w, P)
+        dP = self.Wv + _cross(self.Wa, P)
+        dv = self.dvo + _cross(dw, P) + _cross(w, dP)
         if not self.acc:
             return (P, v, None), (dP, dv, None)
-        a = self.ao + np.cross(self.al, P) + np.cross(w, v)
-        da = self.dao + np.cross(self.dal, P) + np.cross(self.al, dP) + np.cross(dw, v) + np.cross(w, dv)
+        a = self.ao + _cross(self.al, P) + _cross(w, v)
+        da = self.dao + _cross(self.dal, P) + _cross(self.al, dP) + _cross(dw, v) + _cross(w, dv)
         return (P, v, a), (dP, dv, da)
 
     def vector(self, u):
         """(u, u', u''), (du, du', du'') of a vector u (3,) fixed in the body."""
         w, dw = self.w, self.dw
-        u1 = np.cross(w, u)
-        du = np.cross(self.Wa, u)
-        du1 = np.cross(dw, u) + np.cross(w, du)
+        u1 = _cross(w, u)
+        du = _cross(self.Wa, u)
+        du1 = _cross(dw, u) + _cross(w, du)
         if not self.acc:
             return (u, u1, None), (du, du1, None)
-        u2 = np.cross(self.al, u) + np.cross(w, u1)
-        du2 = np.cross(self.dal, u) + np.cross(self.al, du) + np.cross(dw, u1) + np.cross(w, du1)
+        u2 = _cross(self.al, u) + _cross(w, u1)
+        du2 = _cross(self.dal, u) + _cross(self.al, du) + _cross(dw, u1) + _cross(w, du1)
         return (u, u1, u2), (du, du1, du2)
 
 
