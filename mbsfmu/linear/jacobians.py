@@ -142,8 +142,11 @@ def analytic_obstacle(f: Accelerations) -> str | None:
     if f.core is None and not f.loop_core:
         return "the C core is not in use (backend 'python')"
     forces = f.sim.forces
-    if f.part is not None and (forces.springs or forces.thrusters or forces.wrenches):
-        return "the model has closed loops and body forces (not differentiated analytically)"
+    if f.part is not None:  # Model.partitioned_derivatives covers joint forces only
+        body = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
+        body += ["point spring-dampers"] if forces.springs else []
+        if body:
+            return f"the model has closed loops and {', '.join(body)} (not differentiated analytically together)"
     kinds = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
     kinds += ["point spring-dampers"] if forces.springs else []
     if kinds:

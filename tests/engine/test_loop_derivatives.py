@@ -236,6 +236,23 @@ def test_python_backend_falls_back_and_analytic_names_the_reason(rng):
 
 
 @needs_core
+def test_loop_with_a_thruster_falls_back_and_analytic_names_it(rng):
+    """A thruster on the four-bar's rocker: "auto" takes central differences, "analytic" refuses
+    naming the loops and the thruster (partitioned_derivatives covers joint forces only)."""
+    doc = yaml.safe_load((MODELS / "fourbar.yaml").read_text())
+    doc["forces"] = [
+        {"type": "thruster", "name": "jet", "body": "rocker", "point": [0.5, 0, 0], "direction": [0, 1, 0]}
+    ]
+    model = mbsfmu.Model(spec_from_dict(doc, source="jet"), source="jet")
+    f = Accelerations(model)
+    q, qd = closed_state(model, rng)
+    u = np.ones(f.nu)
+    assert dynamics_jacobians(f, q, qd, u).method.startswith("central")
+    with pytest.raises(InputError, match="closed loops and thrusters"):
+        dynamics_jacobians(f, q, qd, u, method="analytic")
+
+
+@needs_core
 def test_partitioned_derivatives_refusals(rng):
     """Model.partitioned_derivatives refuses a state off the loops, loops without declared
     independent joints, and trees (with the way that works for each)."""
