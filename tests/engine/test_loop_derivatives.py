@@ -272,3 +272,37 @@ def test_partitioned_derivatives_refusals(rng):
         tree.partitioned_derivatives(*tree.initial_state(), np.zeros(tree.nv))
     with pytest.raises(InputError, match="partitioned_derivatives"):
         model.aba_derivatives(q, qd, tau)
+
+
+@pytest.mark.slow
+@needs_core
+def test_every_mimic_robot_of_example_robot_data(rng):
+    """Every example-robot-data robot whose couplings survive loading (baxter, panda, pr2, talos,
+    tiago_pro: up to nv = 44 with 12 followers): the analytic partitioned Jacobians equal the
+    central differences (measured worst 8.3e-10 relative; tolerance as above). Robots refused at
+    loading are tests/io/test_robots.py's business."""
+    robots = robots_dir()
+    if robots is None:
+        pytest.skip("example-robot-data is not installed (test extra)")
+    checked = []
+    for path in sorted(robots.rglob("*.urdf")):
+        if "<mimic" not in path.read_text(errors="replace"):
+            continue
+        try:
+            model = load_urdf(path)
+        except mbsfmu.ModelError:
+            continue
+        if not model.loops:
+            continue  # mimics of fixed joints only: a tree
+        f = Accelerations(model)
+        q, qd = model.assemble(*model.random_state(rng))
+        u = rng.normal(size=f.nu)
+        Ja, Jc = dynamics_jacobians(f, q, qd, u), dynamics_jacobians(f, q, qd, u, method="central")
+        assert Ja.method.startswith("analytic")
+        scale = max(1.0, float(np.abs(Jc.qdd).max()))
+        for name in ("dqdd_dq", "dqdd_dqd", "dqdd_du"):
+            c = getattr(Jc, name)
+            s = max(scale, float(np.abs(c).max()))
+            np.testing.assert_allclose(getattr(Ja, name), c, rtol=0, atol=RTOL_FD * s, err_msg=f"{path.name} {name}")
+        checked.append(path.name)
+    assert len(checked) >= 5, checked
