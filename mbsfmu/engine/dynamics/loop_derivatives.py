@@ -26,12 +26,13 @@ dID/dqd and M come from Carpentier & Mansard's RNEA derivatives (RSS 2018; the C
 derivatives.c), taken at the full state (q, qd, qdd). For joint couplings (URDF mimic) A is constant
 and c = qdd_f - a qdd_l: dA = 0, dc = 0 and (3) is dudd = -(J^T M J)^-1 J^T (dID/dq dq + dID/dqd dqd).
 
-The constraint variations dA y and dc come from world-axes motion algebra (RBDA Sec. 2.9 and
-2.11; Carpentier & Mansard, Sec. III, the derivative of a world-axes motion subspace): every joint
-subspace is fixed in its child body (joints.py), so under a tangent variation dq a body's world
-twist per unit dq is W_i = W_parent + S_i dq_i and d S_i = W_i x S_i (spatial cross product).
-The world-axes velocity and (spatial) acceleration of body i, V_i = V_parent + S_i qd_i and
-A_i = A_parent + S_i qdd_i + V_i x S_i qd_i (RBDA Eq. 2.80 with Sdot_i = V_i x S_i), then vary as
+The constraint variations dA y and dc come from world-axes motion algebra (Carpentier & Mansard's
+world-axes derivatives, as in derivatives.c; RBDA Eq. 2.31 for x): every joint subspace is fixed
+in its child body (joints.py), and a tangent variation dq moves body i by the world twist
+W_i = W_parent + S_i dq_i per unit dq, so d S_i = W_i x S_i (a motion vector fixed in a body moving
+with twist W changes at W x S). The world-axes velocity and spatial acceleration of body i,
+V_i = V_parent + S_i qd_i and A_i = A_parent + S_i qdd_i + V_i x S_i qd_i (RBDA Table 5.1 in world
+axes, as derivatives.c), then vary as
 
     dV_i = dV_parent + (W_i x S_i qd_i) + S_i dqd_i
     dA_i = dA_parent + W_i x S_i qdd_i + dV_i x S_i qd_i + V_i x (W_i x S_i qd_i + S_i dqd_i),
