@@ -21,6 +21,7 @@ from .dynamics.closed_loops import (
     LoopData,
     LoopSet,
     Partition,
+    check_consistent,
     compile_loops,
     loop_forward_dynamics,
     loop_inverse_dynamics,
@@ -30,6 +31,7 @@ from .dynamics.closed_loops import (
 from .dynamics.closed_loops import assemble as loop_assemble
 from .dynamics.closed_loops import constraints as loop_constraints
 from .dynamics.crba import crba
+from .dynamics.loop_derivatives import partitioned_derivatives as loop_partitioned_derivatives
 from .dynamics.rnea import rnea
 from .dynamics.singular import singular_joints
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
@@ -267,10 +269,31 @@ class Model:
     def _check_tree_for_derivatives(self) -> None:
         if self.loops:
             raise InputError(
-                f"model {self.source}: analytic derivatives are for trees; this model has closed loops "
-                "or joint couplings (linearize it with mbsfmu.linear.jacobians.dynamics_jacobians: the "
-                "partitioned coordinates, by central differences)"
+                f"model {self.source}: analytic derivatives of ABA and RNEA are for trees; this model has "
+                "closed loops or joint couplings (differentiate it in its independent coordinates with "
+                "Model.partitioned_derivatives, or linearize it with mbsfmu.linear.jacobians.dynamics_jacobians)"
             )
+
+    def partitioned_derivatives(self, q: Array, qd: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
+        """(qdd (nv,), dqdd_du (nv, n), dqdd_dud (nv, n), dqdd_dtau (nv, nv)) of the loops'
+        partitioned forward dynamics (``constrained_forward_dynamics(method="partitioning")``, no
+        f_ext; joint springs and dampers included) in the n independent coordinates
+        ``loop_partition().iu``: columns the tangent coordinates du [rad, m] and the rates ud of
+        those joints, the dependent ones following on the loops' manifold; rows all nv
+        accelerations [rad/s^2, m/s^2]. Analytic: the reduced equations differentiated through
+        the C core's RNEA derivatives (mbsfmu/engine/dynamics/loop_derivatives.py). (q, qd) must be
+        consistent; every loop must declare its independent joints; trees: ``aba_derivatives``."""
+        q, qd, tau = (
+            self.checked_vector("q", q, self.nq),
+            self.checked_vector("qd", qd, self.nv),
+            self.checked_vector("tau", tau, self.nv),
+        )
+        part = self._full_partition("partitioned derivatives")
+        check_consistent(self.tree, self.loops, q, qd)
+        core = model_core(self)
+        return loop_partitioned_derivatives(
+            self.tree, self.loops, part, q, qd, tau, core.inverse_dynamics, core.rnea_derivatives
+        )
 
     def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:
         """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA);
@@ -394,19 +417,21 @@ class Model:
         tau_u = J^T (RNEA(q, qd, J udd + b) - tau_passive). Every loop must declare its
         independent joints; (q, qd) must be consistent."""
         q, qd = self.checked_vector("q", q, self.nq), self.checked_vector("qd", qd, self.nv)
-        part = self.loop_partition()
-        missing = [c.name for c in self.loops.closures if not c.held]
-        if missing:
-            raise InputError(
-                f"loop inverse dynamics needs every loop partitioned; {', '.join(missing)} declare no "
-                "independent joints"
-            )
+        part = self._full_partition("loop inverse dynamics")
         udd = self.checked_vector("udd", udd, part.iu.size)
         ld = loop_constraints(self.tree, self.loops, q)
         J, _ = reduction(ld.A[part.rows], None, part, self.nv)
         return loop_inverse_dynamics(
             self.tree, self.loops, part, q, qd, udd, self.external_forces(f_ext)
         ) - J.T @ self.passive_forces(q, qd)
+
+    def _full_partition(self, what: str) -> Partition:
+        """The loop partition; InputError unless every loop declares its independent joints."""
+        part = self.loop_partition()
+        missing = [c.name for c in self.loops.closures if not c.held]
+        if missing:
+            raise InputError(f"{what} needs every loop partitioned; {', '.join(missing)} declare no independent joints")
+        return part
 
     def _assemble_initial(self, lines) -> tuple[Array, Array]:
         """The file's initial state closed; ModelError naming the loops that cannot be."""

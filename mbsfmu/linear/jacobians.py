@@ -5,11 +5,14 @@ Two ways, one result type (``DynamicsJacobians``, which state space, equilibrium
 - analytic: Carpentier & Mansard's derivatives of ABA ("Analytical Derivatives of Rigid Body
   Dynamics Algorithms", RSS 2018, their route for ABA: dqdd/dq = -M^-1 dtau/dq at qdd = ABA, dqdd/dtau =
   M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), and
-  dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors). Used when it
-  covers the Simulator's equations exactly: a tree (no closed loops), on the C core, whose forces
-  are joint actuators, wheel motors, joint springs and dampers and gravity.
+  dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors); for closed
+  loops and joint couplings, in the partitioned coordinates, ``Model.partitioned_derivatives``
+  (mbsfmu/engine/dynamics/loop_derivatives.py: the reduced equations differentiated along the
+  loops' manifold on the C core's RNEA derivatives), dqdd/du = G B with G = dqdd/dtau. Used when
+  it covers the Simulator's equations exactly: on the C core, forces that are joint actuators,
+  wheel motors, joint springs and dampers and gravity.
 - central differences of the Simulator's forward dynamics (everything it integrates: also
-  thrusters, body wrenches, point spring-dampers, closed loops in the partitioned coordinates; on
+  thrusters, body wrenches, point spring-dampers, closed loops with those; on
   the C core when it loads, else the numpy reference), below: the fallback for what the analytic
   path does not cover, and the tests' oracle for it.
 
@@ -33,6 +36,7 @@ import numpy as np
 
 from ..engine.dynamics.closed_loops import consistent_state
 from ..engine.dynamics.singular import singular_joints
+from ..engine.native.core import usable
 from ..engine.spatial import Array
 from ..errors import InputError
 from ..sim.simulator import Simulator
@@ -66,6 +70,9 @@ class Accelerations:
             from ..engine.native.core import Core
 
             self.core = Core(model)
+        # closed loops: the analytic path differentiates the partitioned equations through the
+        # C core's tree derivatives (Model.partitioned_derivatives) while f itself runs in Python
+        self.loop_core = self.part is not None and backend != "python" and usable()
 
     def __call__(self, q: Array, qd: Array, u: Array) -> Array:
         x = np.concatenate((q, qd, [0.0, 0.0]))
@@ -132,11 +139,14 @@ def check_regular(model, q: Array) -> None:
 
 def analytic_obstacle(f: Accelerations) -> str | None:
     """None when the analytic derivatives cover f's equations (module docstring), else the reason."""
-    if f.part is not None:
-        return "the model has closed loops (linearized in the partitioned coordinates)"
-    if f.core is None:
+    if f.core is None and not f.loop_core:
         return "the C core is not in use (backend 'python')"
     forces = f.sim.forces
+    if f.part is not None:  # Model.partitioned_derivatives covers joint forces only
+        body = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
+        body += ["point spring-dampers"] if forces.springs else []
+        if body:
+            return f"the model has closed loops and {', '.join(body)} (not differentiated analytically together)"
     kinds = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
     kinds += ["point spring-dampers"] if forces.springs else []
     if kinds:
@@ -163,13 +173,18 @@ def dynamics_jacobians(
 
 
 def analytic_jacobians(f: Accelerations, q: Array, qd: Array, u: Array) -> DynamicsJacobians:
-    """DynamicsJacobians by ``Model.aba_derivatives`` (C core): dqdd_du = M^-1 B, B (nv, nu) the
-    inputs' map onto the joints (``Forces.joint_forces``)."""
+    """DynamicsJacobians by ``Model.aba_derivatives`` (C core), for closed loops by
+    ``Model.partitioned_derivatives`` at the state closed from its independent part (as f
+    evaluates it): dqdd_du = G B, B (nv, nu) the inputs' map onto the joints
+    (``Forces.joint_forces``), G = dqdd/dtau (M^-1 for a tree)."""
     layout = f.sim.forces.layout
     tau = f.sim.forces.joint_forces(np.asarray(u, dtype=float))
-    qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, tau)
     B = np.zeros((f.nv, f.nu))
     B[layout.tau_dof, layout.tau_index] = 1.0
+    if f.part is not None:
+        qdd, dq, dqd, G = f.model.partitioned_derivatives(*f.close(q, qd), tau)
+        return DynamicsJacobians(qdd, dq, dqd, G @ B, "analytic (partitioned loops, Carpentier & Mansard 2018)")
+    qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, tau)
     return DynamicsJacobians(qdd, dq, dqd, Minv @ B, "analytic (Carpentier & Mansard 2018, C core)")
 
 

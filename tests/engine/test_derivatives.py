@@ -254,8 +254,8 @@ def test_wheels_are_covered_and_thrusters_fall_back(rng):
 
 
 def test_closed_loops_are_refused():
-    """Closed loops: Model.*_derivatives refuse with a message naming the way that works; the
-    linearization keeps its partitioned central differences."""
+    """Closed loops: Model.aba/rnea_derivatives refuse with a message naming the ways that work
+    (Model.partitioned_derivatives, tests/engine/test_loop_derivatives.py; the linearization)."""
     model = mbsfmu.load_model(MODELS / "fourbar.yaml")
     q, qd = model.assemble(*model.random_state(np.random.default_rng(1)))
     z = np.zeros(model.nv)

@@ -265,22 +265,37 @@ def _offset(t: Array, sa: _Side, sb: _Side, rates: bool):
     return t @ d, A, t @ dv + txd @ sa.w, -(tddot0 @ d + 2.0 * tdot @ dv + t @ (sb.acc - sa.acc))
 
 
-def _closure_rows(c: Closure, sa: _Side, sb: _Side, rates: bool) -> list:
-    n_a, n_b = sa.E @ c.axis, sb.E @ c.axis
-    t1, t2 = sa.E @ c.t1, sa.E @ c.t2
+def row_layout(c: Closure, Ea: Array, Eb: Array) -> list[tuple]:
+    """The rows of a cut joint (module docstring), in order: ("coincide",) (3 rows),
+    ("dot", u, w) with u fixed in frame a and w in frame b, ("offset", t) with t fixed in frame a;
+    Ea, Eb the cut-joint frames' axes in world axes (columns), the vectors in world axes."""
+    n_b = Eb @ c.axis
+    t1, t2 = Ea @ c.t1, Ea @ c.t2
     if c.kind == "ball":
-        return [_coincide(sa, sb, rates)]
+        return [("coincide",)]
     if c.kind == "revolute":
-        return [_coincide(sa, sb, rates), _dot(t1, n_b, sa, sb, rates), _dot(t2, n_b, sa, sb, rates)]
+        return [("coincide",), ("dot", t1, n_b), ("dot", t2, n_b)]
     if c.kind == "prismatic":
         return [
-            _offset(t1, sa, sb, rates),
-            _offset(t2, sa, sb, rates),
-            _dot(sa.E[:, 0], sb.E[:, 1], sa, sb, rates),
-            _dot(sa.E[:, 1], sb.E[:, 2], sa, sb, rates),
-            _dot(sa.E[:, 2], sb.E[:, 0], sa, sb, rates),
+            ("offset", t1),
+            ("offset", t2),
+            ("dot", Ea[:, 0], Eb[:, 1]),
+            ("dot", Ea[:, 1], Eb[:, 2]),
+            ("dot", Ea[:, 2], Eb[:, 0]),
         ]
-    return [_offset(n_a, sa, sb, rates), _dot(t1, n_b, sa, sb, rates), _dot(t2, n_b, sa, sb, rates)]
+    return [("offset", Ea @ c.axis), ("dot", t1, n_b), ("dot", t2, n_b)]
+
+
+def _closure_rows(c: Closure, sa: _Side, sb: _Side, rates: bool) -> list:
+    rows = []
+    for kind, *vectors in row_layout(c, sa.E, sb.E):
+        if kind == "coincide":
+            rows.append(_coincide(sa, sb, rates))
+        elif kind == "dot":
+            rows.append(_dot(*vectors, sa, sb, rates))
+        else:
+            rows.append(_offset(*vectors, sa, sb, rates))
+    return rows
 
 
 def constraints(tree: Tree, loops: LoopSet, q: Array, qd: Array | None = None, kin=None) -> LoopData:
