@@ -154,3 +154,64 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
         for (k = 0; k < 6; k++) a[6 * i + k] = ap[k] + Sq[k];
     }
 }
+
+/* x (nv) = M(q)^-1 b: the articulated-body algorithm (RBDA Table 7.1) at qd = 0 with no gravity
+ * and no external force, where v = c = 0 and the bias forces start at pA = 0, so its
+ * tau - C qd - G + J^T f_ext is b and its qdd is M^-1 b (RBDA Sec. 7.3: ABA evaluates M^-1 tau
+ * for a configuration; the articulated inertias depend on q only). IA, U and D = L L^T are those
+ * the last mbs_aba_core left at this q (Xup in E, r), so only the force passes remain: inward
+ * u = b - S^T pA, pA_lambda += Xup^T (pA + U D^-1 u); outward a' = Xup a_lambda,
+ * qdd = D^-1 (u - U^T a'), a = a' + S qdd. s->f holds pA, then a (a body's pA is spent
+ * before its a is written); x holds u, then qdd. b and x must not alias. */
+void mbs_aba_solve(mbs_sim *s, const double *b, double *x)
+{
+    int N = s->N, i, k;
+    double *f = s->f, *Lc = s->Dinv, *U = s->U;
+    memset(f, 0, sizeof(double) * 6 * (size_t)(N + 1));
+    for (i = N; i >= 1; i--) {                                /* inward: u_i, pA_lambda */
+        const double *axis = s->body_f + BODY_F * i + 12, *Ui = U + 36 * i, *Li = Lc + 36 * i, *pAi = f + 6 * i;
+        int n = s->nvj[i], lam = s->parent[i], jt = s->jtype[i], j;
+        double *ui = x + s->iv[i], pa[6], sp[6];
+        ST_mul(jt, axis, pAi, sp);
+        for (j = 0; j < n; j++) ui[j] = b[s->iv[i] + j] - sp[j];
+        if (lam == 0) continue;
+        if (n == 1) {
+            double t = Li[0] * ui[0];
+            for (k = 0; k < 6; k++) pa[k] = pAi[k] + M6(Ui, k, 0) * t;
+        } else if (n > 1) {                                   /* U D^-1 u = U L^-T L^-1 u */
+            double z[6];
+            forward_sub(Li, n, ui, 1, z, 1);
+            back_sub(Li, n, z);
+            for (k = 0; k < 6; k++) {
+                double acc = 0.0;
+                for (j = 0; j < n; j++) acc += M6(Ui, k, j) * z[j];
+                pa[k] = pAi[k] + acc;
+            }
+        } else {
+            for (k = 0; k < 6; k++) pa[k] = pAi[k];
+        }
+        XT_force_add(s->E + 9 * i, s->r + 3 * i, pa, f + 6 * lam);
+    }
+    for (k = 0; k < 6; k++) f[k] = 0.0;                       /* a_0 = 0 (no gravity) */
+    for (i = 1; i <= N; i++) {                                /* outward: qdd_i, a_i */
+        const double *axis = s->body_f + BODY_F * i + 12, *Ui = U + 36 * i, *Li = Lc + 36 * i;
+        int n = s->nvj[i], jt = s->jtype[i], j;
+        double ap[6], Sq[6], *qi = x + s->iv[i];
+        X_motion(s->E + 9 * i, s->r + 3 * i, f + 6 * s->parent[i], ap);
+        for (j = 0; j < n; j++) {                             /* w = u - U^T a' */
+            double acc = 0.0;
+            for (k = 0; k < 6; k++) acc += M6(Ui, k, j) * ap[k];
+            qi[j] = qi[j] - acc;
+        }
+        if (n == 1) {
+            qi[0] = Li[0] * qi[0];
+        } else if (n > 1) {
+            double w[6];
+            for (j = 0; j < n; j++) w[j] = qi[j];
+            forward_sub(Li, n, w, 1, qi, 1);
+            back_sub(Li, n, qi);
+        }
+        S_mul(jt, axis, qi, Sq);
+        for (k = 0; k < 6; k++) f[6 * i + k] = ap[k] + Sq[k];
+    }
+}

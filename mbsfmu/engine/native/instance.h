@@ -96,6 +96,8 @@ void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int
 void mbs_rnea_core(mbs_sim *s, const double *qd, const double *qdd, double *tau);
 void mbs_crba_core(mbs_sim *s, double *M);
 void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd);
+/* x (nv) = M(q)^-1 b with the articulated inertias of the last mbs_aba_core at this q (s->f: work) */
+void mbs_aba_solve(mbs_sim *s, const double *b, double *x);
 /* forces.c */
 void mbs_passive_forces(const mbs_sim *s, const double *q, const double *qd, double *out);
 void mbs_body_wrenches(mbs_sim *s, const double *u, double *p_in, double *p_damp);

@@ -255,12 +255,14 @@ void mbs_sym_eigen(double *G, int m, double *V, double *ev)
     for (p = 0; p < m; p++) ev[p] = G[p * m + p];
 }
 
+static void multipliers(const mbs_sim *s, work_t *W, const double *g, double *x, double *lam);
+
 /* [[M, A^T], [A, 0]] [x; lam] = [h; g] (loops.kkt_solve): M = L L^T, G = A M^-1 A^T,
  * lam = G^+ (A M^-1 h - g), x = M^-1 (h - A^T lam); 1 if M is not positive definite */
 static int kkt(const mbs_sim *s, work_t *W, const double *M, const double *h, const double *g, double *x, double *lam)
 {
     int n = s->nv, m = s->n_rows, i, j, k;
-    double *L = W->L, emax = 0.0;
+    double *L = W->L;
     for (j = 0; j < n; j++) {
         double d = M[j * n + j];
         for (k = 0; k < j; k++) d -= L[j * n + k] * L[j * n + k];
@@ -287,9 +289,20 @@ static int kkt(const mbs_sim *s, work_t *W, const double *M, const double *h, co
         if (j >= 0)
             for (i = 0; i < n; i++) W->MiAT[i * m + j] = W->x[i];
     }
+    multipliers(s, W, g, x, lam);
+    return 0;
+}
+
+/* kkt's end, from M^-1 h in W->Mih and M^-1 A^T in W->MiAT: G = A M^-1 A^T, its minimum-norm
+ * inverse on the eigenvalues above RCOND x the largest, lam = G^+ (A M^-1 h - g),
+ * x = M^-1 h - M^-1 A^T lam */
+static void multipliers(const mbs_sim *s, work_t *W, const double *g, double *x, double *lam)
+{
+    int n = s->nv, m = s->n_rows, i, j, k;
+    double emax = 0.0;
     if (m == 0) {
         memcpy(x, W->Mih, (size_t)n * sizeof(double));
-        return 0;
+        return;
     }
     for (i = 0; i < m; i++)                                   /* G = A M^-1 A^T */
         for (j = 0; j < m; j++) {
@@ -324,22 +337,38 @@ static int kkt(const mbs_sim *s, work_t *W, const double *M, const double *h, co
         for (j = 0; j < m; j++) acc += W->MiAT[i * m + j] * lam[j];
         x[i] = W->Mih[i] - acc;
     }
-    return 0;
 }
 
 /* qdd (nv) and s->lambda with the loops closed, tau (springs, dampers, inputs) and s->fext
  * acting (loops.loop_forward_dynamics with part = None); qdd NaN and 1 if M is singular. E, r
- * hold Xup at q (every caller computed them: mbs_rhs, mbs_forward_dynamics, mbs_input_response). */
+ * hold Xup at q (every caller computed them: mbs_rhs, mbs_forward_dynamics, mbs_input_response).
+ * With joint couplings only (URDF mimic) the products M^-1 h and M^-1 A^T come from ABA: one
+ * mbs_aba_core for M^-1 h (h = tau - C qd - G + J^T f_ext), then per row an mbs_aba_solve with
+ * the same articulated inertias, in O(N) each instead of CRBA, RNEA and a dense Cholesky; the
+ * same system (No's Eq. 24), solved as kkt does from there on (loops.py keeps the M form: the
+ * tests compare the two). */
 int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *tau, double *qdd)
 {
     work_t W = views(s);
     double alpha = s->baumgarte ? s->alpha : 0.0, beta = s->baumgarte ? s->beta : 0.0;
-    int j, st;
+    int i, j, st;
     constraints(s, &W, q, qd, 1);
+    for (j = 0; j < s->n_rows; j++) W.g[j] = W.gamma[j] - 2.0 * alpha * W.Phidot[j] - beta * beta * W.Phi[j];
+    if (couplings_only(s)) {                                  /* M^-1 h and M^-1 A^T by ABA, no M */
+        mbs_aba_core(s, qd, tau, W.Mih);                      /* M^-1 (tau - C qd - G + J^T f_ext) */
+        for (j = 0; j < s->n_rows; j++) {
+            mbs_aba_solve(s, W.A + (size_t)j * (size_t)s->nv, W.x);
+            for (i = 0; i < s->nv; i++) W.MiAT[i * s->n_rows + j] = W.x[i];
+        }
+        st = !mbs_all_finite(W.Mih, s->nv) || !mbs_all_finite(W.MiAT, s->nv * s->n_rows);
+        if (!st) multipliers(s, &W, W.g, qdd, s->lambda);
+        else
+            for (j = 0; j < s->nv; j++) qdd[j] = NAN;
+        return st;
+    }
     mbs_crba_core(s, W.Mc);
     mbs_rnea_core(s, qd, W.zero, W.h);                        /* h = tau - RNEA(q, qd, 0, f_ext) */
     for (j = 0; j < s->nv; j++) W.h[j] = tau[j] - W.h[j];
-    for (j = 0; j < s->n_rows; j++) W.g[j] = W.gamma[j] - 2.0 * alpha * W.Phidot[j] - beta * beta * W.Phi[j];
     st = kkt(s, &W, W.Mc, W.h, W.g, qdd, s->lambda);
     if (st)
         for (j = 0; j < s->nv; j++) qdd[j] = NAN;

@@ -15,6 +15,7 @@
 #define MBSFMU_MODEL MBS_PREFIXED(MBSFMU_MODEL)
 #define mbs_aba MBS_PREFIXED(mbs_aba)
 #define mbs_aba_core MBS_PREFIXED(mbs_aba_core)
+#define mbs_aba_solve MBS_PREFIXED(mbs_aba_solve)
 #define mbs_aba_derivatives MBS_PREFIXED(mbs_aba_derivatives)
 #define mbs_append MBS_PREFIXED(mbs_append)
 #define mbs_body_name MBS_PREFIXED(mbs_body_name)
