@@ -21,8 +21,10 @@
  *     dtau_j/dq_i  = oS_j^T (B_j dV/dq_i + Ycrb_j dA/dq_i)  ... for j a strict descendant of i
  *     dtau_i/dq_k  = oS_i^T dF/dq_k, dF/dq_k = B_k dV/dq_k + Ycrb_k dA/dq_k + oS_k x* F_k (k below i)
  * and likewise for qd; dtau/dqdd = M (CRBA's Ycrb_j oS_j, RBDA Table 6.2). The world inertias and
- * their composites are kept as (Io, mc, m) (RBDA Eq. 2.63; yvec, world_inertia), B_i's ov x* oY by
- * 3 x 3 blocks; on the ground's children dV/dq = ov_0 x oS = 0 and its terms are skipped.
+ * their composites are kept as (Io, mc, m) (RBDA Eq. 2.63; yvec, world_inertia), B_i as its two
+ * nonzero 3 x 3 blocks (coriolis_block: its right column is zero); on the ground's children
+ * dV/dq = ov_0 x oS = 0 and its terms are skipped. The dot products of a multi-DoF joint's columns
+ * (the free joint's six) run two at a time (dot6x2).
  *
  * Tangent coordinates (mbsfmu/linear/tangent.py): a 1-DoF joint's q; for spherical and free joints
  * the right perturbation q (+) dq in body axes (free: origin moved by R dq[:3], rotation exp(dq[3:])
@@ -53,7 +55,7 @@
 static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 
 /* doubles of work for rnea_derivatives_core: per body oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ
- * (6 x 6 column blocks), Y, B (6 x 6) and ov, oa, of, sub (6 each); then the subtree marks
+ * (6 x 6 column blocks), Y (13), B (12, coriolis_block) and ov, oa, of, sub (6 each); then the subtree marks
  * (N + 1 ints, in as many doubles) */
 static size_t rnea_work(const mbs_sim *s) { return (size_t)(s->N + 1) * (W_BODY + 1); }
 
@@ -73,17 +75,6 @@ static inline void to_world(const double *R, const double *p, const double *m, d
     mat3_vec(R, m + 3, t);
     cross3(p, out, out + 3);
     out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
-}
-
-/* A[ro:ro+3, co:co+3] -= skew(x) (6 x 6 row-major A) */
-static inline void add_neg_skew(const double *x, double *A, int ro, int co)
-{
-    M6(A, ro, co + 1) += x[2];
-    M6(A, ro, co + 2) -= x[1];
-    M6(A, ro + 1, co) -= x[2];
-    M6(A, ro + 1, co + 2) += x[0];
-    M6(A, ro + 2, co) += x[1];
-    M6(A, ro + 2, co + 1) -= x[0];
 }
 
 /* out = Y x for a spatial inertia about the world origin kept as Y = (Io (3 x 3 row-major), mc (3), m):
@@ -130,12 +121,79 @@ static inline void world_inertia(const double *R, const double *p, const double 
     Y[12] = m;
 }
 
-/* S = a x (3 x 3 row-major skew matrix) */
-static inline void skew3(const double *a, double *S)
+/* Two doubles per operation for the dot products of a multi-DoF joint's columns (the free joint's
+ * six): v2d is two doubles (SSE2 on x86-64, NEON on arm64; the compilers' vector extension),
+ * with IEEE operations element by element and no fused multiply-add (-ffp-contract=off), so
+ * dot6x2 rounds exactly as two dot6 (the same products summed in the same order). */
+typedef double v2d __attribute__((vector_size(16)));
+
+/* P[k] = (a[k], b[k]): the columns a, b of a joint interleaved component by component */
+static inline void pair6(const double *a, const double *b, v2d *P)
 {
-    S[0] = 0.0;   S[1] = -a[2]; S[2] = a[1];
-    S[3] = a[2];  S[4] = 0.0;   S[5] = -a[0];
-    S[6] = -a[1]; S[7] = a[0];  S[8] = 0.0;
+    int k;
+    for (k = 0; k < 6; k++) P[k] = (v2d){a[k], b[k]};
+}
+
+/* (a . x, b . x) for P = pair6(a, b), summed as dot6 */
+static inline v2d dot6x2(const v2d *P, const double *x)
+{
+    v2d acc = P[0] * x[0];
+    acc += P[1] * x[1];
+    acc += P[2] * x[2];
+    acc += P[3] * x[3];
+    acc += P[4] * x[4];
+    acc += P[5] * x[5];
+    return acc;
+}
+
+/* The paper's B_i = ov x* oY - oY ov x + h xbar (h = oY ov, f xbar m = m x* f) by 3 x 3 blocks. With
+ * ov = [w; v], oY = [[Io, mc x], [-(mc x), m 1]] (yvec), ov x* = [[w x, v x], [0, w x]] and the
+ * identities ax bx = b a^T - (a.b) 1 and ax bx - bx ax = (a x b)x (RBDA Sec. 2.9, 2.13),
+ * C = ov x* oY = [[wx Io - vx mcx, wx mcx + m vx], [-wx mcx, m wx]] and B = C + C^T + h xbar
+ * (oY symmetric, v x* = -(v x)^T), whose blocks are
+ *     B11 = wx Io - Io wx - (mc v^T + v mc^T) + 2 (v.mc) 1 - h_a x,
+ *     B12 = wx mcx - mcx wx + m vx - h_l x = (w x mc + m v - h_l)x = 0   (h_l = m v - mc x w),
+ *     B21 = -wx mcx + mcx wx - m vx - h_l x = -2 h_l x,   B22 = m (wx + wx^T) = 0,
+ * so B = [[B11, 0], [-2 h_l x, 0]] is kept as Bc = (B11 row-major, h_l): 12 numbers, summed over
+ * subtrees like oY; B x reads the angular part of x only (coriolis_mul, coriolis_tmul). */
+static inline void coriolis_block(const double *Y, const double *ov, const double *h, double *Bc)
+{
+    const double *Io = Y, *mc = Y + 9, *w = ov, *v = ov + 3;
+    double vmc2 = 2.0 * (v[0] * mc[0] + v[1] * mc[1] + v[2] * mc[2]), W[9];
+    int k, c;
+    for (c = 0; c < 3; c++) {                                 /* W = wx Io, column by column */
+        double col[3], t[3];
+        col[0] = Io[c]; col[1] = Io[3 + c]; col[2] = Io[6 + c];
+        cross3(w, col, t);
+        W[c] = t[0]; W[3 + c] = t[1]; W[6 + c] = t[2];
+    }
+    for (k = 0; k < 3; k++)                                   /* wx Io - Io wx = W + W^T (Io = Io^T) */
+        for (c = 0; c < 3; c++) Bc[3 * k + c] = W[3 * k + c] + W[3 * c + k] - (mc[k] * v[c] + v[k] * mc[c]);
+    for (k = 0; k < 3; k++) Bc[4 * k] += vmc2;
+    Bc[1] += h[2]; Bc[2] -= h[1];                             /* - h_a x */
+    Bc[3] -= h[2]; Bc[5] += h[0];
+    Bc[6] += h[1]; Bc[7] -= h[0];
+    Bc[9] = h[3]; Bc[10] = h[4]; Bc[11] = h[5];
+}
+
+/* out = B x = [B11 x_a; -2 h_l x x_a] for Bc = coriolis_block */
+static inline void coriolis_mul(const double *Bc, const double *x, double *out)
+{
+    double t[3];
+    int k;
+    mat3_vec(Bc, x, out);
+    cross3(Bc + 9, x, t);
+    for (k = 0; k < 3; k++) out[3 + k] = -2.0 * t[k];
+}
+
+/* out = B^T x = [B11^T x_a + 2 h_l x x_l; 0] for Bc = coriolis_block ((h_l x)^T = -h_l x) */
+static inline void coriolis_tmul(const double *Bc, const double *x, double *out)
+{
+    double t[3];
+    int k;
+    cross3(Bc + 9, x + 3, t);
+    for (k = 0; k < 3; k++) out[k] = Bc[k] * x[0] + Bc[3 + k] * x[1] + Bc[6 + k] * x[2] + 2.0 * t[k];
+    out[3] = out[4] = out[5] = 0.0;
 }
 
 /* The recursion in four passes, so that qdd may come out of the middle (mbs_aba_derivatives):
@@ -143,7 +201,7 @@ static inline void skew3(const double *a, double *S)
  * Ycrb, B, F of the subtrees at qdd = 0, M and the bias h = RNEA(q, qd, 0)), acceleration_pass
  * (outward: oa_i and dA/dq_i with qdd) and derivative_pass (inward: dF and the dtau entries).
  * Work per body (W_BODY doubles): oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ (6 x 6 column
- * blocks), Y, B (6 x 6), ov, oa, of, da (6 each), G (6). */
+ * blocks), Y (13: yvec), B (12: coriolis_block) in 36-double slots, ov, oa, of, da (6 each), G (6). */
 #define BLK(i, m) (w + (size_t)W_BODY * (i) + 36 * (m))
 #define oS(i) BLK(i, 0)
 #define dVdq(i) BLK(i, 1)
@@ -174,7 +232,7 @@ static void subtree_marks(const mbs_sim *s, int i, int *mark)
  * dV/dq_i, dA/dqd_i; the transforms and s->Rw, s->pw must be current */
 static void velocity_pass(mbs_sim *s, const double *qd, double *w)
 {
-    int N = s->N, i, k, b, c;
+    int N = s->N, i, k, b;
     memset(w, 0, sizeof(double) * (size_t)W_BODY);            /* ground row 0: ov_0 = 0, Ycrb_0 = 0 */
     for (k = 0; k < 3; k++) oa(0)[3 + k] = -s->grav[k];       /* oa_0 = -a_grav */
     for (i = 1; i <= N; i++) {
@@ -202,40 +260,7 @@ static void velocity_pass(mbs_sim *s, const double *qd, double *w)
             crm_mul(ov(i), Sb, Av);                           /* dA/dqd = ov_i x oS + dV/dq */
             for (k = 0; k < 6; k++) Av[k] += V[k];
         }
-        {   /* C = ov x* Y by 3 x 3 blocks: ov x* = [[wx, vx], [0, wx]] (RBDA Sec. 2.9, w, v the
-             * angular and linear parts of ov) times Y = [[Io, mcx], [-mcx, m 1]], with
-             * ax bx = b a^T - (a.b) 1: C11 = wx Io - (mc v^T - (v.mc) 1), C12 = mc w^T - (w.mc) 1 + m vx,
-             * C21 = -(mc w^T - (w.mc) 1), C22 = m wx */
-            const double *Io = Y(i), *mc = Y(i) + 9, m = Y(i)[12], *w3 = ov(i), *v3 = ov(i) + 3;
-            double vmc = v3[0] * mc[0] + v3[1] * mc[1] + v3[2] * mc[2];
-            double wmc = w3[0] * mc[0] + w3[1] * mc[1] + w3[2] * mc[2];
-            double Bv[9], Bw[9];
-            skew3(v3, Bv);
-            skew3(w3, Bw);
-            for (c = 0; c < 3; c++) {
-                double col[3], t[3];
-                col[0] = Io[c]; col[1] = Io[3 + c]; col[2] = Io[6 + c];
-                cross3(w3, col, t);
-                for (k = 0; k < 3; k++) {
-                    double wm = mc[k] * w3[c] - (k == c ? wmc : 0.0);
-                    M6(B(i), k, c) = t[k] - (mc[k] * v3[c] - (k == c ? vmc : 0.0));
-                    M6(B(i), k, 3 + c) = wm + m * Bv[3 * k + c];
-                    M6(B(i), 3 + k, c) = -wm;
-                    M6(B(i), 3 + k, 3 + c) = m * Bw[3 * k + c];
-                }
-            }
-        }
-        /* B = ov x* Y - Y ov x + h xbar = C + C^T + h xbar, since Y = Y^T and
-         * v x* = -(v x)^T (RBDA Sec. 2.9); h xbar m = m x* h = [[-h_a x, -h_l x], [-h_l x, 0]] m */
-        for (k = 0; k < 6; k++)
-            for (c = 0; c < k; c++) {
-                double t = M6(B(i), k, c) + M6(B(i), c, k);
-                M6(B(i), k, c) = M6(B(i), c, k) = t;
-            }
-        for (k = 0; k < 6; k++) M6(B(i), k, k) *= 2.0;
-        add_neg_skew(h, B(i), 0, 0);
-        add_neg_skew(h + 3, B(i), 0, 3);
-        add_neg_skew(h + 3, B(i), 3, 0);
+        coriolis_block(Y(i), ov(i), h, B(i));                /* the paper's B_i, its nonzero blocks */
     }
 }
 
@@ -254,11 +279,21 @@ static void composite_pass(mbs_sim *s, double *w, int *mark, double *M, double *
             if (h) h[vi + b] = dot6(oS(i) + 6 * b, of(i));
         }
         if (M) {
+            v2d PS[6];
             subtree_marks(s, i, mark);
             for (kb = i; kb <= N; kb++) {
                 int nk = s->nvj[kb], vk = s->iv[kb];
                 if (!mark[kb]) continue;
-                for (b = 0; b < n; b++)
+                for (b = 0; b + 1 < n; b += 2) {              /* two of i's DoFs at a time (dot6x2) */
+                    pair6(oS(i) + 6 * b, oS(i) + 6 * b + 6, PS);
+                    for (bb = 0; bb < nk; bb++) {
+                        v2d m = dot6x2(PS, dFda(kb) + 6 * bb);
+                        size_t r = (size_t)nv * (vi + b) + vk + bb, c = (size_t)nv * (vk + bb) + vi + b;
+                        M[r] = M[c] = m[0];
+                        M[r + nv] = M[c + 1] = m[1];
+                    }
+                }
+                for (; b < n; b++)
                     for (bb = 0; bb < nk; bb++) {
                         double m = dot6(oS(i) + 6 * b, dFda(kb) + 6 * bb);
                         M[(size_t)nv * (vi + b) + vk + bb] = m;
@@ -267,7 +302,7 @@ static void composite_pass(mbs_sim *s, double *w, int *mark, double *M, double *
             }
         }
         for (k = 0; k < 13; k++) Y(lam)[k] += Y(i)[k];      /* composites: Ycrb, B, F of lambda's subtree */
-        for (k = 0; k < 36; k++) B(lam)[k] += B(i)[k];
+        for (k = 0; k < 12; k++) B(lam)[k] += B(i)[k];
         for (k = 0; k < 6; k++) of(lam)[k] += of(i)[k];
     }
 }
@@ -300,6 +335,7 @@ static void derivative_pass(mbs_sim *s, const double *qdd, double *w, int *mark,
                             double *dtau_dqd, size_t ld)
 {
     int N = s->N, nv = s->nv, i, k, b, e, kb, bb;
+    v2d PS[3][6], PA[3][6], PV[3][6], PD[3][6];               /* oS, dA/dq, dV/dq, dA/dqd of i's DoF pairs */
     for (k = 0; k < nv; k++) {
         if (dtau_dq) memset(dtau_dq + ld * k, 0, sizeof(double) * (size_t)nv);
         if (dtau_dqd) memset(dtau_dqd + ld * k, 0, sizeof(double) * (size_t)nv);
@@ -312,19 +348,55 @@ static void derivative_pass(mbs_sim *s, const double *qdd, double *w, int *mark,
             const double *Sb = oS(i) + 6 * b;
             yvec(Y(i), dAdq(i) + 6 * b, dFdq(i) + 6 * b);   /* dF/dq = B dV/dq + Ycrb dA/dq */
             if (lam > 0) {                                    /* dV/dq = 0 on the ground's children */
-                mat6_vec(B(i), dVdq(i) + 6 * b, t6);
+                coriolis_mul(B(i), dVdq(i) + 6 * b, t6);
                 for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
             }
-            mat6T_vec(B(i), Sb, dYtJ(i) + 6 * b);             /* (oS^T B)^T */
-            mat6_vec(B(i), Sb, dFdv(i) + 6 * b);              /* dF/dqd = B oS + Ycrb dA/dqd */
+            coriolis_tmul(B(i), Sb, dYtJ(i) + 6 * b);         /* (oS^T B)^T */
+            coriolis_mul(B(i), Sb, dFdv(i) + 6 * b);          /* dF/dqd = B oS + Ycrb dA/dqd */
             yvec(Y(i), dAdv(i) + 6 * b, t6);
             for (k = 0; k < 6; k++) dFdv(i)[6 * b + k] += t6[k];
+        }
+        for (b = 0; b + 1 < n; b += 2) {                      /* the DoF pairs (b, b + 1), interleaved */
+            int p = b / 2;
+            pair6(oS(i) + 6 * b, oS(i) + 6 * b + 6, PS[p]);
+            pair6(dAdq(i) + 6 * b, dAdq(i) + 6 * b + 6, PA[p]);
+            pair6(dVdq(i) + 6 * b, dVdq(i) + 6 * b + 6, PV[p]);
+            pair6(dAdv(i) + 6 * b, dAdv(i) + 6 * b + 6, PD[p]);
         }
         subtree_marks(s, i, mark);
         for (kb = i; kb <= N; kb++) {                         /* the subtree of i (i included) */
             int nk = s->nvj[kb], vk = s->iv[kb];
             if (!mark[kb]) continue;
-            for (b = 0; b < n; b++)
+            for (b = 0; b + 1 < n; b += 2) {                  /* two of i's DoFs at a time, as below */
+                int p = b / 2;
+                for (bb = 0; bb < nk; bb++) {
+                    size_t r = ld * (vi + b) + vk + bb, c = ld * (vk + bb) + vi + b;
+                    v2d t;
+                    if (dtau_dq) {
+                        t = dot6x2(PS[p], dFdq(kb) + 6 * bb);
+                        dtau_dq[r] = t[0];
+                        dtau_dq[r + ld] = t[1];
+                    }
+                    if (dtau_dqd) {
+                        t = dot6x2(PS[p], dFdv(kb) + 6 * bb);
+                        dtau_dqd[r] = t[0];
+                        dtau_dqd[r + ld] = t[1];
+                    }
+                    if (kb == i) continue;
+                    if (dtau_dq) {
+                        t = dot6x2(PA[p], dFda(kb) + 6 * bb);
+                        if (lam > 0) t += dot6x2(PV[p], dYtJ(kb) + 6 * bb);
+                        dtau_dq[c] = t[0];
+                        dtau_dq[c + 1] = t[1];
+                    }
+                    if (dtau_dqd) {
+                        t = dot6x2(PD[p], dFda(kb) + 6 * bb) + dot6x2(PS[p], dYtJ(kb) + 6 * bb);
+                        dtau_dqd[c] = t[0];
+                        dtau_dqd[c + 1] = t[1];
+                    }
+                }
+            }
+            for (; b < n; b++)
                 for (bb = 0; bb < nk; bb++) {
                     const double *Sb = oS(i) + 6 * b;
                     if (dtau_dq) dtau_dq[ld * (vi + b) + vk + bb] = dot6(Sb, dFdq(kb) + 6 * bb);
