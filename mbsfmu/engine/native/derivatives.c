@@ -41,10 +41,10 @@
  * derivative_pass); it equals ABA's to rounding (test_qdd_equals_aba). qdd and the three matrices
  * come from M's sparse factor M = L^T D L (RBDA Sec. 6.5, L nonzero only along the ancestor paths,
  * no fill-in), the matrices by solving the right-hand sides dtau/dq, dtau/dqd and I in the
- * caller's arrays (ltdl, ltdl_solve3; of M^-1 only the upper triangle, then mirrored). Joint springs and dampers (forces.c
- * mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly (diagonal). External wrenches,
- * point springs, thrusters and body wrenches are not part of these functions (as in
- * mbs_forward_dynamics_tau); closed loops are refused. */
+ * caller's arrays (ltdl, ltdl_solve3; of M^-1 only the upper triangle, then mirrored). Joint
+ * springs and dampers (forces.c mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly
+ * (diagonal). External wrenches, point springs, thrusters and body wrenches are not part of these
+ * functions (as in mbs_forward_dynamics_tau); closed loops are refused. */
 #include <string.h>
 #include "derivatives.h"
 #include "instance.h"
@@ -55,8 +55,8 @@
 static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 
 /* doubles of work for rnea_derivatives_core: per body oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ
- * (6 x 6 column blocks), Y (13), B (12, coriolis_block) and ov, oa, of, sub (6 each); then the subtree marks
- * (N + 1 ints, in as many doubles) */
+ * (6 x 6 column blocks), Y (13), B (12, coriolis_block) and ov, oa, of, sub (6 each); then the
+ * subtree marks (N + 1 ints, in as many doubles) */
 static size_t rnea_work(const mbs_sim *s) { return (size_t)(s->N + 1) * (W_BODY + 1); }
 
 size_t mbs_derivatives_work(const mbs_sim *s)
@@ -122,9 +122,9 @@ static inline void world_inertia(const double *R, const double *p, const double 
 }
 
 /* Two doubles per operation for the dot products of a multi-DoF joint's columns (the free joint's
- * six): v2d is two doubles (SSE2 on x86-64, NEON on arm64; the compilers' vector extension),
- * with IEEE operations element by element and no fused multiply-add (-ffp-contract=off), so
- * dot6x2 rounds exactly as two dot6 (the same products summed in the same order). */
+ * six): v2d is two doubles (the compilers' vector extension; SSE2 on the x86-64 baseline), with
+ * IEEE operations element by element and no fused multiply-add (-ffp-contract=off), so dot6x2
+ * rounds exactly as two dot6 (the same products summed in the same order). */
 typedef double v2d __attribute__((vector_size(16)));
 
 /* P[k] = (a[k], b[k]): the columns a, b of a joint interleaved component by component */
