@@ -21,8 +21,10 @@
  *     dtau_j/dq_i  = oS_j^T (B_j dV/dq_i + Ycrb_j dA/dq_i)  ... for j a strict descendant of i
  *     dtau_i/dq_k  = oS_i^T dF/dq_k, dF/dq_k = B_k dV/dq_k + Ycrb_k dA/dq_k + oS_k x* F_k (k below i)
  * and likewise for qd; dtau/dqdd = M (CRBA's Ycrb_j oS_j, RBDA Table 6.2). The world inertias and
- * their composites are kept as (Io, mc, m) (RBDA Eq. 2.63; yvec, world_inertia), B_i's ov x* oY by
- * 3 x 3 blocks; on the ground's children dV/dq = ov_0 x oS = 0 and its terms are skipped.
+ * their composites are kept as (Io, mc, m) (RBDA Eq. 2.63; yvec, world_inertia), B_i as its two
+ * nonzero 3 x 3 blocks (coriolis_block: its right column is zero); on the ground's children
+ * dV/dq = ov_0 x oS = 0 and its terms are skipped. The dot products of a multi-DoF joint's columns
+ * (the free joint's six) run two at a time (dot6x2).
  *
  * Tangent coordinates (mbsfmu/linear/tangent.py): a 1-DoF joint's q; for spherical and free joints
  * the right perturbation q (+) dq in body axes (free: origin moved by R dq[:3], rotation exp(dq[3:])
@@ -38,11 +40,11 @@
  * solve with M) with the factor below, then the qdd-dependent quantities (acceleration_pass,
  * derivative_pass); it equals ABA's to rounding (test_qdd_equals_aba). qdd and the three matrices
  * come from M's sparse factor M = L^T D L (RBDA Sec. 6.5, L nonzero only along the ancestor paths,
- * no fill-in), the matrices from one solve on the right-hand sides
- * [dtau/dq, dtau/dqd, I] together (ltdl, ltdl_solve). Joint springs and dampers (forces.c
- * mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly (diagonal). External wrenches,
- * point springs, thrusters and body wrenches are not part of these functions (as in
- * mbs_forward_dynamics_tau); closed loops are refused. */
+ * no fill-in), the matrices by solving the right-hand sides dtau/dq, dtau/dqd and I in the
+ * caller's arrays (ltdl, ltdl_solve3; of M^-1 only the upper triangle, then mirrored). Joint
+ * springs and dampers (forces.c mbs_passive_forces, -k (q - q0) - d qd) are differentiated exactly
+ * (diagonal). External wrenches, point springs, thrusters and body wrenches are not part of these
+ * functions (as in mbs_forward_dynamics_tau); closed loops are refused. */
 #include <string.h>
 #include "derivatives.h"
 #include "instance.h"
@@ -53,16 +55,16 @@
 static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 
 /* doubles of work for rnea_derivatives_core: per body oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ
- * (6 x 6 column blocks), Y, B (6 x 6) and ov, oa, of, sub (6 each); then the subtree marks
- * (N + 1 ints, in as many doubles) */
+ * (6 x 6 column blocks), Y (13), B (12, coriolis_block) and ov, oa, of, sub (6 each); then the
+ * subtree marks (N + 1 ints, in as many doubles) */
 static size_t rnea_work(const mbs_sim *s) { return (size_t)(s->N + 1) * (W_BODY + 1); }
 
 size_t mbs_derivatives_work(const mbs_sim *s)
 {
-    /* rnea_work, then for the forward-dynamics solve M's L^T D L factor (nv x nv), the right-hand
-     * sides (nv x 3 nv) and lambda of the DoFs (nv ints, in nv doubles) */
+    /* rnea_work, then for the forward-dynamics solve M's L^T D L factor (nv x nv) and lambda of the
+     * DoFs (nv ints, in nv doubles); the right-hand sides are solved in the caller's matrices */
     if (!valid(s)) return 0;
-    return rnea_work(s) + 4 * (size_t)s->nv * (size_t)s->nv + (size_t)s->nv;
+    return rnea_work(s) + (size_t)s->nv * (size_t)s->nv + (size_t)s->nv;
 }
 
 /* out = X_0i m for the motion vector m in body axes: [R w; R v + p x (R w)] (RBDA Eq. 2.24 inverted) */
@@ -73,17 +75,6 @@ static inline void to_world(const double *R, const double *p, const double *m, d
     mat3_vec(R, m + 3, t);
     cross3(p, out, out + 3);
     out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
-}
-
-/* A[ro:ro+3, co:co+3] -= skew(x) (6 x 6 row-major A) */
-static inline void add_neg_skew(const double *x, double *A, int ro, int co)
-{
-    M6(A, ro, co + 1) += x[2];
-    M6(A, ro, co + 2) -= x[1];
-    M6(A, ro + 1, co) -= x[2];
-    M6(A, ro + 1, co + 2) += x[0];
-    M6(A, ro + 2, co) += x[1];
-    M6(A, ro + 2, co + 1) -= x[0];
 }
 
 /* out = Y x for a spatial inertia about the world origin kept as Y = (Io (3 x 3 row-major), mc (3), m):
@@ -130,12 +121,79 @@ static inline void world_inertia(const double *R, const double *p, const double 
     Y[12] = m;
 }
 
-/* S = a x (3 x 3 row-major skew matrix) */
-static inline void skew3(const double *a, double *S)
+/* Two doubles per operation for the dot products of a multi-DoF joint's columns (the free joint's
+ * six): v2d is two doubles (the compilers' vector extension; SSE2 on the x86-64 baseline), with
+ * IEEE operations element by element and no fused multiply-add (-ffp-contract=off), so dot6x2
+ * rounds exactly as two dot6 (the same products summed in the same order). */
+typedef double v2d __attribute__((vector_size(16)));
+
+/* P[k] = (a[k], b[k]): the columns a, b of a joint interleaved component by component */
+static inline void pair6(const double *a, const double *b, v2d *P)
 {
-    S[0] = 0.0;   S[1] = -a[2]; S[2] = a[1];
-    S[3] = a[2];  S[4] = 0.0;   S[5] = -a[0];
-    S[6] = -a[1]; S[7] = a[0];  S[8] = 0.0;
+    int k;
+    for (k = 0; k < 6; k++) P[k] = (v2d){a[k], b[k]};
+}
+
+/* (a . x, b . x) for P = pair6(a, b), summed as dot6 */
+static inline v2d dot6x2(const v2d *P, const double *x)
+{
+    v2d acc = P[0] * x[0];
+    acc += P[1] * x[1];
+    acc += P[2] * x[2];
+    acc += P[3] * x[3];
+    acc += P[4] * x[4];
+    acc += P[5] * x[5];
+    return acc;
+}
+
+/* The paper's B_i = ov x* oY - oY ov x + h xbar (h = oY ov, f xbar m = m x* f) by 3 x 3 blocks. With
+ * ov = [w; v], oY = [[Io, mc x], [-(mc x), m 1]] (yvec), ov x* = [[w x, v x], [0, w x]] and the
+ * identities ax bx = b a^T - (a.b) 1 and ax bx - bx ax = (a x b)x (RBDA Sec. 2.9, 2.13),
+ * C = ov x* oY = [[wx Io - vx mcx, wx mcx + m vx], [-wx mcx, m wx]] and B = C + C^T + h xbar
+ * (oY symmetric, v x* = -(v x)^T), whose blocks are
+ *     B11 = wx Io - Io wx - (mc v^T + v mc^T) + 2 (v.mc) 1 - h_a x,
+ *     B12 = wx mcx - mcx wx + m vx - h_l x = (w x mc + m v - h_l)x = 0   (h_l = m v - mc x w),
+ *     B21 = -wx mcx + mcx wx - m vx - h_l x = -2 h_l x,   B22 = m (wx + wx^T) = 0,
+ * so B = [[B11, 0], [-2 h_l x, 0]] is kept as Bc = (B11 row-major, h_l): 12 numbers, summed over
+ * subtrees like oY; B x reads the angular part of x only (coriolis_mul, coriolis_tmul). */
+static inline void coriolis_block(const double *Y, const double *ov, const double *h, double *Bc)
+{
+    const double *Io = Y, *mc = Y + 9, *w = ov, *v = ov + 3;
+    double vmc2 = 2.0 * (v[0] * mc[0] + v[1] * mc[1] + v[2] * mc[2]), W[9];
+    int k, c;
+    for (c = 0; c < 3; c++) {                                 /* W = wx Io, column by column */
+        double col[3], t[3];
+        col[0] = Io[c]; col[1] = Io[3 + c]; col[2] = Io[6 + c];
+        cross3(w, col, t);
+        W[c] = t[0]; W[3 + c] = t[1]; W[6 + c] = t[2];
+    }
+    for (k = 0; k < 3; k++)                                   /* wx Io - Io wx = W + W^T (Io = Io^T) */
+        for (c = 0; c < 3; c++) Bc[3 * k + c] = W[3 * k + c] + W[3 * c + k] - (mc[k] * v[c] + v[k] * mc[c]);
+    for (k = 0; k < 3; k++) Bc[4 * k] += vmc2;
+    Bc[1] += h[2]; Bc[2] -= h[1];                             /* - h_a x */
+    Bc[3] -= h[2]; Bc[5] += h[0];
+    Bc[6] += h[1]; Bc[7] -= h[0];
+    Bc[9] = h[3]; Bc[10] = h[4]; Bc[11] = h[5];
+}
+
+/* out = B x = [B11 x_a; -2 h_l x x_a] for Bc = coriolis_block */
+static inline void coriolis_mul(const double *Bc, const double *x, double *out)
+{
+    double t[3];
+    int k;
+    mat3_vec(Bc, x, out);
+    cross3(Bc + 9, x, t);
+    for (k = 0; k < 3; k++) out[3 + k] = -2.0 * t[k];
+}
+
+/* out = B^T x = [B11^T x_a + 2 h_l x x_l; 0] for Bc = coriolis_block ((h_l x)^T = -h_l x) */
+static inline void coriolis_tmul(const double *Bc, const double *x, double *out)
+{
+    double t[3];
+    int k;
+    cross3(Bc + 9, x + 3, t);
+    for (k = 0; k < 3; k++) out[k] = Bc[k] * x[0] + Bc[3 + k] * x[1] + Bc[6 + k] * x[2] + 2.0 * t[k];
+    out[3] = out[4] = out[5] = 0.0;
 }
 
 /* The recursion in four passes, so that qdd may come out of the middle (mbs_aba_derivatives):
@@ -143,7 +201,7 @@ static inline void skew3(const double *a, double *S)
  * Ycrb, B, F of the subtrees at qdd = 0, M and the bias h = RNEA(q, qd, 0)), acceleration_pass
  * (outward: oa_i and dA/dq_i with qdd) and derivative_pass (inward: dF and the dtau entries).
  * Work per body (W_BODY doubles): oS, dVdq, dAdq, dAdv, dFdq, dFdv, dFda, dYtJ (6 x 6 column
- * blocks), Y, B (6 x 6), ov, oa, of, da (6 each), G (6). */
+ * blocks), Y (13: yvec), B (12: coriolis_block) in 36-double slots, ov, oa, of, da (6 each), G (6). */
 #define BLK(i, m) (w + (size_t)W_BODY * (i) + 36 * (m))
 #define oS(i) BLK(i, 0)
 #define dVdq(i) BLK(i, 1)
@@ -174,7 +232,7 @@ static void subtree_marks(const mbs_sim *s, int i, int *mark)
  * dV/dq_i, dA/dqd_i; the transforms and s->Rw, s->pw must be current */
 static void velocity_pass(mbs_sim *s, const double *qd, double *w)
 {
-    int N = s->N, i, k, b, c;
+    int N = s->N, i, k, b;
     memset(w, 0, sizeof(double) * (size_t)W_BODY);            /* ground row 0: ov_0 = 0, Ycrb_0 = 0 */
     for (k = 0; k < 3; k++) oa(0)[3 + k] = -s->grav[k];       /* oa_0 = -a_grav */
     for (i = 1; i <= N; i++) {
@@ -202,40 +260,7 @@ static void velocity_pass(mbs_sim *s, const double *qd, double *w)
             crm_mul(ov(i), Sb, Av);                           /* dA/dqd = ov_i x oS + dV/dq */
             for (k = 0; k < 6; k++) Av[k] += V[k];
         }
-        {   /* C = ov x* Y by 3 x 3 blocks: ov x* = [[wx, vx], [0, wx]] (RBDA Sec. 2.9, w, v the
-             * angular and linear parts of ov) times Y = [[Io, mcx], [-mcx, m 1]], with
-             * ax bx = b a^T - (a.b) 1: C11 = wx Io - (mc v^T - (v.mc) 1), C12 = mc w^T - (w.mc) 1 + m vx,
-             * C21 = -(mc w^T - (w.mc) 1), C22 = m wx */
-            const double *Io = Y(i), *mc = Y(i) + 9, m = Y(i)[12], *w3 = ov(i), *v3 = ov(i) + 3;
-            double vmc = v3[0] * mc[0] + v3[1] * mc[1] + v3[2] * mc[2];
-            double wmc = w3[0] * mc[0] + w3[1] * mc[1] + w3[2] * mc[2];
-            double Bv[9], Bw[9];
-            skew3(v3, Bv);
-            skew3(w3, Bw);
-            for (c = 0; c < 3; c++) {
-                double col[3], t[3];
-                col[0] = Io[c]; col[1] = Io[3 + c]; col[2] = Io[6 + c];
-                cross3(w3, col, t);
-                for (k = 0; k < 3; k++) {
-                    double wm = mc[k] * w3[c] - (k == c ? wmc : 0.0);
-                    M6(B(i), k, c) = t[k] - (mc[k] * v3[c] - (k == c ? vmc : 0.0));
-                    M6(B(i), k, 3 + c) = wm + m * Bv[3 * k + c];
-                    M6(B(i), 3 + k, c) = -wm;
-                    M6(B(i), 3 + k, 3 + c) = m * Bw[3 * k + c];
-                }
-            }
-        }
-        /* B = ov x* Y - Y ov x + h xbar = C + C^T + h xbar, since Y = Y^T and
-         * v x* = -(v x)^T (RBDA Sec. 2.9); h xbar m = m x* h = [[-h_a x, -h_l x], [-h_l x, 0]] m */
-        for (k = 0; k < 6; k++)
-            for (c = 0; c < k; c++) {
-                double t = M6(B(i), k, c) + M6(B(i), c, k);
-                M6(B(i), k, c) = M6(B(i), c, k) = t;
-            }
-        for (k = 0; k < 6; k++) M6(B(i), k, k) *= 2.0;
-        add_neg_skew(h, B(i), 0, 0);
-        add_neg_skew(h + 3, B(i), 0, 3);
-        add_neg_skew(h + 3, B(i), 3, 0);
+        coriolis_block(Y(i), ov(i), h, B(i));                /* the paper's B_i, its nonzero blocks */
     }
 }
 
@@ -254,11 +279,21 @@ static void composite_pass(mbs_sim *s, double *w, int *mark, double *M, double *
             if (h) h[vi + b] = dot6(oS(i) + 6 * b, of(i));
         }
         if (M) {
+            v2d PS[6];
             subtree_marks(s, i, mark);
             for (kb = i; kb <= N; kb++) {
                 int nk = s->nvj[kb], vk = s->iv[kb];
                 if (!mark[kb]) continue;
-                for (b = 0; b < n; b++)
+                for (b = 0; b + 1 < n; b += 2) {              /* two of i's DoFs at a time (dot6x2) */
+                    pair6(oS(i) + 6 * b, oS(i) + 6 * b + 6, PS);
+                    for (bb = 0; bb < nk; bb++) {
+                        v2d m = dot6x2(PS, dFda(kb) + 6 * bb);
+                        size_t r = (size_t)nv * (vi + b) + vk + bb, c = (size_t)nv * (vk + bb) + vi + b;
+                        M[r] = M[c] = m[0];
+                        M[r + nv] = M[c + 1] = m[1];
+                    }
+                }
+                for (; b < n; b++)
                     for (bb = 0; bb < nk; bb++) {
                         double m = dot6(oS(i) + 6 * b, dFda(kb) + 6 * bb);
                         M[(size_t)nv * (vi + b) + vk + bb] = m;
@@ -267,7 +302,7 @@ static void composite_pass(mbs_sim *s, double *w, int *mark, double *M, double *
             }
         }
         for (k = 0; k < 13; k++) Y(lam)[k] += Y(i)[k];      /* composites: Ycrb, B, F of lambda's subtree */
-        for (k = 0; k < 36; k++) B(lam)[k] += B(i)[k];
+        for (k = 0; k < 12; k++) B(lam)[k] += B(i)[k];
         for (k = 0; k < 6; k++) of(lam)[k] += of(i)[k];
     }
 }
@@ -300,6 +335,7 @@ static void derivative_pass(mbs_sim *s, const double *qdd, double *w, int *mark,
                             double *dtau_dqd, size_t ld)
 {
     int N = s->N, nv = s->nv, i, k, b, e, kb, bb;
+    v2d PS[3][6], PA[3][6], PV[3][6], PD[3][6];               /* oS, dA/dq, dV/dq, dA/dqd of i's DoF pairs */
     for (k = 0; k < nv; k++) {
         if (dtau_dq) memset(dtau_dq + ld * k, 0, sizeof(double) * (size_t)nv);
         if (dtau_dqd) memset(dtau_dqd + ld * k, 0, sizeof(double) * (size_t)nv);
@@ -312,19 +348,55 @@ static void derivative_pass(mbs_sim *s, const double *qdd, double *w, int *mark,
             const double *Sb = oS(i) + 6 * b;
             yvec(Y(i), dAdq(i) + 6 * b, dFdq(i) + 6 * b);   /* dF/dq = B dV/dq + Ycrb dA/dq */
             if (lam > 0) {                                    /* dV/dq = 0 on the ground's children */
-                mat6_vec(B(i), dVdq(i) + 6 * b, t6);
+                coriolis_mul(B(i), dVdq(i) + 6 * b, t6);
                 for (k = 0; k < 6; k++) dFdq(i)[6 * b + k] += t6[k];
             }
-            mat6T_vec(B(i), Sb, dYtJ(i) + 6 * b);             /* (oS^T B)^T */
-            mat6_vec(B(i), Sb, dFdv(i) + 6 * b);              /* dF/dqd = B oS + Ycrb dA/dqd */
+            coriolis_tmul(B(i), Sb, dYtJ(i) + 6 * b);         /* (oS^T B)^T */
+            coriolis_mul(B(i), Sb, dFdv(i) + 6 * b);          /* dF/dqd = B oS + Ycrb dA/dqd */
             yvec(Y(i), dAdv(i) + 6 * b, t6);
             for (k = 0; k < 6; k++) dFdv(i)[6 * b + k] += t6[k];
+        }
+        for (b = 0; b + 1 < n; b += 2) {                      /* the DoF pairs (b, b + 1), interleaved */
+            int p = b / 2;
+            pair6(oS(i) + 6 * b, oS(i) + 6 * b + 6, PS[p]);
+            pair6(dAdq(i) + 6 * b, dAdq(i) + 6 * b + 6, PA[p]);
+            pair6(dVdq(i) + 6 * b, dVdq(i) + 6 * b + 6, PV[p]);
+            pair6(dAdv(i) + 6 * b, dAdv(i) + 6 * b + 6, PD[p]);
         }
         subtree_marks(s, i, mark);
         for (kb = i; kb <= N; kb++) {                         /* the subtree of i (i included) */
             int nk = s->nvj[kb], vk = s->iv[kb];
             if (!mark[kb]) continue;
-            for (b = 0; b < n; b++)
+            for (b = 0; b + 1 < n; b += 2) {                  /* two of i's DoFs at a time, as below */
+                int p = b / 2;
+                for (bb = 0; bb < nk; bb++) {
+                    size_t r = ld * (vi + b) + vk + bb, c = ld * (vk + bb) + vi + b;
+                    v2d t;
+                    if (dtau_dq) {
+                        t = dot6x2(PS[p], dFdq(kb) + 6 * bb);
+                        dtau_dq[r] = t[0];
+                        dtau_dq[r + ld] = t[1];
+                    }
+                    if (dtau_dqd) {
+                        t = dot6x2(PS[p], dFdv(kb) + 6 * bb);
+                        dtau_dqd[r] = t[0];
+                        dtau_dqd[r + ld] = t[1];
+                    }
+                    if (kb == i) continue;
+                    if (dtau_dq) {
+                        t = dot6x2(PA[p], dFda(kb) + 6 * bb);
+                        if (lam > 0) t += dot6x2(PV[p], dYtJ(kb) + 6 * bb);
+                        dtau_dq[c] = t[0];
+                        dtau_dq[c + 1] = t[1];
+                    }
+                    if (dtau_dqd) {
+                        t = dot6x2(PD[p], dFda(kb) + 6 * bb) + dot6x2(PS[p], dYtJ(kb) + 6 * bb);
+                        dtau_dqd[c] = t[0];
+                        dtau_dqd[c + 1] = t[1];
+                    }
+                }
+            }
+            for (; b < n; b++)
                 for (bb = 0; bb < nk; bb++) {
                     const double *Sb = oS(i) + 6 * b;
                     if (dtau_dq) dtau_dq[ld * (vi + b) + vk + bb] = dot6(Sb, dFdq(kb) + 6 * bb);
@@ -456,44 +528,59 @@ static int ltdl(double *H, int n, const int *lam)
     return 1;
 }
 
-/* T (n x 3n, row-major) = [-M^-1 dtau/dq, -M^-1 dtau/dqd, M^-1] in place from T = [dtau/dq, dtau/dqd, I]
- * (I written here), with the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, its back-
- * and forward substitutions, x_i and b_i rows of the right-hand sides). Every update runs along a
- * whole row of 3n (contiguous, vectorised): skipping the zeros inside the rows (I's lower part,
- * the columns of other branches) split the loops and measured slower at nv 7 and 18. */
-static void ltdl_solve(const double *H, int n, const int *lam, double *T)
+/* y[c] -= l x[c] for c0 <= c < n (rows of the right-hand sides; y and x distinct rows) */
+static inline void sub_scaled(double *restrict y, const double *restrict x, double l, int c0, int n)
 {
-    int i, j, c;
-    size_t nn = (size_t)n, ld = 3 * nn;
-    for (i = 0; i < n; i++) {
-        memset(T + ld * i + 2 * nn, 0, sizeof(double) * nn);
-        T[ld * i + 2 * nn + i] = 1.0;
-    }
-    for (i = n - 1; i >= 0; i--) {                            /* L^T y = b: b_j -= L_ij b_i, j ancestors of i */
-        const double *restrict x = T + ld * i;
-        for (j = lam[i]; j >= 0; j = lam[j]) {
-            double l = H[nn * i + j];
-            double *restrict y = T + ld * j;
-            for (c = 0; c < 3 * n; c++) y[c] -= l * x[c];
-        }
-    }
-    for (i = 0; i < n; i++) {                                 /* z = D^-1 y (and the minus sign of -M^-1) */
-        double r = 1.0 / H[nn * i + i], mr = -r;
-        double *restrict x = T + ld * i;
-        for (c = 0; c < 2 * n; c++) x[c] *= mr;
-        for (c = 2 * n; c < 3 * n; c++) x[c] *= r;
-    }
-    for (i = 0; i < n; i++) {                                 /* L x = z: x_i -= L_ij x_j, j ancestors of i */
-        double *restrict x = T + ld * i;
-        for (j = lam[i]; j >= 0; j = lam[j]) {
-            double l = H[nn * i + j];
-            const double *restrict y = T + ld * j;
-            for (c = 0; c < 3 * n; c++) x[c] -= l * y[c];
-        }
-    }
+    int c;
+    for (c = c0; c < n; c++) y[c] -= l * x[c];
 }
 
-/* x = M^-1 x in place (one right-hand side) with the factor of ltdl, as ltdl_solve */
+/* x[c] *= r for c0 <= c < n */
+static inline void scale(double *restrict x, double r, int c0, int n)
+{
+    int c;
+    for (c = c0; c < n; c++) x[c] *= r;
+}
+
+/* [A, B, Mi] = [-M^-1 A, -M^-1 B, M^-1] in place from A = dtau/dq, B = dtau/dqd (n x n, row-major) and
+ * Mi = I (written here), with the factor of ltdl: M^-1 = L^-1 D^-1 L^-T (RBDA Sec. 6.5, its back-
+ * and forward substitutions on the rows). A and B are solved in the caller's arrays, row by row
+ * along all n columns; of Mi only the upper triangle (columns c >= i of row i) is computed and then
+ * mirrored (M^-1 is symmetric): Y = L^-T I is upper triangular (L^-T is, as L_ij != 0 only for j < i),
+ * so the rows that L^T y = b subtracts (i > j) are zero left of column i; D^-1 keeps that, and
+ * L x = z for the columns c >= i of row i reads rows j < i at c > j only. This skips more than half
+ * of Mi's multiply-subtracts (on Solo12, nv 18: 1,830 of 3,890). */
+static void ltdl_solve3(const double *H, int n, const int *lam, double *A, double *B, double *Mi)
+{
+    int i, j, c;
+    size_t nn = (size_t)n;
+    memset(Mi, 0, sizeof(double) * nn * nn);
+    for (i = 0; i < n; i++) Mi[nn * i + i] = 1.0;
+    for (i = n - 1; i >= 0; i--)                              /* L^T y = b: b_j -= L_ij b_i, j ancestors of i */
+        for (j = lam[i]; j >= 0; j = lam[j]) {
+            double l = H[nn * i + j];
+            sub_scaled(A + nn * j, A + nn * i, l, 0, n);
+            sub_scaled(B + nn * j, B + nn * i, l, 0, n);
+            sub_scaled(Mi + nn * j, Mi + nn * i, l, i, n);
+        }
+    for (i = 0; i < n; i++) {                                 /* z = D^-1 y (and the minus sign of -M^-1) */
+        double r = 1.0 / H[nn * i + i], mr = -r;
+        scale(A + nn * i, mr, 0, n);
+        scale(B + nn * i, mr, 0, n);
+        scale(Mi + nn * i, r, i, n);
+    }
+    for (i = 0; i < n; i++)                                   /* L x = z: x_i -= L_ij x_j, j ancestors of i */
+        for (j = lam[i]; j >= 0; j = lam[j]) {
+            double l = H[nn * i + j];
+            sub_scaled(A + nn * i, A + nn * j, l, 0, n);
+            sub_scaled(B + nn * i, B + nn * j, l, 0, n);
+            sub_scaled(Mi + nn * i, Mi + nn * j, l, i, n);
+        }
+    for (i = 1; i < n; i++)                                   /* the lower triangle by symmetry */
+        for (c = 0; c < i; c++) Mi[nn * i + c] = Mi[nn * c + i];
+}
+
+/* x = M^-1 x in place (one right-hand side) with the factor of ltdl, as ltdl_solve3 */
 static void ltdl_solve1(const double *H, int n, const int *lam, double *x)
 {
     int i, j;
@@ -509,12 +596,11 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
                         double *dqdd_dq, double *dqdd_dqd, double *Minv)
 {
     int nv, j, *lam;
-    double *H, *T;
+    double *H;
     if (!valid(s) || !qdd || !dqdd_dq || !dqdd_dqd || !Minv || check(s, q, qd, "tau", tau, work)) return MBS_ERROR;
     nv = s->nv;
     H = work + rnea_work(s);
-    T = H + (size_t)nv * nv;
-    lam = (int *)(T + 3 * (size_t)nv * nv);
+    lam = (int *)(H + (size_t)nv * nv);
     mbs_joint_transforms(s, q);
     mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);        /* R_i, p_i: X_0i */
     /* qdd = M^-1 (tau + passive - h), h = RNEA(q, qd, 0) (RBDA Ch. 6, the equation of motion the ABA
@@ -534,13 +620,7 @@ int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const dou
         return MBS_ERROR;
     }
     acceleration_pass(s, qdd, work);
-    derivative_pass(s, qdd, work, MARKS(s, work), T, T + nv, 3 * (size_t)nv);   /* [dtau/dq, dtau/dqd] */
-    ltdl_solve(H, nv, lam, T);                                /* dqdd/dq = -M^-1 dtau/dq, ..., M^-1 */
-    for (j = 0; j < nv; j++) {
-        const double *t = T + 3 * (size_t)nv * j;
-        memcpy(dqdd_dq + (size_t)nv * j, t, sizeof(double) * (size_t)nv);
-        memcpy(dqdd_dqd + (size_t)nv * j, t + nv, sizeof(double) * (size_t)nv);
-        memcpy(Minv + (size_t)nv * j, t + 2 * nv, sizeof(double) * (size_t)nv);
-    }
+    derivative_pass(s, qdd, work, MARKS(s, work), dqdd_dq, dqdd_dqd, (size_t)nv);   /* dtau/dq, dtau/dqd */
+    ltdl_solve3(H, nv, lam, dqdd_dq, dqdd_dqd, Minv);         /* dqdd/dq = -M^-1 dtau/dq, ..., M^-1 */
     return MBS_OK;
 }

@@ -15,7 +15,7 @@ int mbs_rnea_derivatives(mbs_sim *s, const double *q, const double *qd, const do
                          double *dtau_dq, double *dtau_dqd, double *M);
 /* qdd = M^-1 (tau + joint springs and dampers - RNEA(q, qd, 0)) by M's L^T D L factor, equal to
  * mbs_forward_dynamics_tau's ABA without f_ext to rounding, and
- * dqdd_dq [1/s^2], dqdd_dqd [1/s], Minv = dqdd/dtau */
+ * dqdd_dq [1/s^2], dqdd_dqd [1/s], Minv = dqdd/dtau (three distinct arrays, not overlapping work) */
 int mbs_aba_derivatives(mbs_sim *s, const double *q, const double *qd, const double *tau, double *work, double *qdd,
                         double *dqdd_dq, double *dqdd_dqd, double *Minv);
 
