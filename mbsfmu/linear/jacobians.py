@@ -4,14 +4,15 @@ Two ways, one result type (``DynamicsJacobians``, which state space, equilibrium
 
 - analytic: Carpentier & Mansard's derivatives of ABA ("Analytical derivatives of rigid body
   dynamics algorithms", RSS 2018, their route for ABA: dqdd/dq = -M^-1 dtau/dq at qdd = ABA, dqdd/dtau =
-  M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), and
-  dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors). Used when it
-  covers the Simulator's equations exactly: a tree (no closed loops), on the C core, whose forces
-  are joint actuators, wheel motors, joint springs and dampers and gravity.
-- central differences of the Simulator's forward dynamics (everything it integrates: also
-  thrusters, body wrenches, point spring-dampers, closed loops in the partitioned coordinates; on
-  the C core when it loads, else the numpy reference), below: the fallback for what the analytic
-  path does not cover, and the tests' oracle for it.
+  M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), plus
+  M^-1 dQ/dq, M^-1 dQ/dqd for the generalized force Q(q, qd, u) of the point spring-dampers,
+  thrusters and body wrenches (mbsfmu/engine/native/force_derivatives.c), and dqdd/du =
+  M^-1 (B + dQ/du) for the inputs' map B onto the joints (actuators, wheel motors). Used when it
+  covers the Simulator's equations exactly: a tree (no closed loops) on the C core (every force
+  element, joint springs and dampers and gravity included).
+- central differences of the Simulator's forward dynamics (everything it integrates, also closed
+  loops in the partitioned coordinates; on the C core when it loads, else the numpy reference),
+  below: the fallback for what the analytic path does not cover, and the tests' oracle for it.
 
 Central difference of column j (e.g. Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
 Sec. 8.1, Eq. 8.7): f'(x) ~ (f(x + h e_j) - f(x - h e_j)) / (2 h), truncation error
@@ -38,6 +39,7 @@ from ..errors import InputError
 from ..sim.simulator import Simulator
 
 H_REL = np.finfo(float).eps ** (1.0 / 3.0)  # relative central-difference step (module docstring)
+ANALYTIC = "analytic (Carpentier & Mansard 2018, C core)"
 
 
 class Accelerations:
@@ -136,11 +138,6 @@ def analytic_obstacle(f: Accelerations) -> str | None:
         return "the model has closed loops (linearized in the partitioned coordinates)"
     if f.core is None:
         return "the C core is not in use (backend 'python')"
-    forces = f.sim.forces
-    kinds = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
-    kinds += ["point spring-dampers"] if forces.springs else []
-    if kinds:
-        return f"the model has {', '.join(kinds)} (not differentiated analytically)"
     return None
 
 
@@ -163,14 +160,21 @@ def dynamics_jacobians(
 
 
 def analytic_jacobians(f: Accelerations, q: Array, qd: Array, u: Array) -> DynamicsJacobians:
-    """DynamicsJacobians by ``Model.aba_derivatives`` (C core): dqdd_du = M^-1 B, B (nv, nu) the
-    inputs' map onto the joints (``Forces.joint_forces``)."""
-    layout = f.sim.forces.layout
-    tau = f.sim.forces.joint_forces(np.asarray(u, dtype=float))
-    qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, tau)
-    B = np.zeros((f.nv, f.nu))
-    B[layout.tau_dof, layout.tau_index] = 1.0
-    return DynamicsJacobians(qdd, dq, dqd, Minv @ B, "analytic (Carpentier & Mansard 2018, C core)")
+    """DynamicsJacobians by ``Core.aba_derivatives`` and ``Core.force_derivatives`` (C core). With
+    the force elements' generalized force Q (point spring-dampers, thrusters, body wrenches) the
+    equations are M qdd + h = B u + passive + Q, so at qdd = FD(q, qd, B u + Q)
+    dqdd/dq = -M^-1 d(RNEA - passive)/dq + M^-1 dQ/dq (likewise qd) and dqdd/du = M^-1 (B + dQ/du),
+    B (nv, nu) the inputs' map onto the joints (``Forces.joint_forces``)."""
+    forces, nv = f.sim.forces, f.nv
+    u = np.asarray(u, dtype=float)
+    B = np.zeros((nv, f.nu))
+    B[forces.layout.tau_dof, forces.layout.tau_index] = 1.0
+    if not (forces.springs or forces.thrusters or forces.wrenches):
+        qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, forces.joint_forces(u))
+        return DynamicsJacobians(qdd, dq, dqd, Minv @ B, ANALYTIC)
+    Q, dQ_dq, dQ_dqd, dQ_du = f.core.force_derivatives(q, qd, u)
+    qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, forces.joint_forces(u) + Q)
+    return DynamicsJacobians(qdd, dq + Minv @ dQ_dq, dqd + Minv @ dQ_dqd, Minv @ (B + dQ_du), ANALYTIC)
 
 
 def central_jacobians(f: Accelerations, q: Array, qd: Array, u: Array, rates_and_inputs: bool = True):
