@@ -139,3 +139,35 @@ def test_bad_arguments_are_refused(rng):
         core.force_derivatives(q, qd, np.zeros(core.n_u + 1))
     with pytest.raises(InputError, match="qd"):
         core.force_derivatives(q, np.full(model.nv, np.inf), u)
+
+
+@pytest.mark.parametrize("n, free_base, types", CASES[:3])
+def test_external_wrenches_as_central_differences(rng, n, free_base, types):
+    """Model.aba_derivatives and rnea_derivatives with f_ext (body axes: it turns with its body)
+    against central differences of Model.forward_dynamics and inverse_dynamics with that f_ext
+    (the ABA and RNEA with f_ext, a second code); f_ext's generalized force Q against
+    inverse_dynamics without and with it. Tolerances as above, scaled by max(1, |qdd|, |tau|)."""
+    model = random_tree(rng, n, free_base=free_base, types=types, springs=True)
+    core = Core(model)
+    for _ in range(2):
+        q, qd = model.random_state(rng)
+        tau, qdd0, f_ext = rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=(model.N, 6))
+        Q = core.wrench_derivatives(q, f_ext)[0]
+        ref = model.inverse_dynamics(q, qd, qdd0) - model.inverse_dynamics(q, qd, qdd0, f_ext)
+        np.testing.assert_allclose(Q, ref, rtol=0, atol=RTOL_Q * max(1.0, float(np.abs(ref).max())))
+        check_with_f_ext(model, model.forward_dynamics, model.aba_derivatives, q, qd, tau, f_ext)
+        check_with_f_ext(model, model.inverse_dynamics, model.rnea_derivatives, q, qd, qdd0, f_ext)
+        assert not np.allclose(model.aba_derivatives(q, qd, tau)[0], model.aba_derivatives(q, qd, tau, f_ext)[0])
+
+
+def check_with_f_ext(model, fn, derivatives, q, qd, b, f_ext):
+    """derivatives(q, qd, b, f_ext)'s d/dq, d/dqd against central differences of fn(q, qd, b, f_ext)."""
+    got = derivatives(q, qd, b, f_ext)[:2]
+    refs = (
+        central(lambda x: fn(x, qd, b, f_ext), q, model.nv, model.integrate),
+        central(lambda x: fn(q, x, b, f_ext), qd, model.nv, np.add),
+    )
+    scale = max(1.0, float(np.abs(fn(q, qd, b, f_ext)).max()))
+    for g, r, what in zip(got, refs, ("d/dq", "d/dqd")):
+        tol = RTOL_FD * max(scale, float(np.abs(r).max()))
+        np.testing.assert_allclose(g, r, rtol=0, atol=tol, err_msg=f"{derivatives.__name__} {what}")

@@ -109,6 +109,7 @@ SIGNATURES = {
     "mbs_aba_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
     "mbs_force_derivatives_work": (SZ, [P]),
     "mbs_force_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
+    "mbs_wrench_derivatives": (I, [P, P, P, P, P, P]),
 }
 
 
@@ -330,24 +331,37 @@ class Core:
         """(qdd (nv,), dqdd_dq, dqdd_dqd, Minv (nv, nv)) of Model.forward_dynamics without f_ext."""
         return self._derivatives_call(self._aba_d, q, qd, "tau", tau, 4)
 
+    def _force_buffers(self):
+        """(work, (Q, dQ_dq, dQ_dqd, dQ_du), pointers) of force_derivatives.c, made on first use."""
+        if self._fbufs is None:
+            nv = self.nv
+            work = np.zeros(self._L.mbs_force_derivatives_work(self._s))
+            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, max(self.n_u, 1))))
+            self._fbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        return self._fbufs
+
     def force_derivatives(self, q, qd, u) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(Q (nv,), dQ_dq, dQ_dqd (nv, nv), dQ_du (nv, n_u)): the generalized force of the force
         elements (point spring-dampers, thrusters, body wrenches) at (q, qd) and inputs u (n_u,) and
         its derivatives (force_derivatives.c; columns as aba_derivatives')."""
-        bufs = self._fbufs
-        if bufs is None:
-            nv = self.nv
-            work = np.zeros(self._L.mbs_force_derivatives_work(self._s))
-            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, max(self.n_u, 1))))
-            bufs = self._fbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        _work, arrays, pw, pa = self._force_buffers()
         self._load(self._q, "q", q, self.nq)
         self._load(self._v1, "qd", qd, self.nv)
         self._load(self._uin[: self.n_u], "u", u, self.n_u)
-        _work, arrays, pw, pa = bufs
         if self._L.mbs_force_derivatives(self._s, self._pq, self._p1, self._puin, pw, *pa):
             self._fail()
         Q, dq, dqd, du = arrays
         return Q.copy(), dq.copy(), dqd.copy(), du[:, : self.n_u].copy()
+
+    def wrench_derivatives(self, q, f_ext) -> tuple[np.ndarray, np.ndarray]:
+        """(Q (nv,), dQ_dq (nv, nv)): the generalized force of the external wrenches f_ext (the
+        Model's (N, 6) or {body: (6,)}, body axes at the body origins, as forward_dynamics') at q and
+        its derivative (force_derivatives.c)."""
+        _work, arrays, pw, pa = self._force_buffers()
+        self._load(self._q, "q", q, self.nq)
+        if self._L.mbs_wrench_derivatives(self._s, self._pq, self._f_ext(f_ext, False), pw, pa[0], pa[1]):
+            raise InputError(self.message)
+        return arrays[0].copy(), arrays[1].copy()
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as

@@ -199,39 +199,28 @@ static void spring_terms(const mbs_sim *s, const dofs *d, const int32_t *el, con
     }
 }
 
-int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const double *u, double *work, double *Q,
-                          double *dQ_dq, double *dQ_dqd, double *dQ_du)
+/* the checks both entry points make (qd NULL: not an argument) */
+static int check(mbs_sim *s, const double *q, const double *qd)
 {
-    int nv, nu, e, i, b, c, *body, *depth, *la, *lb, *lu, *on_a, *on_b;
-    double *oS, *w;
-    dofs d;
-    if (!valid(s)) return MBS_ERROR;
-    if (!q || !qd || !u || !work || !Q || !dQ_dq || !dQ_dqd || !dQ_du) {
-        mbs_fmt(s->msg, MBS_MSG, "a NULL argument");
-        return MBS_ERROR;
-    }
     if (!mbs_all_finite(q, s->nq)) { mbs_fmt(s->msg, MBS_MSG, "q has non-finite entries"); return MBS_ERROR; }
-    if (!mbs_all_finite(qd, s->nv)) { mbs_fmt(s->msg, MBS_MSG, "qd has non-finite entries"); return MBS_ERROR; }
-    if (!mbs_all_finite(u, s->n_u)) { mbs_fmt(s->msg, MBS_MSG, "u has non-finite entries"); return MBS_ERROR; }
+    if (qd && !mbs_all_finite(qd, s->nv)) { mbs_fmt(s->msg, MBS_MSG, "qd has non-finite entries"); return MBS_ERROR; }
     if (s->params_dirty) {
         mbs_fmt(s->msg, MBS_MSG, "parameters were changed but not applied (mbs_sim_apply_params)");
         return MBS_ERROR;
     }
-    nv = s->nv;
-    nu = s->n_u;
-    oS = work;
-    w = oS + 6 * (size_t)nv;
-    body = (int *)(w + 17 * (size_t)nv);
+    return MBS_OK;
+}
+
+/* the poses at q and the DoF table d in work (layout at mbs_force_derivatives_work); the ints
+ * after it (la) for the callers' lists; Q, dQ_dq zeroed */
+static int *setup(mbs_sim *s, const double *q, double *work, dofs *d, double *Q, double *dQ_dq)
+{
+    int nv = s->nv, i, b, c, *body, *depth;
+    double *oS = work;
+    body = (int *)(work + 23 * (size_t)nv);
     depth = body + nv;
-    la = depth + s->N + 1;
-    lb = la + nv;
-    lu = lb + nv;
-    on_a = lu + nv;
-    on_b = on_a + nv;
     memset(Q, 0, sizeof(double) * (size_t)nv);
     memset(dQ_dq, 0, sizeof(double) * (size_t)nv * nv);
-    memset(dQ_dqd, 0, sizeof(double) * (size_t)nv * nv);
-    if (nu) memset(dQ_du, 0, sizeof(double) * (size_t)nv * nu);
     mbs_joint_transforms(s, q);
     mbs_forward_kinematics(s, NULL, NULL, 0, 0, NULL);        /* R_i, p_i: X_0i */
     depth[0] = 0;
@@ -249,9 +238,61 @@ int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const d
             body[k] = i;
         }
     }
-    d.oS = oS;
-    d.body = body;
-    d.depth = depth;
+    d->oS = oS;
+    d->body = body;
+    d->depth = depth;
+    return depth + s->N + 1;
+}
+
+int mbs_wrench_derivatives(mbs_sim *s, const double *q, const double *f_ext, double *work, double *Q, double *dQ_dq)
+{
+    int i, c;
+    int *la;
+    dofs d;
+    if (!valid(s)) return MBS_ERROR;
+    if (!q || !f_ext || !work || !Q || !dQ_dq) {
+        mbs_fmt(s->msg, MBS_MSG, "a NULL argument");
+        return MBS_ERROR;
+    }
+    if (check(s, q, NULL)) return MBS_ERROR;
+    if (!mbs_all_finite(f_ext + 6, 6 * s->N)) { mbs_fmt(s->msg, MBS_MSG, "f_ext has non-finite entries"); return MBS_ERROR; }
+    la = setup(s, q, work, &d, Q, dQ_dq);
+    for (i = 1; i <= s->N; i++) {                             /* [n; f] body axes at the origin: T = R n, F = R f at p */
+        const double *R = s->Rw + 9 * i, *f = f_ext + 6 * i;
+        double F[3], T[3];
+        for (c = 0; c < 6 && f[c] == 0.0; c++) {}
+        if (c == 6) continue;
+        mat3_vec(R, f, T);
+        mat3_vec(R, f + 3, F);
+        wrench_terms(s, &d, i, s->pw + 3 * i, F, T, 1, la, work + 6 * (size_t)s->nv, Q, dQ_dq);
+    }
+    return MBS_OK;
+}
+
+int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const double *u, double *work, double *Q,
+                          double *dQ_dq, double *dQ_dqd, double *dQ_du)
+{
+    int nv, nu, e, c, *la, *lb, *lu, *on_a, *on_b;
+    double *oS, *w;
+    dofs d;
+    if (!valid(s)) return MBS_ERROR;
+    if (!q || !qd || !u || !work || !Q || !dQ_dq || !dQ_dqd || !dQ_du) {
+        mbs_fmt(s->msg, MBS_MSG, "a NULL argument");
+        return MBS_ERROR;
+    }
+    if (check(s, q, qd)) return MBS_ERROR;
+    if (!mbs_all_finite(u, s->n_u)) { mbs_fmt(s->msg, MBS_MSG, "u has non-finite entries"); return MBS_ERROR; }
+    nv = s->nv;
+    nu = s->n_u;
+    oS = work;
+    w = oS + 6 * (size_t)nv;
+    la = setup(s, q, work, &d, Q, dQ_dq);
+    lb = la + nv;
+    lu = lb + nv;
+    on_a = lu + nv;
+    on_b = on_a + nv;
+    memset(dQ_dqd, 0, sizeof(double) * (size_t)nv * nv);
+    if (nu) memset(dQ_du, 0, sizeof(double) * (size_t)nv * nu);
     for (e = 0; e < s->n_elem; e++) {
         const int32_t *el = s->elem + 4 * e;
         const double *num = s->elem_f + 9 * e;
