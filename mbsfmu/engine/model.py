@@ -270,11 +270,10 @@ class Model:
         M^-1 dQ/dq). Columns and refusals as ``rnea_derivatives``; [1/s^2], [1/s]."""
         self._check_tree_for_derivatives()
         core = model_core(self)
-        tau = self.checked_vector("tau", tau, self.nv)
         if f_ext is None:
             return core.aba_derivatives(q, qd, tau)[1:]
         Q, dQ_dq = core.wrench_derivatives(q, f_ext)
-        _qdd, dq, dqd, Minv = core.aba_derivatives(q, qd, tau + Q)
+        _qdd, dq, dqd, Minv = core.aba_derivatives(q, qd, self.checked_vector("tau", tau, self.nv) + Q)
         return dq + Minv @ dQ_dq, dqd, Minv
 
     def _check_tree_for_derivatives(self) -> None:

@@ -30,7 +30,10 @@
  *     dg_k/dq_m = (D_k . D_m - g_k g_m) / l + e . (dJ_k(P_b)/dq_m - dJ_k(P_a)/dq_m),
  *     dldot/dq_m = (D_m - g_m e) . (V_b - V_a) / l + e . (dV_b/dq_m - dV_a/dq_m)
  * ((1 - e e^T) / l the derivative of d / |d|). A spring shorter than LENGTH_EPS has no direction
- * and no force (forces.c), so none of these either. */
+ * and no force (forces.c), so none of these either.
+ *
+ * External wrenches f_ext (mbs_wrench_derivatives; body axes at the body origins, as aba.c takes
+ * them) are body-axes wrenches at P = p_i: the same terms with F = R_i f, T = R_i n turning. */
 #include <string.h>
 #include "force_derivatives.h"
 #include "instance.h"
@@ -134,7 +137,7 @@ static void spring_terms(const mbs_sim *s, const dofs *d, const int32_t *el, con
                          double *dQ_dqd)
 {
     int nv = s->nv, ia = el[1], ib = el[2], na, nb, nu = 0, a, b, c, j, m;
-    const double k = num[6], dd = num[7], l0 = num[8];
+    const double k = num[6], dd = num[7], l0 = num[8];   /* dd: the header's damping d */
     double *Ja = w, *Jb = Ja + 3 * nv, *D = Jb + 3 * nv, *dVa = D + 3 * nv, *dVb = dVa + 3 * nv;
     double *g = dVb + 3 * nv, *dldot = g + nv;
     double Pa[3], Pb[3], Va[3] = {0, 0, 0}, Vb[3] = {0, 0, 0}, dv[3], e[3], l, ldot, T;
