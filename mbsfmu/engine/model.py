@@ -247,24 +247,36 @@ class Model:
             return model_core(self).crba(q)
         return crba(self.tree, self.checked_vector("q", q, self.nq))
 
-    def rnea_derivatives(self, q: Array, qd: Array, qdd: Array) -> tuple[Array, Array, Array]:
-        """(dtau_dq, dtau_dqd, M), each (nv, nv), of tau = ``inverse_dynamics(q, qd, qdd)`` (no
-        f_ext; joint springs and dampers included) by Carpentier & Mansard's recursive algorithm
-        (RSS 2018: the recursive derivative of RNEA) in the C core (mbsfmu/engine/native/derivatives.c). Columns: the
+    def rnea_derivatives(self, q: Array, qd: Array, qdd: Array, f_ext=None) -> tuple[Array, Array, Array]:
+        """(dtau_dq, dtau_dqd, M), each (nv, nv), of tau = ``inverse_dynamics(q, qd, qdd, f_ext)``
+        (joint springs and dampers included) by Carpentier & Mansard's recursive algorithm (RSS 2018:
+        the recursive derivative of RNEA) in the C core (mbsfmu/engine/native/derivatives.c); f_ext
+        (as ``inverse_dynamics``: body axes, so it turns with its body) enters as the generalized force
+        Q = J^T f_ext, tau = RNEA - passive - Q, with dQ/dq from force_derivatives.c. Columns: the
         tangent coordinates dq of q (+) dq (mbsfmu/linear/tangent.py: body axes for spherical and
         free joints) [N m/rad, N/m, ...] and qd [N m s/rad, ...]; M = dtau/dqdd [kg m^2, kg].
         Trees only: InputError for closed loops (linearize them with
         mbsfmu.linear.jacobians.dynamics_jacobians, partitioned coordinates)."""
         self._check_tree_for_derivatives()
-        return model_core(self).rnea_derivatives(q, qd, qdd)
+        core = model_core(self)
+        dq, dqd, M = core.rnea_derivatives(q, qd, qdd)
+        if f_ext is not None:
+            dq -= core.wrench_derivatives(q, f_ext)[1]
+        return dq, dqd, M
 
-    def aba_derivatives(self, q: Array, qd: Array, tau: Array) -> tuple[Array, Array, Array]:
-        """(dqdd_dq, dqdd_dqd, Minv), each (nv, nv), of qdd = ``forward_dynamics(q, qd, tau)`` (no
-        f_ext; joint springs and dampers included): dqdd/dq = -M^-1 dtau/dq, dqdd/dqd =
-        -M^-1 dtau/dqd at qdd = ABA(q, qd, tau), dqdd/dtau = M^-1 (Carpentier & Mansard, RSS 2018,
-        the paper's route for ABA), in the C core. Columns and refusals as ``rnea_derivatives``; [1/s^2], [1/s]."""
+    def aba_derivatives(self, q: Array, qd: Array, tau: Array, f_ext=None) -> tuple[Array, Array, Array]:
+        """(dqdd_dq, dqdd_dqd, Minv), each (nv, nv), of qdd = ``forward_dynamics(q, qd, tau, f_ext)``
+        (joint springs and dampers included): dqdd/dq = -M^-1 dtau/dq, dqdd/dqd = -M^-1 dtau/dqd at
+        qdd = ABA(q, qd, tau), dqdd/dtau = M^-1 (Carpentier & Mansard, RSS 2018, the paper's route
+        for ABA), in the C core; f_ext as in ``rnea_derivatives`` (qdd at tau + Q, dqdd/dq +=
+        M^-1 dQ/dq). Columns and refusals as ``rnea_derivatives``; [1/s^2], [1/s]."""
         self._check_tree_for_derivatives()
-        return model_core(self).aba_derivatives(q, qd, tau)[1:]
+        core = model_core(self)
+        if f_ext is None:
+            return core.aba_derivatives(q, qd, tau)[1:]
+        Q, dQ_dq = core.wrench_derivatives(q, f_ext)
+        _qdd, dq, dqd, Minv = core.aba_derivatives(q, qd, self.checked_vector("tau", tau, self.nv) + Q)
+        return dq + Minv @ dQ_dq, dqd, Minv
 
     def _check_tree_for_derivatives(self) -> None:
         if self.loops:

@@ -4,17 +4,19 @@ Two ways, one result type (``DynamicsJacobians``, which state space, equilibrium
 
 - analytic: Carpentier & Mansard's derivatives of ABA ("Analytical Derivatives of Rigid Body
   Dynamics Algorithms", RSS 2018, their route for ABA: dqdd/dq = -M^-1 dtau/dq at qdd = ABA, dqdd/dtau =
-  M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), and
-  dqdd/du = M^-1 B for the inputs' map B onto the joints (actuators, wheel motors); for closed
+  M^-1) in the C core (mbsfmu/engine/native/derivatives.c, ``Model.aba_derivatives``), plus
+  M^-1 dQ/dq, M^-1 dQ/dqd for the generalized force Q(q, qd, u) of the point spring-dampers,
+  thrusters and body wrenches (mbsfmu/engine/native/force_derivatives.c), and dqdd/du =
+  M^-1 (B + dQ/du) for the inputs' map B onto the joints (actuators, wheel motors); for closed
   loops and joint couplings, in the partitioned coordinates, ``Model.partitioned_derivatives``
   (mbsfmu/engine/dynamics/loop_derivatives.py: the reduced equations differentiated along the
   loops' manifold on the C core's RNEA derivatives), dqdd/du = G B with G = dqdd/dtau. Used when
-  it covers the Simulator's equations exactly: on the C core, forces that are joint actuators,
-  wheel motors, joint springs and dampers and gravity.
-- central differences of the Simulator's forward dynamics (everything it integrates: also
-  thrusters, body wrenches, point spring-dampers, closed loops with those; on
-  the C core when it loads, else the numpy reference), below: the fallback for what the analytic
-  path does not cover, and the tests' oracle for it.
+  it covers the Simulator's equations exactly: on the C core, a tree with every force element, or
+  closed loops whose forces are joint actuators, wheel motors, joint springs and dampers and gravity.
+- central differences of the Simulator's forward dynamics (everything it integrates: also closed
+  loops with thrusters, body wrenches or point spring-dampers; on the C core when it loads, else
+  the numpy reference), below: the fallback for what the analytic path does not cover, and the
+  tests' oracle for it.
 
 Central difference of column j (e.g. Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
 Sec. 8.1, Eq. 8.7): f'(x) ~ (f(x + h e_j) - f(x - h e_j)) / (2 h), truncation error
@@ -42,6 +44,7 @@ from ..errors import InputError
 from ..sim.simulator import Simulator
 
 H_REL = np.finfo(float).eps ** (1.0 / 3.0)  # relative central-difference step (module docstring)
+ANALYTIC = "analytic (Carpentier & Mansard 2018, C core)"
 
 
 class Accelerations:
@@ -141,16 +144,12 @@ def analytic_obstacle(f: Accelerations) -> str | None:
     """None when the analytic derivatives cover f's equations (module docstring), else the reason."""
     if f.core is None and not f.loop_core:
         return "the C core is not in use (backend 'python')"
-    forces = f.sim.forces
     if f.part is not None:  # Model.partitioned_derivatives covers joint forces only
+        forces = f.sim.forces
         body = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
         body += ["point spring-dampers"] if forces.springs else []
         if body:
             return f"the model has closed loops and {', '.join(body)} (not differentiated analytically together)"
-    kinds = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
-    kinds += ["point spring-dampers"] if forces.springs else []
-    if kinds:
-        return f"the model has {', '.join(kinds)} (not differentiated analytically)"
     return None
 
 
@@ -173,19 +172,26 @@ def dynamics_jacobians(
 
 
 def analytic_jacobians(f: Accelerations, q: Array, qd: Array, u: Array) -> DynamicsJacobians:
-    """DynamicsJacobians by ``Model.aba_derivatives`` (C core), for closed loops by
-    ``Model.partitioned_derivatives`` at the state closed from its independent part (as f
-    evaluates it): dqdd_du = G B, B (nv, nu) the inputs' map onto the joints
-    (``Forces.joint_forces``), G = dqdd/dtau (M^-1 for a tree)."""
-    layout = f.sim.forces.layout
-    tau = f.sim.forces.joint_forces(np.asarray(u, dtype=float))
-    B = np.zeros((f.nv, f.nu))
-    B[layout.tau_dof, layout.tau_index] = 1.0
+    """DynamicsJacobians by ``Core.aba_derivatives`` and ``Core.force_derivatives`` (C core), for
+    closed loops by ``Model.partitioned_derivatives`` at the state closed from its independent part
+    (as f evaluates it). With the force elements' generalized force Q (point spring-dampers,
+    thrusters, body wrenches) the equations are M qdd + h = B u + passive + Q, so at
+    qdd = FD(q, qd, B u + Q) dqdd/dq = -M^-1 d(RNEA - passive)/dq + M^-1 dQ/dq (likewise qd) and
+    dqdd/du = M^-1 (B + dQ/du), B (nv, nu) the inputs' map onto the joints (``Forces.joint_forces``);
+    for loops dqdd/du = G B, G = dqdd/dtau."""
+    forces, nv = f.sim.forces, f.nv
+    u = np.asarray(u, dtype=float)
+    B = np.zeros((nv, f.nu))
+    B[forces.layout.tau_dof, forces.layout.tau_index] = 1.0
     if f.part is not None:
-        qdd, dq, dqd, G = f.model.partitioned_derivatives(*f.close(q, qd), tau)
+        qdd, dq, dqd, G = f.model.partitioned_derivatives(*f.close(q, qd), forces.joint_forces(u))
         return DynamicsJacobians(qdd, dq, dqd, G @ B, "analytic (partitioned loops, Carpentier & Mansard 2018)")
-    qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, tau)
-    return DynamicsJacobians(qdd, dq, dqd, Minv @ B, "analytic (Carpentier & Mansard 2018, C core)")
+    if not (forces.springs or forces.thrusters or forces.wrenches):
+        qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, forces.joint_forces(u))
+        return DynamicsJacobians(qdd, dq, dqd, Minv @ B, ANALYTIC)
+    Q, dQ_dq, dQ_dqd, dQ_du = f.core.force_derivatives(q, qd, u)
+    qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, forces.joint_forces(u) + Q)
+    return DynamicsJacobians(qdd, dq + Minv @ dQ_dq, dqd + Minv @ dQ_dqd, Minv @ (B + dQ_du), ANALYTIC)
 
 
 def central_jacobians(f: Accelerations, q: Array, qd: Array, u: Array, rates_and_inputs: bool = True):

@@ -23,7 +23,7 @@ from mbsfmu.errors import InputError
 from mbsfmu.io.urdf import load_urdf
 from mbsfmu.linear.jacobians import H_REL, Accelerations, dynamics_jacobians
 from tests.support.paths import MODELS
-from tests.support.trees import random_tree
+from tests.support.trees import random_tree, with_force_elements
 
 pytestmark = pytest.mark.skipif(not usable(), reason="the C core cannot be built here")
 RTOL_PIN, RTOL_FD = 1e-10, 1e-8
@@ -232,25 +232,47 @@ def test_jacobians_analytic_equal_central_differences(rng):
         close(getattr(Ja, name), getattr(Jc, name), RTOL_FD, name)
 
 
-def test_wheels_are_covered_and_thrusters_fall_back(rng):
-    """The spacecraft's reaction wheels (rotor bodies, motor torques as inputs) are differentiated
-    analytically; with its thrusters the Jacobians fall back to central differences and say so;
-    method="analytic" then refuses, naming the thrusters."""
+def close_jacobians(Ja, Jc, what):
+    """Analytic Ja against central Jc: qdd and the three matrices at RTOL_FD x max(1, largest entry,
+    largest |qdd|) (the differences' round-off is eps |qdd| / h: the light legs of the quadruped
+    give |qdd| ~ 1.7e4 and 6e-7 absolute error on entries of ~90)."""
+    scale = max(1.0, float(np.abs(Jc.qdd).max()))
+    close(Ja.qdd, Jc.qdd, 1e-13, f"{what}: qdd")
+    for name in ("dqdd_dq", "dqdd_dqd", "dqdd_du"):
+        ref = getattr(Jc, name)
+        tol = RTOL_FD * max(scale, float(np.abs(ref).max(initial=0.0)))
+        np.testing.assert_allclose(getattr(Ja, name), ref, rtol=0, atol=tol, err_msg=f"{what}: {name}")
+
+
+def test_wheels_and_thrusters_are_covered(rng):
+    """The spacecraft's reaction wheels (rotor bodies, motor torques as inputs) and its thruster are
+    differentiated analytically (method "auto" and "analytic"), equal to central differences."""
     craft = mbsfmu.load_model(MODELS / "spacecraft.yaml")
     assert craft.wheels and craft.spec.forces
-    bare = Model(replace(craft.spec, forces=()), source=craft.source)
-    f = Accelerations(bare, "native")
-    q, qd = bare.random_state(rng)
-    u = rng.normal(size=f.nu)
-    Ja, Jc = dynamics_jacobians(f, q, qd, u), dynamics_jacobians(f, q, qd, u, method="central")
-    assert Ja.method.startswith("analytic")
-    for name in ("dqdd_dq", "dqdd_dqd", "dqdd_du"):
-        close(getattr(Ja, name), getattr(Jc, name), RTOL_FD, name)
     g = Accelerations(craft, "native")
-    u = rng.normal(size=g.nu)
-    assert dynamics_jacobians(g, q, qd, u).method.startswith("central")
-    with pytest.raises(InputError, match="thrusters"):
-        dynamics_jacobians(g, q, qd, u, method="analytic")
+    for _ in range(3):
+        q, qd = craft.random_state(rng)
+        u = rng.normal(size=g.nu)
+        Ja, Jc = dynamics_jacobians(g, q, qd, u), dynamics_jacobians(g, q, qd, u, method="central")
+        assert Ja.method.startswith("analytic")
+        close_jacobians(Ja, Jc, "spacecraft")
+        assert dynamics_jacobians(g, q, qd, u, method="analytic").method.startswith("analytic")
+
+
+@pytest.mark.parametrize("n, free_base", [(5, True), (9, False)])
+def test_jacobians_with_force_elements(rng, n, free_base):
+    """Trees with point spring-dampers (between bodies and to the world), a thruster and body
+    wrenches in world and body axes: the analytic Jacobians (dqdd/du with the thruster's and
+    wrenches' columns) equal the central-difference oracle at random states with qd != 0; the
+    bundled quadruped's push (a world-axes wrench) likewise."""
+    model = with_force_elements(random_tree(rng, n, free_base=free_base, springs=True), rng)
+    quadruped = mbsfmu.load_model(MODELS / "urdf_quadruped_overlay.yaml")
+    for m in (model, quadruped):
+        f = Accelerations(m, "native")
+        q, qd = m.random_state(rng)
+        u = rng.normal(size=f.nu)
+        Ja = dynamics_jacobians(f, q, qd, u, method="analytic")
+        close_jacobians(Ja, dynamics_jacobians(f, q, qd, u, method="central"), m.source)
 
 
 def test_closed_loops_are_refused():

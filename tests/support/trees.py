@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from mbsfmu import Body, Joint, Model, ModelSpec, Origin, Spring
 from mbsfmu.engine.spatial import rpy_to_R
+from mbsfmu.engine.spec.description import Anchor, BodyWrench, SpringDamper, Thruster
 
 TYPES = ("revolute", "prismatic", "spherical", "fixed")
 
@@ -52,3 +55,34 @@ def random_tree(rng: np.random.Generator, n: int, free_base: bool = True, types=
     return Model(
         ModelSpec(name="random", bodies=tuple(bodies[k] for k in order), gravity=tuple(rng.uniform(-10, 10, 3)))
     )
+
+
+def with_force_elements(model: Model, rng: np.random.Generator, springs: int = 3) -> Model:
+    """The model with random force elements added: ``springs`` point spring-dampers between random
+    bodies or the world (random anchors, k, d, l0), a thruster and a body wrench in world and in
+    body axes on random bodies."""
+    names = ["world", *model.body_names]
+    bodies = names[1:]
+
+    def point():
+        return tuple(rng.uniform(-0.5, 0.5, 3))
+
+    elements = []
+    for k in range(springs):
+        a, b = rng.choice(len(names), 2, replace=False)
+        elements.append(
+            SpringDamper(
+                name=f"s{k}",
+                a=Anchor(body=names[a], point=point()),
+                b=Anchor(body=names[b], point=point()),
+                k=float(rng.uniform(1, 10)),
+                d=float(rng.uniform(0, 2)),
+                l0=float(rng.uniform(0, 1)),
+            )
+        )
+    elements.append(
+        Thruster(name="t0", body=str(rng.choice(bodies)), point=point(), direction=tuple(rng.normal(size=3)))
+    )
+    for k, axes in enumerate(("world", "body")):
+        elements.append(BodyWrench(name=f"w{k}", body=str(rng.choice(bodies)), point=point(), axes=axes))
+    return Model(replace(model.spec, forces=model.spec.forces + tuple(elements)), source=f"{model.source} + forces")

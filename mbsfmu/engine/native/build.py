@@ -34,8 +34,17 @@ SOURCES = (
     "sim.c",
     "decimal.c",
     "derivatives.c",
+    "force_derivatives.c",
 )
-HEADERS = ("mbs_core.h", "mbs_names.h", "instance.h", "spatial.h", "dop853_coef.h", "derivatives.h")
+HEADERS = (
+    "mbs_core.h",
+    "mbs_names.h",
+    "instance.h",
+    "spatial.h",
+    "dop853_coef.h",
+    "derivatives.h",
+    "force_derivatives.h",
+)
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
 FLAGS = (
     "-std=c99",

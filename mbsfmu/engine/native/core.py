@@ -107,6 +107,9 @@ SIGNATURES = {
     "mbs_derivatives_work": (SZ, [P]),
     "mbs_rnea_derivatives": (I, [P, P, P, P, P, P, P, P]),
     "mbs_aba_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
+    "mbs_force_derivatives_work": (SZ, [P]),
+    "mbs_force_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
+    "mbs_wrench_derivatives": (I, [P, P, P, P, P, P]),
 }
 
 
@@ -194,6 +197,7 @@ class Core:
         self._fd, self._fd_tau, self._id_tau = L.mbs_aba, L.mbs_forward_dynamics_tau, L.mbs_inverse_dynamics_tau
         self._rnea = L.mbs_rnea
         self._rnea_d, self._aba_d, self._dbufs = L.mbs_rnea_derivatives, L.mbs_aba_derivatives, None
+        self._fbufs = None
         self._step_inputs, self._outputs = L.mbs_sim_step_inputs, L.mbs_sim_outputs
         self.u_in = self._uin[: self.n_u]  # the inputs step_inputs passes (fixed address)
         self._x_view = self._x.view()
@@ -326,6 +330,38 @@ class Core:
     def aba_derivatives(self, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(qdd (nv,), dqdd_dq, dqdd_dqd, Minv (nv, nv)) of Model.forward_dynamics without f_ext."""
         return self._derivatives_call(self._aba_d, q, qd, "tau", tau, 4)
+
+    def _force_buffers(self):
+        """(work, (Q, dQ_dq, dQ_dqd, dQ_du), pointers) of force_derivatives.c, made on first use."""
+        if self._fbufs is None:
+            nv = self.nv
+            work = np.zeros(self._L.mbs_force_derivatives_work(self._s))
+            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, max(self.n_u, 1))))
+            self._fbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        return self._fbufs
+
+    def force_derivatives(self, q, qd, u) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(Q (nv,), dQ_dq, dQ_dqd (nv, nv), dQ_du (nv, n_u)): the generalized force of the force
+        elements (point spring-dampers, thrusters, body wrenches) at (q, qd) and inputs u (n_u,) and
+        its derivatives (force_derivatives.c; columns as aba_derivatives')."""
+        _work, arrays, pw, pa = self._force_buffers()
+        self._load(self._q, "q", q, self.nq)
+        self._load(self._v1, "qd", qd, self.nv)
+        self._load(self._uin[: self.n_u], "u", u, self.n_u)
+        if self._L.mbs_force_derivatives(self._s, self._pq, self._p1, self._puin, pw, *pa):
+            self._fail()
+        Q, dq, dqd, du = arrays
+        return Q.copy(), dq.copy(), dqd.copy(), du[:, : self.n_u].copy()
+
+    def wrench_derivatives(self, q, f_ext) -> tuple[np.ndarray, np.ndarray]:
+        """(Q (nv,), dQ_dq (nv, nv)): the generalized force of the external wrenches f_ext (the
+        Model's (N, 6) or {body: (6,)}, body axes at the body origins, as forward_dynamics') at q and
+        its derivative (force_derivatives.c)."""
+        _work, arrays, pw, pa = self._force_buffers()
+        self._load(self._q, "q", q, self.nq)
+        if self._L.mbs_wrench_derivatives(self._s, self._pq, self._f_ext(f_ext, False), pw, pa[0], pa[1]):
+            raise InputError(self.message)
+        return arrays[0].copy(), arrays[1].copy()
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as

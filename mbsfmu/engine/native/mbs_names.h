@@ -29,6 +29,8 @@
 #define mbs_dop853 MBS_PREFIXED(mbs_dop853)
 #define mbs_fk MBS_PREFIXED(mbs_fk)
 #define mbs_fmt MBS_PREFIXED(mbs_fmt)
+#define mbs_force_derivatives MBS_PREFIXED(mbs_force_derivatives)
+#define mbs_force_derivatives_work MBS_PREFIXED(mbs_force_derivatives_work)
 #define mbs_format_values MBS_PREFIXED(mbs_format_values)
 #define mbs_forward_dynamics MBS_PREFIXED(mbs_forward_dynamics)
 #define mbs_forward_dynamics_tau MBS_PREFIXED(mbs_forward_dynamics_tau)
@@ -88,5 +90,6 @@
 #define mbs_sym_eigen MBS_PREFIXED(mbs_sym_eigen)
 #define mbs_tf MBS_PREFIXED(mbs_tf)
 #define mbs_ti MBS_PREFIXED(mbs_ti)
+#define mbs_wrench_derivatives MBS_PREFIXED(mbs_wrench_derivatives)
 #endif
 #endif
