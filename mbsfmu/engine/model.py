@@ -286,7 +286,9 @@ class Model:
                 "Model.partitioned_derivatives, or linearize it with mbsfmu.linear.jacobians.dynamics_jacobians)"
             )
 
-    def partitioned_derivatives(self, q: Array, qd: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
+    def partitioned_derivatives(
+        self, q: Array, qd: Array, tau: Array, forces: tuple[Array, Array, Array] | None = None
+    ) -> tuple[Array, Array, Array, Array]:
         """(qdd (nv,), dqdd_du (nv, n), dqdd_dud (nv, n), dqdd_dtau (nv, nv)) of the loops'
         partitioned forward dynamics (``constrained_forward_dynamics(method="partitioning")``, no
         f_ext; joint springs and dampers included) in the n independent coordinates
@@ -294,7 +296,10 @@ class Model:
         those joints, the dependent ones following on the loops' manifold; rows all nv
         accelerations [rad/s^2, m/s^2]. Analytic: the reduced equations differentiated through
         the C core's RNEA derivatives (mbsfmu/engine/dynamics/loop_derivatives.py). (q, qd) must be
-        consistent; every loop must declare its independent joints; trees: ``aba_derivatives``."""
+        consistent; every loop must declare its independent joints; trees: ``aba_derivatives``.
+        forces: (Q, dQ/dq, dQ/dqd) of force elements beyond the joints at (q, qd) (e.g.
+        ``Core.force_derivatives`` of a Simulator's point spring-dampers, thrusters and wrenches),
+        added to tau with their derivatives."""
         q, qd, tau = (
             self.checked_vector("q", q, self.nq),
             self.checked_vector("qd", qd, self.nv),
@@ -303,8 +308,13 @@ class Model:
         part = self._full_partition("partitioned derivatives")
         check_consistent(self.tree, self.loops, q, qd)
         core = model_core(self)
+        if forces is not None:
+            forces = (
+                self.checked_vector("Q", forces[0], self.nv),
+                *(np.asarray(a, dtype=float).reshape(self.nv, self.nv) for a in forces[1:]),
+            )
         return loop_partitioned_derivatives(
-            self.tree, self.loops, part, q, qd, tau, core.inverse_dynamics, core.rnea_derivatives
+            self.tree, self.loops, part, q, qd, tau, core.inverse_dynamics, core.rnea_derivatives, forces
         )
 
     def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:

@@ -10,13 +10,12 @@ Two ways, one result type (``DynamicsJacobians``, which state space, equilibrium
   M^-1 (B + dQ/du) for the inputs' map B onto the joints (actuators, wheel motors); for closed
   loops and joint couplings, in the partitioned coordinates, ``Model.partitioned_derivatives``
   (mbsfmu/engine/dynamics/loop_derivatives.py: the reduced equations differentiated along the
-  loops' manifold on the C core's RNEA derivatives), dqdd/du = G B with G = dqdd/dtau. Used when
-  it covers the Simulator's equations exactly: on the C core, a tree with every force element, or
-  closed loops whose forces are joint actuators, wheel motors, joint springs and dampers and gravity.
-- central differences of the Simulator's forward dynamics (everything it integrates: also closed
-  loops with thrusters, body wrenches or point spring-dampers; on the C core when it loads, else
-  the numpy reference), below: the fallback for what the analytic path does not cover, and the
-  tests' oracle for it.
+  loops' manifold on the C core's RNEA derivatives, the force elements' Q added to tau with its
+  derivatives), dqdd/du = G (B + dQ/du) with G = dqdd/dtau. Used on the C core (every force
+  element, trees and closed loops).
+- central differences of the Simulator's forward dynamics (everything it integrates; on the C
+  core when it loads, else the numpy reference), below: the fallback without the C core, and the
+  tests' oracle for the analytic path.
 
 Central difference of column j (e.g. Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
 Sec. 8.1, Eq. 8.7): f'(x) ~ (f(x + h e_j) - f(x - h e_j)) / (2 h), truncation error
@@ -76,6 +75,12 @@ class Accelerations:
         # closed loops: the analytic path differentiates the partitioned equations through the
         # C core's tree derivatives (Model.partitioned_derivatives) while f itself runs in Python
         self.loop_core = self.part is not None and backend != "python" and usable()
+        # the force elements' generalized force and its derivatives (Core.force_derivatives)
+        self.elements_core = self.core
+        if self.loop_core and self.core is None:
+            from ..engine.native.core import Core
+
+            self.elements_core = Core(model)
 
     def __call__(self, q: Array, qd: Array, u: Array) -> Array:
         x = np.concatenate((q, qd, [0.0, 0.0]))
@@ -144,12 +149,6 @@ def analytic_obstacle(f: Accelerations) -> str | None:
     """None when the analytic derivatives cover f's equations (module docstring), else the reason."""
     if f.core is None and not f.loop_core:
         return "the C core is not in use (backend 'python')"
-    if f.part is not None:  # Model.partitioned_derivatives covers joint forces only
-        forces = f.sim.forces
-        body = [k for k, els in (("thrusters", forces.thrusters), ("body wrenches", forces.wrenches)) if els]
-        body += ["point spring-dampers"] if forces.springs else []
-        if body:
-            return f"the model has closed loops and {', '.join(body)} (not differentiated analytically together)"
     return None
 
 
@@ -183,10 +182,19 @@ def analytic_jacobians(f: Accelerations, q: Array, qd: Array, u: Array) -> Dynam
     u = np.asarray(u, dtype=float)
     B = np.zeros((nv, f.nu))
     B[forces.layout.tau_dof, forces.layout.tau_index] = 1.0
+    elements = bool(forces.springs or forces.thrusters or forces.wrenches)
     if f.part is not None:
-        qdd, dq, dqd, G = f.model.partitioned_derivatives(*f.close(q, qd), forces.joint_forces(u))
-        return DynamicsJacobians(qdd, dq, dqd, G @ B, "analytic (partitioned loops, Carpentier & Mansard 2018)")
-    if not (forces.springs or forces.thrusters or forces.wrenches):
+        q, qd = f.close(q, qd)
+        dQ_du = np.zeros((nv, f.nu))
+        extra = None
+        if elements:
+            Q, dQ_dq, dQ_dqd, dQ_du = f.elements_core.force_derivatives(q, qd, u)
+            extra = (Q, dQ_dq, dQ_dqd)
+        qdd, dq, dqd, G = f.model.partitioned_derivatives(q, qd, forces.joint_forces(u), extra)
+        return DynamicsJacobians(
+            qdd, dq, dqd, G @ (B + dQ_du), "analytic (partitioned loops, Carpentier & Mansard 2018)"
+        )
+    if not elements:
         qdd, dq, dqd, Minv = f.core.aba_derivatives(q, qd, forces.joint_forces(u))
         return DynamicsJacobians(qdd, dq, dqd, Minv @ B, ANALYTIC)
     Q, dQ_dq, dQ_dqd, dQ_du = f.core.force_derivatives(q, qd, u)

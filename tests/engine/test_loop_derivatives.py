@@ -236,20 +236,47 @@ def test_python_backend_falls_back_and_analytic_names_the_reason(rng):
 
 
 @needs_core
-def test_loop_with_a_thruster_falls_back_and_analytic_names_it(rng):
-    """A thruster on the four-bar's rocker: "auto" takes central differences, "analytic" refuses
-    naming the loops and the thruster (partitioned_derivatives covers joint forces only)."""
+def test_loops_with_force_elements_equal_central_differences(rng):
+    """The four-bar with a thruster on its rocker, a point spring-damper from the coupler to the
+    world and a body wrench on the crank: "auto" takes the analytic path (the elements' Q and its
+    derivatives from Core.force_derivatives added to the partitioned equations), equal to the
+    partitioned central differences within RTOL_FD, as above; the thruster's and the wrench's
+    inputs make dqdd/du's columns (G dQ/du)."""
     doc = yaml.safe_load((MODELS / "fourbar.yaml").read_text())
     doc["forces"] = [
-        {"type": "thruster", "name": "jet", "body": "rocker", "point": [0.5, 0, 0], "direction": [0, 1, 0]}
+        {"type": "thruster", "name": "jet", "body": "rocker", "point": [0.5, 0, 0], "direction": [0, 1, 0]},
+        {
+            "type": "spring",
+            "name": "tie",
+            "a": {"body": "coupler", "point": [0.3, 0.05, 0]},
+            "b": {"body": "world", "point": [0.4, 0.9, 0.1]},
+            "k": 40.0,
+            "d": 1.5,
+            "l0": 0.3,
+        },
+        {"type": "wrench", "name": "push", "body": "crank", "point": [0.1, 0.02, 0], "axes": "body"},
     ]
-    model = mbsfmu.Model(spec_from_dict(doc, source="jet"), source="jet")
+    model = mbsfmu.Model(spec_from_dict(doc, source="elements"), source="elements")
     f = Accelerations(model)
-    q, qd = closed_state(model, rng)
-    u = np.ones(f.nu)
-    assert dynamics_jacobians(f, q, qd, u).method.startswith("central")
-    with pytest.raises(InputError, match="closed loops and thrusters"):
-        dynamics_jacobians(f, q, qd, u, method="analytic")
+    assert f.sim.forces.thrusters and f.sim.forces.springs and f.sim.forces.wrenches
+    for _ in range(3):
+        q, qd = closed_state(model, rng)
+        while np.linalg.cond(model.loop_constraints(q).A[np.ix_(f.part.rows, f.part.iv)]) > COND_MAX:
+            q, qd = closed_state(model, rng)
+        u = rng.normal(size=f.nu)
+        Ja = dynamics_jacobians(f, q, qd, u, method="analytic")
+        Jc = dynamics_jacobians(f, q, qd, u, method="central")
+        assert dynamics_jacobians(f, q, qd, u).method == Ja.method and Ja.method.startswith("analytic")
+        scale = max(1.0, float(np.abs(Jc.qdd).max()))
+        np.testing.assert_allclose(Ja.qdd, Jc.qdd, rtol=0, atol=1e-12 * scale)
+        for name in ("dqdd_dq", "dqdd_dqd", "dqdd_du"):
+            a, c = getattr(Ja, name), getattr(Jc, name)
+            s = max(scale, float(np.abs(c).max(initial=0.0)))
+            np.testing.assert_allclose(a, c, rtol=0, atol=RTOL_FD * s, err_msg=name)
+        # the elements act: without them the Jacobians differ by far more than the tolerance
+        bare = Accelerations(mbsfmu.load_model(MODELS / "fourbar.yaml"))
+        Jb = dynamics_jacobians(bare, q, qd, np.zeros(bare.nu))
+        assert np.abs(Jb.dqdd_dq - Ja.dqdd_dq).max() > 1e3 * RTOL_FD * max(1.0, np.abs(Ja.dqdd_dq).max())
 
 
 @needs_core
