@@ -160,14 +160,9 @@ def _plain(loader) -> tuple[object, dict]:
     while True:
         event = get()
         kind = type(event)
-        if kind is MappingEndEvent or kind is SequenceEndEvent:
-            into, path, key = stack.pop()
-            continue
-        if kind is DocumentEndEvent:
-            break
-        if event.anchor is not None or event.tag is not None:
-            raise _NotPlain
-        if kind is ScalarEvent:
+        if kind is ScalarEvent:  # the most frequent event first
+            if event.anchor is not None or event.tag is not None:
+                raise _NotPlain
             text = event.value
             if not event.implicit[0]:
                 value = text
@@ -175,8 +170,15 @@ def _plain(loader) -> tuple[object, dict]:
                 value = known[text]
             else:
                 value = known[text] = _scalar(loader, text)
+        elif kind is MappingEndEvent or kind is SequenceEndEvent:
+            into, path, key = stack.pop()
+            continue
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise _NotPlain
             value = {} if kind is MappingStartEvent else []
+        elif kind is DocumentEndEvent:
+            break
         else:
             raise _NotPlain
         if into is None:
