@@ -683,3 +683,33 @@ def test_fast_yaml_reader_reads_the_pure_python_parser_the_same(monkeypatch):
     monkeypatch.setattr(mf, "_Loader", PureLoader)
     for text in PLAIN + FALLBACK + REFUSED:
         assert _outcome(mf._parse_yaml, text) == _outcome(_pyyaml, text), text
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_fast_yaml_reader_leaves_the_garbage_collector_as_it_found_it(enabled):
+    """The reader pauses the cyclic collector while it builds the document: read, fallen back or refused."""
+    import gc
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for text in ("a: [1, 2]\n", FALLBACK[0], REFUSED[0]):
+            try:
+                mf._parse_yaml(text)
+            except yaml.YAMLError:
+                pass
+            assert gc.isenabled() is enabled, text
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_integers_read_as_floats_exactly_and_huge_ones_are_reported():
+    from mbsfmu.io.reader import MAX_EXACT_INT, Reader
+
+    r = Reader({})
+    for n in (0, 1, -7, MAX_EXACT_INT, -MAX_EXACT_INT, MAX_EXACT_INT + 1, 10**300):
+        x = r.number(n, ("x",))
+        assert type(x) is float and x == float(n)
+    assert not r.problems
+    assert r.number(10**400, ("y",)) == 0.0 and "beyond the float range" in r.problems[0].message
+    assert r.number(True, ("z",)) == 0.0 and "expected a number, got the boolean True" in r.problems[1].message
