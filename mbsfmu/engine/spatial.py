@@ -33,8 +33,15 @@ def cross_rows(a: Array, b: Array) -> Array:
 
 
 def skew(v: Array) -> Array:
-    """Cross-product matrix: skew(a) @ b == a x b."""
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    """Cross-product matrix: skew(a) @ b == a x b; a stack v (..., 3) gives (..., 3, 3)."""
+    if np.ndim(v) == 1:
+        return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
+    return out
 
 
 def rot_axis(axis: Array, angle: float) -> Array:
@@ -148,11 +155,12 @@ def quat_log(quat: Array) -> Array:
 
 
 def plucker(E: Array, r: Array) -> Array:
-    """Plucker motion transform X = [[E, 0], [-E skew(r), E]] (RBDA Eq. 2.24)."""
-    X = np.zeros((6, 6))
-    X[:3, :3] = E
-    X[3:, 3:] = E
-    X[3:, :3] = -E @ skew(r)
+    """Plucker motion transform X = [[E, 0], [-E skew(r), E]] (RBDA Eq. 2.24); stacks E (..., 3, 3)
+    and r (..., 3) give (..., 6, 6), each entry the one of its own E and r, bit for bit."""
+    X = np.zeros(np.shape(E)[:-2] + (6, 6))
+    X[..., :3, :3] = E
+    X[..., 3:, 3:] = E
+    X[..., 3:, :3] = -E @ skew(r)
     return X
 
 
@@ -173,13 +181,15 @@ def crf(v: Array) -> Array:
 
 def spatial_inertia(m: float, c: Array, I_c: Array) -> Array:
     """Spatial inertia about the frame origin of a body of mass m [kg], CoM c [m] and inertia
-    I_c about the CoM [kg m^2], all in that frame (RBDA Eq. 2.63)."""
+    I_c about the CoM [kg m^2], all in that frame (RBDA Eq. 2.63); stacks m (...,), c (..., 3),
+    I_c (..., 3, 3) give (..., 6, 6), each entry the one of its own body, bit for bit."""
     C = skew(c)
-    I = np.zeros((6, 6))
-    I[:3, :3] = I_c + m * C @ C.T
-    I[:3, 3:] = m * C
-    I[3:, :3] = m * C.T
-    I[3:, 3:] = m * np.eye(3)
+    m = np.asarray(m, dtype=float)[..., None, None]
+    I = np.zeros(C.shape[:-2] + (6, 6))
+    I[..., :3, :3] = I_c + m * C @ C.swapaxes(-1, -2)
+    I[..., :3, 3:] = m * C
+    I[..., 3:, :3] = m * C.swapaxes(-1, -2)
+    I[..., 3:, 3:] = m * np.eye(3)
     return I
 
 

@@ -12,6 +12,8 @@ import numbers
 from ..engine.spec.validation import locate
 from ..errors import Problem, brief
 
+MAX_EXACT_INT = 2**53  # integers up to this size are floats exactly (float64's 53-bit significand)
+
 
 class Reader:
     """Typed access to the parsed document that records problems instead of raising."""
@@ -38,8 +40,10 @@ class Reader:
         return value
 
     def number(self, value, path) -> float:
-        if type(value) is float and math.isfinite(value):  # the common case, without the ABC check
+        if type(value) is float and math.isfinite(value):  # the common cases, without the ABC check
             return value
+        if type(value) is int and -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
+            return float(value)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             self.problem(path, f"expected a number, got {describe(value)}")
             return 0.0

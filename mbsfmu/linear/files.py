@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
-from .statespace import LinearModel
+
+if TYPE_CHECKING:  # annotations only: the command line imports this module for SUFFIXES at start-up
+    from .statespace import LinearModel
 
 SUFFIXES = (".npz", ".mat", ".json")
 MATRICES = ("A", "B", "C", "D", "q0", "qd0", "u0", "y0", "qdd0")

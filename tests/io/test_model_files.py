@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 import mbsfmu
+from mbsfmu.io import model_file as mf
 from mbsfmu.io.model_file import spec_from_dict
 
 GOOD = """\
@@ -573,31 +574,142 @@ def test_thousands_of_problems_list_a_screenful_and_count_the_rest(tmp_path):
     assert lines[-1] == f"  ... and {n - MAX_LISTED} more (the first {MAX_LISTED} are listed)"
 
 
-def test_fast_yaml_walk_equals_pyyaml_constructor_and_falls_back_where_it_must():
-    """parse_file's one-walk reader gives the documents and line maps of PyYAML's constructor on every
-    bundled YAML file; documents with anchors, merge keys, tags or duplicate keys take PyYAML's path."""
-    import yaml
+PLAIN = [  # documents the one-pass reader reads itself: every plain scalar type and layout
+    "",
+    "---\n",
+    "a",
+    "- 1\n- 2",
+    "d: [1_000, 0x10, 0o17, 017, 0b11, 1:30, 1:30.5, yes, No, on, OFF, ~, null, '', .inf, -.Inf, .nan, 1e-3, 1E+3]\n",
+    "e: [1.5e3, +1, -0, -0.0, 0.0, 1_0.5, 12., 0x_1F, 1__0, 1e400, -.nan, 0.1, 0.1]\n",
+    "a: |\n  x\n  1\nb: >\n  1.5\n",
+    "a: \"1.5\"\nb: '1'\n",
+    "a: [[[[[]]]]]\n",
+    "a: {b: {c: [1, {d: 2}]}}\n",
+    "---\na: 1\n...\n",
+    "? a\n",
+    "a:\n  - b:\n    c: 1\n",
+    "1.5: x\nnull: y\ntrue: z\n3: w\n",
+    "a: 1 # c\n",
+    "%YAML 1.1\n---\na: 1\n",
+    "a: \"x\\ty\"\nb: 'it''s'\n",
+]
+FALLBACK = [  # documents left to PyYAML's composer and constructor, read or refused as it does
+    "a: &x {k: 1.5e-3, s: '2'}\nb: *x\nc:\n  <<: *x\n  k: !!float 2\n",
+    "<<: {a: 1}\nb: 2\n",
+    "&a [1, *a]\n",
+    "a: 2001-02-03\n",
+    "a: !!str 1\n",
+    "a: ! 1\n",
+    "!!map {a: 1}\n",
+    "- !!float 1\n",
+    "version: 1\nbodies: " + "[" * 200 + "]" * 200 + "\n",
+]
+REFUSED = [  # broken or unreadable documents: the same error, with the same line, as PyYAML's path
+    "a: 1\na: 2\n",
+    "1: a\n1.0: b\n",
+    "true: 1\n1: 2\n",
+    "a: 2001-02-30\n",
+    "a: =\n",
+    "x: <<\n",
+    "? [1]\n: 2\n",
+    "a: 1\n---\nb: 2\n",
+    "- [a\n",
+    "a: 1\nb: [1, 2\n",
+    "a: \"x\x07\"\n",
+    "a: *nowhere\n",
+]
 
-    from mbsfmu.io import model_file as mf
 
-    def slow(text):
-        loader = mf._Loader(text)
-        try:
-            node = loader.get_single_node()
-            data, lines = loader.construct_document(node), {}  # (constructing flattens merge keys in the nodes)
-            mf._node_lines(node, (), lines, loader, set())
-            return data, lines
-        finally:
-            loader.dispose()
+def _pyyaml(text):
+    """PyYAML's composer and constructor, and _node_lines on its nodes: what the one-pass reader must equal."""
+    loader = mf._Loader(text)
+    try:
+        node = loader.get_single_node()
+        data, lines = (None if node is None else loader.construct_document(node)), {}
+        mf._node_lines(node, (), lines, loader, set())  # (after constructing: it flattens merge keys in the nodes)
+        return data, lines
+    finally:
+        loader.dispose()
 
+
+def _outcome(read, text) -> str:
+    """repr of what ``read`` gives (keys in order, nan compared as text) or of the error it raises, line included."""
+    try:
+        return repr(read(text))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        return f"{type(e).__name__} at line {mark.line if mark else None}: {e}"
+
+
+def test_fast_yaml_reader_equals_pyyaml_on_every_bundled_file():
     from tests.support.paths import ROOT
 
     files = sorted((ROOT / "scenarios").rglob("*.yaml"))
     assert len(files) > 20
     for path in files:
         text = path.read_text()
-        assert mf._parse_yaml(text) == slow(text), path
-    tricky = "a: &x {k: 1.5e-3, s: '2'}\nb: *x\nc:\n  <<: *x\n  k: !!float 2\nd: [1_000, 0x10, yes, ~]\n"
-    assert mf._parse_yaml(tricky) == slow(tricky)
-    with pytest.raises(yaml.constructor.ConstructorError, match="duplicate key"):
-        mf._parse_yaml("a: 1\na: 2\n")
+        assert _outcome(mf._parse_yaml, text) == _outcome(_pyyaml, text), path
+
+
+@pytest.mark.parametrize("text", PLAIN + FALLBACK + REFUSED)
+def test_fast_yaml_reader_equals_pyyaml(text):
+    """Documents, line maps (in order) and errors (type, line, wording) of parse_file's one-pass reader
+    are PyYAML's on every scalar type, layout, and every case it leaves to PyYAML."""
+    assert _outcome(mf._parse_yaml, text) == _outcome(_pyyaml, text)
+
+
+@pytest.mark.parametrize("text, plain", [(t, True) for t in PLAIN] + [(t, False) for t in FALLBACK + REFUSED])
+def test_fast_yaml_reader_leaves_to_pyyaml_only_what_it_must(text, plain):
+    """The one-pass reader reads the plain documents itself (so the equality above tests it) and refuses the others."""
+    loader = mf._Loader(text)
+    try:
+        if plain:
+            mf._plain(loader)
+        else:
+            with pytest.raises((mf._NotPlain, yaml.YAMLError)):
+                mf._plain(loader)
+    finally:
+        loader.dispose()
+
+
+def test_fast_yaml_reader_reads_the_pure_python_parser_the_same(monkeypatch):
+    """Where PyYAML has no libyaml, the reader runs on PyYAML's own parser, event for event the same."""
+
+    class PureLoader(yaml.SafeLoader, mf._Loader):  # PyYAML's parser first, then our loader's overrides
+        pass
+
+    assert PureLoader.get_event is yaml.parser.Parser.get_event
+    assert PureLoader.get_single_node is yaml.composer.Composer.get_single_node
+    monkeypatch.setattr(mf, "_Loader", PureLoader)
+    for text in PLAIN + FALLBACK + REFUSED:
+        assert _outcome(mf._parse_yaml, text) == _outcome(_pyyaml, text), text
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_fast_yaml_reader_leaves_the_garbage_collector_as_it_found_it(enabled):
+    """The reader pauses the cyclic collector while it builds the document: read, fallen back or refused."""
+    import gc
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for text in ("a: [1, 2]\n", FALLBACK[0], REFUSED[0]):
+            try:
+                mf._parse_yaml(text)
+            except yaml.YAMLError:
+                pass
+            assert gc.isenabled() is enabled, text
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_integers_read_as_floats_exactly_and_huge_ones_are_reported():
+    from mbsfmu.io.reader import MAX_EXACT_INT, Reader
+
+    r = Reader({})
+    for n in (0, 1, -7, MAX_EXACT_INT, -MAX_EXACT_INT, MAX_EXACT_INT + 1, 10**300):
+        x = r.number(n, ("x",))
+        assert type(x) is float and x == float(n)
+    assert not r.problems
+    assert r.number(10**400, ("y",)) == 0.0 and "beyond the float range" in r.problems[0].message
+    assert r.number(True, ("z",)) == 0.0 and "expected a number, got the boolean True" in r.problems[1].message

@@ -70,30 +70,33 @@ def singular_joints(tree: Tree, q: Array) -> Singularity:
             Ic[tree.parent[i]] += Xup[i].T @ Ic[i] @ Xup[i]
     if not np.all(np.isfinite(Ic)):
         return Singularity(frozenset(), frozenset(), {}, overflow=True)
-    Mii = [S[i].T @ Ic[i] @ S[i] for i in range(n + 1)]
     # per joint, relative to its own block M_ii = S_i^T Ic_i S_i: D_i is formed from the inertias of
     # i's subtree only (IA_i <= Ic_i), so its round-off is ~ eps trace(M_ii), whatever the rest of
     # the model weighs (a relative tolerance on trace(M) called a 1.5 kg link "massless" beside a
-    # 1e300 kg m^2 one)
-    tols = [SINGULAR_RTOL * max(float(np.trace(m)), 1e-300) for m in Mii]
+    # 1e300 kg m^2 one). trace(M_ii) = sum_k S_i[:, k] . (Ic_i S_i)[:, k], every joint at once (the
+    # zero columns of tree.S past nv_i add exact zeros)
+    tols = SINGULAR_RTOL * np.maximum(np.einsum("iak,iak->i", tree.S, Ic @ tree.S), 1e-300)
     IA = tree.I.copy()
     U, Dpinv, null = [None] * (n + 1), [None] * (n + 1), {}
-    one = np.ones((1, 1))  # the eigenvectors of a 1x1 pivot
+    one, zero = np.ones((1, 1)), np.zeros((1, 1))  # the eigenvector of a 1x1 pivot; its pseudo-inverse if 0
     for i in range(n, 0, -1):  # RBDA Table 7.1, pass 2 (no bias terms)
         U[i] = IA[i] @ S[i]
         D = S[i].T @ U[i]
-        if D.shape == (1, 1):  # a 1-DoF joint: D is its own eigenvalue (what eigh gives, without the call)
-            lam, V = 0.5 * (D[0] + D[0]), one
+        if D.shape == (1, 1):  # a 1-DoF joint: D is its own eigenvalue, V = [[1]] (what eigh gives)
+            if D[0, 0] > tols[i]:
+                Dpinv[i] = 1.0 / D
+            else:
+                Dpinv[i], null[i] = zero, one
         else:
             lam, V = np.linalg.eigh(0.5 * (D + D.T))
-        keep = lam > tols[i]
-        Dpinv[i] = (V[:, keep] / lam[keep]) @ V[:, keep].T
-        if not keep.all():
-            null[i] = V[:, ~keep]
+            keep = lam > tols[i]
+            Dpinv[i] = (V[:, keep] / lam[keep]) @ V[:, keep].T
+            if not keep.all():
+                null[i] = V[:, ~keep]
         if tree.parent[i] > 0:
             Ia = IA[i] - U[i] @ Dpinv[i] @ U[i].T
             IA[tree.parent[i]] += Xup[i].T @ Ia @ Xup[i]
-    alone = frozenset(i for i in null if np.linalg.eigvalsh(Mii[i])[0] <= tols[i])
+    alone = frozenset(i for i in null if np.linalg.eigvalsh(S[i].T @ Ic[i] @ S[i])[0] <= tols[i])
     kids = _children(tree)
     combined: dict[int, set] = {}
     for i in sorted(null)[:MAX_WALKS]:

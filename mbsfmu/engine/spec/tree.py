@@ -83,13 +83,13 @@ def compile_tree(spec: ModelSpec, topo: Topology) -> Tree:
         axis[i] = a / np.linalg.norm(a) if jt in (joints.REVOLUTE, joints.PRISMATIC) else a
         R_tree[i] = b.joint.origin.R
         p_tree[i] = b.joint.origin.p
-        Xtree[i] = plucker(R_tree[i].T, p_tree[i])
         nq[i], nv[i] = joints.NQ[jt], joints.NV[jt]
         S[i, :, : nv[i]] = joints.motion_subspace(jt, axis[i])
         mass[i] = b.mass
         com[i] = b.com
         I_c[i] = np.asarray(b.inertia, dtype=float)
-        I[i] = spatial_inertia(mass[i], com[i], I_c[i])
+    Xtree[1:] = plucker(R_tree[1:].swapaxes(-1, -2), p_tree[1:])  # every body at once (RBDA Eq. 2.24)
+    I[1:] = spatial_inertia(mass[1:], com[1:], I_c[1:])  # (RBDA Eq. 2.63)
     iq = np.concatenate(([0], np.cumsum(nq)[:-1]))
     iv = np.concatenate(([0], np.cumsum(nv)[:-1]))
     a_grav = np.concatenate((np.zeros(3), np.asarray(spec.gravity, dtype=float)))
@@ -124,5 +124,5 @@ def joint_transforms(tree: Tree, q: Array) -> tuple[Array, Array]:
         RJ, pJ = joints.joint_pose(tree.jtype[i], tree.axis[i], q[tree.iq[i] : tree.iq[i] + tree.nq[i]])
         R_rel[i] = tree.R_tree[i] @ RJ
         p_rel[i] = tree.p_tree[i] + tree.R_tree[i] @ pJ
-        Xup[i] = plucker(R_rel[i].T, p_rel[i])
+    Xup[1:] = plucker(R_rel[1:].swapaxes(-1, -2), p_rel[1:])  # every body at once (RBDA Eq. 2.24)
     return Xup, (R_rel, p_rel)
