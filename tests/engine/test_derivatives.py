@@ -23,6 +23,7 @@ from mbsfmu.errors import InputError
 from mbsfmu.io.urdf import load_urdf
 from mbsfmu.linear.jacobians import H_REL, Accelerations, dynamics_jacobians
 from tests.support.paths import MODELS
+from tests.support.robots import robots_dir
 from tests.support.trees import random_tree, with_force_elements
 
 pytestmark = pytest.mark.skipif(not usable(), reason="the C core cannot be built here")
@@ -40,16 +41,6 @@ def without_springs(model: Model) -> Model:
     spec = model.spec
     bodies = tuple(replace(b, joint=replace(b.joint, spring=None)) for b in spec.bodies)
     return Model(replace(spec, bodies=bodies), source=model.source)
-
-
-def robots_dir():
-    from importlib import metadata
-
-    try:
-        path = metadata.distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots")
-    except metadata.PackageNotFoundError:
-        return None
-    return path if path.is_dir() else None
 
 
 # ---- central differences of the engine's own dynamics ------------------------------------------

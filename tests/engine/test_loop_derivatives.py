@@ -33,6 +33,7 @@ from mbsfmu.io.urdf import load_urdf
 from mbsfmu.linear.jacobians import Accelerations, dynamics_jacobians
 from tests.engine.test_closed_loops import random_looped
 from tests.support.paths import MODELS
+from tests.support.robots import robots_dir
 
 RTOL_VAR, RTOL_FD = 1e-7, 1e-7
 COND_MAX = 10.0  # states nearer the partition's singular configurations are drawn again (see the test)
@@ -142,16 +143,6 @@ def coupled_pendulum(tmp_path, a=-0.6, b=0.3, m=0.8, l=0.4, i_c=0.01, I1=0.05, d
     path = tmp_path / "coupled.urdf"
     path.write_text(f'<?xml version="1.0"?>\n<robot name="coupled">{base}{wheel}{bob}{joints}</robot>\n')
     return load_urdf(path)
-
-
-def robots_dir():
-    from importlib import metadata
-
-    try:
-        path = metadata.distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots")
-    except metadata.PackageNotFoundError:
-        return None
-    return path if path.is_dir() else None
 
 
 def loop_models(tmp_path):

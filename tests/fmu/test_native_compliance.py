@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.native_fmu import copy_fmu
+from tests.support.robots import robots_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -40,14 +41,9 @@ def checker() -> str:
 
 def panda_urdf() -> Path | None:
     """Franka panda from example-robot-data (its fingers: one mimic joint), or None."""
-    from importlib import metadata
-
-    try:
-        dist = metadata.distribution("example-robot-data")
-    except metadata.PackageNotFoundError:
-        return None
-    p = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf"))
-    return p if p.is_file() else None
+    robots = robots_dir()
+    p = robots / "panda_description/urdf/panda.urdf" if robots else None
+    return p if p is not None and p.is_file() else None
 
 
 def run_checker(exe: str, fmu: Path, folder: Path) -> tuple[int, int, int, int, str, int]:

@@ -12,9 +12,6 @@ backward error is what both algorithms guarantee.
 
 from __future__ import annotations
 
-from importlib import metadata
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -24,18 +21,9 @@ from mbsfmu.sim.simulator import Simulator
 
 pin = pytest.importorskip("pinocchio")
 from tests.support.pin_twin import UrdfTwin  # noqa: E402
+from tests.support.robots import robots_dir  # noqa: E402
 
-
-def _robots_dir() -> Path | None:
-    try:
-        dist = metadata.distribution("example-robot-data")
-    except metadata.PackageNotFoundError:
-        return None
-    path = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
-    return path if path.is_dir() else None
-
-
-ROBOTS = _robots_dir()
+ROBOTS = robots_dir()
 pytestmark = pytest.mark.skipif(ROBOTS is None, reason="example-robot-data is not installed (test extra)")
 ALL = sorted(str(p.relative_to(ROBOTS)) for p in ROBOTS.rglob("*.urdf")) if ROBOTS else []
 
