@@ -314,7 +314,7 @@ class Model:
                 *(np.asarray(a, dtype=float).reshape(self.nv, self.nv) for a in forces[1:]),
             )
         return loop_partitioned_derivatives(
-            self.tree, self.loops, part, q, qd, tau, core.inverse_dynamics, core.rnea_derivatives, forces
+            self.tree, self.loops, part, q, qd, tau, core.inverse_dynamics, core.rnea_derivatives, core.crba, forces
         )
 
     def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:

@@ -214,6 +214,7 @@ def partitioned_derivatives(
     tau: Array,
     inverse_dynamics,
     rnea_derivatives,
+    mass_matrix,
     forces: tuple[Array, Array, Array] | None = None,
 ) -> tuple[Array, Array, Array, Array]:
     """(qdd (nv,), dqdd_du (nv, n), dqdd_dud (nv, n), dqdd_dtau (nv, nv)) of the partitioned
@@ -221,7 +222,8 @@ def partitioned_derivatives(
     columns the independent coordinates part.iu (tangent coordinates du [rad, m] and rates ud),
     rows all nv accelerations [rad/s^2, m/s^2]; dqdd_dtau = J (J^T M J)^-1 J^T. tau (nv,)
     actuator forces [N m, N]; ``inverse_dynamics(q, qd, qdd)`` and ``rnea_derivatives(q, qd,
-    qdd)`` -> (dID/dq, dID/dqd, M): the tree's (the C core's), springs and dampers included.
+    qdd)`` -> (dID/dq, dID/dqd, M): the tree's (the C core's), springs and dampers included;
+    ``mass_matrix(q)`` -> M (CRBA: M before qdd is known, without a derivative pass for it).
     ``forces``: (Q (nv,), dQ/dq, dQ/dqd (nv, nv), tangent columns) of the force elements beyond
     the joints (point spring-dampers, thrusters, body wrenches: ``Core.force_derivatives``) at
     (q, qd): (1) becomes J^T (tau + Q - ID) = 0, so Q adds to tau and dQ/dq, dQ/dqd subtract from
@@ -234,11 +236,11 @@ def partitioned_derivatives(
     if forces is not None:
         tau = tau + forces[0]
     ID_b = inverse_dynamics(q, qd, b)
-    M = rnea_derivatives(q, qd, b)[2]
+    M = mass_matrix(q)
     Mr = J.T @ M @ J
     udd = np.linalg.solve(Mr, J.T @ (tau - ID_b))
     qdd = J @ udd + b
-    dID_dq, dID_dqd, M = rnea_derivatives(q, qd, qdd)
+    dID_dq, dID_dqd, _ = rnea_derivatives(q, qd, qdd)
     if forces is not None:  # the residual of (1) is ID - Q: differentiate both
         dID_dq, dID_dqd = dID_dq - forces[1], dID_dqd - forces[2]
     r = tau - (ID_b + M @ (qdd - b))  # the constraint force A_p^T lambda (ID is affine in qdd)
