@@ -22,6 +22,7 @@ from mbsfmu.engine.native.core import model_core, usable
 from mbsfmu.errors import InputError
 from mbsfmu.io.urdf import load_urdf
 from mbsfmu.linear.jacobians import H_REL, Accelerations, dynamics_jacobians
+from tests.support.differences import central
 from tests.support.paths import MODELS
 from tests.support.robots import robots_dir
 from tests.support.trees import random_tree, with_force_elements
@@ -44,16 +45,6 @@ def without_springs(model: Model) -> Model:
 
 
 # ---- central differences of the engine's own dynamics ------------------------------------------
-def fd_columns(g, q0, nv, integrate):
-    """dg/d(dq) (rows of g, nv columns) by central differences along q (+) h e_j."""
-    cols = []
-    for j in range(nv):
-        e = np.zeros(nv)
-        e[j] = H_REL
-        cols.append((g(integrate(q0, e)) - g(integrate(q0, -e))) / (2 * H_REL))
-    return np.column_stack(cols)
-
-
 def fd_rate_columns(g, x0):
     cols = []
     for j in range(x0.size):
@@ -91,7 +82,7 @@ def check_against_central_differences(model, q, qd, qdd, tau):
     dtau_dq, dtau_dqd, M = model.rnea_derivatives(q, qd, qdd)
     close(
         dtau_dq,
-        fd_columns(lambda x: model.inverse_dynamics(x, qd, qdd), q, model.nv, model.integrate),
+        central(lambda x: model.inverse_dynamics(x, qd, qdd), q, model.nv, model.integrate),
         RTOL_FD,
         "dtau/dq",
     )
@@ -100,7 +91,7 @@ def check_against_central_differences(model, q, qd, qdd, tau):
     dqdd_dq, dqdd_dqd, Minv = model.aba_derivatives(q, qd, tau)
     close(
         dqdd_dq,
-        fd_columns(lambda x: model.forward_dynamics(x, qd, tau), q, model.nv, model.integrate),
+        central(lambda x: model.forward_dynamics(x, qd, tau), q, model.nv, model.integrate),
         RTOL_FD,
         "dqdd/dq",
     )

@@ -25,7 +25,8 @@ from mbsfmu.engine.model import Model
 from mbsfmu.engine.native.core import Core, usable
 from mbsfmu.engine.spec.description import Anchor, SpringDamper
 from mbsfmu.errors import InputError
-from mbsfmu.linear.jacobians import H_REL, Accelerations
+from mbsfmu.linear.jacobians import Accelerations
+from tests.support.differences import central
 from tests.support.paths import MODELS
 from tests.support.trees import random_tree, with_force_elements
 
@@ -42,16 +43,6 @@ CASES = [
 
 def forces_model(rng, n, free_base, types) -> Model:
     return with_force_elements(random_tree(rng, n, free_base=free_base, types=types, springs=True), rng)
-
-
-def central(g, x, n, step):
-    """(n columns) of dg by central differences, x stepped by step(x, +-h e_j)."""
-    cols = []
-    for j in range(n):
-        e = np.zeros(n)
-        e[j] = H_REL
-        cols.append((g(step(x, e)) - g(step(x, -e))) / (2.0 * H_REL))
-    return np.column_stack(cols) if cols else np.zeros((len(g(x)), 0))
 
 
 def check_against_central_differences(model: Model, core: Core, q, qd, u):
