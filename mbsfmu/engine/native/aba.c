@@ -3,9 +3,13 @@
  * U = IA S, D = S^T U, u = tau - S^T pA (RBDA Eqs. 7.43-7.45), D = L L^T by Cholesky.
  *
  * The products with S use its known structure (spatial.h S_mul, ST_mul, IA_S), so U = IA S is
- * three-term sums or columns of IA, never a dense 6 x 6 x n product. The articulated inertias
- * are exactly symmetric (I_i is; every update adds a symmetric matrix), so only their upper
- * triangles are computed and mirrored. A leaf body's IA is its I_i (read in place, not copied). */
+ * three-term sums or columns of IA, never a dense 6 x 6 x n product; a joint axis along a
+ * coordinate axis and a transform that rotates about one (s->sax, s->erot) leave out further
+ * products with exact zeros and ones, giving the same numbers (spatial.h, "Structured products").
+ * The articulated inertias are symmetric (I_i is; every update adds a symmetric matrix), so only
+ * their upper triangles are computed (Ia, and Xup^T Ia Xup by XT_I_X_sym_k) and mirrored before
+ * use. A leaf body's IA is its I_i (read in place, not copied); a parent's IA starts as its I_i
+ * in the first child's update (s->first_add), not by a copy. */
 #include <string.h>
 #include "instance.h"
 #include "spatial.h"
@@ -67,21 +71,26 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
     for (i = 1; i <= N; i++) {                                /* outward: v_i, c_i, IA_i = I_i, pA_i */
         double vJ[6];
         S_mul(s->jtype[i], s->body_f + BODY_F * i + 12, qd + s->iv[i], vJ);
-        X_motion(s->E + 9 * i, s->r + 3 * i, v + 6 * s->parent[i], v + 6 * i);
+        X_motion_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, v + 6 * s->parent[i], v + 6 * i);
         for (k = 0; k < 6; k++) v[6 * i + k] += vJ[k];
-        crm_mul(v + 6 * i, vJ, c + 6 * i);                    /* c_i = v_i x vJ */
-        if (s->leaf[i] == 0.0) memcpy(IA + 36 * i, s->I + 36 * i, sizeof(double) * 36);   /* a leaf's IA is I */
-        bias_force(s->I + 36 * i, v + 6 * i, pA + 6 * i);     /* pA_i = v_i x* I_i v_i - f_ext_i */
+        if (s->dense) {                                       /* c_i = v_i x vJ, pA_i = v_i x* I_i v_i - f_ext_i */
+            crm_mul(v + 6 * i, vJ, c + 6 * i);
+            bias_force(s->I + 36 * i, v + 6 * i, pA + 6 * i);
+        } else {                                              /* the same numbers, without S's and I's zeros */
+            crm_joint(s->jtype[i], v + 6 * i, vJ, c + 6 * i);
+            rigid_bias_force(s->I + 36 * i, v + 6 * i, pA + 6 * i);
+        }
         for (k = 0; k < 6; k++) pA[6 * i + k] -= s->fext[6 * i + k];
     }
     for (i = N; i >= 1; i--) {                                /* inward: U_i, D_i = L L^T, u_i; Ia, pa */
         const double *axis = s->body_f + BODY_F * i + 12;
         const double *IAi = s->leaf[i] != 0.0 ? s->I + 36 * i : IA + 36 * i;
         double *Ui = U + 36 * i, *Li = Lc + 36 * i, *ui = u + 6 * i, *ci = c + 6 * i;
-        int n = s->nvj[i], lam = s->parent[i], jt = s->jtype[i], b, j;
+        int n = s->nvj[i], lam = s->parent[i], jt = s->jtype[i], sj = (int)s->sax[i], ek = (int)s->erot[i], b, j;
         double Ia[36], pa[6], sp[6];
-        IA_S(jt, axis, IAi, Ui);                              /* U = IA S */
-        ST_mul(jt, axis, pA + 6 * i, sp);                     /* u = tau - S^T pA */
+        if (s->leaf[i] == 0.0) mirror6(IA + 36 * i);          /* the children wrote its upper triangle */
+        IA_S_k(jt, sj, axis, IAi, Ui);                        /* U = IA S */
+        ST_mul_k(jt, sj, axis, pA + 6 * i, sp);               /* u = tau - S^T pA */
         for (b = 0; b < n; b++) ui[b] = tau[s->iv[i] + b] - sp[b];
         if (n == 0) {                                         /* fixed joint: the body's inertia passes on whole */
             if (lam == 0) continue;
@@ -90,13 +99,14 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
         } else if (n == 1) {                                  /* D = S^T U a number: Li[0] = 1 / D */
             double d[6] = {0}, U0[6];                         /* d: room for any joint's S^T (a compiler */
             for (k = 0; k < 6; k++) U0[k] = M6(Ui, k, 0);     /* checking ST_mul's every branch sees it) */
-            ST_mul(jt, axis, U0, d);
+            ST_mul_k(jt, sj, axis, U0, d);
             Li[0] = 1.0 / d[0];
             if (lam == 0) continue;
-            for (k = 0; k < 6; k++) {                         /* Ia = IA - U U^T / D (aba.py's operations) */
+            for (k = 0; k < 6; k++) {                         /* Ia = IA - U U^T / D, upper triangle */
                 double UDk = M6(Ui, k, 0) * Li[0];
-                for (l = 0; l < 6; l++) M6(Ia, k, l) = M6(IAi, k, l) - UDk * M6(Ui, l, 0);
+                for (l = k; l < 6; l++) M6(Ia, k, l) = M6(IAi, k, l) - UDk * M6(Ui, l, 0);
             }
+            mirror6(Ia);
             for (k = 0; k < 6; k++) pa[k] = M6(Ui, k, 0) * (Li[0] * ui[0]);   /* U D^-1 u */
         } else {
             double D[36], Y[36], z[6];
@@ -128,8 +138,9 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
             for (l = 0; l < 6; l++) acc += M6(Ia, k, l) * ci[l];
             pa[k] = pA[6 * i + k] + acc + pa[k];
         }
-        XT_I_X_add(s->E + 9 * i, s->r + 3 * i, Ia, IA + 36 * lam);   /* IA_lambda += Xup^T Ia Xup */
-        XT_force_add(s->E + 9 * i, s->r + 3 * i, pa, pA + 6 * lam); /* pA_lambda += Xup^T pa */
+        XT_I_X_sym_k(ek, s->E + 9 * i, s->r + 3 * i, Ia, s->first_add[i] != 0.0 ? s->I + 36 * lam : IA + 36 * lam,
+                     IA + 36 * lam);                          /* IA_lambda = I_lambda + the children's Xup^T Ia Xup */
+        XT_force_add_k(ek, s->E + 9 * i, s->r + 3 * i, pa, pA + 6 * lam);  /* pA_lambda += Xup^T pa */
     }
     for (k = 0; k < 6; k++) a[k] = (k < 3) ? 0.0 : -s->grav[k - 3];   /* a_0 = -a_grav */
     for (i = 1; i <= N; i++) {                                /* outward: qdd_i, a_i */
@@ -137,7 +148,7 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
         int n = s->nvj[i], jt = s->jtype[i], b;
         double ap[6], w[6], Sq[6];
         double *qi = qdd + s->iv[i];
-        X_motion(s->E + 9 * i, s->r + 3 * i, a + 6 * s->parent[i], ap);   /* a' = Xup a_lambda + c_i */
+        X_motion_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, a + 6 * s->parent[i], ap);   /* a' = Xup a_lambda + c_i */
         for (k = 0; k < 6; k++) ap[k] += c[6 * i + k];
         for (b = 0; b < n; b++) {                             /* w = u - U^T a' */
             double acc = 0.0;
@@ -172,7 +183,7 @@ void mbs_aba_solve(mbs_sim *s, const double *b, double *x)
         const double *axis = s->body_f + BODY_F * i + 12, *Ui = U + 36 * i, *Li = Lc + 36 * i, *pAi = f + 6 * i;
         int n = s->nvj[i], lam = s->parent[i], jt = s->jtype[i], j;
         double *ui = x + s->iv[i], pa[6], sp[6];
-        ST_mul(jt, axis, pAi, sp);
+        ST_mul_k(jt, (int)s->sax[i], axis, pAi, sp);
         for (j = 0; j < n; j++) ui[j] = b[s->iv[i] + j] - sp[j];
         if (lam == 0) continue;
         if (n == 1) {
@@ -190,14 +201,14 @@ void mbs_aba_solve(mbs_sim *s, const double *b, double *x)
         } else {
             for (k = 0; k < 6; k++) pa[k] = pAi[k];
         }
-        XT_force_add(s->E + 9 * i, s->r + 3 * i, pa, f + 6 * lam);
+        XT_force_add_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, pa, f + 6 * lam);
     }
     for (k = 0; k < 6; k++) f[k] = 0.0;                       /* a_0 = 0 (no gravity) */
     for (i = 1; i <= N; i++) {                                /* outward: qdd_i, a_i */
         const double *axis = s->body_f + BODY_F * i + 12, *Ui = U + 36 * i, *Li = Lc + 36 * i;
         int n = s->nvj[i], jt = s->jtype[i], j;
         double ap[6], Sq[6], *qi = x + s->iv[i];
-        X_motion(s->E + 9 * i, s->r + 3 * i, f + 6 * s->parent[i], ap);
+        X_motion_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, f + 6 * s->parent[i], ap);
         for (j = 0; j < n; j++) {                             /* w = u - U^T a' */
             double acc = 0.0;
             for (k = 0; k < 6; k++) acc += M6(Ui, k, j) * ap[k];

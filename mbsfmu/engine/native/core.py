@@ -77,6 +77,7 @@ SIGNATURES = {
     "mbs_sim_apply_params": (I, [P, P, SZ]),
     "mbs_sim_set_solver": (I, [P, I, D, D, D, P, SZ]),
     "mbs_sim_set_loops": (I, [P, I, I, D, D]),
+    "mbs_sim_set_dense": (I, [P, I, P]),
     "mbs_sim_lambda": (P, [P]),
     "mbs_sim_time": (D, [P]),
     "mbs_sim_set_time": (None, [P, D]),
@@ -455,6 +456,16 @@ class Core:
         step (as Simulator's loop_stabilisation)."""
         if self._L.mbs_sim_set_loops(self._s, int(bool(baumgarte)), int(bool(projection)), float(alpha), float(beta)):
             raise InputError(f"baumgarte (alpha, beta) must be finite and >= 0 [1/s], got ({alpha}, {beta})")
+
+    def set_dense(self, dense: bool) -> int:
+        """dense: the forward dynamics without the products that leave out the exact zeros of a joint
+        axis along a coordinate axis and of a transform rotating about one (aba.c; the same numbers
+        by construction, and this is how that is checked); False (the default): with them. Returns
+        the number of joints whose products then use that structure."""
+        n = C.c_int(0)
+        if self._L.mbs_sim_set_dense(self._s, int(bool(dense)), C.byref(n)):
+            raise InputError("set_dense: the instance is not valid")
+        return n.value
 
     def loop_lambda(self) -> np.ndarray:
         """The loops' multipliers (rows of loops.py) at the current state and inputs."""

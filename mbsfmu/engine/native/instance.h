@@ -53,6 +53,9 @@ struct mbs_sim {
     double *leaf;                              /* (N+1): 1 if no body has i as parent, else 0 */
     double *fk_need;                           /* (N+1): 1 if a force element acts on body i or a descendant */
     double *sing;                              /* (N+1): the parameter check's singular-pivot counts */
+    double *erot;                              /* (N+1): k if E_i is a rotation about axis k, else -1 (spatial.h) */
+    double *sax;                               /* (N+1): k if joint i's axis is +-e_k (revolute, prismatic), else -1 */
+    double *first_add;                         /* (N+1): 1 if no body of higher index has i's parent, else 0 */
 
     double t;
     int method;                                /* MBS_RK4 | MBS_DOP853 */
@@ -64,6 +67,8 @@ struct mbs_sim {
     int qdd_valid, inv_valid, kin_valid, params_dirty;   /* qdd_valid: qdd_out and K row 0 = f(x, u) are at x */
     int xf_at_x;                               /* E, r hold Xup at x's q (set by the lazy qdd, cleared by
                                                 * every mbs_joint_transforms and state change) */
+    int dense;                                 /* 1: the ABA's products without the joints' structure
+                                                * (erot = sax = -1; mbs_sim_set_dense, a check) */
     mbs_invariants inv;
     mbs_kinematics kin;
     char msg[MBS_MSG];

@@ -69,6 +69,7 @@
 #define mbs_sim_outputs MBS_PREFIXED(mbs_sim_outputs)
 #define mbs_sim_qdd MBS_PREFIXED(mbs_sim_qdd)
 #define mbs_sim_rhs MBS_PREFIXED(mbs_sim_rhs)
+#define mbs_sim_set_dense MBS_PREFIXED(mbs_sim_set_dense)
 #define mbs_sim_set_inputs MBS_PREFIXED(mbs_sim_set_inputs)
 #define mbs_sim_set_loops MBS_PREFIXED(mbs_sim_set_loops)
 #define mbs_sim_set_param MBS_PREFIXED(mbs_sim_set_param)

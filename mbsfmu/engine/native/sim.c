@@ -58,6 +58,18 @@ int mbs_sim_set_loops(mbs_sim *s, int baumgarte, int projection, double alpha, d
     return MBS_OK;
 }
 
+int mbs_sim_set_dense(mbs_sim *s, int dense, int *n_structured)
+{
+    int i, n = 0;
+    if (!valid(s)) return MBS_ERROR;
+    s->dense = dense != 0;
+    mbs_rebuild_inertia(s);                                   /* erot, sax: the structure, or none */
+    invalidate(s);
+    for (i = 1; i <= s->N; i++) n += s->erot[i] >= 0.0 || s->sax[i] >= 0.0;
+    if (n_structured) *n_structured = n;
+    return MBS_OK;
+}
+
 double mbs_sim_time(const mbs_sim *s) { return valid(s) ? s->t : NAN; }
 
 void mbs_sim_set_time(mbs_sim *s, double t)

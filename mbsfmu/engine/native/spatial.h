@@ -80,9 +80,9 @@ static inline void rotated_block(const double *E, const double *I, int ro, int c
 /* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
  * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
  * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx.
- * The operations follow the numpy reference's (spatial.py) one for one: the closed-loop solve
- * (loops.c) passes M's rounding on, amplified where the constraints are redundant (rssr), and a
- * chaotic chain (chain7) amplifies ABA's, so a cheaper formula here would round differently. */
+ * The CRBA's composite inertias use this dense form (the closed-loop solve passes M's rounding on,
+ * amplified where the constraints are redundant, rssr); the ABA uses XT_I_X_sym_k below, which
+ * forms each mirrored pair once and rounds differently in the last bits. */
 static inline void XT_I_X_add(const double *E, const double *r, const double *I, double *out)
 {
     double A[9], B[9], C[9], K[9], G[9], Z[9], W[9];
@@ -112,6 +112,168 @@ static inline void XT_I_X_add(const double *E, const double *r, const double *I,
             M6(out, 3 + b, a) += G[3 * a + b];
             M6(out, 3 + a, 3 + b) += C[3 * a + b];
         }
+}
+
+/* Structured products. k (0, 1, 2) says that E is a rotation about coordinate axis k: row k and
+ * column k of E are e_k exactly (a revolute joint about +-e_k, or a prismatic or fixed joint, under
+ * R_tree = 1: mbs_rebuild_inertia sets s->erot). The products then leave out the terms that
+ * multiply one of E's exact zeros or ones and add the others in the same order, so for finite
+ * values they give the same numbers as the dense formulas (tests/engine/test_native_structure.py
+ * compares them bit for bit). Each _ax product is called with a constant k by its _k dispatcher
+ * (k = -1: the dense formula), so its indices fold at compile time. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MBS_INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define MBS_INLINE static __forceinline
+#else
+#define MBS_INLINE static inline
+#endif
+#define AX_LO(k) ((k) == 0 ? 1 : 0)                           /* the two other axes, ascending */
+#define AX_HI(k) ((k) == 2 ? 1 : 2)
+#define MBS_AX_DISPATCH(k, call, dense)                                                          \
+    switch (k) {                                                                               \
+    case 0: call(0); break;                                                                    \
+    case 1: call(1); break;                                                                    \
+    case 2: call(2); break;                                                                    \
+    default: dense; break;                                                                     \
+    }
+
+/* out = X v (X_motion) */
+MBS_INLINE void X_motion_ax(int k, const double *E, const double *r, const double *v, double *out)
+{
+    double t[3];
+    int lo = AX_LO(k), hi = AX_HI(k), a, j;
+    t[0] = v[3] - (r[1] * v[2] - r[2] * v[1]);
+    t[1] = v[4] - (r[2] * v[0] - r[0] * v[2]);
+    t[2] = v[5] - (r[0] * v[1] - r[1] * v[0]);
+    out[k] = v[k];
+    out[3 + k] = t[k];
+    for (j = 0; j < 2; j++) {
+        a = j == 0 ? lo : hi;
+        out[a] = E[3 * a + lo] * v[lo] + E[3 * a + hi] * v[hi];
+        out[3 + a] = E[3 * a + lo] * t[lo] + E[3 * a + hi] * t[hi];
+    }
+}
+
+/* out += X^T f (XT_force_add) */
+MBS_INLINE void XT_force_add_ax(int k, const double *E, const double *r, const double *f, double *out)
+{
+    double g[3], n[3];
+    int lo = AX_LO(k), hi = AX_HI(k), b, j;
+    g[k] = f[3 + k];
+    n[k] = f[k];
+    for (j = 0; j < 2; j++) {
+        b = j == 0 ? lo : hi;
+        g[b] = E[3 * lo + b] * f[3 + lo] + E[3 * hi + b] * f[3 + hi];
+        n[b] = E[3 * lo + b] * f[lo] + E[3 * hi + b] * f[hi];
+    }
+    out[0] += n[0] + (r[1] * g[2] - r[2] * g[1]);
+    out[1] += n[1] + (r[2] * g[0] - r[0] * g[2]);
+    out[2] += n[2] + (r[0] * g[1] - r[1] * g[0]);
+    out[3] += g[0];
+    out[4] += g[1];
+    out[5] += g[2];
+}
+
+/* out = E^T M E for the 3x3 block M of I at (ro, co) (rotated_block) */
+MBS_INLINE void rotated_block_ax(int k, const double *E, const double *I, int ro, int co, double *out)
+{
+    double n[9];
+    int lo = AX_LO(k), hi = AX_HI(k), a, b, j;
+    for (a = 0; a < 3; a++) {                                 /* n = M E: column k is M's */
+        n[3 * a + k] = M6(I, ro + a, co + k);
+        for (j = 0; j < 2; j++) {
+            b = j == 0 ? lo : hi;
+            n[3 * a + b] = M6(I, ro + a, co + lo) * E[3 * lo + b] + M6(I, ro + a, co + hi) * E[3 * hi + b];
+        }
+    }
+    for (b = 0; b < 3; b++) {                                 /* out = E^T n: row k is n's */
+        out[3 * k + b] = n[3 * k + b];
+        for (j = 0; j < 2; j++) {
+            a = j == 0 ? lo : hi;
+            out[3 * a + b] = E[3 * lo + a] * n[3 * lo + b] + E[3 * hi + a] * n[3 * hi + b];
+        }
+    }
+}
+
+/* the upper triangle of out = E^T M E for a symmetric 3x3 block M of I at (o, o); k = -1: dense */
+MBS_INLINE void rotated_sym_block_ax(int k, const double *E, const double *I, int o, double *out)
+{
+    double n[9];
+    int lo = AX_LO(k), hi = AX_HI(k), a, b, j;
+    if (k < 0) {
+        ROT_N(I, o, o, E, n);
+        for (a = 0; a < 3; a++)
+            for (b = a; b < 3; b++) out[3 * a + b] = ROT_OUT(E, n, a, b);
+        return;
+    }
+    for (a = 0; a < 3; a++) {
+        n[3 * a + k] = M6(I, o + a, o + k);
+        for (j = 0; j < 2; j++) {
+            b = j == 0 ? lo : hi;
+            n[3 * a + b] = M6(I, o + a, o + lo) * E[3 * lo + b] + M6(I, o + a, o + hi) * E[3 * hi + b];
+        }
+    }
+    for (a = 0; a < 3; a++)
+        for (b = a; b < 3; b++)
+            out[3 * a + b] = a == k ? n[3 * k + b] : E[3 * lo + a] * n[3 * lo + b] + E[3 * hi + a] * n[3 * hi + b];
+}
+
+/* The upper triangle of out = base + X^T I X for a symmetric I (upper triangle and the lower
+ * left block read; base may be out): XT_I_X_add's formulas with the symmetric blocks A', C' and
+ * the symmetric top left A' - Z - Z^T - K rx formed once per mirrored pair (the ABA's articulated
+ * inertias; aba.c mirrors them before use). k: as above; k = -1: dense rotations. */
+MBS_INLINE void XT_I_X_sym_ax(int k, const double *E, const double *r, const double *I, const double *base, double *out)
+{
+    double A[9], B[9], C[9], K[9], Z[9], W[9];
+    double r0 = r[0], r1 = r[1], r2 = r[2];
+    int a, b;
+    rotated_sym_block_ax(k, E, I, 0, A);
+    if (k < 0) rotated_block(E, I, 0, 3, B);
+    else rotated_block_ax(k, E, I, 0, 3, B);
+    rotated_sym_block_ax(k, E, I, 3, C);
+    C[3] = C[1]; C[6] = C[2]; C[7] = C[5];
+    for (b = 0; b < 3; b++) {                                 /* K = rx C' */
+        K[0 + b] = r1 * C[6 + b] - r2 * C[3 + b];
+        K[3 + b] = r2 * C[0 + b] - r0 * C[6 + b];
+        K[6 + b] = r0 * C[3 + b] - r1 * C[0 + b];
+    }
+    for (a = 0; a < 3; a++) {                                 /* Z = B' rx */
+        Z[3 * a + 0] = B[3 * a + 1] * r2 - B[3 * a + 2] * r1;
+        Z[3 * a + 1] = B[3 * a + 2] * r0 - B[3 * a + 0] * r2;
+        Z[3 * a + 2] = B[3 * a + 0] * r1 - B[3 * a + 1] * r0;
+    }
+    W[0] = K[1] * r2 - K[2] * r1; W[1] = K[2] * r0 - K[0] * r2; W[2] = K[0] * r1 - K[1] * r0;   /* K rx, upper */
+    W[4] = K[5] * r0 - K[3] * r2; W[5] = K[3] * r1 - K[4] * r0;
+    W[8] = K[6] * r1 - K[7] * r0;
+    for (a = 0; a < 3; a++) {
+        for (b = a; b < 3; b++) {
+            M6(out, a, b) = M6(base, a, b) + (A[3 * a + b] - Z[3 * a + b] - Z[3 * b + a] - W[3 * a + b]);
+            M6(out, 3 + a, 3 + b) = M6(base, 3 + a, 3 + b) + C[3 * a + b];
+        }
+        for (b = 0; b < 3; b++) M6(out, a, 3 + b) = M6(base, a, 3 + b) + (B[3 * a + b] + K[3 * a + b]);
+    }
+}
+
+MBS_INLINE void X_motion_k(int k, const double *E, const double *r, const double *v, double *out)
+{
+#define CALL(K) X_motion_ax(K, E, r, v, out)
+    MBS_AX_DISPATCH(k, CALL, X_motion(E, r, v, out))
+#undef CALL
+}
+
+MBS_INLINE void XT_force_add_k(int k, const double *E, const double *r, const double *f, double *out)
+{
+#define CALL(K) XT_force_add_ax(K, E, r, f, out)
+    MBS_AX_DISPATCH(k, CALL, XT_force_add(E, r, f, out))
+#undef CALL
+}
+
+MBS_INLINE void XT_I_X_sym_k(int k, const double *E, const double *r, const double *I, const double *base, double *out)
+{
+#define CALL(K) XT_I_X_sym_ax(K, E, r, I, base, out)
+    MBS_AX_DISPATCH(k, CALL, XT_I_X_sym_ax(-1, E, r, I, base, out))
+#undef CALL
 }
 
 /* Products with a joint's motion subspace S (body axes; RBDA Table 4.1, joints.motion_subspace)
@@ -181,6 +343,45 @@ static inline void crm_mul(const double *v, const double *m, double *out)
     out[5] = v[0] * m[4] - v[1] * m[3] + (v[3] * m[1] - v[4] * m[0]);
 }
 
+/* ST_mul and IA_S for a revolute or prismatic joint whose axis is +-e_j (j = sax, model.c;
+ * j = -1: the general products): the terms with the axis' zeros skipped, the same numbers. */
+static inline void ST_mul_k(int jt, int j, const double *axis, const double *f, double *out)
+{
+    if (j < 0) ST_mul(jt, axis, f, out);
+    else out[0] = axis[j] * f[jt == MBS_PRISMATIC ? 3 + j : j];
+}
+
+static inline void IA_S_k(int jt, int j, const double *axis, const double *IA, double *U)
+{
+    int k, col = jt == MBS_PRISMATIC ? 3 + j : j;
+    if (j < 0) {
+        IA_S(jt, axis, IA, U);
+        return;
+    }
+    for (k = 0; k < 6; k++) M6(U, k, 0) = M6(IA, k, col) * axis[j];
+}
+
+/* out = v x vJ for a joint velocity vJ = S qd with S's known zeros (crm_mul less the products
+ * with them, the same numbers): revolute vJ = [w_J; 0], prismatic [0; v_J] */
+static inline void crm_joint(int jt, const double *v, const double *m, double *out)
+{
+    if (jt == MBS_REVOLUTE) {
+        out[0] = v[1] * m[2] - v[2] * m[1];
+        out[1] = v[2] * m[0] - v[0] * m[2];
+        out[2] = v[0] * m[1] - v[1] * m[0];
+        out[3] = v[4] * m[2] - v[5] * m[1];
+        out[4] = v[5] * m[0] - v[3] * m[2];
+        out[5] = v[3] * m[1] - v[4] * m[0];
+    } else if (jt == MBS_PRISMATIC) {
+        out[0] = out[1] = out[2] = 0.0;
+        out[3] = v[1] * m[5] - v[2] * m[4];
+        out[4] = v[2] * m[3] - v[0] * m[5];
+        out[5] = v[0] * m[4] - v[1] * m[3];
+    } else {
+        crm_mul(v, m, out);
+    }
+}
+
 /* out = v x* f (force cross product, RBDA Sec. 2.9) */
 static inline void crf_mul(const double *v, const double *f, double *out)
 {
@@ -228,6 +429,29 @@ static inline void bias_force(const double *I, const double *v, double *out)
     int k;
     mat6_vec(I, v, h);
     for (k = 0; k < 3; k++) g[k] = M6(I, 3 + k, 0) * v[0] + M6(I, 3 + k, 1) * v[1] + M6(I, 3 + k, 2) * v[2];
+    out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
+    out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
+    out[2] = (v[0] * h[1] - v[1] * h[0]) + (v[3] * g[1] - v[4] * g[0]);
+    out[3] = v[1] * h[5] - v[2] * h[4];
+    out[4] = v[2] * h[3] - v[0] * h[5];
+    out[5] = v[0] * h[4] - v[1] * h[3];
+}
+
+/* bias_force for a rigid-body inertia as model.c builds it, [[I_c + m C C^T, m C], [m C^T, m 1]]
+ * with C = skew(c): the products with its exact zeros (C's diagonal, the off-diagonal of m 1)
+ * skipped, the other terms summed in the same order, so the same numbers as bias_force. */
+static inline void rigid_bias_force(const double *I, const double *v, double *out)
+{
+    double h[6], g[3];
+    h[0] = M6(I, 0, 0) * v[0] + M6(I, 0, 1) * v[1] + M6(I, 0, 2) * v[2] + M6(I, 0, 4) * v[4] + M6(I, 0, 5) * v[5];
+    h[1] = M6(I, 1, 0) * v[0] + M6(I, 1, 1) * v[1] + M6(I, 1, 2) * v[2] + M6(I, 1, 3) * v[3] + M6(I, 1, 5) * v[5];
+    h[2] = M6(I, 2, 0) * v[0] + M6(I, 2, 1) * v[1] + M6(I, 2, 2) * v[2] + M6(I, 2, 3) * v[3] + M6(I, 2, 4) * v[4];
+    g[0] = M6(I, 3, 1) * v[1] + M6(I, 3, 2) * v[2];
+    g[1] = M6(I, 4, 0) * v[0] + M6(I, 4, 2) * v[2];
+    g[2] = M6(I, 5, 0) * v[0] + M6(I, 5, 1) * v[1];
+    h[3] = g[0] + M6(I, 3, 3) * v[3];
+    h[4] = g[1] + M6(I, 4, 4) * v[4];
+    h[5] = g[2] + M6(I, 5, 5) * v[5];
     out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
     out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
     out[2] = (v[0] * h[1] - v[1] * h[0]) + (v[3] * g[1] - v[4] * g[0]);

@@ -1,0 +1,118 @@
+"""The C core's forward dynamics with and without the joints' structure give the same numbers.
+
+aba.c leaves out the products with the exact zeros and ones of a joint axis along a coordinate
+axis (s->sax) and of a transform that rotates about one (s->erot), and the zeros of a rigid-body
+inertia and of a joint's velocity (spatial.h: X_motion_ax, XT_force_add_ax, rotated_block_ax,
+rigid_bias_force, crm_joint). The remaining terms are added in the same order, so the results
+must equal the dense products' bit for bit (``Core.set_dense``), not merely to a tolerance: for
+single calls, over whole RK4 runs, through the couplings' ABA solve (the Panda's mimic finger)
+and with external wrenches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mbsfmu
+from mbsfmu.engine.native.core import Core
+from tests.support.paths import MODELS
+from tests.support.robots import robots_dir
+
+ROBOTS = {
+    "UR5": "ur_description/urdf/ur5_robot.urdf",
+    "Panda": "panda_description/urdf/panda.urdf",
+    "G1": "g1_description/urdf/g1_29dof_rev_1_0.urdf",
+}
+
+
+def bundled_models() -> list:
+    return sorted(p for p in MODELS.iterdir() if p.suffix in (".yaml", ".urdf"))
+
+
+def robot(name: str):
+    base = robots_dir()
+    if base is None:
+        pytest.skip("example-robot-data (the test extra) is not installed")
+    return base / ROBOTS[name]
+
+
+def pair(path):
+    """(model, structured core, dense core) and how many joints the structured one uses."""
+    model = mbsfmu.load_model(path)
+    structured, dense = Core(model), Core(model)
+    n = structured.set_dense(False)
+    assert dense.set_dense(True) == 0
+    return model, structured, dense, n
+
+
+def assert_same_dynamics(model, structured, dense, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        q, qd = model.random_state(rng)
+        tau = rng.normal(size=model.nv)
+        f_ext = rng.normal(size=(model.N + 1, 6))
+        np.testing.assert_array_equal(structured.aba(q, qd, tau), dense.aba(q, qd, tau))
+        np.testing.assert_array_equal(structured.aba(q, qd, tau, f_ext), dense.aba(q, qd, tau, f_ext))
+
+
+def assert_same_run(model, structured, dense, seed: int, steps: int = 100) -> None:
+    q, qd = model.random_state(np.random.default_rng(seed))
+    x0 = np.concatenate((q, qd, [0.0, 0.0]))
+    for core in (structured, dense):
+        core.set_solver("rk4", h_max=1e-3)
+        core.set_state(x0)
+        assert core.step(steps * 1e-3) == 0, core.message
+    np.testing.assert_array_equal(structured.x, dense.x)
+    assert np.all(np.isfinite(structured.x))
+
+
+@pytest.mark.parametrize("name", list(ROBOTS))
+def test_robots_use_the_structure_and_get_the_same_numbers(name):
+    model, structured, dense, n = pair(robot(name))
+    # every joint of these URDFs turns about a coordinate axis of its frame
+    assert n >= model.nv - 2, f"{n} structured joints of {model.nv}"
+    assert_same_dynamics(model, structured, dense, seed=1)
+    assert_same_run(model, structured, dense, seed=2)
+
+
+@pytest.mark.parametrize("path", bundled_models(), ids=lambda p: p.stem)
+def test_bundled_models_get_the_same_numbers(path):
+    model, structured, dense, _ = pair(path)
+    assert_same_dynamics(model, structured, dense, seed=3)
+    if model.nv <= 40:
+        assert_same_run(model, structured, dense, seed=4, steps=50)
+
+
+def test_every_axis_sign_and_joint_kind(tmp_path):
+    """Revolute joints about +-x, +-y, +-z with and without a turned joint frame, prismatic and fixed
+    joints: each takes its structured products (or the dense ones where the frame is turned)."""
+    joints, links = [], ['<link name="base"/>']
+    axes = ["1 0 0", "0 1 0", "0 0 1", "-1 0 0", "0 -1 0", "0 0 -1", "0 1 0", "0 0 1"]
+    kinds = ["revolute", "revolute", "prismatic", "revolute", "revolute", "revolute", "fixed", "revolute"]
+    rpys = ["0 0 0", "0.3 0 0", "0 0 0", "0 0 0", "0 0.2 0.1", "0 0 0", "0 0 0", "0 0 0"]
+    parent = "base"
+    for k, (axis, kind, rpy) in enumerate(zip(axes, kinds, rpys)):
+        child = f"l{k}"
+        links.append(
+            f'<link name="{child}"><inertial><origin xyz="0.02 {0.01 * k} 0.1" rpy="0 0 0"/><mass value="{1 + k}"/>'
+            f'<inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.025"/></inertial></link>'
+        )
+        limit = '<limit lower="-1" upper="1" effort="10" velocity="1"/>' if kind != "fixed" else ""
+        joints.append(
+            f'<joint name="j{k}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="0.1 0 0.2" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>'
+        )
+        parent = child if k % 3 else parent  # a tree: some links hang from the same parent
+    path = tmp_path / "axes.urdf"
+    path.write_text('<robot name="axes">' + "".join(links + joints) + "</robot>")
+    model, structured, dense, n = pair(path)
+    assert n >= 5
+    assert_same_dynamics(model, structured, dense, seed=5)
+    assert_same_run(model, structured, dense, seed=6)
+
+
+def test_dense_and_structured_switch_back_and_forth():
+    model, structured, _, n = pair(robot("UR5"))
+    assert structured.set_dense(True) == 0
+    assert structured.set_dense(False) == n
