@@ -420,6 +420,17 @@ static inline double dot6(const double *a, const double *b)
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
 }
 
+/* out = v x* h with h = I v, the angular part's v_o x h_o written v_o x g, g = I[3:, :3] w (below) */
+static inline void bias_from(const double *v, const double *h, const double *g, double *out)
+{
+    out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
+    out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
+    out[2] = (v[0] * h[1] - v[1] * h[0]) + (v[3] * g[1] - v[4] * g[0]);
+    out[3] = v[1] * h[5] - v[2] * h[4];
+    out[4] = v[2] * h[3] - v[0] * h[5];
+    out[5] = v[0] * h[4] - v[1] * h[3];
+}
+
 /* out = v x* (I v), exact at speed as spatial.bias_force (RBDA Eq. 2.67): with h = I v the
  * linear velocity enters the angular part only through v_o x (I[3:, :3] w), since
  * v_o x (m v_o) = 0 exactly. */
@@ -429,12 +440,7 @@ static inline void bias_force(const double *I, const double *v, double *out)
     int k;
     mat6_vec(I, v, h);
     for (k = 0; k < 3; k++) g[k] = M6(I, 3 + k, 0) * v[0] + M6(I, 3 + k, 1) * v[1] + M6(I, 3 + k, 2) * v[2];
-    out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
-    out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
-    out[2] = (v[0] * h[1] - v[1] * h[0]) + (v[3] * g[1] - v[4] * g[0]);
-    out[3] = v[1] * h[5] - v[2] * h[4];
-    out[4] = v[2] * h[3] - v[0] * h[5];
-    out[5] = v[0] * h[4] - v[1] * h[3];
+    bias_from(v, h, g, out);
 }
 
 /* bias_force for a rigid-body inertia as model.c builds it, [[I_c + m C C^T, m C], [m C^T, m 1]]
@@ -452,12 +458,7 @@ static inline void rigid_bias_force(const double *I, const double *v, double *ou
     h[3] = g[0] + M6(I, 3, 3) * v[3];
     h[4] = g[1] + M6(I, 4, 4) * v[4];
     h[5] = g[2] + M6(I, 5, 5) * v[5];
-    out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
-    out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
-    out[2] = (v[0] * h[1] - v[1] * h[0]) + (v[3] * g[1] - v[4] * g[0]);
-    out[3] = v[1] * h[5] - v[2] * h[4];
-    out[4] = v[2] * h[3] - v[0] * h[5];
-    out[5] = v[0] * h[4] - v[1] * h[3];
+    bias_from(v, h, g, out);
 }
 
 /* R (row-major) of the unit quaternion (w, x, y, z) (spatial.quat_to_R) */
