@@ -1,6 +1,6 @@
 """Speed of the C core on real robot descriptions against MuJoCo on the same URDF files, in one run.
 
-    python benchmarks/bench_robots.py [--seconds 1] [--repeats 7] [--cpu-time] [--json out.json]
+    python benchmarks/bench_robots.py [--seconds 1] [--repeats 7] [--cpu-time] [--fmu] [--json out.json]
 
 Robots: UR5 (6 DoF), Panda (9 DoF: 7 arm joints, 2 fingers) and the Unitree G1 humanoid (29 DoF),
 from the public ``example-robot-data`` package (the ``test`` extra), fixed base. Each is loaded by
@@ -15,9 +15,13 @@ same random state, zero torques):
 - ``MuJoCo``: ``mj_step(m, d, nstep)`` (the stepping loop in C), integrator RK4;
 - ``in-process``: ``Simulator.step(1e-3)`` and ``Simulator.outputs()`` (every output: states,
   accelerations, invariants, body records) per step from Python;
-and the ratio core / MuJoCo (issue 23 asks <= 0.5). The degrees of freedom of both are printed
-(a difference is named). ``--cpu-time``: the process's CPU time (time.process_time) instead of
-wall-clock time, for a loaded machine (every timed loop runs in this one thread).
+and the ratio core / MuJoCo (issue 23 asks <= 0.5). With ``--fmu``, also the measure issue 23 names:
+- ``FMU``: the native FMU (linux64, built from the same URDF) through the plain C host of
+  bench_fmu.py, per 1 ms communication step fmi2DoStep plus fmi2GetReal/fmi2GetInteger of every
+  output, timed inside the host (CPU time with ``--cpu-time``), and its ratio to MuJoCo.
+The degrees of freedom of both are printed (a difference is named). ``--cpu-time``: the process's
+CPU time (time.process_time) instead of wall-clock time, for a loaded machine (every timed loop runs
+in this one thread).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import os
 import re
 import statistics
 import sys
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
@@ -82,6 +87,18 @@ def median_us(fn, n_steps: int, repeats: int, clock=time.perf_counter) -> float:
     return statistics.median(times) / n_steps * 1e6
 
 
+def fmu_us(urdf: Path, work: Path, exe: Path, seconds: float, repeats: int, cpu: bool) -> float:
+    """Median [us] per 1 ms step of the native FMU's doStep + every output through the C host."""
+    from bench_fmu import extract, via_c_host
+
+    from mbsfmu.fmu.native import build_native_fmu
+
+    fmu = build_native_fmu(urdf, work / f"{urdf.stem}.fmu", platforms=("linux64",), progress=None)
+    x = extract(fmu, work / f"x-{urdf.stem}")
+    runs = [via_c_host(exe, x, fmu, round(seconds / 1e-3)) for _ in range(repeats)]
+    return statistics.median(r[1] if cpu else r[0] for r in runs) * 1e6
+
+
 def bench(name: str, urdf: Path, seconds: float, repeats: int, clock=time.perf_counter) -> dict:
     import mujoco
 
@@ -132,6 +149,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=1.0, help="simulated seconds per run")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--cpu-time", action="store_true", help="time by process CPU time (a loaded machine)")
+    ap.add_argument("--fmu", action="store_true", help="also the native FMU's doStep + every output (C host)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     import mujoco
@@ -142,17 +160,30 @@ def main() -> int:
         f"{args.seconds} s at 1 kHz RK4 per run; {'CPU' if args.cpu_time else 'wall-clock'} time"
     )
     clock = time.process_time if args.cpu_time else time.perf_counter
-    print(f"{'robot':8s} {'nv':>4s} {'core [us]':>10s} {'MuJoCo [us]':>12s} {'ratio':>6s} {'in-process [us]':>16s}")
+    print(
+        f"{'robot':8s} {'nv':>4s} {'core [us]':>10s} {'MuJoCo [us]':>12s} {'ratio':>6s} {'in-process [us]':>16s}"
+        + (f" {'FMU [us]':>9s} {'ratio':>6s}" if args.fmu else "")
+    )
     rows = []
-    for name, rel in ROBOTS.items():
-        r = bench(name, base / rel, args.seconds, args.repeats, clock)
-        rows.append(r)
-        print(
-            f"{name:8s} {r['nv_ours']:4d} {r['core_us']:10.2f} {r['mujoco_us']:12.2f} "
-            f"{r['ratio_core_mujoco']:6.2f} {r['in_process_us']:16.2f}"
-            + ("" if r["nv_ours"] == r["nv_mujoco"] else f"  (MuJoCo nv {r['nv_mujoco']})"),
-            flush=True,
-        )
+    with tempfile.TemporaryDirectory(prefix="mbsfmu_bench_robots_") as tmp:
+        exe = None
+        if args.fmu:
+            from bench_fmu import c_host
+
+            exe = c_host(Path(tmp))
+        for name, rel in ROBOTS.items():
+            r = bench(name, base / rel, args.seconds, args.repeats, clock)
+            if args.fmu:
+                r["fmu_us"] = fmu_us(base / rel, Path(tmp), exe, args.seconds, args.repeats, args.cpu_time)
+                r["ratio_fmu_mujoco"] = r["fmu_us"] / r["mujoco_us"]
+            rows.append(r)
+            print(
+                f"{name:8s} {r['nv_ours']:4d} {r['core_us']:10.2f} {r['mujoco_us']:12.2f} "
+                f"{r['ratio_core_mujoco']:6.2f} {r['in_process_us']:16.2f}"
+                + (f" {r['fmu_us']:9.2f} {r['ratio_fmu_mujoco']:6.2f}" if args.fmu else "")
+                + ("" if r["nv_ours"] == r["nv_mujoco"] else f"  (MuJoCo nv {r['nv_mujoco']})"),
+                flush=True,
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -1,12 +1,12 @@
-"""The C core's forward dynamics with and without the joints' structure give the same numbers.
+"""The C core's dynamics and kinematics with and without the joints' structure give the same numbers.
 
 aba.c leaves out the products with the exact zeros and ones of a joint axis along a coordinate
 axis (s->sax) and of a transform that rotates about one (s->erot), and the zeros of a rigid-body
 inertia and of a joint's velocity (spatial.h: X_motion_ax, XT_force_add_ax, rotated_block_ax,
 rigid_bias_force, crm_joint). The remaining terms are added in the same order, so the results
 must equal the dense products' bit for bit (``Core.set_dense``), not merely to a tolerance: for
-single calls, over whole RK4 runs, through the couplings' ABA solve (the Panda's mimic finger)
-and with external wrenches.
+single calls, over whole RK4 runs, through the couplings' ABA solve (the Panda's mimic finger),
+with external wrenches, and for the forward kinematics and the momentum and energy built on it.
 """
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ def assert_same_dynamics(model, structured, dense, seed: int) -> None:
         f_ext = rng.normal(size=(model.N + 1, 6))
         np.testing.assert_array_equal(structured.aba(q, qd, tau), dense.aba(q, qd, tau))
         np.testing.assert_array_equal(structured.aba(q, qd, tau, f_ext), dense.aba(q, qd, tau, f_ext))
+        qdd = rng.normal(size=model.nv)
+        for got, want in zip(structured.kinematics(q, qd, qdd), dense.kinematics(q, qd, qdd)):
+            np.testing.assert_array_equal(got, want)  # world poses, velocities, accelerations
+        inv_s, inv_d = structured.invariants_at(q, qd), dense.invariants_at(q, qd)
+        for name, _ in type(inv_s)._fields_:
+            np.testing.assert_array_equal(np.asarray(getattr(inv_s, name)), np.asarray(getattr(inv_d, name)), name)
 
 
 def assert_same_run(model, structured, dense, seed: int, steps: int = 100) -> None:

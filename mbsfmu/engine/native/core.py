@@ -458,10 +458,10 @@ class Core:
             raise InputError(f"baumgarte (alpha, beta) must be finite and >= 0 [1/s], got ({alpha}, {beta})")
 
     def set_dense(self, dense: bool) -> int:
-        """dense: the forward dynamics without the products that leave out the exact zeros of a joint
-        axis along a coordinate axis and of a transform rotating about one (aba.c; the same numbers
-        by construction, and this is how that is checked); False (the default): with them. Returns
-        the number of joints whose products then use that structure."""
+        """dense: the forward dynamics and kinematics without the products that leave out the exact
+        zeros of a joint axis along a coordinate axis and of a transform rotating about one (aba.c,
+        kinematics.c; the same numbers by construction, and this is how that is checked); False (the
+        default): with them. Returns the number of joints whose products then use that structure."""
         n = C.c_int(0)
         if self._L.mbs_sim_set_dense(self._s, int(bool(dense)), C.byref(n)):
             raise InputError("set_dense: the instance is not valid")

@@ -11,22 +11,18 @@
 /* needs mbs_joint_transforms(q) and mbs_forward_kinematics(qd) done on s */
 void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out)
 {
-    int N = s->N, i, k, l;
+    int N = s->N, i, k;
     double m_tot = 0.0, mc[3] = {0, 0, 0}, Lsum[3] = {0, 0, 0}, Hrel[3] = {0, 0, 0}, prel[3] = {0, 0, 0};
     double mgc = 0.0, KE = 0.0, H_scale = 0.0;
     for (i = 1; i <= N; i++) {                                /* pass 1: mass, CM, P_sys, sum L_c */
         const double *I = s->I + 36 * i, *v = s->v + 6 * i, *R = s->Rw + 9 * i, *com = s->body_f + BODY_F * i + 16;
-        double m = s->body_f[BODY_F * i + 15], h[6], t[3], L[3], P[3], c[3];
-        for (k = 0; k < 6; k++) {
-            double acc = 0.0;
-            for (l = 0; l < 6; l++) acc += M6(I, k, l) * v[l];
-            h[k] = acc;
-            KE += v[k] * acc;                                 /* v_i . I_i v_i */
-        }
+        double m = s->body_f[BODY_F * i + 15], h[6], g[3], t[3], L[3], *P = s->f + 6 * i, *c = P + 3;
+        rigid_times(I, v, h, g);                              /* h = I_i v_i */
+        for (k = 0; k < 6; k++) KE += v[k] * h[k];            /* v_i . I_i v_i */
         cross3(com, h + 3, t);                                /* about the CoM: h_w - com x h_lin */
         for (k = 0; k < 3; k++) t[k] = h[k] - t[k];
         mat3_vec(R, t, L);
-        mat3_vec(R, h + 3, P);
+        mat3_vec(R, h + 3, P);                                /* kept for pass 2 (s->f: work) */
         mat3_vec(R, com, c);
         for (k = 0; k < 3; k++) {
             c[k] += s->pw[3 * i + k];
@@ -44,18 +40,11 @@ void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_i
         out->Rdot[k] = out->P_sys[k] / m_tot;
     }
     for (i = 1; i <= N; i++) {                                /* pass 2: CM-relative momenta */
-        const double *I = s->I + 36 * i, *v = s->v + 6 * i, *R = s->Rw + 9 * i, *com = s->body_f + BODY_F * i + 16;
-        double m = s->body_f[BODY_F * i + 15], hl[3], P[3], c[3], pr[3], d[3], x[3];
-        for (k = 0; k < 3; k++) {
-            double acc = 0.0;
-            for (l = 0; l < 6; l++) acc += M6(I, 3 + k, l) * v[l];
-            hl[k] = acc;
-        }
-        mat3_vec(R, hl, P);
-        mat3_vec(R, com, c);
+        const double *P = s->f + 6 * i, *c = P + 3;           /* pass 1's P_i and c_i (world) */
+        double m = s->body_f[BODY_F * i + 15], pr[3], d[3], x[3];
         for (k = 0; k < 3; k++) {
             pr[k] = P[k] - m * out->Rdot[k];
-            d[k] = (s->pw[3 * i + k] + c[k]) - out->R[k];
+            d[k] = c[k] - out->R[k];
             prel[k] += pr[k];
         }
         cross3(d, pr, x);                                     /* (c_i - R) x p_rel_i */

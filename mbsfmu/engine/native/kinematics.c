@@ -14,6 +14,17 @@ void mbs_joint_transforms(mbs_sim *s, const double *q)
         const double *qi = q + s->iq[i];
         double RJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, pJ[3] = {0, 0, 0};
         double *E = s->E + 9 * i, *r = s->r + 3 * i;
+        if (s->jtype[i] == MBS_REVOLUTE && s->erot[i] >= 0.0) {   /* about +-e_k, R_tree = 1: E = RJ^T from */
+            int k = (int)s->erot[i], lo = k == 0 ? 1 : 0, hi = k == 2 ? 1 : 2;   /* rot_axis' nonzero terms */
+            double sn = sin(qi[0]), c1 = 1.0 - cos(qi[0]), Klh = k == 1 ? axis[k] : -axis[k];   /* K[lo][hi] */
+            for (a = 0; a < 9; a++) E[a] = 0.0;
+            E[4 * k] = 1.0;
+            E[4 * lo] = E[4 * hi] = 1.0 - c1;                 /* 1 + c1 KK_ll, KK_ll = -1 */
+            E[3 * hi + lo] = sn * Klh;                        /* RJ_lo,hi = s K_lo,hi */
+            E[3 * lo + hi] = sn * -Klh;                       /* RJ_hi,lo = s K_hi,lo = -s K_lo,hi */
+            for (a = 0; a < 3; a++) r[a] = pt[a];             /* pJ = 0 */
+            continue;
+        }
         switch (s->jtype[i]) {                                /* joints.joint_pose, RBDA Table 4.1 */
         case MBS_REVOLUTE: rot_axis(axis, qi[0], RJ); break;
         case MBS_PRISMATIC: pJ[0] = axis[0] * qi[0]; pJ[1] = axis[1] * qi[0]; pJ[2] = axis[2] * qi[0]; break;
@@ -49,23 +60,30 @@ void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int
     for (k = 0; k < 3; k++) p[k] = 0.0;
     for (k = 0; k < 6; k++) { v[k] = 0.0; a[k] = 0.0; }
     for (i = 1; i <= s->N; i++) {
-        int lam = s->parent[i];
+        int lam = s->parent[i], ek = (int)s->erot[i];
         const double *E = s->E + 9 * i, *r = s->r + 3 * i, *Rl = R + 9 * lam;
         double *Ri = R + 9 * i;
         if (mask && mask[i] == 0.0) continue;
         for (k = 0; k < 3; k++) {
-            for (l = 0; l < 3; l++)                           /* R_i = R_lambda E_i^T */
-                Ri[3 * k + l] = Rl[3 * k] * E[3 * l] + Rl[3 * k + 1] * E[3 * l + 1] + Rl[3 * k + 2] * E[3 * l + 2];
+            if (ek >= 0) {                                    /* E rotates about e_ek: its zeros and one left out */
+                int lo = ek == 0 ? 1 : 0, hi = ek == 2 ? 1 : 2;
+                Ri[3 * k + ek] = Rl[3 * k + ek];
+                Ri[3 * k + lo] = Rl[3 * k + lo] * E[3 * lo + lo] + Rl[3 * k + hi] * E[3 * lo + hi];
+                Ri[3 * k + hi] = Rl[3 * k + lo] * E[3 * hi + lo] + Rl[3 * k + hi] * E[3 * hi + hi];
+            } else {
+                for (l = 0; l < 3; l++)                       /* R_i = R_lambda E_i^T */
+                    Ri[3 * k + l] = Rl[3 * k] * E[3 * l] + Rl[3 * k + 1] * E[3 * l + 1] + Rl[3 * k + 2] * E[3 * l + 2];
+            }
             p[3 * i + k] = p[3 * lam + k] + (Rl[3 * k] * r[0] + Rl[3 * k + 1] * r[1] + Rl[3 * k + 2] * r[2]);
         }
         if (with_v) {
             double vJ[6], t6[6];
             const double *axis = s->body_f + BODY_F * i + 12;
             S_mul(s->jtype[i], axis, qd + s->iv[i], vJ);      /* vJ = S_i qd_i */
-            X_motion(E, r, v + 6 * lam, v + 6 * i);
+            X_motion_k(ek, E, r, v + 6 * lam, v + 6 * i);
             for (k = 0; k < 6; k++) v[6 * i + k] += vJ[k];
             if (with_a) {
-                X_motion(E, r, a + 6 * lam, a + 6 * i);
+                X_motion_k(ek, E, r, a + 6 * lam, a + 6 * i);
                 S_mul(s->jtype[i], axis, qdd + s->iv[i], t6);
                 for (k = 0; k < 6; k++) a[6 * i + k] += t6[k];
                 crm_mul(v + 6 * i, vJ, t6);

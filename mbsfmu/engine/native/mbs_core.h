@@ -95,10 +95,10 @@ int mbs_sim_apply_params(mbs_sim *s, char *err, size_t n_err);
  * rtol, atol (> 0). Loop settings: stabilisation flags and Baumgarte (alpha, beta) [1/s]. */
 int mbs_sim_set_solver(mbs_sim *s, int method, double h_max, double rtol, double atol, char *err, size_t n_err);
 int mbs_sim_set_loops(mbs_sim *s, int baumgarte, int projection, double alpha, double beta);
-/* dense = 1: the forward dynamics without the products that leave out the exact zeros of a joint
- * axis along a coordinate axis and of a transform rotating about one (the same numbers by
- * construction; this checks it), 0: with them (the default). n_structured (may be NULL): the
- * number of joints whose products then use that structure. */
+/* dense = 1: the forward dynamics and kinematics without the products that leave out the exact
+ * zeros of a joint axis along a coordinate axis and of a transform rotating about one (the same
+ * numbers by construction; this checks it), 0: with them (the default). n_structured (may be
+ * NULL): the number of joints whose products then use that structure. */
 int mbs_sim_set_dense(mbs_sim *s, int dense, int *n_structured);
 
 /* ---- state and inputs ---------------------------------------------------------------------- */

@@ -443,12 +443,12 @@ static inline void bias_force(const double *I, const double *v, double *out)
     bias_from(v, h, g, out);
 }
 
-/* bias_force for a rigid-body inertia as model.c builds it, [[I_c + m C C^T, m C], [m C^T, m 1]]
- * with C = skew(c): the products with its exact zeros (C's diagonal, the off-diagonal of m 1)
- * skipped, the other terms summed in the same order, so the same numbers as bias_force. */
-static inline void rigid_bias_force(const double *I, const double *v, double *out)
+/* h = I v and g = I[3:, :3] w for a rigid-body inertia as model.c builds it,
+ * [[I_c + m C C^T, m C], [m C^T, m 1]] with C = skew(c): the products with its exact zeros (C's
+ * diagonal, the off-diagonal of m 1) skipped, the other terms summed in the same order, so the
+ * same numbers as mat6_vec; rigid_bias_force: bias_force so. */
+static inline void rigid_times(const double *I, const double *v, double *h, double *g)
 {
-    double h[6], g[3];
     h[0] = M6(I, 0, 0) * v[0] + M6(I, 0, 1) * v[1] + M6(I, 0, 2) * v[2] + M6(I, 0, 4) * v[4] + M6(I, 0, 5) * v[5];
     h[1] = M6(I, 1, 0) * v[0] + M6(I, 1, 1) * v[1] + M6(I, 1, 2) * v[2] + M6(I, 1, 3) * v[3] + M6(I, 1, 5) * v[5];
     h[2] = M6(I, 2, 0) * v[0] + M6(I, 2, 1) * v[1] + M6(I, 2, 2) * v[2] + M6(I, 2, 3) * v[3] + M6(I, 2, 4) * v[4];
@@ -458,6 +458,12 @@ static inline void rigid_bias_force(const double *I, const double *v, double *ou
     h[3] = g[0] + M6(I, 3, 3) * v[3];
     h[4] = g[1] + M6(I, 4, 4) * v[4];
     h[5] = g[2] + M6(I, 5, 5) * v[5];
+}
+
+static inline void rigid_bias_force(const double *I, const double *v, double *out)
+{
+    double h[6], g[3];
+    rigid_times(I, v, h, g);
     bias_from(v, h, g, out);
 }
 
