@@ -68,7 +68,7 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
     int N = s->N, i, k, l;
     double *v = s->v, *c = s->c, *a = s->a, *pA = s->pA, *IA = s->IA, *U = s->U, *Lc = s->Dinv, *u = s->uu;
     for (k = 0; k < 6; k++) v[k] = 0.0;
-    for (i = 1; i <= N; i++) {                                /* outward: v_i, c_i, IA_i = I_i, pA_i */
+    for (i = 1; i <= N; i++) {                                /* outward: v_i, c_i, pA_i */
         double vJ[6];
         S_mul(s->jtype[i], s->body_f + BODY_F * i + 12, qd + s->iv[i], vJ);
         X_motion_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, v + 6 * s->parent[i], v + 6 * i);
