@@ -53,6 +53,7 @@ struct mbs_sim {
     double *leaf;                              /* (N+1): 1 if no body has i as parent, else 0 */
     double *fk_need;                           /* (N+1): 1 if a force element acts on body i or a descendant */
     double *sing;                              /* (N+1): the parameter check's singular-pivot counts */
+    double *rt_one;                            /* (N+1): 1 if R_tree_i is exactly the identity, else 0 */
     double *erot;                              /* (N+1): k if E_i is a rotation about axis k, else -1 (spatial.h) */
     double *sax;                               /* (N+1): k if joint i's axis is +-e_k (revolute, prismatic), else -1 */
     double *first_add;                         /* (N+1): 1 if no body of higher index has i's parent, else 0 */

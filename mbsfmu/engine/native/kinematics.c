@@ -32,8 +32,7 @@ void mbs_joint_transforms(mbs_sim *s, const double *q)
         case MBS_FREE: quat_to_R(qi + 3, RJ); pJ[0] = qi[0]; pJ[1] = qi[1]; pJ[2] = qi[2]; break;
         default: break;
         }
-        if (Rt[0] == 1.0 && Rt[4] == 1.0 && Rt[8] == 1.0 && Rt[1] == 0.0 && Rt[2] == 0.0 && Rt[3] == 0.0 &&
-            Rt[5] == 0.0 && Rt[6] == 0.0 && Rt[7] == 0.0) {   /* R_tree = 1: the products below, without the zeros */
+        if (s->rt_one[i] != 0.0) {                           /* R_tree = 1: the products below, without the zeros */
             for (a = 0; a < 3; a++) {
                 for (b = 0; b < 3; b++) E[3 * b + a] = RJ[3 * a + b];
                 r[a] = pt[a] + pJ[a];

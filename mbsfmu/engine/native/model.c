@@ -39,7 +39,7 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
            (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 +
-           mbs_loop_work(nv, n_rows) + 6 * N1;
+           mbs_loop_work(nv, n_rows) + 7 * N1;
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
@@ -166,7 +166,7 @@ void mbs_layout(mbs_sim *s)
     TAKE(K, DOP_STAGES * (size_t)s->nx);
     TAKE(kin_R, 9 * N1); TAKE(kin_p, 3 * N1); TAKE(kin_v, 6 * N1);
     TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
-    TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1); TAKE(erot, N1); TAKE(sax, N1); TAKE(first_add, N1);
+    TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1); TAKE(rt_one, N1); TAKE(erot, N1); TAKE(sax, N1); TAKE(first_add, N1);
 #undef TAKE
     s->kin.R = s->kin_R;
     s->kin.p = s->kin_p;
@@ -229,29 +229,31 @@ const char *mbs_joint_name(const mbs_sim *s, int i)
     return (i < 1 || i > s->N) ? "world" : name_at(s, s->N + i - 1);
 }
 
-/* erot_i and sax_i, the structure spatial.h's _k products use: sax = k when a revolute or
- * prismatic joint's axis is +-e_k exactly; erot = k when E_i = (R_tree RJ)^T is a rotation about
- * e_k exactly (kinematics.c with R_tree = 1: a revolute joint about +-e_k, rot_axis' zeros; a
- * prismatic or fixed joint, E = 1, any k); -1 otherwise, and always when s->dense. */
+/* rt_one_i (R_tree = 1 exactly: kinematics.c skips the product with it), and erot_i, sax_i, the
+ * structure spatial.h's _k products use: sax = k when a revolute or prismatic joint's axis is +-e_k
+ * exactly; erot = k when E_i = (R_tree RJ)^T is a rotation about e_k exactly (R_tree = 1: a revolute
+ * joint about +-e_k, rot_axis' zeros; a prismatic or fixed joint, E = 1, any k); -1 otherwise, and
+ * always when s->dense. */
 static void joint_structure(mbs_sim *s, int i)
 {
     const double *Rt = s->body_f + BODY_F * i, *axis = Rt + 12;
     int k, jt = s->jtype[i];
+    s->rt_one[i] = Rt[0] == 1.0 && Rt[4] == 1.0 && Rt[8] == 1.0 && Rt[1] == 0.0 && Rt[2] == 0.0 && Rt[3] == 0.0 &&
+                   Rt[5] == 0.0 && Rt[6] == 0.0 && Rt[7] == 0.0;
     s->sax[i] = s->erot[i] = -1.0;
     if (s->dense) return;
     if (jt == MBS_REVOLUTE || jt == MBS_PRISMATIC)
         for (k = 0; k < 3; k++)
             if (fabs(axis[k]) == 1.0 && axis[(k + 1) % 3] == 0.0 && axis[(k + 2) % 3] == 0.0) s->sax[i] = k;
-    if (Rt[0] == 1.0 && Rt[4] == 1.0 && Rt[8] == 1.0 && Rt[1] == 0.0 && Rt[2] == 0.0 && Rt[3] == 0.0 &&
-        Rt[5] == 0.0 && Rt[6] == 0.0 && Rt[7] == 0.0) {
+    if (s->rt_one[i] != 0.0) {
         if (jt == MBS_REVOLUTE) s->erot[i] = s->sax[i];
         else if (jt == MBS_PRISMATIC || jt == MBS_FIXED) s->erot[i] = 2.0;
     }
 }
 
 /* leaf_i (no children) and fk_need_i (the poses the force elements use) from the tree; S_i from
- * the joint type and axis (joints.motion_subspace, RBDA Table 4.1), with erot_i and sax_i; I_i from mass, com, I_c
- * (spatial.spatial_inertia, RBDA Eq. 2.63): [[I_c + m C C^T, m C], [m C^T, m 1]], C = skew(c) */
+ * the joint type and axis (joints.motion_subspace, RBDA Table 4.1), with rt_one_i, erot_i, sax_i;
+ * I_i from mass, com, I_c (spatial.spatial_inertia, RBDA Eq. 2.63): [[I_c + m C C^T, m C], [m C^T, m 1]], C = skew(c) */
 void mbs_rebuild_inertia(mbs_sim *s)
 {
     int i, k, l;

@@ -175,48 +175,45 @@ MBS_INLINE void XT_force_add_ax(int k, const double *E, const double *r, const d
     out[5] += g[2];
 }
 
-/* out = E^T M E for the 3x3 block M of I at (ro, co) (rotated_block) */
-MBS_INLINE void rotated_block_ax(int k, const double *E, const double *I, int ro, int co, double *out)
+/* n = M E for the 3x3 block M of I at (ro, co) (ROT_N): column k is M's */
+MBS_INLINE void rot_n_ax(int k, const double *E, const double *I, int ro, int co, double *n)
 {
-    double n[9];
     int lo = AX_LO(k), hi = AX_HI(k), a, b, j;
-    for (a = 0; a < 3; a++) {                                 /* n = M E: column k is M's */
+    for (a = 0; a < 3; a++) {
         n[3 * a + k] = M6(I, ro + a, co + k);
         for (j = 0; j < 2; j++) {
             b = j == 0 ? lo : hi;
             n[3 * a + b] = M6(I, ro + a, co + lo) * E[3 * lo + b] + M6(I, ro + a, co + hi) * E[3 * hi + b];
         }
     }
-    for (b = 0; b < 3; b++) {                                 /* out = E^T n: row k is n's */
-        out[3 * k + b] = n[3 * k + b];
-        for (j = 0; j < 2; j++) {
-            a = j == 0 ? lo : hi;
-            out[3 * a + b] = E[3 * lo + a] * n[3 * lo + b] + E[3 * hi + a] * n[3 * hi + b];
-        }
-    }
+}
+
+/* out[a][b] = (E^T n)[a][b] (ROT_OUT): row k is n's */
+MBS_INLINE double rot_out_ax(int k, const double *E, const double *n, int a, int b)
+{
+    int lo = AX_LO(k), hi = AX_HI(k);
+    return a == k ? n[3 * k + b] : E[3 * lo + a] * n[3 * lo + b] + E[3 * hi + a] * n[3 * hi + b];
+}
+
+/* out = E^T M E for the 3x3 block M of I at (ro, co) (rotated_block) */
+MBS_INLINE void rotated_block_ax(int k, const double *E, const double *I, int ro, int co, double *out)
+{
+    double n[9];
+    int a, b;
+    rot_n_ax(k, E, I, ro, co, n);
+    for (a = 0; a < 3; a++)
+        for (b = 0; b < 3; b++) out[3 * a + b] = rot_out_ax(k, E, n, a, b);
 }
 
 /* the upper triangle of out = E^T M E for a symmetric 3x3 block M of I at (o, o); k = -1: dense */
 MBS_INLINE void rotated_sym_block_ax(int k, const double *E, const double *I, int o, double *out)
 {
     double n[9];
-    int lo = AX_LO(k), hi = AX_HI(k), a, b, j;
-    if (k < 0) {
-        ROT_N(I, o, o, E, n);
-        for (a = 0; a < 3; a++)
-            for (b = a; b < 3; b++) out[3 * a + b] = ROT_OUT(E, n, a, b);
-        return;
-    }
-    for (a = 0; a < 3; a++) {
-        n[3 * a + k] = M6(I, o + a, o + k);
-        for (j = 0; j < 2; j++) {
-            b = j == 0 ? lo : hi;
-            n[3 * a + b] = M6(I, o + a, o + lo) * E[3 * lo + b] + M6(I, o + a, o + hi) * E[3 * hi + b];
-        }
-    }
+    int a, b;
+    if (k < 0) ROT_N(I, o, o, E, n);
+    else rot_n_ax(k, E, I, o, o, n);
     for (a = 0; a < 3; a++)
-        for (b = a; b < 3; b++)
-            out[3 * a + b] = a == k ? n[3 * k + b] : E[3 * lo + a] * n[3 * lo + b] + E[3 * hi + a] * n[3 * hi + b];
+        for (b = a; b < 3; b++) out[3 * a + b] = k < 0 ? ROT_OUT(E, n, a, b) : rot_out_ax(k, E, n, a, b);
 }
 
 /* The upper triangle of out = base + X^T I X for a symmetric I (upper triangle and the lower
