@@ -8,8 +8,13 @@
  * products with exact zeros and ones, giving the same numbers (spatial.h, "Structured products").
  * The articulated inertias are symmetric (I_i is; every update adds a symmetric matrix), so only
  * their upper triangles are computed (Ia, and Xup^T Ia Xup by XT_I_X_sym_k) and mirrored before
- * use. A leaf body's IA is its I_i (read in place, not copied); a parent's IA starts as its I_i
- * in the first child's update (s->first_add), not by a copy. */
+ * use; not a parent's IA when its joint is revolute along a coordinate axis, where the products
+ * with it (IA_S_k, Ia's update) read its upper triangle only. A leaf body's IA is its I_i (read in
+ * place, not copied); a parent's IA starts as its I_i in the first child's update (s->first_add),
+ * not by a copy. A revolute joint about +-e_k under R_tree = 1, most joints of real robots, takes
+ * the three passes' steps in functions compiled once per k (velocity_rev_ax, inward_rev_ax,
+ * acceleration_rev_ax): the general steps' operations in the same order, without the dispatches on
+ * the joint type and axis. */
 #include <string.h>
 #include "instance.h"
 #include "spatial.h"
@@ -63,13 +68,94 @@ static inline void mirror6(double *A)
         for (l = 0; l < k; l++) M6(A, k, l) = M6(A, l, k);
 }
 
-void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
+/* out = X v: rotating about e_xk (xk = 0, 1, 2: X_motion_ax) or any rotation (xk = -1) */
+MBS_INLINE void X_motion_x(int xk, const double *E, const double *r, const double *v, double *out)
+{
+    if (xk >= 0) X_motion_ax(xk, E, r, v, out);
+    else X_motion(E, r, v, out);
+}
+
+/* The outward steps (below) of body i whose revolute joint turns about +-e_k (s->sax = k), as
+ * inward_rev_ax: v_i, c_i, pA_i, and then qdd_i, a_i. */
+MBS_INLINE void velocity_rev_ax(int k, int xk, mbs_sim *s, int i, const double *qd, const double *fext)
+{
+    double vJ[6], *vi = s->v + 6 * i, *pAi = s->pA + 6 * i;
+    int r;
+    (void)k;
+    S_mul(MBS_REVOLUTE, s->body_f + BODY_F * i + 12, qd + s->iv[i], vJ);
+    X_motion_x(xk, s->E + 9 * i, s->r + 3 * i, s->v + 6 * s->parent[i], vi);
+    for (r = 0; r < 6; r++) vi[r] += vJ[r];
+    crm_joint(MBS_REVOLUTE, vi, vJ, s->c + 6 * i);
+    rigid_bias_force(s->I + 36 * i, vi, pAi);
+    if (fext)
+        for (r = 0; r < 6; r++) pAi[r] -= fext[6 * i + r];
+}
+
+MBS_INLINE void acceleration_rev_ax(int k, int xk, mbs_sim *s, int i, double *qdd)
+{
+    const double *Ui = s->U + 36 * i, *ci = s->c + 6 * i;
+    double ap[6], Sq[6], acc = 0.0, *ai = s->a + 6 * i, *qi = qdd + s->iv[i];
+    int r;
+    (void)k;
+    X_motion_x(xk, s->E + 9 * i, s->r + 3 * i, s->a + 6 * s->parent[i], ap);
+    for (r = 0; r < 6; r++) ap[r] += ci[r];
+    for (r = 0; r < 6; r++) acc += M6(Ui, r, 0) * ap[r];
+    qi[0] = s->Dinv[36 * i] * (s->uu[6 * i] - acc);
+    S_mul(MBS_REVOLUTE, s->body_f + BODY_F * i + 12, qi, Sq);
+    for (r = 0; r < 6; r++) ai[r] = ap[r] + Sq[r];
+}
+
+/* The inward step (below) of body i whose revolute joint turns about +-e_k (s->sax = k): the
+ * same operations in the same order as the general step, with k and xk constants (each caller
+ * passes them), so no product dispatches on them again. xk = k: X_i rotates about e_k too
+ * (R_tree = 1, s->erot = k); xk = -1: any rotation (a turned frame). */
+MBS_INLINE void inward_rev_ax(int k, int xk, mbs_sim *s, int i, const double *tau, const double *IAi)
+{
+    double *Ui = s->U + 36 * i, *Li = s->Dinv + 36 * i, *ui = s->uu + 6 * i, *ci = s->c + 6 * i;
+    double *pAi = s->pA + 6 * i, Ia[36], pa[6], Iac[6], sg = s->body_f[BODY_F * i + 12 + k];
+    int lam = s->parent[i], r, l;
+    for (r = 0; r < k; r++) Ui[6 * r] = M6(IAi, r, k) * sg;   /* U = IA S (IA_S_k: upper triangle) */
+    for (r = k; r < 6; r++) Ui[6 * r] = M6(IAi, k, r) * sg;
+    ui[0] = tau[s->iv[i]] - sg * pAi[k];                      /* u = tau - S^T pA */
+    Li[0] = 1.0 / (sg * Ui[6 * k]);                           /* D = S^T U */
+    if (lam == 0) return;
+    for (r = 0; r < 6; r++) {                                 /* Ia = IA - U U^T / D, upper triangle */
+        double UDr = Ui[6 * r] * Li[0];
+        for (l = r; l < 6; l++) M6(Ia, r, l) = M6(IAi, r, l) - UDr * Ui[6 * l];
+    }
+    mirror6(Ia);
+    for (r = 0; r < 6; r++) pa[r] = Ui[6 * r] * (Li[0] * ui[0]);   /* U D^-1 u */
+    mat6_vec_rev_ax(k, Ia, ci, Iac);                          /* pa = pA + Ia c + U D^-1 u */
+    for (r = 0; r < 6; r++) pa[r] = pAi[r] + Iac[r] + pa[r];
+    XT_I_X_sym_ax(xk, s->E + 9 * i, s->r + 3 * i, Ia, s->first_add[i] != 0.0 ? s->I + 36 * lam : s->IA + 36 * lam,
+                  s->IA + 36 * lam);
+    if (xk >= 0) XT_force_add_ax(xk, s->E + 9 * i, s->r + 3 * i, pa, s->pA + 6 * lam);
+    else XT_force_add(s->E + 9 * i, s->r + 3 * i, pa, s->pA + 6 * lam);
+}
+
+/* calls STEP(k, xk, ...) for body i's revolute joint about +-e_sj with constant k = sj and xk = sj
+ * (s->erot = sj) or -1 */
+#define REV_AX_DISPATCH(sj, ek, STEP, ...)                                                       \
+    switch ((sj) * 2 + ((ek) >= 0)) {                                                          \
+    case 0: STEP(0, -1, __VA_ARGS__); break;                                                   \
+    case 1: STEP(0, 0, __VA_ARGS__); break;                                                    \
+    case 2: STEP(1, -1, __VA_ARGS__); break;                                                   \
+    case 3: STEP(1, 1, __VA_ARGS__); break;                                                    \
+    case 4: STEP(2, -1, __VA_ARGS__); break;                                                   \
+    default: STEP(2, 2, __VA_ARGS__); break;                                                   \
+    }
+
+void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, const double *fext, double *qdd)
 {
     int N = s->N, i, k, l;
     double *v = s->v, *c = s->c, *a = s->a, *pA = s->pA, *IA = s->IA, *U = s->U, *Lc = s->Dinv, *u = s->uu;
     for (k = 0; k < 6; k++) v[k] = 0.0;
     for (i = 1; i <= N; i++) {                                /* outward: v_i, c_i, pA_i */
         double vJ[6];
+        if (s->jtype[i] == MBS_REVOLUTE && s->sax[i] >= 0.0) {
+            REV_AX_DISPATCH((int)s->sax[i], s->erot[i], velocity_rev_ax, s, i, qd, fext)
+            continue;
+        }
         S_mul(s->jtype[i], s->body_f + BODY_F * i + 12, qd + s->iv[i], vJ);
         X_motion_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, v + 6 * s->parent[i], v + 6 * i);
         for (k = 0; k < 6; k++) v[6 * i + k] += vJ[k];
@@ -80,14 +166,19 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
             crm_joint(s->jtype[i], v + 6 * i, vJ, c + 6 * i);
             rigid_bias_force(s->I + 36 * i, v + 6 * i, pA + 6 * i);
         }
-        for (k = 0; k < 6; k++) pA[6 * i + k] -= s->fext[6 * i + k];
+        if (fext)
+            for (k = 0; k < 6; k++) pA[6 * i + k] -= fext[6 * i + k];
     }
     for (i = N; i >= 1; i--) {                                /* inward: U_i, D_i = L L^T, u_i; Ia, pa */
         const double *axis = s->body_f + BODY_F * i + 12;
         const double *IAi = s->leaf[i] != 0.0 ? s->I + 36 * i : IA + 36 * i;
         double *Ui = U + 36 * i, *Li = Lc + 36 * i, *ui = u + 6 * i, *ci = c + 6 * i;
         int n = s->nvj[i], lam = s->parent[i], jt = s->jtype[i], sj = (int)s->sax[i], ek = (int)s->erot[i], b, j;
-        double Ia[36], pa[6], sp[6];
+        double Ia[36], pa[6], sp[6], Iac[6];
+        if (jt == MBS_REVOLUTE && sj >= 0) {                  /* revolute about +-e_sj */
+            REV_AX_DISPATCH(sj, ek, inward_rev_ax, s, i, tau, IAi)
+            continue;
+        }
         if (s->leaf[i] == 0.0) mirror6(IA + 36 * i);          /* the children wrote its upper triangle */
         IA_S_k(jt, sj, axis, IAi, Ui);                        /* U = IA S */
         ST_mul_k(jt, sj, axis, pA + 6 * i, sp);               /* u = tau - S^T pA */
@@ -133,11 +224,8 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
                 pa[k] = acc;
             }
         }
-        for (k = 0; k < 6; k++) {                             /* pa = pA + Ia c + U D^-1 u */
-            double acc = 0.0;
-            for (l = 0; l < 6; l++) acc += M6(Ia, k, l) * ci[l];
-            pa[k] = pA[6 * i + k] + acc + pa[k];
-        }
+        mat6_vec(Ia, ci, Iac);                                /* pa = pA + Ia c + U D^-1 u */
+        for (k = 0; k < 6; k++) pa[k] = pA[6 * i + k] + Iac[k] + pa[k];
         XT_I_X_sym_k(ek, s->E + 9 * i, s->r + 3 * i, Ia, s->first_add[i] != 0.0 ? s->I + 36 * lam : IA + 36 * lam,
                      IA + 36 * lam);                          /* IA_lambda = I_lambda + the children's Xup^T Ia Xup */
         XT_force_add_k(ek, s->E + 9 * i, s->r + 3 * i, pa, pA + 6 * lam);  /* pA_lambda += Xup^T pa */
@@ -148,6 +236,10 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd)
         int n = s->nvj[i], jt = s->jtype[i], b;
         double ap[6], w[6], Sq[6];
         double *qi = qdd + s->iv[i];
+        if (jt == MBS_REVOLUTE && s->sax[i] >= 0.0) {
+            REV_AX_DISPATCH((int)s->sax[i], s->erot[i], acceleration_rev_ax, s, i, qdd)
+            continue;
+        }
         X_motion_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, a + 6 * s->parent[i], ap);   /* a' = Xup a_lambda + c_i */
         for (k = 0; k < 6; k++) ap[k] += c[6 * i + k];
         for (b = 0; b < n; b++) {                             /* w = u - U^T a' */

@@ -33,6 +33,7 @@ SOURCES = (
     "response.c",
     "sim.c",
     "decimal.c",
+    "trig.c",
     "derivatives.c",
     "force_derivatives.c",
 )
@@ -41,6 +42,8 @@ HEADERS = (
     "mbs_names.h",
     "instance.h",
     "spatial.h",
+    "mbs_inline.h",
+    "trig.h",
     "dop853_coef.h",
     "derivatives.h",
     "force_derivatives.h",

@@ -105,6 +105,7 @@ SIGNATURES = {
     "mbs_sim_step_inputs": (I, [P, D, P, D]),
     "mbs_sim_outputs": (I, [P, P, I, P, I, P, P]),
     "mbs_format_values": (SZ, [P, SZ, C.c_char, P]),
+    "mbs_sincos_values": (None, [P, SZ, P, P]),
     "mbs_derivatives_work": (SZ, [P]),
     "mbs_rnea_derivatives": (I, [P, P, P, P, P, P, P, P]),
     "mbs_aba_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
@@ -145,6 +146,15 @@ def format_values(values: np.ndarray, sep: bytes = b",") -> bytes:
     buf = np.empty(25 * v.size + 1, dtype=np.uint8)
     n = lib().mbs_format_values(v.ctypes.data, v.size, sep, buf.ctypes.data)
     return buf[:n].tobytes()
+
+
+def sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sin x, cos x (float64, elementwise) as the core computes them for joint angles (trig.h: one
+    argument reduction, the same bits on every platform, within 1 ulp for |x| <= 823549 rad)."""
+    v = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    s, c = np.empty_like(v), np.empty_like(v)
+    lib().mbs_sincos_values(v.ctypes.data, v.size, s.ctypes.data, c.ctypes.data)
+    return s.reshape(np.shape(x)), c.reshape(np.shape(x))
 
 
 def _ptr(a: np.ndarray) -> int:

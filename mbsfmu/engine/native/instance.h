@@ -98,10 +98,11 @@ void mbs_joint_transforms(mbs_sim *s, const double *q);
 /* mask: NULL for every body, or (N+1) flags: only bodies with mask[i] != 0 (a parent's flag is set
  * whenever a child's is) get R, p, v, a; the others keep stale values */
 void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a, const double *mask);
-/* rnea.c, crba.c, aba.c (Xup from mbs_joint_transforms; f_ext in s->fext) */
+/* rnea.c, crba.c, aba.c (Xup from mbs_joint_transforms; f_ext in s->fext, for the ABA in fext: s->fext,
+ * or NULL where no external force acts) */
 void mbs_rnea_core(mbs_sim *s, const double *qd, const double *qdd, double *tau);
 void mbs_crba_core(mbs_sim *s, double *M);
-void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, double *qdd);
+void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, const double *fext, double *qdd);
 /* x (nv) = M(q)^-1 b with the articulated inertias of the last mbs_aba_core at this q (s->f: work) */
 void mbs_aba_solve(mbs_sim *s, const double *b, double *x);
 /* forces.c */

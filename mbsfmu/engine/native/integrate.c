@@ -17,10 +17,15 @@ static void quat_rate(const double *qt, const double *w, double *out)
 }
 
 /* out (nq) = dq/dt from qd (joints.config_rate): quaternion kinematics, the free joint's
- * position moving with R(quat) v */
+ * position moving with R(quat) v; qd itself when nq = nv (no spherical or free joint: every
+ * other joint has as many coordinates as rates, so q's and qd's layouts are the same) */
 void mbs_config_rate(const mbs_sim *s, const double *q, const double *qd, double *out)
 {
     int i, k;
+    if (s->nq == s->nv) {
+        memcpy(out, qd, sizeof(double) * (size_t)s->nv);
+        return;
+    }
     for (i = 1; i <= s->N; i++) {
         const double *qi = q + s->iq[i], *vi = qd + s->iv[i];
         double *o = out + s->iq[i];
@@ -55,7 +60,7 @@ void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot)
     mbs_passive_forces(s, q, qd, s->tau);                     /* tau = tau_u + passive */
     for (j = 0; j < nv; j++) s->tau[j] = s->tau_u[j] + s->tau[j];
     if (s->n_loops) mbs_loop_qdd(s, q, qd, s->tau, xdot + nq);   /* loops closed (No's method, Eq. 24) */
-    else mbs_aba_core(s, qd, s->tau, xdot + nq);
+    else mbs_aba_core(s, qd, s->tau, s->has_forces ? s->fext : NULL, xdot + nq);
     acc = 0.0;
     for (j = 0; j < nv; j++) acc += s->tau_u[j] * qd[j];      /* P_in += tau_u . qd */
     p_in += acc;

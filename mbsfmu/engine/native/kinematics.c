@@ -5,45 +5,72 @@
 
 /* Xup_i = XJ(q_i) Xtree_i (RBDA Table 5.1) stored as E_i = R_rel^T, r_i = p_rel with
  * R_rel = R_tree RJ, p_rel = p_tree + R_tree pJ: body i's frame in its parent's. */
+
+/* a revolute joint about +-e_k (s->sax = k): RJ from rot_axis' nonzero terms, pJ = 0, and E the
+ * products below less RJ's zeros and ones, term for term (the same numbers) */
+static void revolute_axis_transform(mbs_sim *s, int i, double angle)
+{
+    const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
+    double *E = s->E + 9 * i, *r = s->r + 3 * i;
+    int k = (int)s->sax[i], lo = k == 0 ? 1 : 0, hi = k == 2 ? 1 : 2, a;
+    double sn, cs, c1, Klh = k == 1 ? axis[k] : -axis[k];     /* K[lo][hi] */
+    double Rll, Rlh, Rhl;                                     /* RJ_ll = RJ_hh, RJ_lo,hi, RJ_hi,lo */
+    mbs_sincos(angle, &sn, &cs);
+    c1 = 1.0 - cs;
+    Rll = 1.0 - c1;                                           /* 1 + c1 KK_ll, KK_ll = -1 */
+    Rlh = sn * Klh;                                           /* s K_lo,hi */
+    Rhl = sn * -Klh;                                          /* s K_hi,lo = -s K_lo,hi */
+    for (a = 0; a < 3; a++) r[a] = pt[a];
+    if (s->rt_one[i] != 0.0) {                                /* E = RJ^T */
+        for (a = 0; a < 9; a++) E[a] = 0.0;
+        E[4 * k] = 1.0;
+        E[4 * lo] = E[4 * hi] = Rll;
+        E[3 * hi + lo] = Rlh;
+        E[3 * lo + hi] = Rhl;
+    } else {                                                  /* E = (R_tree RJ)^T */
+        for (a = 0; a < 3; a++) {
+            E[3 * k + a] = Rt[3 * a + k];
+            E[3 * lo + a] = Rt[3 * a + lo] * Rll + Rt[3 * a + hi] * Rhl;
+            E[3 * hi + a] = Rt[3 * a + lo] * Rlh + Rt[3 * a + hi] * Rll;
+        }
+    }
+}
+
+/* any joint (joints.joint_pose, RBDA Table 4.1) */
+static void joint_transform(mbs_sim *s, int i, const double *qi)
+{
+    const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
+    double RJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, pJ[3] = {0, 0, 0};
+    double *E = s->E + 9 * i, *r = s->r + 3 * i;
+    int a, b;
+    switch (s->jtype[i]) {
+    case MBS_REVOLUTE: rot_axis(axis, qi[0], RJ); break;
+    case MBS_PRISMATIC: pJ[0] = axis[0] * qi[0]; pJ[1] = axis[1] * qi[0]; pJ[2] = axis[2] * qi[0]; break;
+    case MBS_SPHERICAL: quat_to_R(qi, RJ); break;
+    case MBS_FREE: quat_to_R(qi + 3, RJ); pJ[0] = qi[0]; pJ[1] = qi[1]; pJ[2] = qi[2]; break;
+    default: break;
+    }
+    if (s->rt_one[i] != 0.0) {                                /* R_tree = 1: the products below, without the zeros */
+        for (a = 0; a < 3; a++) {
+            for (b = 0; b < 3; b++) E[3 * b + a] = RJ[3 * a + b];
+            r[a] = pt[a] + pJ[a];
+        }
+        return;
+    }
+    for (a = 0; a < 3; a++) {
+        for (b = 0; b < 3; b++)                               /* E = (R_tree RJ)^T */
+            E[3 * b + a] = Rt[3 * a] * RJ[b] + Rt[3 * a + 1] * RJ[3 + b] + Rt[3 * a + 2] * RJ[6 + b];
+        r[a] = pt[a] + (Rt[3 * a] * pJ[0] + Rt[3 * a + 1] * pJ[1] + Rt[3 * a + 2] * pJ[2]);
+    }
+}
+
 void mbs_joint_transforms(mbs_sim *s, const double *q)
 {
-    int i, a, b;
+    int i;
     s->xf_at_x = 0;                                           /* the caller says when q is the state's */
     for (i = 1; i <= s->N; i++) {
-        const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
-        const double *qi = q + s->iq[i];
-        double RJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, pJ[3] = {0, 0, 0};
-        double *E = s->E + 9 * i, *r = s->r + 3 * i;
-        if (s->jtype[i] == MBS_REVOLUTE && s->erot[i] >= 0.0) {   /* about +-e_k, R_tree = 1: E = RJ^T from */
-            int k = (int)s->erot[i], lo = k == 0 ? 1 : 0, hi = k == 2 ? 1 : 2;   /* rot_axis' nonzero terms */
-            double sn = sin(qi[0]), c1 = 1.0 - cos(qi[0]), Klh = k == 1 ? axis[k] : -axis[k];   /* K[lo][hi] */
-            for (a = 0; a < 9; a++) E[a] = 0.0;
-            E[4 * k] = 1.0;
-            E[4 * lo] = E[4 * hi] = 1.0 - c1;                 /* 1 + c1 KK_ll, KK_ll = -1 */
-            E[3 * hi + lo] = sn * Klh;                        /* RJ_lo,hi = s K_lo,hi */
-            E[3 * lo + hi] = sn * -Klh;                       /* RJ_hi,lo = s K_hi,lo = -s K_lo,hi */
-            for (a = 0; a < 3; a++) r[a] = pt[a];             /* pJ = 0 */
-            continue;
-        }
-        switch (s->jtype[i]) {                                /* joints.joint_pose, RBDA Table 4.1 */
-        case MBS_REVOLUTE: rot_axis(axis, qi[0], RJ); break;
-        case MBS_PRISMATIC: pJ[0] = axis[0] * qi[0]; pJ[1] = axis[1] * qi[0]; pJ[2] = axis[2] * qi[0]; break;
-        case MBS_SPHERICAL: quat_to_R(qi, RJ); break;
-        case MBS_FREE: quat_to_R(qi + 3, RJ); pJ[0] = qi[0]; pJ[1] = qi[1]; pJ[2] = qi[2]; break;
-        default: break;
-        }
-        if (s->rt_one[i] != 0.0) {                           /* R_tree = 1: the products below, without the zeros */
-            for (a = 0; a < 3; a++) {
-                for (b = 0; b < 3; b++) E[3 * b + a] = RJ[3 * a + b];
-                r[a] = pt[a] + pJ[a];
-            }
-            continue;
-        }
-        for (a = 0; a < 3; a++) {
-            for (b = 0; b < 3; b++)                           /* E = (R_tree RJ)^T */
-                E[3 * b + a] = Rt[3 * a] * RJ[b] + Rt[3 * a + 1] * RJ[3 + b] + Rt[3 * a + 2] * RJ[6 + b];
-            r[a] = pt[a] + (Rt[3 * a] * pJ[0] + Rt[3 * a + 1] * pJ[1] + Rt[3 * a + 2] * pJ[2]);
-        }
+        if (s->jtype[i] == MBS_REVOLUTE && s->sax[i] >= 0.0) revolute_axis_transform(s, i, q[s->iq[i]]);
+        else joint_transform(s, i, q + s->iq[i]);
     }
 }
 

@@ -355,7 +355,7 @@ int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *ta
     constraints(s, &W, q, qd, 1);
     for (j = 0; j < s->n_rows; j++) W.g[j] = W.gamma[j] - 2.0 * alpha * W.Phidot[j] - beta * beta * W.Phi[j];
     if (couplings_only(s)) {                                  /* M^-1 h and M^-1 A^T by ABA, no M */
-        mbs_aba_core(s, qd, tau, W.Mih);                      /* M^-1 (tau - C qd - G + J^T f_ext) */
+        mbs_aba_core(s, qd, tau, s->fext, W.Mih);                      /* M^-1 (tau - C qd - G + J^T f_ext) */
         for (j = 0; j < s->n_rows; j++) {
             mbs_aba_solve(s, W.A + (size_t)j * (size_t)s->nv, W.x);
             for (i = 0; i < s->nv; i++) W.MiAT[i * s->n_rows + j] = W.x[i];
@@ -396,8 +396,9 @@ static void integrate_q(const mbs_sim *s, const double *q, const double *dv, dou
                 e[0] = 1.0 / n;
                 for (k = 0; k < 3; k++) e[1 + k] = 0.5 * phi[k] / n;
             } else {
-                e[0] = cos(0.5 * angle);
-                for (k = 0; k < 3; k++) e[1 + k] = sin(0.5 * angle) * (phi[k] / angle);
+                double sh;
+                mbs_sincos(0.5 * angle, &sh, &e[0]);
+                for (k = 0; k < 3; k++) e[1 + k] = sh * (phi[k] / angle);
             }
             ot[0] = qt[0] * e[0] - qt[1] * e[1] - qt[2] * e[2] - qt[3] * e[3];   /* q (x) e */
             ot[1] = qt[0] * e[1] + qt[1] * e[0] + qt[2] * e[3] - qt[3] * e[2];

@@ -193,6 +193,11 @@ int mbs_shortest(double v, char *out);
 /* v[0..n) so, separated by sep, into out (>= 25 n bytes, not terminated); returns the length. */
 size_t mbs_format_values(const double *v, size_t n, char sep, char *out);
 
+/* ---- sin and cos (trig.c) ----------------------------------------------------------------- */
+/* s[k], c[k] = sin x[k], cos x[k] as the core computes them (trig.h: the same bits on every
+ * platform, within 1 ulp for |x| <= 823549) */
+void mbs_sincos_values(const double *x, size_t n, double *s, double *c);
+
 #ifdef __cplusplus
 }
 #endif

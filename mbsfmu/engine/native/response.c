@@ -58,7 +58,7 @@ int mbs_input_response(mbs_sim *s, const double *q, const double *du, double *dq
         s->baumgarte = baumgarte;
         s->qdd_valid = 0;                                     /* s->lambda is this solve's: the state's again when read */
     } else {
-        mbs_aba_core(s, zero, s->tau, dqdd);
+        mbs_aba_core(s, zero, s->tau, s->fext, dqdd);
     }
     memcpy(s->grav, grav, sizeof grav);
     if (st || !mbs_all_finite(dqdd, nv)) {

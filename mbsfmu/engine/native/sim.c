@@ -242,7 +242,7 @@ int mbs_aba(mbs_sim *s, const double *q, const double *qd, const double *tau, co
 {
     if (!valid(s) || !qd || !qdd || check_args(s, q, qd, "tau", tau, f_ext)) return MBS_ERROR;
     mbs_joint_transforms(s, q);
-    mbs_aba_core(s, qd, tau, qdd);
+    mbs_aba_core(s, qd, tau, s->fext, qdd);
     return MBS_OK;
 }
 
@@ -270,7 +270,7 @@ int mbs_forward_dynamics_tau(mbs_sim *s, const double *q, const double *qd, cons
     mbs_joint_transforms(s, q);
     mbs_passive_forces(s, q, qd, s->tau);                     /* tau + springs/dampers */
     for (j = 0; j < s->nv; j++) s->tau[j] = tau[j] + s->tau[j];
-    mbs_aba_core(s, qd, s->tau, qdd);
+    mbs_aba_core(s, qd, s->tau, s->fext, qdd);
     return MBS_OK;
 }
 
@@ -304,7 +304,7 @@ int mbs_forward_dynamics(mbs_sim *s, const double *q, const double *qd, const do
     mbs_passive_forces(s, q, qd, s->tau);
     for (j = 0; j < s->nv; j++) s->tau[j] = s->tau_u[j] + s->tau[j];
     if (s->n_loops) return mbs_loop_qdd(s, q, qd, s->tau, qdd) ? MBS_ERROR : MBS_OK;
-    mbs_aba_core(s, qd, s->tau, qdd);
+    mbs_aba_core(s, qd, s->tau, s->fext, qdd);
     return MBS_OK;
 }
 

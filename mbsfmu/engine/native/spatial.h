@@ -13,6 +13,8 @@
 
 #include <math.h>
 #include "mbs_core.h"
+#include "mbs_inline.h"
+#include "trig.h"
 
 #define M6(A, k, l) (A)[6 * (k) + (l)]
 
@@ -121,13 +123,6 @@ static inline void XT_I_X_add(const double *E, const double *r, const double *I,
  * values they give the same numbers as the dense formulas (tests/engine/test_native_structure.py
  * compares them bit for bit). Each _ax product is called with a constant k by its _k dispatcher
  * (k = -1: the dense formula), so its indices fold at compile time. */
-#if defined(__GNUC__) || defined(__clang__)
-#define MBS_INLINE static inline __attribute__((always_inline))
-#elif defined(_MSC_VER)
-#define MBS_INLINE static __forceinline
-#else
-#define MBS_INLINE static inline
-#endif
 #define AX_LO(k) ((k) == 0 ? 1 : 0)                           /* the two other axes, ascending */
 #define AX_HI(k) ((k) == 2 ? 1 : 2)
 #define MBS_AX_DISPATCH(k, call, dense)                                                          \
@@ -401,6 +396,19 @@ static inline void mat6_vec(const double *A, const double *x, double *out)
     }
 }
 
+/* out = A c for a revolute joint's bias acceleration c = v x (S qd) with S = [+-e_k; 0] (crm_joint):
+ * c's entries k and 3 + k are exact zeros, so their products are left out (mat6_vec's sums) */
+MBS_INLINE void mat6_vec_rev_ax(int k, const double *A, const double *c, double *out)
+{
+    int r, l;
+    for (r = 0; r < 6; r++) {
+        double acc = 0.0;
+        for (l = 0; l < 6; l++)
+            if (l != k && l != 3 + k) acc += M6(A, r, l) * c[l];
+        out[r] = acc;
+    }
+}
+
 /* out = A^T x */
 static inline void mat6T_vec(const double *A, const double *x, double *out)
 {
@@ -418,7 +426,7 @@ static inline double dot6(const double *a, const double *b)
 }
 
 /* out = v x* h with h = I v, the angular part's v_o x h_o written v_o x g, g = I[3:, :3] w (below) */
-static inline void bias_from(const double *v, const double *h, const double *g, double *out)
+MBS_INLINE void bias_from(const double *v, const double *h, const double *g, double *out)
 {
     out[0] = (v[1] * h[2] - v[2] * h[1]) + (v[4] * g[2] - v[5] * g[1]);
     out[1] = (v[2] * h[0] - v[0] * h[2]) + (v[5] * g[0] - v[3] * g[2]);
@@ -444,7 +452,7 @@ static inline void bias_force(const double *I, const double *v, double *out)
  * [[I_c + m C C^T, m C], [m C^T, m 1]] with C = skew(c): the products with its exact zeros (C's
  * diagonal, the off-diagonal of m 1) skipped, the other terms summed in the same order, so the
  * same numbers as mat6_vec; rigid_bias_force: bias_force so. */
-static inline void rigid_times(const double *I, const double *v, double *h, double *g)
+MBS_INLINE void rigid_times(const double *I, const double *v, double *h, double *g)
 {
     h[0] = M6(I, 0, 0) * v[0] + M6(I, 0, 1) * v[1] + M6(I, 0, 2) * v[2] + M6(I, 0, 4) * v[4] + M6(I, 0, 5) * v[5];
     h[1] = M6(I, 1, 0) * v[0] + M6(I, 1, 1) * v[1] + M6(I, 1, 2) * v[2] + M6(I, 1, 3) * v[3] + M6(I, 1, 5) * v[5];
@@ -457,7 +465,7 @@ static inline void rigid_times(const double *I, const double *v, double *h, doub
     h[5] = g[2] + M6(I, 5, 5) * v[5];
 }
 
-static inline void rigid_bias_force(const double *I, const double *v, double *out)
+MBS_INLINE void rigid_bias_force(const double *I, const double *v, double *out)
 {
     double h[6], g[3];
     rigid_times(I, v, h, g);
@@ -476,9 +484,10 @@ static inline void quat_to_R(const double *qt, double *R)
 /* Rodrigues: R = I + sin(angle) K + (1 - cos(angle)) K K, K = skew(a) (spatial.rot_axis) */
 static inline void rot_axis(const double *a, double angle, double *R)
 {
-    double s = sin(angle), c1 = 1.0 - cos(angle);
-    double K[9], KK[9];
+    double s, c, c1, K[9], KK[9];
     int i;
+    mbs_sincos(angle, &s, &c);
+    c1 = 1.0 - c;
     K[0] = 0.0;   K[1] = -a[2]; K[2] = a[1];
     K[3] = a[2];  K[4] = 0.0;   K[5] = -a[0];
     K[6] = -a[1]; K[7] = a[0];  K[8] = 0.0;

@@ -493,19 +493,32 @@ static double relative_drift(double residual, double scale)
     return scale > 0.0 ? residual / scale : INFINITY;
 }
 
-static double value_of(Instance *I, size_t k)
+/* the engine's arrays one fmi2Get call reads, each fetched (and computed, if lazy) at its first use */
+typedef struct {
+    const double *x, *u, *qdd;
+    const mbs_invariants *inv;
+    int applied;                                              /* apply_params_quietly done */
+} Fetched;
+
+#define FETCH(f, field, call) ((f)->field ? (f)->field : ((f)->field = (call)))
+
+/* variable k's value */
+static double value_of(Instance *I, size_t k, Fetched *f)
 {
     const mbsfmu_var *v = &I->m->vars[k];
     mbs_sim *s = I->sim;
     if (v->causality == 'p') return I->par[k];
-    apply_params_quietly(I);
+    if (!f->applied) {
+        apply_params_quietly(I);
+        f->applied = 1;
+    }
     switch (v->kind) {
-    case MBSFMU_V_INPUT: return mbs_sim_u(s)[v->a];
-    case MBSFMU_V_X: return mbs_sim_x(s)[v->a];
-    case MBSFMU_V_QDD: return mbs_sim_qdd(s)[v->a];
-    case MBSFMU_V_ENERGY: return mbs_sim_x(s)[I->sz.nx - 2 + v->a];
+    case MBSFMU_V_INPUT: return FETCH(f, u, mbs_sim_u(s))[v->a];
+    case MBSFMU_V_X: return FETCH(f, x, mbs_sim_x(s))[v->a];
+    case MBSFMU_V_QDD: return FETCH(f, qdd, mbs_sim_qdd(s))[v->a];
+    case MBSFMU_V_ENERGY: return FETCH(f, x, mbs_sim_x(s))[I->sz.nx - 2 + v->a];
     case MBSFMU_V_INV: {
-        const mbs_invariants *inv = mbs_sim_invariants(s);
+        const mbs_invariants *inv = FETCH(f, inv, mbs_sim_invariants(s));
         switch (v->a) {
         case MBSFMU_INV_P_SYS: return inv->p_sys[v->b];
         case MBSFMU_INV_H_SYS: return inv->H_sys[v->b];
@@ -517,8 +530,8 @@ static double value_of(Instance *I, size_t k)
         }
     }
     case MBSFMU_V_DRIFT: {
-        const mbs_invariants *inv = mbs_sim_invariants(s);
-        const double *x = mbs_sim_x(s);
+        const mbs_invariants *inv = FETCH(f, inv, mbs_sim_invariants(s));
+        const double *x = FETCH(f, x, mbs_sim_x(s));
         const double *H0 = I->have_ref ? I->H0 : inv->H_sys;
         double E = inv->KE + inv->PE, E0 = I->have_ref ? I->E0 : E;
         double KE0 = I->have_ref ? I->KE0 : inv->KE, PE0 = I->have_ref ? I->PE0 : inv->PE;
@@ -557,8 +570,9 @@ static fmi2Status get_values(fmi2Component c, const char *fn, char type, const f
     if (!vr_ok(I, fn, vr, nvr, type == 'R' ? (const void *)real : (const void *)integer)) return fmi2Error;
     for (size_t k = 0; k < nvr; k++)
         if (!lookup(I, fn, vr[k], type)) return fmi2Error;
+    Fetched f = {NULL, NULL, NULL, NULL, 0};
     for (size_t k = 0; k < nvr; k++) {
-        double x = value_of(I, vr[k]);
+        double x = value_of(I, vr[k], &f);
         if (type == 'R')
             real[k] = x;
         else

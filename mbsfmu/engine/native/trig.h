@@ -1,0 +1,73 @@
+/* trig.h - sin and cos of one angle from one argument reduction, the same bits on every
+ * platform. The C libraries' sin and cos differ in their last bit between glibc's FMA and non-FMA
+ * paths and the Windows CRT, so an FMU's linux64 and win64 binaries (or two Linux machines) drifted
+ * apart on a robot's joint angles; this file's arithmetic is IEEE double + - * only (no FMA: the
+ * core is built with -ffp-contract=off), so it rounds alike everywhere.
+ *
+ * Method (Cody & Waite, Software Manual for the Elementary Functions, 1980, ch. 8; Muller,
+ * Elementary Functions, 3rd ed., Sec. 11.2): n = nearest integer to x 2/pi, y = x - n pi/2 with
+ * pi/2 = P1 + P2 + P3, P1 and P2 of 33 significant bits so n P1 and n P2 are exact for |n| < 2^20,
+ * y carried as yh + yl (TwoSum); then sin and cos of y on [-pi/4, pi/4] by the minimax
+ * polynomials of Sun's fdlibm (k_sin.c, k_cos.c: figures, |error| < 2^-58 on that interval),
+ * with the first-order correction for yl, and the quadrant n mod 4 choosing +-sin / +-cos.
+ * Measured against mpmath at 50 digits (tests/engine/test_trig.py): within 1 ulp for
+ * |x| <= TRIG_X_MAX. Beyond it (|n| >= 2^19) and for non-finite x, the C library's sin and cos. */
+#ifndef MBS_TRIG_H
+#define MBS_TRIG_H
+#include <math.h>
+#include "mbs_inline.h"
+
+#define TRIG_X_MAX 823549.0                                   /* < 2^19 pi/2 */
+
+MBS_INLINE void mbs_sincos(double x, double *s_out, double *c_out)
+{
+    static const double TWO_OVER_PI = 6.36619772367581382433e-01;
+    static const double P1 = 1.57079632673412561417e+00;      /* pi/2's first 33 bits */
+    static const double P2 = 6.07710050630396597660e-11;      /* its next 33 bits */
+    static const double P3 = 2.02226624879595063154e-21;      /* pi/2 - P1 - P2 */
+    static const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                        S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                        S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    static const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                        C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                        C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    double fn, dn, r, w, yh, yl, t, z, z2, v, ps, pc, hz, sn, cs;
+    int n;
+    if (!(fabs(x) <= TRIG_X_MAX)) {                           /* huge or non-finite */
+        *s_out = sin(x);
+        *c_out = cos(x);
+        return;
+    }
+    if (fabs(x) < 7.450580596923828125e-09) {                 /* |x| < 2^-27: x^2 / 2 < ulp(1) / 4, */
+        *s_out = x;                                           /* so these are sin and cos rounded */
+        *c_out = 1.0;                                         /* (and sin(-0) = -0) */
+        return;
+    }
+    fn = x * TWO_OVER_PI;
+    n = (int)(fn + copysign(0.5, fn));                        /* nearest (ties away from zero) */
+    dn = (double)n;
+    r = x - dn * P1;                                          /* exact: n P1 exact, Sterbenz */
+    w = dn * P2;                                              /* exact */
+    yh = r - w;                                               /* TwoSum: yh + yl = r - w exactly */
+    t = yh - r;
+    yl = (r - (yh - t)) - (w + t);
+    yl -= dn * P3;
+    t = yh + yl;                                              /* renormalised: |yl| <= ulp(yh) / 2 */
+    yl -= t - yh;
+    yh = t;
+    z = yh * yh;
+    v = z * yh;                                               /* sin(yh + yl) ~ sin yh + yl (1 - yh^2 / 2) */
+    z2 = z * z;                                               /* Estrin's scheme: shorter chains */
+    ps = (S2 + z * S3) + z2 * ((S4 + z * S5) + z2 * S6);
+    sn = yh - ((z * (0.5 * yl - v * ps) - yl) - v * S1);
+    pc = z * ((C1 + z * C2) + z2 * ((C3 + z * C4) + z2 * (C5 + z * C6)));
+    hz = 0.5 * z;                                             /* cos(yh + yl) ~ cos yh - yh yl */
+    w = 1.0 - hz;
+    cs = w + (((1.0 - w) - hz) + (z * pc - yh * yl));
+    t = (n & 1) ? cs : sn;                                    /* quadrant n mod 4, without jumps */
+    w = (n & 1) ? sn : cs;
+    *s_out = (n & 2) ? -t : t;
+    *c_out = ((n + 1) & 2) ? -w : w;
+}
+
+#endif
