@@ -6,6 +6,7 @@ convention)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import threading
 
@@ -41,27 +42,46 @@ def exit_code(e: BaseException) -> int:
     return EXIT_CODES.get(signum_of(e), 130)
 
 
+def _in_ignored_context(frame) -> bool:
+    """True if ``frame`` runs inside a garbage-collector callback or a finalizer (``__del__``), where
+    Python prints an exception as "Exception ignored in ..." with its traceback and drops it (Dask's
+    scheduler registers such a callback in the client of a local cluster)."""
+    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
 def stoppable(raise_at_once: bool = True):
     """While inside, SIGINT and SIGTERM set ``state["signal"]`` (the first one) and, with
-    ``raise_at_once``, raise Stop there and then; without it, the caller polls ``state`` (code
+    ``raise_at_once``, raise Stop there and then (20 ms later if the signal arrives in a
+    garbage-collector callback or a finalizer, where it would be lost); without it, the caller polls ``state`` (code
     that must not be interrupted mid-call, such as an FMU's own). Main thread only (elsewhere a
     no-op); the previous handlers come back on exit."""
     state: dict = {"signal": None}
+    raised, active = [False], [True]
     if threading.current_thread() is not threading.main_thread():
         yield state
         return
 
     def on_signal(signum, frame):
-        first = state["signal"] is None
-        if first:
+        if state["signal"] is None:
             state["signal"] = signum
-        if raise_at_once and first:
-            raise Stop(signum)
+        if not raise_at_once or raised[0] or signum != state["signal"]:
+            return
+        if _in_ignored_context(frame):  # raised here it would be printed and lost: again in 20 ms
+            threading.Timer(0.02, lambda: active[0] and signal.raise_signal(signum)).start()
+            return
+        raised[0] = True
+        raise Stop(signum)
 
     old = {s: signal.signal(s, on_signal) for s in SIGNALS}
     try:
         yield state
     finally:
+        active[0] = False  # a deferred signal not raised yet stays recorded in state, not raised later
         for s, h in old.items():
             signal.signal(s, h)

@@ -276,8 +276,9 @@ def write_part(out: Path, rows: list[dict], journal_end: int, known: dict[str, N
     table = table.replace_schema_metadata({META: json.dumps({"journal_end": journal_end, "order": order})})
     parts = part_paths(out)
     path = folder / f"part-{int(parts[-1].stem.split('-')[1]) + 1 if parts else 0:05d}.parquet"
-    pq.write_table(table, str(path) + ".tmp")
-    os.replace(str(path) + ".tmp", path)
+    tmp = folder / f".{path.name}.tmp"  # hidden: a folder reader (pyarrow, pandas) skips it if left by a kill
+    pq.write_table(table, str(tmp))
+    os.replace(tmp, path)
     return path
 
 
