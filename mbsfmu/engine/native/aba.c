@@ -68,13 +68,6 @@ static inline void mirror6(double *A)
         for (l = 0; l < k; l++) M6(A, k, l) = M6(A, l, k);
 }
 
-/* out = X v: rotating about e_xk (xk = 0, 1, 2: X_motion_ax) or any rotation (xk = -1) */
-MBS_INLINE void X_motion_x(int xk, const double *E, const double *r, const double *v, double *out)
-{
-    if (xk >= 0) X_motion_ax(xk, E, r, v, out);
-    else X_motion(E, r, v, out);
-}
-
 /* The outward steps (below) of body i whose revolute joint turns about +-e_k (s->sax = k), as
  * inward_rev_ax: v_i, c_i, pA_i, and then qdd_i, a_i. */
 MBS_INLINE void velocity_rev_ax(int k, int xk, mbs_sim *s, int i, const double *qd, const double *fext)
@@ -83,7 +76,7 @@ MBS_INLINE void velocity_rev_ax(int k, int xk, mbs_sim *s, int i, const double *
     int r;
     (void)k;
     S_mul(MBS_REVOLUTE, s->body_f + BODY_F * i + 12, qd + s->iv[i], vJ);
-    X_motion_x(xk, s->E + 9 * i, s->r + 3 * i, s->v + 6 * s->parent[i], vi);
+    X_motion_k(xk, s->E + 9 * i, s->r + 3 * i, s->v + 6 * s->parent[i], vi);
     for (r = 0; r < 6; r++) vi[r] += vJ[r];
     crm_joint(MBS_REVOLUTE, vi, vJ, s->c + 6 * i);
     rigid_bias_force(s->I + 36 * i, vi, pAi);
@@ -97,7 +90,7 @@ MBS_INLINE void acceleration_rev_ax(int k, int xk, mbs_sim *s, int i, double *qd
     double ap[6], Sq[6], acc = 0.0, *ai = s->a + 6 * i, *qi = qdd + s->iv[i];
     int r;
     (void)k;
-    X_motion_x(xk, s->E + 9 * i, s->r + 3 * i, s->a + 6 * s->parent[i], ap);
+    X_motion_k(xk, s->E + 9 * i, s->r + 3 * i, s->a + 6 * s->parent[i], ap);
     for (r = 0; r < 6; r++) ap[r] += ci[r];
     for (r = 0; r < 6; r++) acc += M6(Ui, r, 0) * ap[r];
     qi[0] = s->Dinv[36 * i] * (s->uu[6 * i] - acc);
@@ -129,8 +122,7 @@ MBS_INLINE void inward_rev_ax(int k, int xk, mbs_sim *s, int i, const double *ta
     for (r = 0; r < 6; r++) pa[r] = pAi[r] + Iac[r] + pa[r];
     XT_I_X_sym_ax(xk, s->E + 9 * i, s->r + 3 * i, Ia, s->first_add[i] != 0.0 ? s->I + 36 * lam : s->IA + 36 * lam,
                   s->IA + 36 * lam);
-    if (xk >= 0) XT_force_add_ax(xk, s->E + 9 * i, s->r + 3 * i, pa, s->pA + 6 * lam);
-    else XT_force_add(s->E + 9 * i, s->r + 3 * i, pa, s->pA + 6 * lam);
+    XT_force_add_k(xk, s->E + 9 * i, s->r + 3 * i, pa, s->pA + 6 * lam);
 }
 
 /* calls STEP(k, xk, ...) for body i's revolute joint about +-e_sj with constant k = sj and xk = sj
