@@ -92,11 +92,16 @@ def test_bundled_models_get_the_same_numbers(path):
 
 def test_every_axis_sign_and_joint_kind(tmp_path):
     """Revolute joints about +-x, +-y, +-z with and without a turned joint frame, prismatic and fixed
-    joints: each takes its structured products (or the dense ones where the frame is turned)."""
+    joints: each takes its structured products (or the dense ones where the frame is turned about
+    another axis than the joint's; a frame turned about the joint's own axis, or a fixed or prismatic
+    joint's frame turned about a coordinate axis, keeps the rotation about one axis)."""
     joints, links = [], ['<link name="base"/>']
     axes = ["1 0 0", "0 1 0", "0 0 1", "-1 0 0", "0 -1 0", "0 0 -1", "0 1 0", "0 0 1"]
     kinds = ["revolute", "revolute", "prismatic", "revolute", "revolute", "revolute", "fixed", "revolute"]
     rpys = ["0 0 0", "0.3 0 0", "0 0 0", "0 0 0", "0 0.2 0.1", "0 0 0", "0 0 0", "0 0 0"]
+    axes += ["1 0 0", "0 0 -1", "0 1 0", "0 1 0", "0 -1 0"]  # turned about one axis: their own, any
+    kinds += ["revolute", "revolute", "prismatic", "fixed", "revolute"]  # (the fixed joint is lumped into
+    rpys += ["0.4 0 0", "0 0 -0.7", "0 0 0.3", "0 0.5 0", "0 -0.2 0"]  # the next: turned about y twice)
     parent = "base"
     for k, (axis, kind, rpy) in enumerate(zip(axes, kinds, rpys)):
         child = f"l{k}"

@@ -11,7 +11,7 @@
  * use; not a parent's IA when its joint is revolute along a coordinate axis, where the products
  * with it (IA_S_k, Ia's update) read its upper triangle only. A leaf body's IA is its I_i (read in
  * place, not copied); a parent's IA starts as its I_i in the first child's update (s->first_add),
- * not by a copy. A revolute joint about +-e_k under R_tree = 1, most joints of real robots, takes
+ * not by a copy. A revolute joint about +-e_k, most joints of real robots, takes
  * the three passes' steps in functions compiled once per k (velocity_rev_ax, inward_rev_ax,
  * acceleration_rev_ax): the general steps' operations in the same order, without the dispatches on
  * the joint type and axis. */
@@ -69,16 +69,22 @@ static inline void mirror6(double *A)
 }
 
 /* The outward steps (below) of body i whose revolute joint turns about +-e_k (s->sax = k), as
- * inward_rev_ax: v_i, c_i, pA_i, and then qdd_i, a_i. */
+ * inward_rev_ax: v_i, c_i, pA_i, and then qdd_i, a_i. The joint's velocity S qd = w e_k and its
+ * acceleration S qdd have one nonzero entry, so v_i + S qd, a' + S qdd and c_i = v_i x (w e_k) add
+ * and multiply that entry only (the general step adds S's exact zeros): the same numbers but for
+ * the sign of a zero. c_i's entries k and 3 + k are exact zeros. */
 MBS_INLINE void velocity_rev_ax(int k, int xk, mbs_sim *s, int i, const double *qd, const double *fext)
 {
-    double vJ[6], *vi = s->v + 6 * i, *pAi = s->pA + 6 * i;
-    int r;
-    (void)k;
-    S_mul(MBS_REVOLUTE, s->body_f + BODY_F * i + 12, qd + s->iv[i], vJ);
+    double *vi = s->v + 6 * i, *ci = s->c + 6 * i, *pAi = s->pA + 6 * i;
+    double w = s->body_f[BODY_F * i + 12 + k] * qd[s->iv[i]];
+    int k1 = (k + 1) % 3, k2 = (k + 2) % 3, r;
     X_motion_k(xk, s->E + 9 * i, s->r + 3 * i, s->v + 6 * s->parent[i], vi);
-    for (r = 0; r < 6; r++) vi[r] += vJ[r];
-    crm_joint(MBS_REVOLUTE, vi, vJ, s->c + 6 * i);
+    vi[k] += w;                                               /* v_i = Xup v_lambda + S qd */
+    ci[k] = ci[3 + k] = 0.0;                                  /* c_i = v_i x (w e_k) (crm_joint) */
+    ci[k1] = vi[k2] * w;
+    ci[k2] = -(vi[k1] * w);
+    ci[3 + k1] = vi[3 + k2] * w;
+    ci[3 + k2] = -(vi[3 + k1] * w);
     rigid_bias_force(s->I + 36 * i, vi, pAi);
     if (fext)
         for (r = 0; r < 6; r++) pAi[r] -= fext[6 * i + r];
@@ -87,21 +93,22 @@ MBS_INLINE void velocity_rev_ax(int k, int xk, mbs_sim *s, int i, const double *
 MBS_INLINE void acceleration_rev_ax(int k, int xk, mbs_sim *s, int i, double *qdd)
 {
     const double *Ui = s->U + 36 * i, *ci = s->c + 6 * i;
-    double ap[6], Sq[6], acc = 0.0, *ai = s->a + 6 * i, *qi = qdd + s->iv[i];
+    double ap[6], acc = 0.0, *ai = s->a + 6 * i, *qi = qdd + s->iv[i];
     int r;
-    (void)k;
     X_motion_k(xk, s->E + 9 * i, s->r + 3 * i, s->a + 6 * s->parent[i], ap);
-    for (r = 0; r < 6; r++) ap[r] += ci[r];
+    for (r = 0; r < 6; r++)
+        if (r != k && r != 3 + k) ap[r] += ci[r];             /* a' = Xup a_lambda + c_i */
     for (r = 0; r < 6; r++) acc += M6(Ui, r, 0) * ap[r];
     qi[0] = s->Dinv[36 * i] * (s->uu[6 * i] - acc);
-    S_mul(MBS_REVOLUTE, s->body_f + BODY_F * i + 12, qi, Sq);
-    for (r = 0; r < 6; r++) ai[r] = ap[r] + Sq[r];
+    for (r = 0; r < 6; r++) ai[r] = ap[r];                    /* a_i = a' + S qdd_i */
+    ai[k] += s->body_f[BODY_F * i + 12 + k] * qi[0];
 }
 
 /* The inward step (below) of body i whose revolute joint turns about +-e_k (s->sax = k): the
  * same operations in the same order as the general step, with k and xk constants (each caller
  * passes them), so no product dispatches on them again. xk = k: X_i rotates about e_k too
- * (R_tree = 1, s->erot = k); xk = -1: any rotation (a turned frame). */
+ * (R_tree = 1 or a rotation about e_k, s->erot = k); xk = -1: any rotation (a frame turned about
+ * another axis). */
 MBS_INLINE void inward_rev_ax(int k, int xk, mbs_sim *s, int i, const double *tau, const double *IAi)
 {
     double *Ui = s->U + 36 * i, *Li = s->Dinv + 36 * i, *ui = s->uu + 6 * i, *ci = s->c + 6 * i;

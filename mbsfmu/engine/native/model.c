@@ -229,25 +229,36 @@ const char *mbs_joint_name(const mbs_sim *s, int i)
     return (i < 1 || i > s->N) ? "world" : name_at(s, s->N + i - 1);
 }
 
+/* 1 if the row-major R's row k and column k are e_k exactly: R rotates about e_k */
+static int rotates_about(const double *R, int k)
+{
+    int j;
+    for (j = 0; j < 3; j++)
+        if (R[3 * k + j] != (j == k ? 1.0 : 0.0) || R[3 * j + k] != (j == k ? 1.0 : 0.0)) return 0;
+    return 1;
+}
+
 /* rt_one_i (R_tree = 1 exactly: kinematics.c skips the product with it), and erot_i, sax_i, the
  * structure spatial.h's _k products use: sax = k when a revolute or prismatic joint's axis is +-e_k
- * exactly; erot = k when E_i = (R_tree RJ)^T is a rotation about e_k exactly (R_tree = 1: a revolute
- * joint about +-e_k, rot_axis' zeros; a prismatic or fixed joint, E = 1, any k); -1 otherwise, and
- * always when s->dense. */
+ * exactly; erot = k when E_i = (R_tree RJ)^T is a rotation about e_k exactly: R_tree rotates about
+ * e_k (R_tree = 1: about any axis) and so does RJ (a revolute joint about +-e_k, rot_axis' zeros; a
+ * prismatic or fixed joint, RJ = 1), so the products' row k and column k are e_k but for the sign
+ * of a zero; -1 otherwise, and always when s->dense. */
 static void joint_structure(mbs_sim *s, int i)
 {
     const double *Rt = s->body_f + BODY_F * i, *axis = Rt + 12;
     int k, jt = s->jtype[i];
-    s->rt_one[i] = Rt[0] == 1.0 && Rt[4] == 1.0 && Rt[8] == 1.0 && Rt[1] == 0.0 && Rt[2] == 0.0 && Rt[3] == 0.0 &&
-                   Rt[5] == 0.0 && Rt[6] == 0.0 && Rt[7] == 0.0;
+    s->rt_one[i] = rotates_about(Rt, 0) && rotates_about(Rt, 1) && Rt[8] == 1.0;
     s->sax[i] = s->erot[i] = -1.0;
     if (s->dense) return;
     if (jt == MBS_REVOLUTE || jt == MBS_PRISMATIC)
         for (k = 0; k < 3; k++)
             if (fabs(axis[k]) == 1.0 && axis[(k + 1) % 3] == 0.0 && axis[(k + 2) % 3] == 0.0) s->sax[i] = k;
-    if (s->rt_one[i] != 0.0) {
-        if (jt == MBS_REVOLUTE) s->erot[i] = s->sax[i];
-        else if (jt == MBS_PRISMATIC || jt == MBS_FIXED) s->erot[i] = 2.0;
+    if (jt == MBS_REVOLUTE) {
+        if (s->sax[i] >= 0.0 && rotates_about(Rt, (int)s->sax[i])) s->erot[i] = s->sax[i];
+    } else if (jt == MBS_PRISMATIC || jt == MBS_FIXED) {
+        for (k = 2; k >= 0 && s->erot[i] < 0.0; k--)
+            if (rotates_about(Rt, k)) s->erot[i] = k;
     }
 }
 
