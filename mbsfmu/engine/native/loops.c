@@ -355,7 +355,7 @@ int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *ta
     constraints(s, &W, q, qd, 1);
     for (j = 0; j < s->n_rows; j++) W.g[j] = W.gamma[j] - 2.0 * alpha * W.Phidot[j] - beta * beta * W.Phi[j];
     if (couplings_only(s)) {                                  /* M^-1 h and M^-1 A^T by ABA, no M */
-        mbs_aba_core(s, qd, tau, s->fext, W.Mih);                      /* M^-1 (tau - C qd - G + J^T f_ext) */
+        mbs_aba_core(s, qd, tau, s->fext, W.Mih);             /* M^-1 (tau - C qd - G + J^T f_ext) */
         for (j = 0; j < s->n_rows; j++) {
             mbs_aba_solve(s, W.A + (size_t)j * (size_t)s->nv, W.x);
             for (i = 0; i < s->nv; i++) W.MiAT[i * s->n_rows + j] = W.x[i];

@@ -256,8 +256,8 @@ static void joint_structure(mbs_sim *s, int i)
             if (fabs(axis[k]) == 1.0 && axis[(k + 1) % 3] == 0.0 && axis[(k + 2) % 3] == 0.0) s->sax[i] = k;
     if (jt == MBS_REVOLUTE) {
         if (s->sax[i] >= 0.0 && rotates_about(Rt, (int)s->sax[i])) s->erot[i] = s->sax[i];
-    } else if (jt == MBS_PRISMATIC || jt == MBS_FIXED) {
-        for (k = 2; k >= 0 && s->erot[i] < 0.0; k--)
+    } else if (jt == MBS_PRISMATIC || jt == MBS_FIXED) {        /* R_tree = 1: k = 2, as any would do */
+        for (k = 0; k < 3; k++)
             if (rotates_about(Rt, k)) s->erot[i] = k;
     }
 }

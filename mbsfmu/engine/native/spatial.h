@@ -118,11 +118,10 @@ static inline void XT_I_X_add(const double *E, const double *r, const double *I,
 
 /* Structured products. k (0, 1, 2) says that E is a rotation about coordinate axis k: row k and
  * column k of E are e_k exactly, but for the sign of a zero (a revolute joint about +-e_k, or a
- * prismatic or fixed joint, in a frame not turned or turned about e_k only: mbs_rebuild_inertia sets
- * s->erot). The products then leave out the terms that
- * multiply one of E's exact zeros or ones and add the others in the same order, so for finite
- * values they give the same numbers as the dense formulas (tests/engine/test_native_structure.py
- * compares them bit for bit). Each _ax product is called with a constant k by its _k dispatcher
+ * prismatic or fixed joint, in a frame not turned or turned about e_k only: mbs_rebuild_inertia
+ * sets s->erot). The products then leave out the terms that multiply one of E's exact zeros or ones
+ * and add the others in the same order, so for finite values they give the same numbers as the
+ * dense formulas (tests/engine/test_native_structure.py compares them bit for bit). Each _ax product is called with a constant k by its _k dispatcher
  * (k = -1: the dense formula), so its indices fold at compile time. */
 #define AX_LO(k) ((k) == 0 ? 1 : 0)                           /* the two other axes, ascending */
 #define AX_HI(k) ((k) == 2 ? 1 : 2)
