@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import signal
+import sys
 import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -58,14 +59,19 @@ def _in_ignored_context(frame) -> bool:
 def stoppable(raise_at_once: bool = True):
     """While inside, SIGINT and SIGTERM set ``state["signal"]`` (the first one) and, with
     ``raise_at_once``, raise Stop there and then (20 ms later if the signal arrives in a
-    garbage-collector callback or a finalizer, where it would be lost); without it, the caller polls ``state`` (code
-    that must not be interrupted mid-call, such as an FMU's own). Main thread only (elsewhere a
-    no-op); the previous handlers come back on exit."""
+    garbage-collector callback or a finalizer, where it would be lost; a Stop that Python drops all
+    the same, raised in any other callback it ignores exceptions from, such as a weak reference's,
+    reaches ``sys.unraisablehook`` and is raised again 20 ms later instead of being printed);
+    without it, the caller polls ``state`` (code that must not be interrupted mid-call, such as an
+    FMU's own). Main thread only (elsewhere a no-op); the previous handlers come back on exit."""
     state: dict = {"signal": None}
     raised, active = [False], [True]
     if threading.current_thread() is not threading.main_thread():
         yield state
         return
+
+    def again_later(signum):
+        threading.Timer(0.02, lambda: active[0] and signal.raise_signal(signum)).start()
 
     def on_signal(signum, frame):
         if state["signal"] is None:
@@ -73,15 +79,24 @@ def stoppable(raise_at_once: bool = True):
         if not raise_at_once or raised[0] or signum != state["signal"]:
             return
         if _in_ignored_context(frame):  # raised here it would be printed and lost: again in 20 ms
-            threading.Timer(0.02, lambda: active[0] and signal.raise_signal(signum)).start()
+            again_later(signum)
             return
         raised[0] = True
         raise Stop(signum)
 
+    def on_unraisable(unraisable):
+        if isinstance(unraisable.exc_value, Stop) and active[0]:  # dropped where Python ignores errors
+            raised[0] = False
+            again_later(unraisable.exc_value.signum)
+            return
+        previous_hook(unraisable)
+
     old = {s: signal.signal(s, on_signal) for s in SIGNALS}
+    previous_hook, sys.unraisablehook = sys.unraisablehook, on_unraisable
     try:
         yield state
     finally:
         active[0] = False  # a deferred signal not raised yet stays recorded in state, not raised later
+        sys.unraisablehook = previous_hook
         for s, h in old.items():
             signal.signal(s, h)
