@@ -121,8 +121,9 @@ static inline void XT_I_X_add(const double *E, const double *r, const double *I,
  * prismatic or fixed joint, in a frame not turned or turned about e_k only: mbs_rebuild_inertia
  * sets s->erot). The products then leave out the terms that multiply one of E's exact zeros or ones
  * and add the others in the same order, so for finite values they give the same numbers as the
- * dense formulas (tests/engine/test_native_structure.py compares them bit for bit). Each _ax product is called with a constant k by its _k dispatcher
- * (k = -1: the dense formula), so its indices fold at compile time. */
+ * dense formulas (tests/engine/test_aba_structure.py compares them bit for bit). Each _ax product is
+ * called with a constant k by its _k dispatcher (k = -1: the dense formula), so its indices fold at
+ * compile time. */
 #define AX_LO(k) ((k) == 0 ? 1 : 0)                           /* the two other axes, ascending */
 #define AX_HI(k) ((k) == 2 ? 1 : 2)
 #define MBS_AX_DISPATCH(k, call, dense)                                                          \
