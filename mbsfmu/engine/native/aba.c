@@ -243,7 +243,9 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, const double 
         XT_force_add_k(ek, s->E + 9 * i, s->r + 3 * i, pa, pA + 6 * lam);  /* pA_lambda += Xup^T pa */
     }
     for (k = 0; k < 6; k++) a[k] = (k < 3) ? 0.0 : -s->grav[k - 3];   /* a_0 = -a_grav */
-    for (i = 1; i <= N; i++) {                                /* outward: qdd_i, a_i */
+    const int32_t *by_depth = s->by_depth;
+    for (int o = 0; o < N; o++) {                             /* outward: qdd_i, a_i, by depth (model.c) */
+        i = by_depth[o];
         const double *axis = s->body_f + BODY_F * i + 12, *Ui = U + 36 * i, *Li = Lc + 36 * i, *ui = u + 6 * i;
         int n = s->nvj[i], jt = s->jtype[i], b;
         double ap[6], w[6], Sq[6];
@@ -308,7 +310,9 @@ void mbs_aba_solve(mbs_sim *s, const double *b, double *x)
         XT_force_add_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, pa, f + 6 * lam);
     }
     for (k = 0; k < 6; k++) f[k] = 0.0;                       /* a_0 = 0 (no gravity) */
-    for (i = 1; i <= N; i++) {                                /* outward: qdd_i, a_i */
+    const int32_t *by_depth = s->by_depth;
+    for (int o = 0; o < N; o++) {                             /* outward: qdd_i, a_i, by depth (model.c) */
+        i = by_depth[o];
         const double *axis = s->body_f + BODY_F * i + 12, *Ui = U + 36 * i, *Li = Lc + 36 * i;
         int n = s->nvj[i], jt = s->jtype[i], j;
         double ap[6], Sq[6], *qi = x + s->iv[i];

@@ -57,6 +57,9 @@ struct mbs_sim {
     double *erot;                              /* (N+1): k if E_i is a rotation about axis k, else -1 (spatial.h) */
     double *sax;                               /* (N+1): k if joint i's axis is +-e_k (revolute, prismatic), else -1 */
     double *first_add;                         /* (N+1): 1 if no body of higher index has i's parent, else 0 */
+    double *depth;                             /* (N+1): body i's depth, the root's 0 */
+    int32_t *by_depth;                         /* 2 (N+1): the bodies 1..N by depth, then index (aba.c's outward
+                                                * passes), in [0, N); the rest the sort's work */
 
     double t;
     int method;                                /* MBS_RK4 | MBS_DOP853 */

@@ -39,7 +39,7 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
            (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 +
-           mbs_loop_work(nv, n_rows) + 7 * N1;
+           mbs_loop_work(nv, n_rows) + 9 * N1;
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
@@ -167,6 +167,9 @@ void mbs_layout(mbs_sim *s)
     TAKE(kin_R, 9 * N1); TAKE(kin_p, 3 * N1); TAKE(kin_v, 6 * N1);
     TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
     TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1); TAKE(rt_one, N1); TAKE(erot, N1); TAKE(sax, N1); TAKE(first_add, N1);
+    TAKE(depth, N1);
+    s->by_depth = (int32_t *)d;                               /* 2 (N+1) int32 in N + 1 doubles */
+    d += N1;
 #undef TAKE
     s->kin.R = s->kin_R;
     s->kin.p = s->kin_p;
@@ -262,6 +265,29 @@ static void joint_structure(mbs_sim *s, int i)
     }
 }
 
+/* depth_i and by_depth: the bodies sorted by depth, then index (a counting sort, O(N)). Any order
+ * with parents before children serves an outward pass; by depth, a body's neighbours in the order
+ * are mostly on other branches, so the outward steps that wait on the parent's result (the ABA's
+ * accelerations) overlap across branches instead of waiting in turn. */
+static void depth_order(mbs_sim *s)
+{
+    int N = s->N, i, d, at = 0;
+    int32_t *start = s->by_depth + N + 1;                     /* start[d]: where depth d + 1 begins */
+    s->depth[0] = 0.0;
+    for (i = 0; i <= N; i++) start[i] = 0;
+    for (i = 1; i <= N; i++) {                                /* parent_i < i (check_tables) */
+        s->depth[i] = s->depth[s->parent[i]] + 1.0;
+        start[(int)s->depth[i] - 1]++;
+    }
+    for (d = 0; d < N; d++) {
+        int n_d = start[d];
+        start[d] = at;
+        at += n_d;
+    }
+    for (i = 1; i <= N; i++) s->by_depth[start[(int)s->depth[i] - 1]++] = i;
+    s->by_depth[N] = 0;
+}
+
 /* leaf_i (no children) and fk_need_i (the poses the force elements use) from the tree; S_i from
  * the joint type and axis (joints.motion_subspace, RBDA Table 4.1), with rt_one_i, erot_i, sax_i;
  * I_i from mass, com, I_c (spatial.spatial_inertia, RBDA Eq. 2.63): [[I_c + m C C^T, m C], [m C^T, m 1]], C = skew(c) */
@@ -273,6 +299,7 @@ void mbs_rebuild_inertia(mbs_sim *s)
         s->first_add[i] = s->leaf[s->parent[i]];
         s->leaf[s->parent[i]] = 0.0;
     }
+    depth_order(s);
     for (i = 0; i <= s->N; i++) s->fk_need[i] = 0.0;        /* 1: a force element acts on i or below it */
     for (k = 0; k < s->n_elem; k++) {
         const int32_t *el = s->elem + 4 * k;
