@@ -7,6 +7,10 @@ rigid_bias_force, crm_joint). The remaining terms are added in the same order, s
 must equal the dense products' bit for bit (``Core.set_dense``), not merely to a tolerance: for
 single calls, over whole RK4 runs, through the couplings' ABA solve (the Panda's mimic finger),
 with external wrenches, and for the forward kinematics and the momentum and energy built on it.
+
+The same holds for the hot passes' two compiled copies (mbs_inline.h: MBS_AVX_COPIES): the AVX copy,
+run where the CPU has AVX, and the baseline (SSE2) copy give the same numbers bit for bit
+(``Core.set_avx``).
 """
 
 from __future__ import annotations
@@ -127,3 +131,34 @@ def test_dense_and_structured_switch_back_and_forth():
     model, structured, _, n = pair(robot("UR5"))
     assert structured.set_dense(True) == 0
     assert structured.set_dense(False) == n
+
+
+def avx_pair(path):
+    """(model, a core running the AVX copies, a core running the baseline ones)"""
+    model = mbsfmu.load_model(path)
+    avx, base = Core(model), Core(model)
+    if not avx.set_avx(True):
+        pytest.skip("this CPU has no AVX: only the baseline copies run here")
+    assert base.set_avx(False) is False
+    return model, avx, base
+
+
+@pytest.mark.parametrize("name", list(ROBOTS))
+def test_the_avx_copies_give_the_baseline_numbers_on_robots(name):
+    model, avx, base = avx_pair(robot(name))
+    assert_same_dynamics(model, avx, base, seed=7)
+    assert_same_run(model, avx, base, seed=8)
+
+
+@pytest.mark.parametrize("path", bundled_models(), ids=lambda p: p.stem)
+def test_the_avx_copies_give_the_baseline_numbers_on_bundled_models(path):
+    model, avx, base = avx_pair(path)
+    assert_same_dynamics(model, avx, base, seed=9)
+    if model.nv <= 40:
+        assert_same_run(model, avx, base, seed=10, steps=50)
+
+
+def test_the_copies_switch_back_and_forth():
+    _, avx, base = avx_pair(robot("UR5"))
+    assert avx.set_avx(False) is False
+    assert base.set_avx(True) is True

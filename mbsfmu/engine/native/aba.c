@@ -157,10 +157,11 @@ MBS_INLINE void inward_rev_ax(int k, int xk, mbs_sim *s, int i, const double *ta
     default: STEP(2, 2, __VA_ARGS__); break;                                                   \
     }
 
-void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, const double *fext, double *qdd)
+MBS_INLINE void mbs_aba_core_body(mbs_sim *s, const double *qd, const double *tau, const double *fext, double *qdd)
 {
     int N = s->N, i, k, l;
     double *v = s->v, *c = s->c, *a = s->a, *pA = s->pA, *IA = s->IA, *U = s->U, *Lc = s->Dinv, *u = s->uu;
+    s->v_at_x = 0;
     for (k = 0; k < 6; k++) v[k] = 0.0;
     for (i = 1; i <= N; i++) {                                /* outward: v_i, c_i, pA_i */
         double vJ[6];
@@ -271,6 +272,9 @@ void mbs_aba_core(mbs_sim *s, const double *qd, const double *tau, const double 
         for (k = 0; k < 6; k++) a[6 * i + k] = ap[k] + Sq[k];
     }
 }
+
+MBS_AVX_COPIES(mbs_aba_core, (mbs_sim *s, const double *qd, const double *tau, const double *fext, double *qdd),
+               (s, qd, tau, fext, qdd))
 
 /* x (nv) = M(q)^-1 b: the articulated-body algorithm (RBDA Table 7.1) at qd = 0 with no gravity
  * and no external force, where v = c = 0 and the bias forces start at pA = 0, so its

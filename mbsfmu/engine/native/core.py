@@ -78,6 +78,7 @@ SIGNATURES = {
     "mbs_sim_set_solver": (I, [P, I, D, D, D, P, SZ]),
     "mbs_sim_set_loops": (I, [P, I, I, D, D]),
     "mbs_sim_set_dense": (I, [P, I, P]),
+    "mbs_sim_set_avx": (I, [P, I, P]),
     "mbs_sim_lambda": (P, [P]),
     "mbs_sim_time": (D, [P]),
     "mbs_sim_set_time": (None, [P, D]),
@@ -476,6 +477,16 @@ class Core:
         if self._L.mbs_sim_set_dense(self._s, int(bool(dense)), C.byref(n)):
             raise InputError("set_dense: the instance is not valid")
         return n.value
+
+    def set_avx(self, avx: bool) -> bool:
+        """avx (the default): the hot passes (ABA, joint transforms, kinematics, invariants) run their
+        AVX copies where the CPU and OS have AVX; False: their baseline (SSE2) copies. Both do the
+        same operations in the same order (the same numbers; this is how that is checked). Returns
+        whether the AVX copies now run."""
+        on = C.c_int(0)
+        if self._L.mbs_sim_set_avx(self._s, int(bool(avx)), C.byref(on)):
+            raise InputError("set_avx: the instance is not valid")
+        return bool(on.value)
 
     def loop_lambda(self) -> np.ndarray:
         """The loops' multipliers (rows of loops.py) at the current state and inputs."""

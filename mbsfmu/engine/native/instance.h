@@ -58,6 +58,8 @@ struct mbs_sim {
     double *sax;                               /* (N+1): k if joint i's axis is +-e_k (revolute, prismatic), else -1 */
     double *first_add;                         /* (N+1): 1 if no body of higher index has i's parent, else 0 */
     double *depth;                             /* (N+1): body i's depth, the root's 0 */
+    double *sc;                                /* (N+1) x 3: a revolute joint's angle at its last direct sin and
+                                                * cos, and those (kinematics.c); NAN: none yet */
     int32_t *by_depth;                         /* 2 (N+1): the bodies 1..N by depth, then index (aba.c's outward
                                                 * passes), in [0, N); the rest the sort's work */
 
@@ -71,8 +73,13 @@ struct mbs_sim {
     int qdd_valid, inv_valid, kin_valid, params_dirty;   /* qdd_valid: qdd_out and K row 0 = f(x, u) are at x */
     int xf_at_x;                               /* E, r hold Xup at x's q (set by the lazy qdd, cleared by
                                                 * every mbs_joint_transforms and state change) */
+    int v_at_x;                                /* v holds the body velocities at x (set by the lazy qdd without
+                                                * loops, cleared by every writer of v, E, r and state change) */
     int dense;                                 /* 1: the ABA's products without the joints' structure
                                                 * (erot = sax = -1; mbs_sim_set_dense, a check) */
+    int avx, no_avx;                           /* avx: the hot passes run their AVX copies (the same
+                                                * arithmetic, the same bits): set by mbs_layout when the CPU
+                                                * and OS have AVX, unless no_avx (mbs_sim_set_avx, a check) */
     mbs_invariants inv;
     mbs_kinematics kin;
     char msg[MBS_MSG];
@@ -98,6 +105,9 @@ void mbs_append(char *buf, size_t n, const char *fmt, ...);
 
 /* kinematics.c */
 void mbs_joint_transforms(mbs_sim *s, const double *q);
+/* the same at q near q0 (RK4's later stages): the revolute joints' sin and cos by the angle-sum
+ * formulas from q0's (kinematics.c); q0 = NULL: mbs_joint_transforms */
+void mbs_joint_transforms_near(mbs_sim *s, const double *q, const double *q0);
 /* mask: NULL for every body, or (N+1) flags: only bodies with mask[i] != 0 (a parent's flag is set
  * whenever a child's is) get R, p, v, a; the others keep stale values */
 void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a, const double *mask);
@@ -115,6 +125,8 @@ double mbs_spring_energy(const mbs_sim *s, const double *q);
 int mbs_spring_records(const mbs_sim *s, const double *q, double *out);
 /* integrate.c */
 void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot);
+/* the same with the joint transforms from x0's angles (mbs_joint_transforms_near; x0 = NULL: mbs_rhs) */
+void mbs_rhs_near(mbs_sim *s, const double *x, const double *u, double *xdot, const double *x0);
 void mbs_config_rate(const mbs_sim *s, const double *q, const double *qd, double *out);
 void mbs_normalise(const mbs_sim *s, double *x);
 int mbs_rk4(mbs_sim *s, double dt);

@@ -42,13 +42,13 @@ void mbs_config_rate(const mbs_sim *s, const double *q, const double *qd, double
     }
 }
 
-/* xdot = [dq/dt, qdd, P_in, P_diss] at x with inputs u (Simulator.rhs, no loops) */
-void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot)
+/* xdot = [dq/dt, qdd, P_in, P_diss] at x with inputs u (Simulator.rhs); x0: see mbs_rhs_near */
+void mbs_rhs_near(mbs_sim *s, const double *x, const double *u, double *xdot, const double *x0)
 {
     int nq = s->nq, nv = s->nv, j, e;
     const double *q = x, *qd = x + nq;
     double p_in = 0.0, p_damp = 0.0, acc;
-    mbs_joint_transforms(s, q);
+    mbs_joint_transforms_near(s, q, x0);
     for (j = 0; j < nv; j++) s->tau_u[j] = 0.0;
     for (e = 0; e < s->n_elem; e++)                           /* actuators and wheel motors: tau_u = u */
         if (s->elem[4 * e] == EL_ACT) s->tau_u[s->elem[4 * e + 2]] = u[s->elem[4 * e + 1]];
@@ -73,6 +73,8 @@ void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot)
     s->n_rhs++;
     s->kin_valid = 0;
 }
+
+void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot) { mbs_rhs_near(s, x, u, xdot, NULL); }
 
 /* every quaternion of x divided by its norm (Simulator._normalise) */
 void mbs_normalise(const mbs_sim *s, double *x)
@@ -136,7 +138,8 @@ static void first_stage(mbs_sim *s, const double *x)
 
 /* One classical Runge-Kutta step of h from x into xn (integrators.rk4_step, Hairer et al.
  * Table II.1.2), then the quaternions renormalised. first: x is the current state s->x (its
- * f may be cached in K row 0). */
+ * f may be cached in K row 0). The later stages take their joint angles' sin and cos from x's
+ * (mbs_rhs_near). */
 static void rk4_step(mbs_sim *s, const double *x, double h, double *xn, int first)
 {
     int n = s->nx, j;
@@ -144,11 +147,11 @@ static void rk4_step(mbs_sim *s, const double *x, double h, double *xn, int firs
     if (first) first_stage(s, x);
     else mbs_rhs(s, x, s->u, k1);
     for (j = 0; j < n; j++) xs[j] = x[j] + 0.5 * h * k1[j];
-    mbs_rhs(s, xs, s->u, k2);
+    mbs_rhs_near(s, xs, s->u, k2, x);
     for (j = 0; j < n; j++) xs[j] = x[j] + 0.5 * h * k2[j];
-    mbs_rhs(s, xs, s->u, k3);
+    mbs_rhs_near(s, xs, s->u, k3, x);
     for (j = 0; j < n; j++) xs[j] = x[j] + h * k3[j];
-    mbs_rhs(s, xs, s->u, k4);
+    mbs_rhs_near(s, xs, s->u, k4, x);
     for (j = 0; j < n; j++) xn[j] = x[j] + (h / 6.0) * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
     mbs_normalise(s, xn);
     if (s->n_loops && s->projection) mbs_loop_project(s, xn);

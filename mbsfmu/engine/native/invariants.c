@@ -9,7 +9,7 @@
 #include "spatial.h"
 
 /* needs mbs_joint_transforms(q) and mbs_forward_kinematics(qd) done on s */
-void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out)
+MBS_INLINE void mbs_compute_invariants_body(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out)
 {
     int N = s->N, i, k;
     double m_tot = 0.0, mc[3] = {0, 0, 0}, Lsum[3] = {0, 0, 0}, Hrel[3] = {0, 0, 0}, prel[3] = {0, 0, 0};
@@ -60,3 +60,6 @@ void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_i
     out->KE = 0.5 * KE;
     out->PE = mbs_spring_energy(s, q) - mgc;
 }
+
+MBS_AVX_COPIES(mbs_compute_invariants, (mbs_sim *s, const double *q, const double *qd, mbs_invariants *out),
+               (s, q, qd, out))

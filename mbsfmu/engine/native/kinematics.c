@@ -6,16 +6,52 @@
 /* Xup_i = XJ(q_i) Xtree_i (RBDA Table 5.1) stored as E_i = R_rel^T, r_i = p_rel with
  * R_rel = R_tree RJ, p_rel = p_tree + R_tree pJ: body i's frame in its parent's. */
 
-/* a revolute joint about +-e_k (s->sax = k): RJ from rot_axis' nonzero terms, pJ = 0, and E the
- * products below less RJ's zeros and ones, term for term (the same numbers) */
-static void revolute_axis_transform(mbs_sim *s, int i, double angle)
+/* sin and cos of revolute joint i's angle; a0: the angle's value at the step's start (RK4's later
+ * stages), or NULL. Without a0: trig.h's, recorded with the angle in s->sc. With a0 and
+ * |d| <= 1/16, d = angle - a0 (the stages move an angle by h/2 qd or h qd): the angle-sum formulas
+ *     sin = s0 + (s0 (cos d - 1) + c0 sin d),  cos = c0 + (c0 (cos d - 1) - s0 sin d)
+ * from s0, c0 = trig.h's sin and cos of a0 (the record, or computed and recorded when it holds
+ * another angle), with sin d and cos d - 1 by their Taylor series to d^9 and d^8 (the first
+ * terms left out, d^11 / 11! and d^10 / 10!, are below 1e-19 at |d| = 1/16; Abramowitz & Stegun
+ * 4.3.65-66). s0 and c0 within 1 ulp (trig.h), so the result is sin and cos of an angle within
+ * about 2 ulp of 1 of the stage's angle: the accuracy of trig.h's, at a third of the operations.
+ * The stage angle's value depends on a0 and d only, not on what ran before. */
+MBS_INLINE void joint_sincos(mbs_sim *s, int i, double angle, const double *a0, double *sn, double *cs)
+{
+    double *rec = s->sc + 3 * i, d, d2, sd, cm, s0, c0;
+    if (!a0) {
+        mbs_sincos(angle, sn, cs);
+        rec[0] = angle; rec[1] = *sn; rec[2] = *cs;
+        return;
+    }
+    d = angle - *a0;
+    if (!(fabs(d) <= 0.0625)) {
+        mbs_sincos(angle, sn, cs);
+        return;
+    }
+    if (rec[0] != *a0) {
+        mbs_sincos(*a0, rec + 1, rec + 2);
+        rec[0] = *a0;
+    }
+    s0 = rec[1];
+    c0 = rec[2];
+    d2 = d * d;
+    sd = d + d * d2 * (-1.0 / 6.0 + d2 * (1.0 / 120.0 + d2 * (-1.0 / 5040.0 + d2 * (1.0 / 362880.0))));
+    cm = d2 * (-0.5 + d2 * (1.0 / 24.0 + d2 * (-1.0 / 720.0 + d2 * (1.0 / 40320.0))));
+    *sn = s0 + (s0 * cm + c0 * sd);
+    *cs = c0 + (c0 * cm - s0 * sd);
+}
+
+/* a revolute joint about +-e_k (s->sax = k): RJ from rot_axis_sc's nonzero terms, pJ = 0, and E the
+ * products below less RJ's zeros and ones, term for term (the same numbers); a0: joint_sincos */
+MBS_INLINE void revolute_axis_transform(mbs_sim *s, int i, double angle, const double *a0)
 {
     const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
     double *E = s->E + 9 * i, *r = s->r + 3 * i;
     int k = (int)s->sax[i], lo = k == 0 ? 1 : 0, hi = k == 2 ? 1 : 2, a;
     double sn, cs, c1, Klh = k == 1 ? axis[k] : -axis[k];     /* K[lo][hi] */
     double Rll, Rlh, Rhl;                                     /* RJ_ll = RJ_hh, RJ_lo,hi, RJ_hi,lo */
-    mbs_sincos(angle, &sn, &cs);
+    joint_sincos(s, i, angle, a0, &sn, &cs);
     c1 = 1.0 - cs;
     Rll = 1.0 - c1;                                           /* 1 + c1 KK_ll, KK_ll = -1 */
     Rlh = sn * Klh;                                           /* s K_lo,hi */
@@ -36,15 +72,20 @@ static void revolute_axis_transform(mbs_sim *s, int i, double angle)
     }
 }
 
-/* any joint (joints.joint_pose, RBDA Table 4.1) */
-static void joint_transform(mbs_sim *s, int i, const double *qi)
+/* any joint (joints.joint_pose, RBDA Table 4.1); a0: joint_sincos (a revolute joint's) */
+MBS_INLINE void joint_transform(mbs_sim *s, int i, const double *qi, const double *a0)
 {
     const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
     double RJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, pJ[3] = {0, 0, 0};
     double *E = s->E + 9 * i, *r = s->r + 3 * i;
     int a, b;
     switch (s->jtype[i]) {
-    case MBS_REVOLUTE: rot_axis(axis, qi[0], RJ); break;
+    case MBS_REVOLUTE: {
+        double sn, cs;
+        joint_sincos(s, i, qi[0], a0, &sn, &cs);
+        rot_axis_sc(axis, sn, cs, RJ);
+        break;
+    }
     case MBS_PRISMATIC: pJ[0] = axis[0] * qi[0]; pJ[1] = axis[1] * qi[0]; pJ[2] = axis[2] * qi[0]; break;
     case MBS_SPHERICAL: quat_to_R(qi, RJ); break;
     case MBS_FREE: quat_to_R(qi + 3, RJ); pJ[0] = qi[0]; pJ[1] = qi[1]; pJ[2] = qi[2]; break;
@@ -64,27 +105,35 @@ static void joint_transform(mbs_sim *s, int i, const double *qi)
     }
 }
 
-void mbs_joint_transforms(mbs_sim *s, const double *q)
+MBS_INLINE void mbs_joint_transforms_near_body(mbs_sim *s, const double *q, const double *q0)
 {
     int i;
-    s->xf_at_x = 0;                                           /* the caller says when q is the state's */
+    s->xf_at_x = s->v_at_x = 0;                               /* the caller says when q is the state's */
     for (i = 1; i <= s->N; i++) {
-        if (s->jtype[i] == MBS_REVOLUTE && s->sax[i] >= 0.0) revolute_axis_transform(s, i, q[s->iq[i]]);
-        else joint_transform(s, i, q + s->iq[i]);
+        if (s->jtype[i] == MBS_REVOLUTE && s->sax[i] >= 0.0)
+            revolute_axis_transform(s, i, q[s->iq[i]], q0 ? q0 + s->iq[i] : NULL);
+        else
+            joint_transform(s, i, q + s->iq[i], q0 ? q0 + s->iq[i] : NULL);
     }
 }
+
+MBS_AVX_COPIES(mbs_joint_transforms_near, (mbs_sim *s, const double *q, const double *q0), (s, q, q0))
+
+void mbs_joint_transforms(mbs_sim *s, const double *q) { mbs_joint_transforms_near(s, q, NULL); }
 
 /* Body poses (Rw_i, pw_i) in world axes and, with_v / with_a, spatial velocities v_i and
  * accelerations a_i (gravity not included) by one outward pass after mbs_joint_transforms:
  * R_i = R_lambda R_rel, p_i = p_lambda + R_lambda p_rel; v_i = Xup_i v_lambda + S qd_i;
  * a_i = Xup_i a_lambda + S qdd_i + v_i x vJ (RBDA Table 5.1). mask: see instance.h. */
-void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a, const double *mask)
+MBS_INLINE void mbs_forward_kinematics_body(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a,
+                                             const double *mask)
 {
     int i, k, l;
     double *R = s->Rw, *p = s->pw, *v = s->v, *a = s->a;
     for (k = 0; k < 9; k++) R[k] = (k % 4 == 0) ? 1.0 : 0.0;
     for (k = 0; k < 3; k++) p[k] = 0.0;
     for (k = 0; k < 6; k++) { v[k] = 0.0; a[k] = 0.0; }
+    if (with_v) s->v_at_x = 0;
     for (i = 1; i <= s->N; i++) {
         int lam = s->parent[i], ek = (int)s->erot[i];
         const double *E = s->E + 9 * i, *r = s->r + 3 * i, *Rl = R + 9 * lam;
@@ -118,3 +167,7 @@ void mbs_forward_kinematics(mbs_sim *s, const double *qd, const double *qdd, int
         }
     }
 }
+
+MBS_AVX_COPIES(mbs_forward_kinematics,
+               (mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a, const double *mask),
+               (s, qd, qdd, with_v, with_a, mask))

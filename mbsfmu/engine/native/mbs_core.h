@@ -100,6 +100,10 @@ int mbs_sim_set_loops(mbs_sim *s, int baumgarte, int projection, double alpha, d
  * numbers by construction; this checks it), 0: with them (the default). n_structured (may be
  * NULL): the number of joints whose products then use that structure. */
 int mbs_sim_set_dense(mbs_sim *s, int dense, int *n_structured);
+/* avx = 0: the hot passes (ABA, joint transforms, kinematics, invariants) run their baseline copies;
+ * 1 (the default): their AVX copies where the CPU and OS have AVX (the same operations in the same
+ * order, so the same numbers; this checks it). on (may be NULL): 1 if the AVX copies now run. */
+int mbs_sim_set_avx(mbs_sim *s, int avx, int *on);
 
 /* ---- state and inputs ---------------------------------------------------------------------- */
 double mbs_sim_time(const mbs_sim *s);

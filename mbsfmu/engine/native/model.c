@@ -6,6 +6,9 @@
 #include <string.h>
 #include "instance.h"
 #include "spatial.h"
+#if MBS_X86_64_AVX
+#include <cpuid.h>
+#endif
 
 #define INERTIA_RTOL 1e-9    /* validation.INERTIA_RTOL: slack of the PSD and triangle checks */
 #define SINGULAR_RTOL 1e-12  /* dynamics/singular.py SINGULAR_RTOL: a pivot below this x its M_jj is zero */
@@ -39,7 +42,7 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
            (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 +
-           mbs_loop_work(nv, n_rows) + 9 * N1;
+           mbs_loop_work(nv, n_rows) + 12 * N1;
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
@@ -132,7 +135,24 @@ size_t mbs_sim_size(const int32_t *ti, size_t n_ti, const double *tf, size_t n_t
            n_work(N, nv, nq + nv + 2, n_u, n_rows) * sizeof(double);
 }
 
-/* set every pointer of s from the block's base (after init or a copy) */
+/* 1 if this CPU runs AVX instructions and the OS saves their registers (Intel SDM vol. 1,
+ * Sec. 14.3: CPUID.1:ECX.OSXSAVE[27] and .AVX[28], then XGETBV(0) bits 1 and 2, SSE and AVX
+ * state); 0 elsewhere, and on other architectures. Asked again after every copy of an instance
+ * (mbs_layout), so a state restored on another machine runs what that machine has. */
+static int cpu_has_avx(void)
+{
+#if MBS_X86_64_AVX
+    unsigned a, b, c, d, xcr0_lo, xcr0_hi;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 28))) return 0;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    (void)xcr0_hi;
+    return (xcr0_lo & 6u) == 6u;
+#else
+    return 0;
+#endif
+}
+
+/* set every pointer of s from the block's base (after init or a copy), and s->avx */
 void mbs_layout(mbs_sim *s)
 {
     char *base = (char *)s;
@@ -167,10 +187,11 @@ void mbs_layout(mbs_sim *s)
     TAKE(kin_R, 9 * N1); TAKE(kin_p, 3 * N1); TAKE(kin_v, 6 * N1);
     TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
     TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1); TAKE(rt_one, N1); TAKE(erot, N1); TAKE(sax, N1); TAKE(first_add, N1);
-    TAKE(depth, N1);
+    TAKE(depth, N1); TAKE(sc, 3 * N1);
     s->by_depth = (int32_t *)d;                               /* 2 (N+1) int32 in N + 1 doubles */
     d += N1;
 #undef TAKE
+    s->avx = !s->no_avx && cpu_has_avx();
     s->kin.R = s->kin_R;
     s->kin.p = s->kin_p;
     s->kin.v = s->kin_v;
@@ -200,6 +221,7 @@ mbs_sim *mbs_sim_init(void *mem, size_t size, const int32_t *ti, size_t n_ti, co
     memcpy(s->tf, tf, n_tf * sizeof(double));
     memcpy(s->tf + n_tf, tf, n_tf * sizeof(double));          /* the parameters the host sets */
     mbs_layout(s);                                            /* again: the names' offset is in the table */
+    for (i = 0; i <= s->N; i++) s->sc[3 * i] = NAN;         /* no angle's sin and cos yet */
     mbs_rebuild_inertia(s);
     (void)i;
     memcpy(s->x, s->x_init, sizeof(double) * (size_t)(s->nq + s->nv));   /* the model's initial state */
@@ -244,7 +266,7 @@ static int rotates_about(const double *R, int k)
 /* rt_one_i (R_tree = 1 exactly: kinematics.c skips the product with it), and erot_i, sax_i, the
  * structure spatial.h's _k products use: sax = k when a revolute or prismatic joint's axis is +-e_k
  * exactly; erot = k when E_i = (R_tree RJ)^T is a rotation about e_k exactly: R_tree rotates about
- * e_k (R_tree = 1: about any axis) and so does RJ (a revolute joint about +-e_k, rot_axis' zeros; a
+ * e_k (R_tree = 1: about any axis) and so does RJ (a revolute joint about +-e_k, rot_axis_sc's zeros; a
  * prismatic or fixed joint, RJ = 1), so the products' row k and column k are e_k but for the sign
  * of a zero; -1 otherwise, and always when s->dense. */
 static void joint_structure(mbs_sim *s, int i)

@@ -7,6 +7,7 @@ void mbs_rnea_core(mbs_sim *s, const double *qd, const double *qdd, double *tau)
 {
     int N = s->N, i, j, k, l;
     double *v = s->v, *a = s->a, *f = s->f;
+    s->v_at_x = 0;
     for (k = 0; k < 6; k++) {
         v[k] = 0.0;
         a[k] = (k < 3) ? 0.0 : -s->grav[k - 3];               /* a_0 = -a_grav */

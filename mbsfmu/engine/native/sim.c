@@ -9,7 +9,7 @@
 
 static int valid(const mbs_sim *s) { return s && s->magic == MBS_MAGIC; }
 
-static void invalidate(mbs_sim *s) { s->qdd_valid = s->inv_valid = s->kin_valid = s->xf_at_x = 0; }
+static void invalidate(mbs_sim *s) { s->qdd_valid = s->inv_valid = s->kin_valid = s->xf_at_x = s->v_at_x = 0; }
 
 mbs_sizes mbs_sim_sizes(const mbs_sim *s)
 {
@@ -67,6 +67,15 @@ int mbs_sim_set_dense(mbs_sim *s, int dense, int *n_structured)
     invalidate(s);
     for (i = 1; i <= s->N; i++) n += s->erot[i] >= 0.0 || s->sax[i] >= 0.0;
     if (n_structured) *n_structured = n;
+    return MBS_OK;
+}
+
+int mbs_sim_set_avx(mbs_sim *s, int avx, int *on)
+{
+    if (!valid(s)) return MBS_ERROR;
+    s->no_avx = avx == 0;
+    mbs_layout(s);                                            /* s->avx: asks the CPU again */
+    if (on) *on = s->avx;
     return MBS_OK;
 }
 
@@ -174,6 +183,7 @@ const double *mbs_sim_qdd(mbs_sim *s)
         memcpy(s->qdd_out, s->K + s->nq, sizeof(double) * (size_t)s->nv);
         s->qdd_valid = 1;
         s->xf_at_x = 1;                                       /* E, r: Xup at this state's q */
+        s->v_at_x = s->n_loops == 0;                          /* v: the ABA's, at this state's qd */
     }
     return s->qdd_out;
 }
@@ -186,7 +196,7 @@ const mbs_invariants *mbs_sim_invariants(mbs_sim *s)
             mbs_joint_transforms(s, s->x);
             s->xf_at_x = 1;
         }
-        mbs_forward_kinematics(s, s->x + s->nq, NULL, 1, 0, NULL);
+        mbs_forward_kinematics(s, s->x + s->nq, NULL, !s->v_at_x, 0, NULL);   /* the lazy qdd's v: the same numbers */
         mbs_compute_invariants(s, s->x, s->x + s->nq, &s->inv);
         s->inv_valid = 1;
     }

@@ -482,12 +482,12 @@ static inline void quat_to_R(const double *qt, double *R)
     R[6] = 2 * (x * z - w * y);     R[7] = 2 * (y * z + w * x);     R[8] = 1 - 2 * (x * x + y * y);
 }
 
-/* Rodrigues: R = I + sin(angle) K + (1 - cos(angle)) K K, K = skew(a) (spatial.rot_axis) */
-static inline void rot_axis(const double *a, double angle, double *R)
+/* Rodrigues: R = I + sin(angle) K + (1 - cos(angle)) K K, K = skew(a) (spatial.rot_axis), from
+ * s = sin(angle), c = cos(angle) */
+static inline void rot_axis_sc(const double *a, double s, double c, double *R)
 {
-    double s, c, c1, K[9], KK[9];
+    double c1, K[9], KK[9];
     int i;
-    mbs_sincos(angle, &s, &c);
     c1 = 1.0 - c;
     K[0] = 0.0;   K[1] = -a[2]; K[2] = a[1];
     K[3] = a[2];  K[4] = 0.0;   K[5] = -a[0];
