@@ -52,7 +52,8 @@ void mbs_rhs_near(mbs_sim *s, const double *x, const double *u, double *xdot, co
     for (j = 0; j < nv; j++) s->tau_u[j] = 0.0;
     for (e = 0; e < s->n_elem; e++)                           /* actuators and wheel motors: tau_u = u */
         if (s->elem[4 * e] == EL_ACT) s->tau_u[s->elem[4 * e + 2]] = u[s->elem[4 * e + 1]];
-    memset(s->fext, 0, sizeof(double) * 6 * (size_t)(s->N + 1));
+    if (s->has_forces || s->n_loops)                          /* else the ABA takes no f_ext (NULL) */
+        memset(s->fext, 0, sizeof(double) * 6 * (size_t)(s->N + 1));
     if (s->has_forces) {
         mbs_forward_kinematics(s, qd, NULL, 1, 0, s->fk_need);   /* the bodies the forces act on */
         mbs_body_wrenches(s, u, &p_in, &p_damp);

@@ -73,7 +73,7 @@ MBS_INLINE void revolute_axis_transform(mbs_sim *s, int i, double angle, const d
 }
 
 /* any joint (joints.joint_pose, RBDA Table 4.1); a0: joint_sincos (a revolute joint's) */
-MBS_INLINE void joint_transform(mbs_sim *s, int i, const double *qi, const double *a0)
+static void joint_transform(mbs_sim *s, int i, const double *qi, const double *a0)
 {
     const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
     double RJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, pJ[3] = {0, 0, 0};

@@ -28,6 +28,7 @@
  *   pointer is refused; states are also checked against the instance's list of live states).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +69,7 @@ typedef struct {
     size_t sim_size;
     mbs_sizes sz;
     double *par;                /* (n_vars,) values of the parameters (other entries unused) */
+    struct Source *src;         /* (n_vars,) where each variable's value lives (sources()) */
     int params_dirty;           /* a parameter changed since the last mbs_sim_apply_params */
     int params_bad;             /* the current parameters do not make a valid model (logged once) */
     int have_ref;
@@ -77,6 +79,15 @@ typedef struct {
     size_t n_states, cap_states;
     char err[ERR_N];
 } Instance;
+
+/* where a variable's value is read: entry off of the state x, the inputs u or qdd (SRC_X, SRC_U,
+ * SRC_QDD), the double at byte off of the invariants (SRC_INV), or value_of's cases (SRC_OTHER) */
+enum { SRC_OTHER = 0, SRC_X, SRC_U, SRC_QDD, SRC_INV };
+typedef struct Source {
+    int base;
+    char type, param;                   /* the variable's type ('R', 'I') and 1 if a parameter */
+    size_t off;
+} Source;
 
 typedef struct FmuState {
     uint32_t magic;
@@ -227,10 +238,43 @@ static void free_instance_memory(Instance *I)
     fmi2CallbackFreeMemory fr = I->cb.freeMemory;
     if (I->sim) fr(I->sim);
     if (I->par) fr(I->par);
+    if (I->src) fr(I->src);
     if (I->name) fr(I->name);
     if (I->states) fr(I->states);
     I->magic = FREED_MAGIC;
     fr(I);
+}
+
+/* I->src: the Real inputs and outputs that are entries of x, u, qdd or the invariants (value_of's
+ * first cases, read by get_values without its dispatch); parameters and the rest SRC_OTHER */
+static void sources(Instance *I)
+{
+    static const size_t INV_AT[] = {offsetof(mbs_invariants, p_sys), offsetof(mbs_invariants, H_sys),
+                                    offsetof(mbs_invariants, R), offsetof(mbs_invariants, Rdot),
+                                    offsetof(mbs_invariants, KE), offsetof(mbs_invariants, PE)};
+    for (size_t k = 0; k < I->m->n_vars; k++) {
+        const mbsfmu_var *v = &I->m->vars[k];
+        Source src = {SRC_OTHER, v->type, v->causality == 'p', 0};
+        if (v->type == 'R' && v->causality != 'p') {
+            switch (v->kind) {
+            case MBSFMU_V_INPUT: src.base = SRC_U; src.off = (size_t)v->a; break;
+            case MBSFMU_V_X: src.base = SRC_X; src.off = (size_t)v->a; break;
+            case MBSFMU_V_QDD: src.base = SRC_QDD; src.off = (size_t)v->a; break;
+            case MBSFMU_V_ENERGY: src.base = SRC_X; src.off = (size_t)(I->sz.nx - 2 + v->a); break;
+            case MBSFMU_V_INV:
+                if (v->a <= MBSFMU_INV_RDOT) {
+                    src.base = SRC_INV;
+                    src.off = INV_AT[v->a] + sizeof(double) * (size_t)v->b;
+                } else if (v->a <= MBSFMU_INV_PE) {
+                    src.base = SRC_INV;
+                    src.off = INV_AT[v->a];
+                }
+                break;
+            default: break;
+            }
+        }
+        I->src[k] = src;
+    }
 }
 
 fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2String fmuGUID,
@@ -300,7 +344,8 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     I->name = (char *)alloc(I, n_name, 1);
     I->sim = (mbs_sim *)alloc(I, sim_size, 1);
     I->par = (double *)alloc(I, m->n_vars, sizeof(double));
-    if (!I->name || !I->sim || !I->par) {
+    I->src = (Source *)alloc(I, m->n_vars, sizeof(Source));
+    if (!I->name || !I->sim || !I->par || !I->src) {
         logf_(&tmp, fmi2Error, "fmi2Instantiate: out of memory (%lu bytes)", (unsigned long)sim_size);
         free_instance_memory(I);
         return NULL;
@@ -312,6 +357,7 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
         return NULL;
     }
     I->sz = mbs_sim_sizes(I->sim);
+    sources(I);
     set_starts(I);
     I->mode = S_INSTANTIATED;
     I->magic = INST_MAGIC;
@@ -568,16 +614,38 @@ static fmi2Status get_values(fmi2Component c, const char *fn, char type, const f
     GET_INSTANCE(c, fn);
     if (!allowed(I, fn, M_INIT | M_STEP | M_TERM)) return fmi2Error;
     if (!vr_ok(I, fn, vr, nvr, type == 'R' ? (const void *)real : (const void *)integer)) return fmi2Error;
-    for (size_t k = 0; k < nvr; k++)
-        if (!lookup(I, fn, vr[k], type)) return fmi2Error;
-    Fetched f = {NULL, NULL, NULL, NULL, 0};
+    int need_apply = 0, need_qdd = 0, need_inv = 0;
     for (size_t k = 0; k < nvr; k++) {
-        double x = value_of(I, vr[k], &f);
-        if (type == 'R')
-            real[k] = x;
-        else
-            integer[k] = (fmi2Integer)x;
+        const Source *src = vr[k] < I->m->n_vars ? &I->src[vr[k]] : NULL;
+        if (!src || src->type != type) {
+            lookup(I, fn, vr[k], type);     /* says what is wrong */
+            return fmi2Error;
+        }
+        need_apply |= !src->param;
+        need_qdd |= src->base == SRC_QDD;
+        need_inv |= src->base == SRC_INV;
     }
+    Fetched f = {NULL, NULL, NULL, NULL, 0};
+    if (type == 'R') {                  /* value_of's first cases without its dispatch: the same values */
+        if (need_apply) {
+            apply_params_quietly(I);
+            f.applied = 1;
+        }
+        const double *base[4] = {NULL, FETCH(&f, x, mbs_sim_x(I->sim)), FETCH(&f, u, mbs_sim_u(I->sim)),
+                                 need_qdd ? FETCH(&f, qdd, mbs_sim_qdd(I->sim)) : NULL};
+        const char *inv = need_inv ? (const char *)FETCH(&f, inv, mbs_sim_invariants(I->sim)) : NULL;
+        for (size_t k = 0; k < nvr; k++) {
+            const Source *src = &I->src[vr[k]];
+            if (src->base == SRC_INV)
+                real[k] = *(const double *)(inv + src->off);
+            else if (src->base != SRC_OTHER)
+                real[k] = base[src->base][src->off];
+            else
+                real[k] = value_of(I, vr[k], &f);
+        }
+        return fmi2OK;
+    }
+    for (size_t k = 0; k < nvr; k++) integer[k] = (fmi2Integer)value_of(I, vr[k], &f);
     return fmi2OK;
 }
 
