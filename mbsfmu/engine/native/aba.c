@@ -145,10 +145,10 @@ MBS_INLINE void inward_rev_ax(int k, int xk, mbs_sim *s, int i, const double *ta
     XT_force_add_k(xk, E, r3, pa, s->pA + 6 * lam);
 }
 
-/* calls STEP(k, xk, ...) for body i's revolute joint about +-e_sj with constant k = sj and xk = sj
- * (s->erot = sj) or -1 */
-#define REV_AX_DISPATCH(sj, ek, STEP, ...)                                                       \
-    switch ((sj) * 2 + ((ek) >= 0)) {                                                          \
+/* calls STEP(k, xk, ...) for body i's revolute joint about +-e_k, ka = s->rev_ax[i] = 2 k + (xk = k),
+ * with constant k and xk = k (s->erot = k) or -1 */
+#define REV_AX_DISPATCH(ka, STEP, ...)                                                           \
+    switch (ka) {                                                                              \
     case 0: STEP(0, -1, __VA_ARGS__); break;                                                   \
     case 1: STEP(0, 0, __VA_ARGS__); break;                                                    \
     case 2: STEP(1, -1, __VA_ARGS__); break;                                                   \
@@ -165,8 +165,8 @@ MBS_INLINE void mbs_aba_core_body(mbs_sim *s, const double *qd, const double *ta
     for (k = 0; k < 6; k++) v[k] = 0.0;
     for (i = 1; i <= N; i++) {                                /* outward: v_i, c_i, pA_i */
         double vJ[6];
-        if (s->jtype[i] == MBS_REVOLUTE && s->sax[i] >= 0.0) {
-            REV_AX_DISPATCH((int)s->sax[i], s->erot[i], velocity_rev_ax, s, i, qd, fext)
+        if (s->rev_ax[i] >= 0) {
+            REV_AX_DISPATCH(s->rev_ax[i], velocity_rev_ax, s, i, qd, fext)
             continue;
         }
         S_mul(s->jtype[i], s->body_f + BODY_F * i + 12, qd + s->iv[i], vJ);
@@ -188,8 +188,8 @@ MBS_INLINE void mbs_aba_core_body(mbs_sim *s, const double *qd, const double *ta
         double *Ui = U + 36 * i, *Li = Lc + 36 * i, *ui = u + 6 * i, *ci = c + 6 * i;
         int n = s->nvj[i], lam = s->parent[i], jt = s->jtype[i], sj = (int)s->sax[i], ek = (int)s->erot[i], b, j;
         double Ia[36], pa[6], sp[6], Iac[6];
-        if (jt == MBS_REVOLUTE && sj >= 0) {                  /* revolute about +-e_sj */
-            REV_AX_DISPATCH(sj, ek, inward_rev_ax, s, i, tau, IAi)
+        if (s->rev_ax[i] >= 0) {                              /* revolute about +-e_sj */
+            REV_AX_DISPATCH(s->rev_ax[i], inward_rev_ax, s, i, tau, IAi)
             continue;
         }
         if (s->leaf[i] == 0.0) mirror6(IA + 36 * i);          /* the children wrote its upper triangle */
@@ -251,8 +251,8 @@ MBS_INLINE void mbs_aba_core_body(mbs_sim *s, const double *qd, const double *ta
         int n = s->nvj[i], jt = s->jtype[i], b;
         double ap[6], w[6], Sq[6];
         double *qi = qdd + s->iv[i];
-        if (jt == MBS_REVOLUTE && s->sax[i] >= 0.0) {
-            REV_AX_DISPATCH((int)s->sax[i], s->erot[i], acceleration_rev_ax, s, i, qdd)
+        if (s->rev_ax[i] >= 0) {
+            REV_AX_DISPATCH(s->rev_ax[i], acceleration_rev_ax, s, i, qdd)
             continue;
         }
         X_motion_k((int)s->erot[i], s->E + 9 * i, s->r + 3 * i, a + 6 * s->parent[i], ap);   /* a' = Xup a_lambda + c_i */

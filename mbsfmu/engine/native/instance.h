@@ -56,6 +56,7 @@ struct mbs_sim {
     double *rt_one;                            /* (N+1): 1 if R_tree_i is exactly the identity, else 0 */
     double *erot;                              /* (N+1): k if E_i is a rotation about axis k, else -1 (spatial.h) */
     double *sax;                               /* (N+1): k if joint i's axis is +-e_k (revolute, prismatic), else -1 */
+    int32_t *rev_ax;                           /* (N+1): 2 k + (erot = k) for a revolute joint about +-e_k, else -1 (aba.c) */
     double *first_add;                         /* (N+1): 1 if no body of higher index has i's parent, else 0 */
     double *depth;                             /* (N+1): body i's depth, the root's 0 */
     double *sc;                                /* (N+1) x 3: a revolute joint's angle at its last direct sin and
@@ -104,6 +105,10 @@ void mbs_fmt(char *buf, size_t n, const char *fmt, ...);
 void mbs_append(char *buf, size_t n, const char *fmt, ...);
 
 /* kinematics.c */
+/* the entries of body i's Xup that do not depend on q_i, for a revolute joint about +-e_k (s->sax):
+ * r_i = p_tree and E_i's row k (and column k if R_tree = 1), which mbs_joint_transforms leaves as they
+ * are; after every change of the joint structure (mbs_rebuild_inertia) */
+void mbs_joint_constants(mbs_sim *s, int i);
 void mbs_joint_transforms(mbs_sim *s, const double *q);
 /* the same at q near q0 (RK4's later stages): the revolute joints' sin and cos by the angle-sum
  * formulas from q0's (kinematics.c); q0 = NULL: mbs_joint_transforms */

@@ -43,11 +43,12 @@ MBS_INLINE void joint_sincos(mbs_sim *s, int i, double angle, const double *a0, 
 }
 
 /* a revolute joint about +-e_k (s->sax = k): RJ from rot_axis_sc's nonzero terms, pJ = 0, and E the
- * products below less RJ's zeros and ones, term for term (the same numbers); a0: joint_sincos */
+ * products below less RJ's zeros and ones, term for term (the same numbers); a0: joint_sincos.
+ * Writes only the entries that depend on the angle; r_i and E's others are mbs_joint_constants'. */
 MBS_INLINE void revolute_axis_transform(mbs_sim *s, int i, double angle, const double *a0)
 {
-    const double *bf = s->body_f + BODY_F * i, *Rt = bf, *pt = bf + 9, *axis = bf + 12;
-    double *E = s->E + 9 * i, *r = s->r + 3 * i;
+    const double *bf = s->body_f + BODY_F * i, *Rt = bf, *axis = bf + 12;
+    double *E = s->E + 9 * i;
     int k = (int)s->sax[i], lo = k == 0 ? 1 : 0, hi = k == 2 ? 1 : 2, a;
     double sn, cs, c1, Klh = k == 1 ? axis[k] : -axis[k];     /* K[lo][hi] */
     double Rll, Rlh, Rhl;                                     /* RJ_ll = RJ_hh, RJ_lo,hi, RJ_hi,lo */
@@ -56,19 +57,30 @@ MBS_INLINE void revolute_axis_transform(mbs_sim *s, int i, double angle, const d
     Rll = 1.0 - c1;                                           /* 1 + c1 KK_ll, KK_ll = -1 */
     Rlh = sn * Klh;                                           /* s K_lo,hi */
     Rhl = sn * -Klh;                                          /* s K_hi,lo = -s K_lo,hi */
-    for (a = 0; a < 3; a++) r[a] = pt[a];
-    if (s->rt_one[i] != 0.0) {                                /* E = RJ^T */
-        for (a = 0; a < 9; a++) E[a] = 0.0;
-        E[4 * k] = 1.0;
+    if (s->rt_one[i] != 0.0) {                                /* E = RJ^T (row and column k: mbs_joint_constants) */
         E[4 * lo] = E[4 * hi] = Rll;
         E[3 * hi + lo] = Rlh;
         E[3 * lo + hi] = Rhl;
-    } else {                                                  /* E = (R_tree RJ)^T */
+    } else {                                                  /* E = (R_tree RJ)^T (row k: mbs_joint_constants) */
         for (a = 0; a < 3; a++) {
-            E[3 * k + a] = Rt[3 * a + k];
             E[3 * lo + a] = Rt[3 * a + lo] * Rll + Rt[3 * a + hi] * Rhl;
             E[3 * hi + a] = Rt[3 * a + lo] * Rlh + Rt[3 * a + hi] * Rll;
         }
+    }
+}
+
+void mbs_joint_constants(mbs_sim *s, int i)
+{
+    const double *Rt = s->body_f + BODY_F * i, *pt = Rt + 9;
+    double *E = s->E + 9 * i, *r = s->r + 3 * i;
+    int k = (int)s->sax[i], a;
+    if (s->jtype[i] != MBS_REVOLUTE || k < 0) return;
+    for (a = 0; a < 3; a++) r[a] = pt[a];                     /* pJ = 0 */
+    if (s->rt_one[i] != 0.0) {
+        for (a = 0; a < 9; a++) E[a] = 0.0;
+        E[4 * k] = 1.0;
+    } else {
+        for (a = 0; a < 3; a++) E[3 * k + a] = Rt[3 * a + k];
     }
 }
 
@@ -121,6 +133,25 @@ MBS_AVX_COPIES(mbs_joint_transforms_near, (mbs_sim *s, const double *q, const do
 
 void mbs_joint_transforms(mbs_sim *s, const double *q) { mbs_joint_transforms_near(s, q, NULL); }
 
+/* R_i = R_lambda E_i^T, p_i = p_lambda + R_lambda r_i; k: E rotates about e_k (s->erot), its zeros
+ * and one left out (the same numbers), -1: any rotation. k is a constant where called. */
+MBS_INLINE void pose_ax(int k, const double *E, const double *r, const double *Rl, const double *pl, double *Ri,
+                        double *pi)
+{
+    int lo = AX_LO(k), hi = AX_HI(k), a, l;
+    for (a = 0; a < 3; a++) {
+        if (k >= 0) {
+            Ri[3 * a + k] = Rl[3 * a + k];
+            Ri[3 * a + lo] = Rl[3 * a + lo] * E[3 * lo + lo] + Rl[3 * a + hi] * E[3 * lo + hi];
+            Ri[3 * a + hi] = Rl[3 * a + lo] * E[3 * hi + lo] + Rl[3 * a + hi] * E[3 * hi + hi];
+        } else {
+            for (l = 0; l < 3; l++)
+                Ri[3 * a + l] = Rl[3 * a] * E[3 * l] + Rl[3 * a + 1] * E[3 * l + 1] + Rl[3 * a + 2] * E[3 * l + 2];
+        }
+        pi[a] = pl[a] + (Rl[3 * a] * r[0] + Rl[3 * a + 1] * r[1] + Rl[3 * a + 2] * r[2]);
+    }
+}
+
 /* Body poses (Rw_i, pw_i) in world axes and, with_v / with_a, spatial velocities v_i and
  * accelerations a_i (gravity not included) by one outward pass after mbs_joint_transforms:
  * R_i = R_lambda R_rel, p_i = p_lambda + R_lambda p_rel; v_i = Xup_i v_lambda + S qd_i;
@@ -128,7 +159,7 @@ void mbs_joint_transforms(mbs_sim *s, const double *q) { mbs_joint_transforms_ne
 MBS_INLINE void mbs_forward_kinematics_body(mbs_sim *s, const double *qd, const double *qdd, int with_v, int with_a,
                                              const double *mask)
 {
-    int i, k, l;
+    int i, k;
     double *R = s->Rw, *p = s->pw, *v = s->v, *a = s->a;
     for (k = 0; k < 9; k++) R[k] = (k % 4 == 0) ? 1.0 : 0.0;
     for (k = 0; k < 3; k++) p[k] = 0.0;
@@ -139,18 +170,9 @@ MBS_INLINE void mbs_forward_kinematics_body(mbs_sim *s, const double *qd, const 
         const double *E = s->E + 9 * i, *r = s->r + 3 * i, *Rl = R + 9 * lam;
         double *Ri = R + 9 * i;
         if (mask && mask[i] == 0.0) continue;
-        for (k = 0; k < 3; k++) {
-            if (ek >= 0) {                                    /* E rotates about e_ek: its zeros and one left out */
-                int lo = ek == 0 ? 1 : 0, hi = ek == 2 ? 1 : 2;
-                Ri[3 * k + ek] = Rl[3 * k + ek];
-                Ri[3 * k + lo] = Rl[3 * k + lo] * E[3 * lo + lo] + Rl[3 * k + hi] * E[3 * lo + hi];
-                Ri[3 * k + hi] = Rl[3 * k + lo] * E[3 * hi + lo] + Rl[3 * k + hi] * E[3 * hi + hi];
-            } else {
-                for (l = 0; l < 3; l++)                       /* R_i = R_lambda E_i^T */
-                    Ri[3 * k + l] = Rl[3 * k] * E[3 * l] + Rl[3 * k + 1] * E[3 * l + 1] + Rl[3 * k + 2] * E[3 * l + 2];
-            }
-            p[3 * i + k] = p[3 * lam + k] + (Rl[3 * k] * r[0] + Rl[3 * k + 1] * r[1] + Rl[3 * k + 2] * r[2]);
-        }
+#define CALL(K) pose_ax(K, E, r, Rl, p + 3 * lam, Ri, p + 3 * i)
+        MBS_AX_DISPATCH(ek, CALL, pose_ax(-1, E, r, Rl, p + 3 * lam, Ri, p + 3 * i))
+#undef CALL
         if (with_v) {
             double vJ[6], t6[6];
             const double *axis = s->body_f + BODY_F * i + 12;

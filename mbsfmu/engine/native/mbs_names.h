@@ -39,6 +39,7 @@
 #define mbs_invariants_at MBS_PREFIXED(mbs_invariants_at)
 #define mbs_inverse_dynamics_tau MBS_PREFIXED(mbs_inverse_dynamics_tau)
 #define mbs_joint_name MBS_PREFIXED(mbs_joint_name)
+#define mbs_joint_constants MBS_PREFIXED(mbs_joint_constants)
 #define mbs_joint_transforms MBS_PREFIXED(mbs_joint_transforms)
 #define mbs_joint_transforms_near MBS_PREFIXED(mbs_joint_transforms_near)
 #define mbs_layout MBS_PREFIXED(mbs_layout)

@@ -42,7 +42,7 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
            (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 +
-           mbs_loop_work(nv, n_rows) + 12 * N1;
+           mbs_loop_work(nv, n_rows) + 13 * N1;
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
@@ -188,6 +188,8 @@ void mbs_layout(mbs_sim *s)
     TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
     TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1); TAKE(rt_one, N1); TAKE(erot, N1); TAKE(sax, N1); TAKE(first_add, N1);
     TAKE(depth, N1); TAKE(sc, 3 * N1);
+    s->rev_ax = (int32_t *)d;                                 /* N + 1 int32 in N + 1 doubles */
+    d += N1;
     s->by_depth = (int32_t *)d;                               /* 2 (N+1) int32 in N + 1 doubles */
     d += N1;
 #undef TAKE
@@ -275,6 +277,7 @@ static void joint_structure(mbs_sim *s, int i)
     int k, jt = s->jtype[i];
     s->rt_one[i] = rotates_about(Rt, 0) && rotates_about(Rt, 1) && Rt[8] == 1.0;
     s->sax[i] = s->erot[i] = -1.0;
+    s->rev_ax[i] = -1;
     if (s->dense) return;
     if (jt == MBS_REVOLUTE || jt == MBS_PRISMATIC)
         for (k = 0; k < 3; k++)
@@ -285,6 +288,7 @@ static void joint_structure(mbs_sim *s, int i)
         for (k = 0; k < 3; k++)
             if (rotates_about(Rt, k)) s->erot[i] = k;
     }
+    if (jt == MBS_REVOLUTE && s->sax[i] >= 0.0) s->rev_ax[i] = 2 * (int)s->sax[i] + (s->erot[i] >= 0.0);
 }
 
 /* depth_i and by_depth: the bodies sorted by depth, then index (a counting sort, O(N)). Any order
@@ -322,6 +326,7 @@ void mbs_rebuild_inertia(mbs_sim *s)
         s->leaf[s->parent[i]] = 0.0;
     }
     depth_order(s);
+    s->rev_ax[0] = -1;                                        /* the world: no joint */
     for (i = 0; i <= s->N; i++) s->fk_need[i] = 0.0;        /* 1: a force element acts on i or below it */
     for (k = 0; k < s->n_elem; k++) {
         const int32_t *el = s->elem + 4 * k;
@@ -344,6 +349,7 @@ void mbs_rebuild_inertia(mbs_sim *s)
         default: break;
         }
         joint_structure(s, i);
+        mbs_joint_constants(s, i);
         C[0] = 0.0;   C[1] = -c[2]; C[2] = c[1];
         C[3] = c[2];  C[4] = 0.0;   C[5] = -c[0];
         C[6] = -c[1]; C[7] = c[0];  C[8] = 0.0;
