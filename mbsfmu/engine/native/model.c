@@ -137,16 +137,23 @@ size_t mbs_sim_size(const int32_t *ti, size_t n_ti, const double *tf, size_t n_t
 
 /* 1 if this CPU runs AVX instructions and the OS saves their registers (Intel SDM vol. 1,
  * Sec. 14.3: CPUID.1:ECX.OSXSAVE[27] and .AVX[28], then XGETBV(0) bits 1 and 2, SSE and AVX
- * state); 0 elsewhere, and on other architectures. Asked again after every copy of an instance
- * (mbs_layout), so a state restored on another machine runs what that machine has. */
+ * state); 0 elsewhere, and on other architectures. Asked once per process (CPUID may trap to a
+ * hypervisor), and applied after every copy of an instance (mbs_layout), so a state restored on
+ * another machine runs what that machine has. Threads asking at once store the same value. */
 static int cpu_has_avx(void)
 {
 #if MBS_X86_64_AVX
+    static volatile int known = -1;
     unsigned a, b, c, d, xcr0_lo, xcr0_hi;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 28))) return 0;
+    if (known >= 0) return known;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 28))) {
+        known = 0;
+        return 0;
+    }
     __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
     (void)xcr0_hi;
-    return (xcr0_lo & 6u) == 6u;
+    known = (xcr0_lo & 6u) == 6u;
+    return known;
 #else
     return 0;
 #endif
