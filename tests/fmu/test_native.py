@@ -482,6 +482,55 @@ def test_win64_under_wine_equals_linux64(native, tmp_path, model):
     np.testing.assert_array_equal(a, b)
 
 
+CPUID_PROBE = r"""
+#include <cpuid.h>
+#include <stdio.h>
+int main(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 1;
+    printf("%u\n", (c >> 28) & (c >> 27) & 1u);   /* AVX and OSXSAVE */
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(("cpu", "avx"), [("Nehalem", 0), ("max", 1)])
+def test_linux64_gives_the_same_bits_on_a_cpu_without_avx(native, tmp_path, cpu, avx):
+    """The x86-64 binary holds the hot passes twice, for SSE2 and for AVX, and takes the AVX copy
+    only where CPUID says so (mbs_inline.h). Under qemu-user emulating a CPU without AVX (Nehalem,
+    whose emulation traps AVX instructions) and one with it (qemu's "max"), the 7-joint arm's 300
+    steps equal the native run's bit for bit. A probe compiled by the same zig checks what the
+    emulated CPU reports."""
+    from mbsfmu.engine.native import build
+
+    qemu = shutil.which("qemu-x86_64")
+    if qemu is None:
+        pytest.skip("qemu-user is not installed (.ci/run installs Debian's qemu-user)")
+    probe = build.zig_cc([_write(tmp_path / "probe.c", CPUID_PROBE)], build.LINUX_TARGET, tmp_path / "probe", ())
+    said = subprocess.run([qemu, "-cpu", cpu, str(probe)], capture_output=True, text=True, timeout=120)
+    assert said.returncode == 0 and said.stdout.strip() == str(avx), (said.stdout, said.stderr)
+    fmu, x = relocated(native, tmp_path, model="urdf_arm7.urdf")
+    v = variables(fmu)
+    reals, ints = outputs_of(fmu)
+    rv, iv = [v[n][0] for n in reals], [v[n][0] for n in ints]
+    cmd = host_command(native.host(), x, 300, 0.001, rv, iv, {v["solver.h_max"][0]: 0.001})
+    runs = [
+        subprocess.run(pre + cmd, env={}, capture_output=True, text=True, timeout=900)
+        for pre in ([], [qemu, "-cpu", cpu])
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    a, b = parse_rows(runs[0].stdout), parse_rows(runs[1].stdout)
+    assert a.shape == b.shape == (300, 1 + len(reals) + len(ints))
+    np.testing.assert_array_equal(a, b)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
 def wine_prefix(native) -> Path:
     d = native.base / "wineprefix"
     d.mkdir(exist_ok=True)
