@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import mbsfmu
 from mbsfmu.engine.native import core as native
 
 mpmath = pytest.importorskip("mpmath")  # the test extra's oracle (also SymPy's dependency)
@@ -75,3 +76,26 @@ def test_beyond_the_range_and_non_finite_use_the_c_library():
         np.testing.assert_allclose(s[:3], np.sin(x[:3]), rtol=0, atol=2e-16)
         np.testing.assert_allclose(c[:3], np.cos(x[:3]), rtol=0, atol=2e-16)
     assert np.isnan(s[3:]).all() and np.isnan(c[3:]).all()
+
+
+def test_the_angle_sum_from_a_step_s_start_is_within_one_ulp_of_one():
+    """RK4's later stages take a joint angle's sin and cos from the step's start a0 by the angle-sum
+    formulas (trig.h mbs_sincos_sum, |d| <= 1/16): within 2^-52 absolute (1 ulp of 1; the entries of a
+    rotation matrix are at most 1) of the exact sin and cos of a0 + d, on joint-angle ranges, near
+    multiples of pi/2, at d = +-1/16 and for tiny d; |d| > 1/16 is refused."""
+    rng = np.random.default_rng(7)
+    a0 = np.concatenate(
+        [rng.uniform(-10.0, 10.0, 3000), np.pi / 2 * rng.integers(-6, 7, 500) + rng.normal(0, 1e-3, 500)]
+    )
+    d = rng.uniform(-1 / 16, 1 / 16, a0.size)
+    d[:50], d[50:100], d[100:150] = 1 / 16, -1 / 16, rng.uniform(-1e-9, 1e-9, 50)
+    s, c = native.sincos_sum(a0, d)
+    err = np.empty((2, a0.size))
+    with mpmath.workdps(50):
+        for j, (aj, dj) in enumerate(zip(a0.tolist(), d.tolist())):
+            x = mpmath.mpf(aj) + mpmath.mpf(dj)
+            err[0, j] = float(abs(mpmath.mpf(float(s[j])) - mpmath.sin(x)))
+            err[1, j] = float(abs(mpmath.mpf(float(c[j])) - mpmath.cos(x)))
+    assert err.max() <= 2.0**-52, err.max() / 2.0**-52
+    with pytest.raises(mbsfmu.InputError, match="1/16"):
+        native.sincos_sum(np.zeros(2), np.array([0.0, 0.07]))

@@ -107,6 +107,7 @@ SIGNATURES = {
     "mbs_sim_outputs": (I, [P, P, I, P, I, P, P]),
     "mbs_format_values": (SZ, [P, SZ, C.c_char, P]),
     "mbs_sincos_values": (None, [P, SZ, P, P]),
+    "mbs_sincos_sum_values": (None, [P, P, SZ, P, P]),
     "mbs_derivatives_work": (SZ, [P]),
     "mbs_rnea_derivatives": (I, [P, P, P, P, P, P, P, P]),
     "mbs_aba_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
@@ -156,6 +157,18 @@ def sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s, c = np.empty_like(v), np.empty_like(v)
     lib().mbs_sincos_values(v.ctypes.data, v.size, s.ctypes.data, c.ctypes.data)
     return s.reshape(np.shape(x)), c.reshape(np.shape(x))
+
+
+def sincos_sum(a0: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sin and cos of a0 + d (float64, elementwise, |d| <= 1/16) as RK4's later stages compute a joint
+    angle's from the step's start a0 (trig.h mbs_sincos_sum: the angle-sum formulas from sincos(a0))."""
+    a = np.ascontiguousarray(a0, dtype=np.float64).ravel()
+    dd = np.ascontiguousarray(np.broadcast_to(d, np.shape(a0)), dtype=np.float64).ravel()
+    if np.any(~(np.abs(dd) <= 1.0 / 16.0)):
+        raise InputError("sincos_sum: |d| must be <= 1/16")
+    s, c = np.empty_like(a), np.empty_like(a)
+    lib().mbs_sincos_sum_values(a.ctypes.data, dd.ctypes.data, a.size, s.ctypes.data, c.ctypes.data)
+    return s.reshape(np.shape(a0)), c.reshape(np.shape(a0))
 
 
 def _ptr(a: np.ndarray) -> int:

@@ -7,25 +7,20 @@
  * R_rel = R_tree RJ, p_rel = p_tree + R_tree pJ: body i's frame in its parent's. */
 
 /* sin and cos of revolute joint i's angle; a0: the angle's value at the step's start (RK4's later
- * stages), or NULL. Without a0: trig.h's, recorded with the angle in s->sc. With a0 and
- * |d| <= 1/16, d = angle - a0 (the stages move an angle by h/2 qd or h qd): the angle-sum formulas
- *     sin = s0 + (s0 (cos d - 1) + c0 sin d),  cos = c0 + (c0 (cos d - 1) - s0 sin d)
- * from s0, c0 = trig.h's sin and cos of a0 (the record, or computed and recorded when it holds
- * another angle), with sin d and cos d - 1 by their Taylor series to d^9 and d^8 (the first
- * terms left out, d^11 / 11! and d^10 / 10!, are below 1e-19 at |d| = 1/16; Abramowitz & Stegun
- * 4.3.65-66). s0 and c0 within 1 ulp (trig.h), so the result is sin and cos of an angle within
- * about 2 ulp of 1 of the stage's angle: the accuracy of trig.h's, at a third of the operations.
- * The stage angle's value depends on a0 and d only, not on what ran before. */
+ * stages), or NULL. Without a0: mbs_sincos's, recorded with the angle in s->sc. With a0 and
+ * |angle - a0| <= MBS_SINCOS_SUM_D (the stages move an angle by h/2 qd or h qd): mbs_sincos_sum from
+ * mbs_sincos's sin and cos of a0, the record's when it holds a0, else computed and recorded. The
+ * result depends on a0 and the angle only, not on what ran before. */
 MBS_INLINE void joint_sincos(mbs_sim *s, int i, double angle, const double *a0, double *sn, double *cs)
 {
-    double *rec = s->sc + 3 * i, d, d2, sd, cm, s0, c0;
+    double *rec = s->sc + 3 * i, d;
     if (!a0) {
         mbs_sincos(angle, sn, cs);
         rec[0] = angle; rec[1] = *sn; rec[2] = *cs;
         return;
     }
     d = angle - *a0;
-    if (!(fabs(d) <= 0.0625)) {
+    if (!(fabs(d) <= MBS_SINCOS_SUM_D)) {
         mbs_sincos(angle, sn, cs);
         return;
     }
@@ -33,13 +28,7 @@ MBS_INLINE void joint_sincos(mbs_sim *s, int i, double angle, const double *a0, 
         mbs_sincos(*a0, rec + 1, rec + 2);
         rec[0] = *a0;
     }
-    s0 = rec[1];
-    c0 = rec[2];
-    d2 = d * d;
-    sd = d + d * d2 * (-1.0 / 6.0 + d2 * (1.0 / 120.0 + d2 * (-1.0 / 5040.0 + d2 * (1.0 / 362880.0))));
-    cm = d2 * (-0.5 + d2 * (1.0 / 24.0 + d2 * (-1.0 / 720.0 + d2 * (1.0 / 40320.0))));
-    *sn = s0 + (s0 * cm + c0 * sd);
-    *cs = c0 + (c0 * cm - s0 * sd);
+    mbs_sincos_sum(rec[1], rec[2], d, sn, cs);
 }
 
 /* a revolute joint about +-e_k (s->sax = k): RJ from rot_axis_sc's nonzero terms, pJ = 0, and E the

@@ -201,6 +201,8 @@ size_t mbs_format_values(const double *v, size_t n, char sep, char *out);
 /* s[k], c[k] = sin x[k], cos x[k] as the core computes them (trig.h: the same bits on every
  * platform, within 1 ulp for |x| <= 823549) */
 void mbs_sincos_values(const double *x, size_t n, double *s, double *c);
+/* s, c (n) = sin and cos of a0 + d by the angle-sum formulas from a0's (trig.h mbs_sincos_sum; |d| <= 1/16) */
+void mbs_sincos_sum_values(const double *a0, const double *d, size_t n, double *s, double *c);
 
 #ifdef __cplusplus
 }

@@ -91,6 +91,7 @@
 #define mbs_sim_u MBS_PREFIXED(mbs_sim_u)
 #define mbs_sim_x MBS_PREFIXED(mbs_sim_x)
 #define mbs_sincos_values MBS_PREFIXED(mbs_sincos_values)
+#define mbs_sincos_sum_values MBS_PREFIXED(mbs_sincos_sum_values)
 #define mbs_spring_energy MBS_PREFIXED(mbs_spring_energy)
 #define mbs_spring_records MBS_PREFIXED(mbs_spring_records)
 #define mbs_sym_eigen MBS_PREFIXED(mbs_sym_eigen)
