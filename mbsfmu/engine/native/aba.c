@@ -188,7 +188,7 @@ MBS_INLINE void mbs_aba_core_body(mbs_sim *s, const double *qd, const double *ta
         double *Ui = U + 36 * i, *Li = Lc + 36 * i, *ui = u + 6 * i, *ci = c + 6 * i;
         int n = s->nvj[i], lam = s->parent[i], jt = s->jtype[i], sj = (int)s->sax[i], ek = (int)s->erot[i], b, j;
         double Ia[36], pa[6], sp[6], Iac[6];
-        if (s->rev_ax[i] >= 0) {                              /* revolute about +-e_sj */
+        if (s->rev_ax[i] >= 0) {                              /* revolute about a coordinate axis */
             REV_AX_DISPATCH(s->rev_ax[i], inward_rev_ax, s, i, tau, IAi)
             continue;
         }

@@ -56,7 +56,8 @@ struct mbs_sim {
     double *rt_one;                            /* (N+1): 1 if R_tree_i is exactly the identity, else 0 */
     double *erot;                              /* (N+1): k if E_i is a rotation about axis k, else -1 (spatial.h) */
     double *sax;                               /* (N+1): k if joint i's axis is +-e_k (revolute, prismatic), else -1 */
-    int32_t *rev_ax;                           /* (N+1): 2 k + (erot = k) for a revolute joint about +-e_k, else -1 (aba.c) */
+    int32_t *rev_ax;                           /* (N+1): 2 k + (erot = k) for a revolute joint about +-e_k, else -1
+                                                * (model.c joint_structure; the ABA's steps, the joint transforms) */
     double *first_add;                         /* (N+1): 1 if no body of higher index has i's parent, else 0 */
     double *depth;                             /* (N+1): body i's depth, the root's 0 */
     double *sc;                                /* (N+1) x 3: a revolute joint's angle at its last direct sin and

@@ -31,14 +31,14 @@ MBS_INLINE void joint_sincos(mbs_sim *s, int i, double angle, const double *a0, 
     mbs_sincos_sum(rec[1], rec[2], d, sn, cs);
 }
 
-/* a revolute joint about +-e_k (s->sax = k): RJ from rot_axis_sc's nonzero terms, pJ = 0, and E the
+/* a revolute joint about +-e_k (s->rev_ax = 2 k + ...): RJ from rot_axis_sc's nonzero terms, pJ = 0, and E the
  * products below less RJ's zeros and ones, term for term (the same numbers); a0: joint_sincos.
  * Writes only the entries that depend on the angle; r_i and E's others are mbs_joint_constants'. */
 MBS_INLINE void revolute_axis_transform(mbs_sim *s, int i, double angle, const double *a0)
 {
     const double *bf = s->body_f + BODY_F * i, *Rt = bf, *axis = bf + 12;
     double *E = s->E + 9 * i;
-    int k = (int)s->sax[i], lo = k == 0 ? 1 : 0, hi = k == 2 ? 1 : 2, a;
+    int k = s->rev_ax[i] / 2, lo = k == 0 ? 1 : 0, hi = k == 2 ? 1 : 2, a;
     double sn, cs, c1, Klh = k == 1 ? axis[k] : -axis[k];     /* K[lo][hi] */
     double Rll, Rlh, Rhl;                                     /* RJ_ll = RJ_hh, RJ_lo,hi, RJ_hi,lo */
     joint_sincos(s, i, angle, a0, &sn, &cs);
@@ -62,8 +62,8 @@ void mbs_joint_constants(mbs_sim *s, int i)
 {
     const double *Rt = s->body_f + BODY_F * i, *pt = Rt + 9;
     double *E = s->E + 9 * i, *r = s->r + 3 * i;
-    int k = (int)s->sax[i], a;
-    if (s->jtype[i] != MBS_REVOLUTE || k < 0) return;
+    int k = s->rev_ax[i] / 2, a;
+    if (s->rev_ax[i] < 0) return;
     for (a = 0; a < 3; a++) r[a] = pt[a];                     /* pJ = 0 */
     if (s->rt_one[i] != 0.0) {
         for (a = 0; a < 9; a++) E[a] = 0.0;
@@ -111,7 +111,7 @@ MBS_INLINE void mbs_joint_transforms_near_body(mbs_sim *s, const double *q, cons
     int i;
     s->xf_at_x = s->v_at_x = 0;                               /* the caller says when q is the state's */
     for (i = 1; i <= s->N; i++) {
-        if (s->jtype[i] == MBS_REVOLUTE && s->sax[i] >= 0.0)
+        if (s->rev_ax[i] >= 0)
             revolute_axis_transform(s, i, q[s->iq[i]], q0 ? q0 + s->iq[i] : NULL);
         else
             joint_transform(s, i, q + s->iq[i], q0 ? q0 + s->iq[i] : NULL);
