@@ -143,6 +143,8 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
         for child in list(sv):
             sv.remove(child)
         el = ET.SubElement(sv, v.type)
+        if v.derivative:
+            el.set("derivative", str(index[v.derivative]))
         if v.unit:
             el.set("unit", v.unit)
         for key, value in (("min", v.min), ("max", v.max), ("start", v.start)):
@@ -155,7 +157,8 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
     if outputs:
         node = ET.SubElement(ms, "Outputs")
         for v in outputs:
-            deps = sorted(index[d] for d in v.deps)
+            # the knowns: the inputs, and with Model Exchange the continuous states (state_deps)
+            deps = sorted({index[d] for d in (*v.deps, *v.state_deps)})
             attrs = {"index": str(index[v.name]), "dependencies": " ".join(map(str, deps))}
             # qdd = M(q)^-1 (B u + ...): linear in u with a factor that varies with the state, so
             # "dependent" (FMI 2.0 fmi2VariableDependency.xsd; "fixed"/"tunable" need a factor fixed
@@ -163,7 +166,15 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
             if deps:
                 attrs["dependenciesKind"] = " ".join(["dependent"] * len(deps))
             ET.SubElement(node, "Unknown", attrs)
-    initial = [v for v in table if v.causality == "output" and v.initial in ("approx", "calculated")]
+    # Model Exchange: the derivatives of the states, in the states' order (the vector x of
+    # fmi2SetContinuousStates), each with the inputs and states it depends on
+    derivatives = sorted((v for v in table if v.derivative), key=lambda v: state_index(table, v))
+    if derivatives:
+        node = ET.SubElement(ms, "Derivatives")
+        for v in derivatives:
+            deps = sorted({index[d] for d in (*v.deps, *v.state_deps)})
+            ET.SubElement(node, "Unknown", index=str(index[v.name]), dependencies=" ".join(map(str, deps)))
+    initial = [v for v in table if (v.causality == "output" or v.derivative) and v.initial in ("approx", "calculated")]
     if initial:
         node = ET.SubElement(ms, "InitialUnknowns")
         for v in initial:
@@ -177,12 +188,44 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
     return ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
 
 
+def state_index(table: list[FmuVariable], v: FmuVariable) -> int:
+    """The position in the state vector x = [q, qd, W_in, W_diss] of the state whose derivative is
+    ``v`` (its source ``("x", k)``, or W_in, W_diss after them)."""
+    state = next(w for w in table if w.name == v.derivative)
+    if state.source[0] == "x":
+        return int(state.source[1])
+    n_x = sum(1 for w in table if w.source[0] == "x")
+    return n_x + ("W_in", "W_diss").index(state.source[1])
+
+
+# ModelExchange capability flags (FMI 2.0 section 3.3.1) of the native runtime
+ME_CAPABILITIES = (
+    ("needsExecutionTool", "false"),
+    ("completedIntegratorStepNotNeeded", "false"),  # it may ask for a step event (host_state.c)
+    ("canBeInstantiatedOnlyOncePerProcess", "false"),
+    ("canNotUseMemoryManagementFunctions", "false"),
+    ("canGetAndSetFMUstate", "true"),
+    ("canSerializeFMUstate", "true"),
+    ("providesDirectionalDerivative", "false"),
+)
+
+
 def native_description(raw: bytes, table: list[FmuVariable], info: dict, source_files: list[str]) -> bytes:
     """``model_description``, then the native runtime's capability flags (no execution tool, the
     host's memory functions used, directional derivatives of the outputs with respect to the
-    inputs) and ``SourceFiles``."""
+    inputs), the ModelExchange element when the table has the states' derivatives, and
+    ``SourceFiles``."""
     root = ET.fromstring(model_description(raw, table, info))
     cs = root.find("CoSimulation")
+    if any(v.derivative for v in table):
+        root.set("numberOfEventIndicators", "0")
+        me = ET.Element("ModelExchange", modelIdentifier=cs.get("modelIdentifier"))
+        for key, value in ME_CAPABILITIES:
+            me.set(key, value)
+        files = ET.SubElement(me, "SourceFiles")
+        for name in source_files:
+            ET.SubElement(files, "File", name=name)
+        root.insert(list(root).index(cs), me)
     cs.set("needsExecutionTool", "false")
     cs.set("canNotUseMemoryManagementFunctions", "false")
     cs.set("providesDirectionalDerivative", "true")  # outputs w.r.t. inputs (fmi2_slave.c)
@@ -206,6 +249,7 @@ __all__ = [
     "AUTHOR",
     "BUILD_INFO",
     "CAPABILITIES",
+    "ME_CAPABILITIES",
     "COPYRIGHT",
     "LICENSE",
     "LOG_CATEGORIES",
@@ -216,5 +260,6 @@ __all__ = [
     "native_description",
     "now",
     "skeleton",
+    "state_index",
     "xsd_double",
 ]

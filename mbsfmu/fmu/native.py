@@ -35,7 +35,7 @@ from .variables import variable_table
 
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"  # the FMI wrapper and the FMI 2.0 headers
 FMI_HEADERS = CSRC_DIR / "fmi2"
-WRAPPER = ("fmi2_slave.c", "fmu_model.h")
+WRAPPER = ("fmu_instance.c", "fmu_instance.h", "fmi2_functions.c", "fmu_model.h")
 GENERATED = "mbsfmu_model.c"
 
 MACOS_MIN = "11.0"  # the oldest macOS the darwin64 binary loads on (Big Sur, the first on Apple silicon)
@@ -50,7 +50,7 @@ CFLAGS = ["-g0", "-fno-sanitize=undefined", "-fvisibility=hidden", "-Wno-unused-
 
 # core parameter kinds (mbs_core.h MBS_P_*) and the wrapper's variable kinds (fmu_model.h)
 P_GRAVITY, P_MASS, P_COM, P_INERTIA, P_WHEEL_IW, P_SPRING_K, P_SPRING_D = range(1, 8)
-V_SOLVER, V_PARAM, V_INPUT, V_X, V_QDD, V_INV, V_ENERGY, V_DRIFT, V_STAT = range(1, 10)
+V_SOLVER, V_PARAM, V_INPUT, V_X, V_QDD, V_INV, V_ENERGY, V_DRIFT, V_STAT, V_DER = range(1, 11)
 SOLVER_KEYS = ("method", "h_max", "rtol", "atol")
 INERTIA_COMPS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))  # mbs_core.h: xx, yy, zz, xy, xz, yz
 INV_FIELDS = ("p_sys", "H_sys", "R", "Rdot", "KE", "PE", "E")
@@ -115,6 +115,8 @@ def variable_rows(model, table) -> list[tuple]:
                 kind, abc = V_DRIFT, (DRIFT_FIELDS.index(src[1]), 0, 0)
             elif src[0] == "stat":
                 kind, abc = V_STAT, (STAT_FIELDS.index(src[1]), 0, 0)
+            elif src[0] == "der":
+                kind, abc = V_DER, (int(src[1]), 0, 0)
         except (KeyError, ValueError, IndexError):
             kind = None
         if kind is None:
@@ -258,7 +260,7 @@ def build_native_fmu(
         raise NativeBuildError(f"{refusal} (the native runtime cannot build this FMU: use --runtime python)")
     Simulator(m, integrator=integrator, h_max=h_max, rtol=rtol, atol=atol)  # InputError on bad settings
     try:
-        table = variable_table(m, naming, integrator, h_max, rtol, atol)
+        table = variable_table(m, naming, integrator, h_max, rtol, atol, model_exchange=True)
     except ValueError as e:
         raise InputError(f"model {model_path}: {e}") from None
     unknown = [p for p in platforms if p not in TARGETS]

@@ -31,6 +31,7 @@ INT_MAX = 2**31 - 1  # fmi2Integer is 32-bit; counters saturate here
 # unit name -> exponents of the SI base units (kg, m, s, rad) for <UnitDefinitions>
 UNITS = {
     "1": {},
+    "1/s": {"s": -1},
     "s": {"s": 1},
     "m": {"m": 1},
     "kg": {"kg": 1},
@@ -42,6 +43,7 @@ UNITS = {
     "N": {"kg": 1, "m": 1, "s": -2},
     "N.m": {"kg": 1, "m": 2, "s": -2},
     "J": {"kg": 1, "m": 2, "s": -2},
+    "W": {"kg": 1, "m": 2, "s": -3},
     "N.s": {"kg": 1, "m": 1, "s": -1},
     "N.m.s": {"kg": 1, "m": 2, "s": -1},
     "kg.m2": {"kg": 1, "m": 2},
@@ -62,9 +64,12 @@ class FmuVariable:
     type: "Real" or "Integer"; causality, variability,
     initial: FMI 2.0 attributes (initial None = not written); source: where the value lives,
     ("param", key) | ("input", k) | ("x", k) (state vector entry) | ("qdd", k) | ("inv", field, k)
-    | ("energy", field) | ("drift", field) | ("stat", field); deps: for outputs, names of the
-    inputs it depends on directly (None = initial unknown with no listed dependencies);
-    init_deps: the parameters and inputs its initial value depends on (initial unknowns).
+    | ("energy", field) | ("drift", field) | ("stat", field) | ("der", k) (the time derivative of
+    state entry k, Model Exchange); deps: for outputs, names of the inputs it depends on directly
+    (None = initial unknown with no listed dependencies); init_deps: the parameters and inputs its
+    initial value depends on (initial unknowns); derivative: the name of the continuous state this
+    variable is the time derivative of (Model Exchange); state_deps: the continuous states an
+    output or derivative depends on (Model Exchange: with the inputs, the knowns of ModelStructure).
     """
 
     name: str
@@ -80,6 +85,8 @@ class FmuVariable:
     max: float | None = None
     deps: tuple[str, ...] = ()
     init_deps: tuple[str, ...] = ()
+    derivative: str | None = None
+    state_deps: tuple[str, ...] = ()
 
     @property
     def settable(self) -> bool:
@@ -93,11 +100,15 @@ def variable_table(
     h_max: float = 1e-3,
     rtol: float = 1e-10,
     atol: float = 1e-12,
+    model_exchange: bool = False,
 ) -> list[FmuVariable]:
     """Every variable of ``model``'s FMU in value-reference order: parameters, inputs, outputs.
 
-    method, h_max [s], rtol, atol: the start values of the solver parameters. Raises
-    ValueError naming every variable whose name is not unique or not ASCII."""
+    method, h_max [s], rtol, atol: the start values of the solver parameters. model_exchange:
+    the continuous states' derivatives too (after every other variable, so the value references
+    of a co-simulation FMU stay), the qdd outputs marked as the derivatives of qd, and the states
+    each output depends on (``state_deps``). Raises ValueError naming every variable whose name is
+    not unique or not ASCII."""
     if naming not in NAMINGS:
         raise ValueError(f"naming {naming!r}: expected one of {', '.join(NAMINGS)}")
     if method not in METHODS:
@@ -360,10 +371,110 @@ def variable_table(
         type_="Integer",
     )
     output(["solver", "h_last"], "s", "size of the last internal integrator step", ("stat", "h_last"))
+    if model_exchange:
+        out = state_derivatives(model, out, inputs)
 
     if naming == "flat":
         out = [_flatten(v) for v in out]
     check_names(out, naming)
+    return out
+
+
+def state_derivatives(model, table: list[FmuVariable], inputs: list[str]) -> list[FmuVariable]:
+    """``table`` for Model Exchange: the local variables ``der(<state>)`` of the configuration
+    and energy states appended (the qdd outputs are the derivatives of qd), in the order of the
+    state vector x = [q, qd, W_in, W_diss] (host_state.c), with the states each output and
+    derivative depends on. Dependencies (ModelStructure): a joint's configuration rate depends on
+    its own q and qd (quaternion rows: the quaternion and the angular rate); qdd of a body on the
+    states and inputs of every body it is coupled with (its world-attached subtree; every body
+    when the model has loops or couplings: M^-1 couples exactly the joints of a connected tree);
+    the energy rates and the other outputs on every q and qd (and W_in, W_diss where they enter)."""
+    from dataclasses import replace
+
+    t = model.tree
+    nq, nv = model.nq, model.nv
+    by_source = {v.source: v for v in table}
+    x_name = {k: by_source[("x", k)].name for k in range(nq + nv)}
+    x_name[nq + nv] = by_source[("energy", "W_in")].name
+    x_name[nq + nv + 1] = by_source[("energy", "W_diss")].name
+    all_q_qd = tuple(x_name[k] for k in range(nq + nv))
+
+    def group(i: int) -> list[int]:
+        if model.loops:
+            return list(range(1, model.N + 1))
+        root = _root(model, i)
+        return [b for b in range(1, model.N + 1) if _root(model, b) == root]
+
+    def states_of(bodies) -> tuple[str, ...]:
+        ks = [int(t.iq[b]) + k for b in bodies for k in range(int(t.nq[b]))]
+        ks += [nq + int(t.iv[b]) + k for b in bodies for k in range(int(t.nv[b]))]
+        return tuple(x_name[k] for k in sorted(ks))
+
+    out = []
+    for v in table:
+        src = v.source
+        if src[0] == "qdd":
+            i = _body_of_dof(model, int(src[1]))
+            v = replace(v, derivative=x_name[nq + int(src[1])], state_deps=states_of(group(i)))
+        elif v.causality == "output" and src[0] == "x":
+            v = replace(v, state_deps=(v.name,))
+        elif v.causality == "output" and src[0] == "energy":
+            v = replace(v, state_deps=(v.name,))
+        elif v.causality == "output" and src[0] == "drift" and src[1] in ("E_abs", "E_rel"):
+            v = replace(v, state_deps=all_q_qd + (x_name[nq + nv], x_name[nq + nv + 1]))
+        elif v.causality == "output" and src[0] in ("inv", "drift"):
+            v = replace(v, state_deps=all_q_qd)
+        out.append(v)
+    spring_d = tuple(v.name for v in table if v.source[0] == "param" and v.source[1][0] == "spring_d")
+    for i in range(1, model.N + 1):
+        jt = model.bodies[i - 1].joint.type
+        nqi, iq, iv = int(t.nq[i]), int(t.iq[i]), int(t.iv[i])
+        for k in range(nqi):
+            state = x_name[iq + k]
+            if jt == "free":  # p rows: R(quat) v; quaternion rows: the quaternion and w
+                deps = [iq + 3 + m for m in range(4)] + [nq + iv + m for m in ((0, 1, 2) if k < 3 else (3, 4, 5))]
+            elif jt == "spherical":
+                deps = [iq + m for m in range(4)] + [nq + iv + m for m in range(3)]
+            else:
+                deps = [nq + iv + k]
+            unit = "1/s" if (jt == "spherical" or (jt == "free" and k >= 3)) else dof_unit(jt, k, force=False)
+            out.append(
+                FmuVariable(
+                    f"der({state})",
+                    "Real",
+                    "local",
+                    "continuous",
+                    "calculated",
+                    unit,
+                    f"time derivative of {state} (Model Exchange)",
+                    ("der", iq + k),
+                    derivative=state,
+                    state_deps=tuple(x_name[d] for d in sorted(deps)),
+                )
+            )
+    for k, (field, desc, init) in enumerate(
+        (
+            ("W_in", "power of the inputs (the time derivative of W_in)", tuple(inputs)),
+            ("W_diss", "power of the dampers, <= 0 (the time derivative of W_diss)", spring_d),
+        )
+    ):
+        state = x_name[nq + nv + k]
+        out.append(
+            FmuVariable(
+                f"der({state})",
+                "Real",
+                "local",
+                "continuous",
+                "calculated",
+                "W",
+                desc,
+                ("der", nq + nv + k),
+                derivative=state,
+                state_deps=all_q_qd,
+                init_deps=init,
+                deps=tuple(inputs) if field == "W_in" else (),
+            )
+        )
     return out
 
 
@@ -434,6 +545,8 @@ def _flatten(v: FmuVariable) -> FmuVariable:
         name=flat_name(v.name),
         deps=tuple(flat_name(d) for d in v.deps),
         init_deps=tuple(flat_name(d) for d in v.init_deps),
+        derivative=flat_name(v.derivative) if v.derivative else None,
+        state_deps=tuple(flat_name(d) for d in v.state_deps),
     )
 
 

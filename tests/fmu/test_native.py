@@ -13,6 +13,7 @@ tolerance, not to rounding: 1e-7 relative (1e3 x rtol, covering the error growth
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -70,7 +71,10 @@ def scale_tol(ref: np.ndarray, rel: float) -> np.ndarray:
 def test_model_description_equals_the_python_runtime_s(native, model):
     """Names, value references, types, units, start/min/max, descriptions, ModelStructure and
     units of the native FMU are exactly the python runtime's (both from variable_table and
-    model_description); only the runtime's flags and SourceFiles differ."""
+    model_description), but for what Model Exchange adds: the der(...) locals after every other
+    variable, the qdd outputs' derivative attribute, the states among the outputs' dependencies,
+    the Derivatives, the locals among the InitialUnknowns and their units; only the runtime's
+    flags and SourceFiles differ otherwise."""
     pytest.importorskip("pythonfmu")
     from mbsfmu.fmu import build_fmu
 
@@ -79,17 +83,35 @@ def test_model_description_equals_the_python_runtime_s(native, model):
     if not py_path.exists():
         build_fmu(model_file(model), py_path, loader=False)
     py = description(py_path)
-    for tag in ("ModelVariables", "ModelStructure", "UnitDefinitions", "LogCategories", "DefaultExperiment"):
-        a, b = nat.find(tag), py.find(tag)
-        assert ET.tostring(a) == ET.tostring(b), tag
+    for tag in ("LogCategories", "DefaultExperiment"):
+        assert ET.tostring(nat.find(tag)) == ET.tostring(py.find(tag)), tag
+    py_units = {u.get("name"): ET.tostring(u) for u in py.find("UnitDefinitions")}
+    nat_units = {u.get("name"): ET.tostring(u) for u in nat.find("UnitDefinitions")}
+    assert {k: nat_units[k] for k in py_units} == py_units and set(nat_units) - set(py_units) <= {"1/s", "W"}
+    py_vars, nat_vars = list(py.find("ModelVariables")), list(nat.find("ModelVariables"))
+    n = len(py_vars)
+    assert all(sv.get("name").startswith("der(") and sv.get("causality") == "local" for sv in nat_vars[n:])
+    for a, b in zip(nat_vars[:n], py_vars):
+        a, b = copy.deepcopy(a), copy.deepcopy(b)
+        a[0].attrib.pop("derivative", None)  # the qdd outputs: the derivatives of qd
+        a.tail = b.tail = None
+        assert ET.tostring(a) == ET.tostring(b)
+    nat_out, py_out = nat.find("ModelStructure/Outputs"), py.find("ModelStructure/Outputs")
+    assert [u.get("index") for u in nat_out] == [u.get("index") for u in py_out]
+    for a, b in zip(nat_out, py_out):  # the inputs as before, the states added (Model Exchange's knowns)
+        assert set(b.get("dependencies").split()) <= set(a.get("dependencies").split())
+    py_init = [u.get("index") for u in py.find("ModelStructure/InitialUnknowns")]
+    nat_init = [u.get("index") for u in nat.find("ModelStructure/InitialUnknowns")]
+    assert nat_init[: len(py_init)] == py_init and all(int(k) > n for k in nat_init[len(py_init) :])
     assert nat.get("variableNamingConvention") == py.get("variableNamingConvention")
-    cs = nat.find("CoSimulation")
-    assert cs.get("needsExecutionTool") == "false" and cs.get("canGetAndSetFMUstate") == "true"
-    assert cs.get("canSerializeFMUstate") == "true" and cs.get("canNotUseMemoryManagementFunctions") == "false"
     with zipfile.ZipFile(native.fmu(model)) as z:
-        listed = {f.get("name") for f in cs.find("SourceFiles")}
         shipped = {n[len("sources/") :] for n in z.namelist() if n.startswith("sources/")}
-    assert listed == {n for n in shipped if n.endswith(".c")} and "mbsfmu_model.c" in listed
+    for kind in ("CoSimulation", "ModelExchange"):
+        el = nat.find(kind)
+        assert el.get("needsExecutionTool") == "false" and el.get("canGetAndSetFMUstate") == "true"
+        assert el.get("canSerializeFMUstate") == "true" and el.get("canNotUseMemoryManagementFunctions") == "false"
+        listed = {f.get("name") for f in el.find("SourceFiles")}
+        assert listed == {n for n in shipped if n.endswith(".c")} and "mbsfmu_model.c" in listed
 
 
 # ---- numbers: native vs python runtime vs in-process ------------------------------------------
@@ -543,7 +565,10 @@ FMI2_FUNCTIONS = (
     "GetString SetReal SetInteger SetBoolean SetString GetFMUstate SetFMUstate FreeFMUstate "
     "SerializedFMUstateSize SerializeFMUstate DeSerializeFMUstate GetDirectionalDerivative "
     "SetRealInputDerivatives GetRealOutputDerivatives DoStep CancelStep GetStatus GetRealStatus "
-    "GetIntegerStatus GetBooleanStatus GetStringStatus"
+    "GetIntegerStatus GetBooleanStatus GetStringStatus "
+    # Model Exchange (FMI 2.0 section 3.2)
+    "EnterEventMode NewDiscreteStates EnterContinuousTimeMode CompletedIntegratorStep SetTime "
+    "SetContinuousStates GetDerivatives GetEventIndicators GetContinuousStates GetNominalsOfContinuousStates"
 ).split()
 
 

@@ -68,7 +68,8 @@ MODELS = ["scara", "spacecraft", "fourbar", "branched_robot", "two_trees"]  # + 
 
 
 def real_vars(fmu):
-    """(outputs, inputs): [(name, vr)] of the Real outputs and inputs, and {output: [input deps]}."""
+    """(outputs, inputs): [(name, vr)] of the Real outputs and inputs, and {output: ([input deps],
+    [their kinds])} (the inputs among the listed knowns; Model Exchange also lists the states)."""
     root = description(fmu)
     svs = list(root.find("ModelVariables"))
     outs = [(sv.get("name"), int(sv.get("valueReference"))) for sv in svs if sv.get("causality") == "output"]
@@ -77,9 +78,10 @@ def real_vars(fmu):
     deps = {}
     for u in root.find("ModelStructure").find("Outputs"):
         name = svs[int(u.get("index")) - 1].get("name")
-        listed = [svs[int(i) - 1].get("name") for i in u.get("dependencies").split()]
+        listed = [svs[int(i) - 1] for i in u.get("dependencies").split()]
         kinds = (u.get("dependenciesKind") or "").split()
-        deps[name] = (listed, kinds)
+        pairs = [(sv.get("name"), k) for sv, k in zip(listed, kinds) if sv.get("causality") == "input"]
+        deps[name] = ([n for n, _k in pairs], [k for _n, k in pairs])
     return outs, ins, deps
 
 

@@ -155,7 +155,7 @@ def run(extracted, case: str) -> tuple[list, str]:
                 "is not a URI",
                 "does not match this FMU's",
                 "instanceName is NULL or empty",
-                "supports Co-Simulation only",
+                "fmuType must be fmi2ModelExchange (0) or fmi2CoSimulation (1)",
             ],
         ),
     ],

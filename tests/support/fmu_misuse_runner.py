@@ -235,7 +235,7 @@ elif case == "bad_instantiate":
     status.append(int(bool(new(resources=b"not a uri"))))
     status.append(int(bool(new(g=b"{00000000-0000-0000-0000-000000000000}"))))
     status.append(int(bool(new(name=None))))
-    status.append(int(bool(lib.fmi2Instantiate(b"x", 0, guid, b"file:///r", ctypes.cast(ctypes.pointer(cb), P), 0, 0))))
+    status.append(int(bool(lib.fmi2Instantiate(b"x", 2, guid, b"file:///r", ctypes.cast(ctypes.pointer(cb), P), 0, 0))))
     status.append(int(bool(lib.fmi2Instantiate(b"x", 1, guid, b"file:///r", None, 0, 0))))
     status.append(int(bool(new(resources=None))))  # no location: accepted (the FMU needs no resources)
 elif case == "time_mismatch":

@@ -36,6 +36,7 @@ SOURCES = (
     "trig.c",
     "derivatives.c",
     "force_derivatives.c",
+    "host_state.c",
 )
 HEADERS = (
     "mbs_core.h",

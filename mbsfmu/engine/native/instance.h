@@ -142,6 +142,8 @@ size_t mbs_loop_work(int nv, int m);
 void mbs_sym_eigen(double *G, int m, double *V, double *ev);   /* symmetric m x m: G destroyed */
 int mbs_loop_qdd(mbs_sim *s, const double *q, const double *qd, const double *tau, double *qdd);
 void mbs_loop_project(mbs_sim *s, double *x);
+/* max |Phi(q)| over the loops' rows / the loops' length scale L (loops.c) */
+double mbs_loop_residual(mbs_sim *s, const double *q);
 /* invariants.c */
 void mbs_compute_invariants(mbs_sim *s, const double *q, const double *qd, mbs_invariants *out);
 void mbs_compute_records(const mbs_sim *s, int n_b, const int32_t *bodies, int n_w, const int32_t *wheels,

@@ -440,3 +440,16 @@ void mbs_loop_project(mbs_sim *s, double *x)
     if (kkt(s, &W, W.Mc, W.h, W.g, W.dq, W.lam)) return;
     for (j = 0; j < s->nv; j++) qd[j] += W.dq[j];
 }
+
+/* max |Phi(q)| over the rows / the loops' length scale L (the drift a host's integrator leaves) */
+double mbs_loop_residual(mbs_sim *s, const double *q)
+{
+    work_t W = views(s);
+    double r = 0.0;
+    int k;
+    if (!s->n_loops) return 0.0;
+    constraints(s, &W, q, NULL, 0);
+    s->xf_at_x = s->v_at_x = 0;                               /* E, r, v now hold this call's kinematics */
+    for (k = 0; k < s->n_rows; k++) r = fmax(r, fabs(W.Phi[k]));
+    return r / s->loop_scale[0];
+}

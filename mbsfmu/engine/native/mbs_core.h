@@ -190,6 +190,22 @@ void mbs_sim_set_stats(mbs_sim *s, long long n_steps, long long n_rhs, double h_
  * MBS_ERROR (reason in mbs_sim_message) where M or the loop system is singular. */
 int mbs_input_response(mbs_sim *s, const double *q, const double *du, double *dqdd);
 
+/* ---- the state as a host's integrator holds it (FMI Model Exchange; host_state.c) ------------ */
+/* Take the host's state xh (nx,): the instance's x is xh with every quaternion divided by its
+ * norm; MBS_ERROR (reason in err) if xh is not finite or a quaternion has norm 0. */
+int mbs_sim_set_host_x(mbs_sim *s, const double *xh, char *err, size_t n_err);
+/* xdot (nx,) of the host's state xh (set by mbs_sim_set_host_x): f(x, u) at the normalised x (the
+ * lazy rhs of mbs_sim_qdd: computed once per state), each quaternion's rows as
+ * 1/2 qh (x) (0, w) + k_norm (1 - |qh|^2) qh (k_norm [1/s]); not counted in n_rhs. MBS_DISCARD
+ * if xdot is not finite, MBS_ERROR with parameters not applied. */
+int mbs_sim_host_derivatives(mbs_sim *s, const double *xh, double k_norm, double *xdot);
+/* the host state's drift: quat = max over quaternions of ||qh| - 1|, loops = max |Phi| / L at the
+ * instance's configuration (0 without loops; L: the loops' length scale [m]) */
+int mbs_sim_host_drift(mbs_sim *s, const double *xh, double *quat, double *loops);
+/* xh's quaternions normalised, its q put on Phi = 0 and qd on A qd = 0 (the projection after an RK4
+ * step, loops.c), in place; the instance takes it as its state */
+int mbs_sim_host_project(mbs_sim *s, double *xh, char *err, size_t n_err);
+
 /* ---- numbers as text (decimal.c) ---------------------------------------------------------- */
 /* v as the shortest decimal text that reads back to v, in Python's repr layout ("1.0", "1e-05",
  * "inf", "nan"), into out (>= 25 bytes, NUL-terminated); returns its length. */

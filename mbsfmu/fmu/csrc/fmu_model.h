@@ -1,5 +1,5 @@
 /* fmu_model.h - what the generated per-model file (mbsfmu_model.c, written by mbsfmu/native/fmu.py)
- * gives the FMI 2.0 wrapper fmi2_slave.c: the model's constant tables for the core, and the
+ * gives the FMU's instance core fmu_instance.c: the model's constant tables for the core, and the
  * variable map (value reference -> where the value lives), in value-reference order, exactly the
  * variables of mbsfmu/fmu/variables.py's variable_table. */
 #ifndef MBSFMU_FMU_MODEL_H
@@ -21,7 +21,8 @@ enum {
     MBSFMU_V_INV = 6,      /* a: MBSFMU_INV_*, b: component */
     MBSFMU_V_ENERGY = 7,   /* a: 0 W_in, 1 W_diss [J] (the last two state entries) */
     MBSFMU_V_DRIFT = 8,    /* a: MBSFMU_DRIFT_* */
-    MBSFMU_V_STAT = 9      /* a: MBSFMU_STAT_* */
+    MBSFMU_V_STAT = 9,     /* a: MBSFMU_STAT_* */
+    MBSFMU_V_DER = 10      /* a: state entry k: its time derivative (Model Exchange, host_state.c) */
 };
 enum { MBSFMU_INV_P_SYS = 0, MBSFMU_INV_H_SYS, MBSFMU_INV_R, MBSFMU_INV_RDOT, MBSFMU_INV_KE, MBSFMU_INV_PE,
        MBSFMU_INV_E };
@@ -34,7 +35,7 @@ enum { MBSFMU_STAT_N_STEPS = 0, MBSFMU_STAT_N_RHS, MBSFMU_STAT_N_DISCARDS, MBSFM
 typedef struct {
     const char *name;      /* the FMI variable name (for log messages) */
     char type;             /* 'R' Real, 'I' Integer */
-    char causality;        /* 'p' parameter, 'i' input, 'o' output */
+    char causality;        /* 'p' parameter, 'i' input, 'o' output, 'l' local */
     int kind, a, b, c;     /* MBSFMU_V_* and its arguments */
     double start, min, max;  /* min/max: NAN = none */
 } mbsfmu_var;

@@ -1,49 +1,50 @@
-/* fmi2_slave.c - FMI 2.0 Co-Simulation wrapper over the mbsfmu engine core (mbs_core.h).
+/* fmu_instance.c - the FMU's instance core over the mbsfmu engine core (mbs_core.h), for every FMI
+ * interface the entry files expose (fmi2_functions.c: FMI 2.0 Co-Simulation and Model Exchange).
  *
- * C99, no global state: every instance lives in memory from its host's fmi2CallbackFunctions, so
- * several instances run in one process. The model (tables and variable map) comes from the
- * generated mbsfmu_model.c (fmu_model.h).
+ * C99, no global state: every instance lives in memory from its host's allocator, so several
+ * instances run in one process. The model (tables and variable map) comes from the generated
+ * mbsfmu_model.c (fmu_model.h).
  *
- * Behaviour (FMI 2.0 Co-Simulation, sections 2.1 and 4):
- * - states: instantiated -> (fmi2EnterInitializationMode) initialization mode ->
- *   (fmi2ExitInitializationMode) step mode -> (fmi2Terminate) terminated; fmi2Reset goes back to
- *   instantiated. A call not allowed in the current state returns fmi2Error with a log message
- *   and changes nothing.
+ * Behaviour (FMI 2.0 sections 2.1, 3 and 4):
+ * - states: instantiated -> initialization mode -> step mode (Co-Simulation) or event mode <->
+ *   continuous-time mode (Model Exchange) -> terminated; reset goes back to instantiated. A call
+ *   not allowed in the current state returns Error with a log message and changes nothing.
  * - a rejected argument (NULL pointer, unknown value reference, Real/Integer mix-up, non-finite or
- *   out-of-range value, a parameter after initialisation, an output) returns fmi2Error, logs the
+ *   out-of-range value, a parameter after initialisation, an output) returns Error, logs the
  *   reason and leaves every variable as it was (the instance stays usable).
- * - parameters are applied at fmi2ExitInitializationMode (fmi2Error listing every problem, e.g. a
+ * - parameters are applied at the end of initialisation (Error listing every problem, e.g. a
  *   negative mass or an inertia violating the triangle inequality); before that, outputs follow
  *   the parameters when they make a valid model.
- * - fmi2DoStep advances by the step with inputs held; a step the core cannot complete (non-finite
- *   state, step-size underflow, singular loop system) returns fmi2Discard with the reason logged and
- *   the state left at the start of the step.
+ * - Co-Simulation: a step advances by the step with inputs held; a step the core cannot complete
+ *   (non-finite state, step-size underflow, singular loop system) returns Discard with the reason
+ *   logged and the state left at the start of the step.
+ * - Model Exchange: the continuous states are x = [q, qd, W_in, W_diss] as the host sets them
+ *   (I->xh); the core evaluates the dynamics at xh with its quaternions normalised, adds a
+ *   norm-restoring term to their derivatives, and asks for a step event when the quaternions' norm
+ *   or the loop constraints drift past a bound, where it projects the states back
+ *   (host_state.c; docs/guides/fmu.md "Model Exchange").
  * - outputs are computed by the core at most once per state, and only when read.
- * - fmi2GetDirectionalDerivative: the Real outputs with respect to the Real inputs at the current
- *   state, exactly (the qdd outputs: M^-1 B du by the ABA, mbs_input_response; every other output 0,
- *   as the ModelStructure's Outputs dependencies say).
- * - FMU state: fmi2GetFMUstate copies the instance; serialised states carry a format version, the
- *   model hash and a checksum; a foreign, truncated or altered blob is refused with fmi2Error.
- * - a component or FMU state pointer is checked by a magic number before use (a freed or foreign
+ * - FMU state: a copy of the instance; serialised states carry a format version, the model hash
+ *   and a checksum; a foreign, truncated or altered blob is refused with Error.
+ * - an instance or FMU state pointer is checked by a magic number before use (a freed or foreign
  *   pointer is refused; states are also checked against the instance's list of live states).
+ * - no allocation after instantiation on the calls a host makes per step (values, steps,
+ *   derivatives, events, directional derivatives); FMU states allocate when first made.
  */
 #include <math.h>
-#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fmi2Functions.h"
-#include "fmu_model.h"
-#include "mbs_core.h"
+#include "fmu_instance.h"
 
 #define INST_MAGIC 0x4d425346u        /* "MBSF" */
 #define FREED_MAGIC 0xdeadf00du
 #define STATE_MAGIC 0x4d425353u       /* "MBSS" */
 #define BLOB_MAGIC "MBSFMUST"
-#define BLOB_VERSION 2u
+#define BLOB_VERSION 3u
 #define INT_MAX32 2147483647LL
-#define MAX_SUBSTEPS 1e7              /* steps of h_max in one fmi2DoStep (a larger step is refused) */
+#define MAX_SUBSTEPS 1e7              /* steps of h_max in one co-simulation step (a larger step is refused) */
 #define MAX_STEP 1e9                  /* [s] largest communication step accepted */
 /* a communication point further than TIME_EPS max(1, |t|) from the FMU's time t is refused: the
  * FMU takes the host's point at every step, so both sides' times differ only by the rounding of
@@ -51,53 +52,27 @@
  * absolute below |t| = 1 s); 1000 eps (2.2e-13 s at |t| <= 1 s) leaves a margin of 100 over that
  * and still catches a skipped, repeated or backward step of any size above it. */
 #define TIME_EPS (1000.0 * 2.220446049250313e-16)
-#define ERR_N 4096
+/* Model Exchange (host_state.c): K_NORM [1/s] the quaternions' norm-restoring rate (time constant
+ * 1 / (2 K_NORM) = 50 ms; explicit Euler stays stable on it for steps below 1 / K_NORM = 0.1 s);
+ * a step event projects the states when ||qh| - 1| > QUAT_DRIFT or max |Phi| / L > LOOP_DRIFT
+ * (the accuracy the core's own projection after a step restores, with a margin: see
+ * docs/guides/fmu.md for the drift measured under fmpy's CVode and Euler) */
+#define K_NORM 10.0
+#define QUAT_DRIFT 1e-6
+#define LOOP_DRIFT 1e-6
 
-typedef enum { S_INSTANTIATED = 0, S_INIT, S_STEP, S_TERMINATED } mode_t_;
-static const char *const MODE_NAME[] = {"instantiated", "initialization mode", "step mode", "terminated"};
-
-struct FmuState;
-
-typedef struct {
-    uint32_t magic;
-    mode_t_ mode;
-    fmi2CallbackFunctions cb;
-    char *name;
-    int logging_on;
-    const mbsfmu_model *m;
-    mbs_sim *sim;
-    size_t sim_size;
-    mbs_sizes sz;
-    double *par;                /* (n_vars,) values of the parameters (other entries unused) */
-    struct Source *src;         /* (n_vars,) where each variable's value lives (sources()) */
-    int params_dirty;           /* a parameter changed since the last mbs_sim_apply_params */
-    int params_bad;             /* the current parameters do not make a valid model (logged once) */
-    int have_ref;
-    double H0[3], E0, KE0, PE0, S0;   /* drift references, taken at fmi2ExitInitializationMode */
-    long long n_discards;
-    struct FmuState **states;   /* live FMU states made by this instance */
-    size_t n_states, cap_states;
-    char err[ERR_N];
-} Instance;
-
-/* where a variable's value is read: entry off of the state x, the inputs u or qdd (SRC_X, SRC_U,
- * SRC_QDD), the double at byte off of the invariants (SRC_INV), or value_of's cases (SRC_OTHER) */
-enum { SRC_OTHER = 0, SRC_X, SRC_U, SRC_QDD, SRC_INV };
-typedef struct Source {
-    int base;
-    char type, param;                   /* the variable's type ('R', 'I') and 1 if a parameter */
-    size_t off;
-} Source;
+static const char *const MODE_NAME[] = {"instantiated", "initialization mode", "step mode",
+                                        "event mode",   "continuous-time mode", "terminated"};
 
 typedef struct FmuState {
     uint32_t magic;
     Instance *owner;
     mbs_sim *sim;
-    double *par;
-    mode_t_ mode;
+    double *par, *xh;
+    fmu_mode mode;
     int have_ref, params_dirty;
     double H0[3], E0, KE0, PE0, S0;
-    long long n_discards;
+    long long n_discards, n_events;
 } FmuState;
 
 /* ---- logging ------------------------------------------------------------------------------ */
@@ -106,66 +81,47 @@ typedef struct FmuState {
 static const char *const LOG_CATEGORY[] = {"logStatusWarning", "logStatusDiscard", "logStatusError", "logStatusFatal",
                                            "logAll"};
 
-static const char *status_category(fmi2Status s)
+static const char *status_category(int s)
 {
     switch (s) {
-    case fmi2OK: return "logAll";
-    case fmi2Warning: return "logStatusWarning";
-    case fmi2Discard: return "logStatusDiscard";
-    case fmi2Error: return "logStatusError";
-    case fmi2Fatal: return "logStatusFatal";
+    case FMU_OK: return "logAll";
+    case FMU_WARNING: return "logStatusWarning";
+    case FMU_DISCARD: return "logStatusDiscard";
+    case FMU_ERROR: return "logStatusError";
+    case FMU_FATAL: return "logStatusFatal";
     default: return "logAll";
     }
 }
 
-static void logf_(Instance *I, fmi2Status status, const char *fmt, ...)
+void mbsfmu_log(const Instance *I, int status, const char *fmt, ...)
 {
-    char msg[ERR_N + 512];
+    char msg[sizeof I->err + 512];
     va_list ap;
-    if (!I || !I->cb.logger) return;
-    if (status == fmi2OK && !I->logging_on) return;
+    if (!I || !I->host.log) return;
+    if (status == FMU_OK && !I->logging_on) return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* the message is the format (hosts that do not format, e.g. fmpy's Python logger, show it as
-     * is), with every '%' doubled so that a name holding '%' cannot become a conversion */
-    char esc[2 * sizeof msg];
-    size_t j = 0;
-    for (size_t k = 0; msg[k] && j + 2 < sizeof esc; k++) {
-        esc[j++] = msg[k];
-        if (msg[k] == '%') esc[j++] = '%';
-    }
-    esc[j] = 0;
-    I->cb.logger(I->cb.componentEnvironment, I->name ? I->name : "mbsfmu", status, status_category(status), esc);
+    I->host.log(I, status, status_category(status), msg);
 }
 
-/* the component if it is a live instance, else NULL (a freed or foreign pointer, or NULL) */
-static Instance *live(fmi2Component c)
+Instance *mbsfmu_live(void *c)
 {
     Instance *I = (Instance *)c;
     if (!I || I->magic != INST_MAGIC) return NULL;
     return I;
 }
 
-#define GET_INSTANCE(c, fn)                                                                    \
-    Instance *I = live(c);                                                                    \
-    if (!I) return fmi2Error;                                                                 \
-    (void)fn
-
-static int allowed(Instance *I, const char *fn, unsigned mask)
+int mbsfmu_allowed(Instance *I, const char *fn, unsigned mask)
 {
     if (mask & (1u << I->mode)) return 1;
-    logf_(I, fmi2Error, "%s: not allowed in %s (FMI 2.0 Co-Simulation call sequence)", fn, MODE_NAME[I->mode]);
+    mbsfmu_log(I, FMU_ERROR, "%s: not allowed in %s (%s call sequence)", fn, MODE_NAME[I->mode], I->standard);
     return 0;
 }
-#define M_INST (1u << S_INSTANTIATED)
-#define M_INIT (1u << S_INIT)
-#define M_STEP (1u << S_STEP)
-#define M_TERM (1u << S_TERMINATED)
 
 static void *alloc(Instance *I, size_t n, size_t size)
 {
-    return I->cb.allocateMemory(n ? n : 1, size ? size : 1);
+    return I->host.alloc(n ? n : 1, size ? size : 1);
 }
 
 /* ---- model set-up ------------------------------------------------------------------------- */
@@ -223,27 +179,35 @@ static void apply_params_quietly(Instance *I)
     if (!I->params_dirty || I->params_bad) return;
     if (apply_params(I) != MBS_OK) {
         I->params_bad = 1;
-        logf_(I, fmi2Warning, "these parameters do not make a valid model (outputs keep the previous values): %s",
+        mbsfmu_log(I, FMU_WARNING, "these parameters do not make a valid model (outputs keep the previous values): %s",
               I->err);
     }
 }
 
+
 /* ---- instantiation ------------------------------------------------------------------------ */
 
-const char *fmi2GetTypesPlatform(void) { return fmi2TypesPlatform; }
-const char *fmi2GetVersion(void) { return fmi2Version; }
+static void free_state_memory(Instance *I, FmuState *S);
 
 static void free_instance_memory(Instance *I)
 {
-    fmi2CallbackFreeMemory fr = I->cb.freeMemory;
+    void (*fr)(void *) = I->host.free;
     if (I->sim) fr(I->sim);
     if (I->par) fr(I->par);
     if (I->src) fr(I->src);
+    if (I->xh) fr(I->xh);
+    if (I->dx) fr(I->dx);
+    if (I->work) fr(I->work);
     if (I->name) fr(I->name);
+    if (I->host_data) fr(I->host_data);
     if (I->states) fr(I->states);
     I->magic = FREED_MAGIC;
     fr(I);
 }
+
+/* SRC_X, SRC_U, SRC_QDD: entry off of the state x (the host's xh in Model Exchange), the inputs u
+ * or qdd; SRC_INV: the double at byte off of the invariants; SRC_OTHER: value_of's cases */
+enum { SRC_OTHER = 0, SRC_X, SRC_U, SRC_QDD, SRC_INV };
 
 /* I->src: the Real inputs and outputs that are entries of x, u, qdd or the invariants (value_of's
  * first cases, read by get_values without its dispatch); parameters and the rest SRC_OTHER */
@@ -277,41 +241,39 @@ static void sources(Instance *I)
     }
 }
 
-fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2String fmuGUID,
-                              fmi2String fmuResourceLocation, const fmi2CallbackFunctions *functions,
-                              fmi2Boolean visible, fmi2Boolean loggingOn)
+/* the state x as the instance's interface holds it: the host's in Model Exchange, else the core's */
+static const double *state_x(const Instance *I)
+{
+    return I->kind == FMU_MODEL_EXCHANGE ? I->xh : mbs_sim_x(I->sim);
+}
+
+Instance *mbsfmu_instantiate(const char *fn, const char *name, fmu_kind kind, const char *standard, const char *api,
+                             const char *token,
+                             const char *resource_location, const fmu_host *host, const void *host_data,
+                             size_t host_bytes, int logging_on)
 {
     const mbsfmu_model *m = &MBSFMU_MODEL;
     Instance tmp;
-    (void)visible;
-    if (!functions || !functions->allocateMemory || !functions->freeMemory) {
-        if (functions && functions->logger)
-            functions->logger(functions->componentEnvironment, instanceName ? instanceName : "mbsfmu", fmi2Error,
-                              "logStatusError",
-                              "fmi2Instantiate: the callback functions allocateMemory and freeMemory are required");
-        return NULL;
-    }
     /* a stack instance to log through until the real one exists */
     memset(&tmp, 0, sizeof tmp);
-    tmp.cb = *functions;
-    tmp.name = (char *)(instanceName ? instanceName : "mbsfmu");
-    tmp.logging_on = loggingOn;
-    if (!instanceName || !instanceName[0]) {
-        logf_(&tmp, fmi2Error, "fmi2Instantiate: instanceName is NULL or empty");
+    tmp.host = *host;
+    tmp.host_data = (void *)host_data;
+    tmp.name = (char *)(name ? name : "mbsfmu");
+    tmp.logging_on = logging_on;
+    tmp.standard = standard;
+    tmp.api = api;
+    if (!name || !name[0]) {
+        mbsfmu_log(&tmp, FMU_ERROR, "%s: instanceName is NULL or empty", fn);
         return NULL;
     }
-    if (fmuType != fmi2CoSimulation) {
-        logf_(&tmp, fmi2Error, "fmi2Instantiate: this FMU supports Co-Simulation only (fmuType %d)", (int)fmuType);
+    if (!token || strcmp(token, m->guid) != 0) {
+        mbsfmu_log(&tmp, FMU_ERROR, "%s: GUID %s does not match this FMU's %s (a modelDescription.xml of another "
+                   "build?)", fn, token ? token : "(NULL)", m->guid);
         return NULL;
     }
-    if (!fmuGUID || strcmp(fmuGUID, m->guid) != 0) {
-        logf_(&tmp, fmi2Error, "fmi2Instantiate: GUID %s does not match this FMU's %s (a modelDescription.xml of "
-              "another build?)", fmuGUID ? fmuGUID : "(NULL)", m->guid);
-        return NULL;
-    }
-    if (fmuResourceLocation && fmuResourceLocation[0]) {
+    if (resource_location && resource_location[0]) {
         /* the FMU needs no resources, but a location must be a URI (RFC 3986: scheme ":" ...) */
-        const char *p = fmuResourceLocation;
+        const char *p = resource_location;
         int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
         while (ok && *p && *p != ':') {
             ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '+' ||
@@ -319,128 +281,134 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
             p++;
         }
         if (!ok || *p != ':') {
-            logf_(&tmp, fmi2Error, "fmi2Instantiate: fmuResourceLocation \"%.200s\" is not a URI (expected e.g. "
-                  "file:///path/to/resources)", fmuResourceLocation);
+            mbsfmu_log(&tmp, FMU_ERROR, "%s: fmuResourceLocation \"%.200s\" is not a URI (expected e.g. "
+                       "file:///path/to/resources)", fn, resource_location);
             return NULL;
         }
     }
     char err[1024] = "";
     size_t sim_size = mbs_sim_size(m->ti, m->n_ti, m->tf, m->n_tf, err, sizeof err);
     if (!sim_size) {
-        logf_(&tmp, fmi2Error, "fmi2Instantiate: the model tables are malformed: %s", err);
+        mbsfmu_log(&tmp, FMU_ERROR, "%s: the model tables are malformed: %s", fn, err);
         return NULL;
     }
-    Instance *I = (Instance *)functions->allocateMemory(1, sizeof(Instance));
+    Instance *I = (Instance *)host->alloc(1, sizeof(Instance));
     if (!I) {
-        logf_(&tmp, fmi2Error, "fmi2Instantiate: out of memory");
+        mbsfmu_log(&tmp, FMU_ERROR, "%s: out of memory", fn);
         return NULL;
     }
     memset(I, 0, sizeof *I);
-    I->cb = *functions;
-    I->logging_on = loggingOn;
+    I->host = *host;
+    I->kind = kind;
+    I->standard = standard;
+    I->api = api;
+    I->logging_on = logging_on;
     I->m = m;
     I->sim_size = sim_size;
-    size_t n_name = strlen(instanceName) + 1;
+    size_t n_name = strlen(name) + 1;
     I->name = (char *)alloc(I, n_name, 1);
+    I->host_data = alloc(I, host_bytes, 1);
     I->sim = (mbs_sim *)alloc(I, sim_size, 1);
     I->par = (double *)alloc(I, m->n_vars, sizeof(double));
     I->src = (Source *)alloc(I, m->n_vars, sizeof(Source));
-    if (!I->name || !I->sim || !I->par || !I->src) {
-        logf_(&tmp, fmi2Error, "fmi2Instantiate: out of memory (%lu bytes)", (unsigned long)sim_size);
+    if (!I->name || !I->host_data || !I->sim || !I->par || !I->src) {
+        mbsfmu_log(&tmp, FMU_ERROR, "%s: out of memory (%lu bytes)", fn, (unsigned long)sim_size);
         free_instance_memory(I);
         return NULL;
     }
-    memcpy(I->name, instanceName, n_name);
+    memcpy(I->name, name, n_name);
+    if (host_bytes) memcpy(I->host_data, host_data, host_bytes);
     if (!mbs_sim_init(I->sim, sim_size, m->ti, m->n_ti, m->tf, m->n_tf, err, sizeof err)) {
-        logf_(&tmp, fmi2Error, "fmi2Instantiate: the model tables are malformed: %s", err);
+        mbsfmu_log(&tmp, FMU_ERROR, "%s: the model tables are malformed: %s", fn, err);
         free_instance_memory(I);
         return NULL;
     }
     I->sz = mbs_sim_sizes(I->sim);
+    I->xh = (double *)alloc(I, (size_t)I->sz.nx, sizeof(double));
+    I->dx = (double *)alloc(I, (size_t)I->sz.nx, sizeof(double));
+    I->work = (double *)alloc(I, (size_t)(I->sz.n_u + I->sz.nv), sizeof(double));
+    if (!I->xh || !I->dx || !I->work) {
+        mbsfmu_log(&tmp, FMU_ERROR, "%s: out of memory", fn);
+        free_instance_memory(I);
+        return NULL;
+    }
+    memcpy(I->xh, mbs_sim_x(I->sim), sizeof(double) * (size_t)I->sz.nx);
     sources(I);
     set_starts(I);
     I->mode = S_INSTANTIATED;
     I->magic = INST_MAGIC;
-    logf_(I, fmi2OK, "fmi2Instantiate: %s, %d bodies, nq = %d, nv = %d, %d inputs", m->identifier, I->sz.N, I->sz.nq,
-          I->sz.nv, I->sz.n_u);
-    for (size_t k = 0; k < m->n_notes; k++) logf_(I, fmi2OK, "model note: %s", m->notes[k]);
+    mbsfmu_log(I, FMU_OK, "%s: %s (%s), %d bodies, nq = %d, nv = %d, %d inputs", fn, m->identifier, standard,
+               I->sz.N, I->sz.nq, I->sz.nv, I->sz.n_u);
+    for (size_t k = 0; k < m->n_notes; k++) mbsfmu_log(I, FMU_OK, "model note: %s", m->notes[k]);
     return I;
 }
 
-static void free_state_memory(Instance *I, FmuState *S);
-
-void fmi2FreeInstance(fmi2Component c)
+void mbsfmu_free(Instance *I)
 {
-    Instance *I = live(c);
-    if (!I) return;                     /* NULL, freed or foreign: nothing to do, nothing touched */
     for (size_t k = 0; k < I->n_states; k++) free_state_memory(I, I->states[k]);
     I->n_states = 0;
     free_instance_memory(I);
 }
 
-fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean loggingOn, size_t nCategories,
-                               const fmi2String categories[])
+int mbsfmu_set_debug_logging(Instance *I, const char *fn, int on, size_t n, const char *const categories[])
 {
-    GET_INSTANCE(c, "fmi2SetDebugLogging");
-    if (nCategories > 0 && !categories) {
-        logf_(I, fmi2Error, "fmi2SetDebugLogging: categories is NULL with nCategories = %lu", (unsigned long)nCategories);
-        return fmi2Error;
+    if (n > 0 && !categories) {
+        mbsfmu_log(I, FMU_ERROR, "%s: categories is NULL with nCategories = %lu", fn, (unsigned long)n);
+        return FMU_ERROR;
     }
-    for (size_t k = 0; k < nCategories; k++) {
+    for (size_t k = 0; k < n; k++) {
         const char *cat = categories[k];
         int known = 0;
         for (size_t j = 0; cat && j < sizeof LOG_CATEGORY / sizeof LOG_CATEGORY[0]; j++)
             known |= strcmp(cat, LOG_CATEGORY[j]) == 0;
         if (!known) {
-            logf_(I, fmi2Error, "fmi2SetDebugLogging: unknown log category %s%s%s (the modelDescription's "
-                  "LogCategories: logStatusWarning, logStatusDiscard, logStatusError, logStatusFatal, logAll)",
-                  cat ? "'" : "", cat ? cat : "NULL", cat ? "'" : "");
-            return fmi2Error;
+            mbsfmu_log(I, FMU_ERROR, "%s: unknown log category %s%s%s (the modelDescription's LogCategories: "
+                       "logStatusWarning, logStatusDiscard, logStatusError, logStatusFatal, logAll)", fn,
+                       cat ? "'" : "", cat ? cat : "NULL", cat ? "'" : "");
+            return FMU_ERROR;
         }
     }
-    I->logging_on = loggingOn;
-    return fmi2OK;
+    I->logging_on = on;
+    return FMU_OK;
 }
 
 /* ---- initialisation ----------------------------------------------------------------------- */
 
-fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefined, fmi2Real tolerance,
-                               fmi2Real startTime, fmi2Boolean stopTimeDefined, fmi2Real stopTime)
+int mbsfmu_setup_experiment(Instance *I, const char *fn, int tolerance_defined, double tolerance, double start,
+                            int stop_defined, double stop)
 {
-    GET_INSTANCE(c, "fmi2SetupExperiment");
-    if (!allowed(I, "fmi2SetupExperiment", M_INST)) return fmi2Error;
-    if (!isfinite(startTime) || (stopTimeDefined && (!isfinite(stopTime) || stopTime < startTime))) {
-        logf_(I, fmi2Error, "fmi2SetupExperiment: startTime %.17g / stopTime %.17g rejected: finite times with "
-              "stopTime >= startTime expected", startTime, stopTime);
-        return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_INST)) return FMU_ERROR;
+    if (!isfinite(start) || (stop_defined && (!isfinite(stop) || stop < start))) {
+        mbsfmu_log(I, FMU_ERROR, "%s: startTime %.17g / stopTime %.17g rejected: finite times with stopTime >= "
+                   "startTime expected", fn, start, stop);
+        return FMU_ERROR;
     }
-    if (toleranceDefined && !(isfinite(tolerance) && tolerance > 0.0)) {
-        logf_(I, fmi2Error, "fmi2SetupExperiment: tolerance %g rejected: a positive, finite relative tolerance "
-              "expected", tolerance);
-        return fmi2Error;
+    if (tolerance_defined && !(isfinite(tolerance) && tolerance > 0.0)) {
+        mbsfmu_log(I, FMU_ERROR, "%s: tolerance %g rejected: a positive, finite relative tolerance expected", fn,
+                   tolerance);
+        return FMU_ERROR;
     }
-    mbs_sim_set_time(I->sim, startTime);
-    if (toleranceDefined) {          /* the host's tolerance is solver.rtol (a later fmi2SetReal of it wins) */
+    mbs_sim_set_time(I->sim, start);
+    if (tolerance_defined && I->kind == FMU_CO_SIMULATION) {   /* the host's tolerance is solver.rtol */
         for (size_t k = 0; k < I->m->n_vars; k++) {
             const mbsfmu_var *v = &I->m->vars[k];
             if (v->kind == MBSFMU_V_SOLVER && v->a == 2) I->par[k] = tolerance;
         }
         if ((int)solver_setting(I, 0) == 2)
-            logf_(I, fmi2OK, "fmi2SetupExperiment: tolerance %g used as solver.rtol of dop853", tolerance);
+            mbsfmu_log(I, FMU_OK, "%s: tolerance %g used as solver.rtol of dop853", fn, tolerance);
         else
-            logf_(I, fmi2OK, "fmi2SetupExperiment: tolerance %g stored as solver.rtol, not used by rk4 (fixed steps "
-                  "of solver.h_max = %g s; solver.method = 2 selects the adaptive dop853, which uses it)", tolerance,
-                  solver_setting(I, 1));
+            mbsfmu_log(I, FMU_OK, "%s: tolerance %g stored as solver.rtol, not used by rk4 (fixed steps of "
+                       "solver.h_max = %g s; solver.method = 2 selects the adaptive dop853, which uses it)", fn,
+                       tolerance, solver_setting(I, 1));
     }
-    return fmi2OK;
+    return FMU_OK;
 }
 
-fmi2Status fmi2EnterInitializationMode(fmi2Component c)
+int mbsfmu_enter_initialization(Instance *I, const char *fn)
 {
-    GET_INSTANCE(c, "fmi2EnterInitializationMode");
-    if (!allowed(I, "fmi2EnterInitializationMode", M_INST)) return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_INST)) return FMU_ERROR;
     I->mode = S_INIT;
-    return fmi2OK;
+    return FMU_OK;
 }
 
 static void take_reference(Instance *I)
@@ -454,70 +422,229 @@ static void take_reference(Instance *I)
     I->have_ref = 1;
 }
 
-fmi2Status fmi2ExitInitializationMode(fmi2Component c)
+int mbsfmu_exit_initialization(Instance *I, const char *fn)
 {
-    GET_INSTANCE(c, "fmi2ExitInitializationMode");
-    if (!allowed(I, "fmi2ExitInitializationMode", M_INIT)) return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_INIT)) return FMU_ERROR;
     if (apply_params(I) != MBS_OK) {
         I->params_bad = 1;
-        logf_(I, fmi2Error, "fmi2ExitInitializationMode: cannot initialise with these parameters: %s", I->err);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: cannot initialise with these parameters: %s", fn, I->err);
+        return FMU_ERROR;
     }
     I->err[0] = 0;
-    if (apply_solver(I, I->err, sizeof I->err) != MBS_OK) {
-        logf_(I, fmi2Error, "fmi2ExitInitializationMode: cannot initialise with these solver settings: %s", I->err);
-        return fmi2Error;
+    if (I->kind == FMU_CO_SIMULATION && apply_solver(I, I->err, sizeof I->err) != MBS_OK) {
+        mbsfmu_log(I, FMU_ERROR, "%s: cannot initialise with these solver settings: %s", fn, I->err);
+        return FMU_ERROR;
     }
     take_reference(I);
-    I->mode = S_STEP;
-    return fmi2OK;
+    I->mode = I->kind == FMU_MODEL_EXCHANGE ? S_EVENT : S_STEP;
+    return FMU_OK;
 }
 
-fmi2Status fmi2Terminate(fmi2Component c)
+int mbsfmu_terminate(Instance *I, const char *fn)
 {
-    GET_INSTANCE(c, "fmi2Terminate");
-    if (!allowed(I, "fmi2Terminate", M_STEP)) return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_STEP | M_EVENT | M_CONT)) return FMU_ERROR;
     I->mode = S_TERMINATED;
-    return fmi2OK;
+    return FMU_OK;
 }
 
-fmi2Status fmi2Reset(fmi2Component c)
+int mbsfmu_reset(Instance *I, const char *fn)
 {
-    GET_INSTANCE(c, "fmi2Reset");
     char err[1024] = "";
     if (!mbs_sim_init(I->sim, I->sim_size, I->m->ti, I->m->n_ti, I->m->tf, I->m->n_tf, err, sizeof err)) {
-        logf_(I, fmi2Error, "fmi2Reset: %s", err);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: %s", fn, err);
+        return FMU_ERROR;
     }
+    memcpy(I->xh, mbs_sim_x(I->sim), sizeof(double) * (size_t)I->sz.nx);
     set_starts(I);
     I->have_ref = 0;
-    I->n_discards = 0;
+    I->n_discards = I->n_events = 0;
     I->mode = S_INSTANTIATED;
-    return fmi2OK;
+    return FMU_OK;
 }
 
-/* ---- values ------------------------------------------------------------------------------- */
+double mbsfmu_time(const Instance *I) { return mbs_sim_time(I->sim); }
 
-static int vr_ok(Instance *I, const char *fn, const fmi2ValueReference vr[], size_t nvr, const void *value)
+/* ---- model exchange ------------------------------------------------------------------------ */
+
+/* the host's states into the core (I->xh kept as given); Error with the reason logged */
+static int take_states(Instance *I, const char *fn, const double x[])
 {
-    if (nvr == 0) return 1;
-    if (!vr || !value) {
-        logf_(I, fmi2Error, "%s: %s is NULL with nvr = %lu", fn, !vr ? "vr" : "value", (unsigned long)nvr);
+    char err[512];
+    if (mbs_sim_set_host_x(I->sim, x, err, sizeof err) != MBS_OK) {
+        mbsfmu_log(I, FMU_ERROR, "%s: the states are refused (the instance keeps the previous ones): %s", fn, err);
+        mbs_sim_set_host_x(I->sim, I->xh, err, sizeof err);
+        return FMU_ERROR;
+    }
+    if (x != I->xh) memcpy(I->xh, x, sizeof(double) * (size_t)I->sz.nx);
+    return FMU_OK;
+}
+
+static int me_only(Instance *I, const char *fn)
+{
+    if (I->kind == FMU_MODEL_EXCHANGE) return 1;
+    mbsfmu_log(I, FMU_ERROR, "%s: a Model Exchange function, and this instance was made for Co-Simulation", fn);
+    return 0;
+}
+
+static int size_ok(Instance *I, const char *fn, const void *p, size_t n, size_t want, const char *what)
+{
+    if (n != want) {
+        mbsfmu_log(I, FMU_ERROR, "%s: %s %lu, this model has %lu", fn, what, (unsigned long)n, (unsigned long)want);
+        return 0;
+    }
+    if (n && !p) {
+        mbsfmu_log(I, FMU_ERROR, "%s: the array is NULL with %s %lu", fn, what, (unsigned long)n);
         return 0;
     }
     return 1;
 }
 
-static const mbsfmu_var *lookup(Instance *I, const char *fn, fmi2ValueReference vr, char type)
+int mbsfmu_set_time(Instance *I, const char *fn, double t)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_EVENT | M_CONT)) return FMU_ERROR;
+    if (!isfinite(t)) {
+        mbsfmu_log(I, FMU_ERROR, "%s: time %g rejected: must be finite", fn, t);
+        return FMU_ERROR;
+    }
+    mbs_sim_set_time(I->sim, t);
+    return FMU_OK;
+}
+
+int mbsfmu_set_states(Instance *I, const char *fn, const double x[], size_t nx)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_CONT)) return FMU_ERROR;
+    if (!size_ok(I, fn, x, nx, (size_t)I->sz.nx, "nx")) return FMU_ERROR;
+    return take_states(I, fn, x);
+}
+
+int mbsfmu_get_states(Instance *I, const char *fn, double x[], size_t nx)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_INIT | M_EVENT | M_CONT | M_TERM)) return FMU_ERROR;
+    if (!size_ok(I, fn, x, nx, (size_t)I->sz.nx, "nx")) return FMU_ERROR;
+    memcpy(x, I->xh, sizeof(double) * nx);
+    return FMU_OK;
+}
+
+int mbsfmu_get_derivatives(Instance *I, const char *fn, double dx[], size_t nx)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_INIT | M_EVENT | M_CONT | M_TERM)) return FMU_ERROR;
+    if (!size_ok(I, fn, dx, nx, (size_t)I->sz.nx, "nx")) return FMU_ERROR;
+    apply_params_quietly(I);          /* initialization mode: the current parameters, as the outputs */
+    int rc = mbs_sim_host_derivatives(I->sim, I->xh, K_NORM, dx);
+    long long n_steps = 0, n_rhs = 0;
+    double h_last = 0.0;
+    mbs_sim_stats(I->sim, &n_steps, &n_rhs, &h_last);
+    mbs_sim_set_stats(I->sim, n_steps, n_rhs + 1, h_last);   /* a host's evaluation */
+    if (rc == MBS_ERROR) {
+        mbsfmu_log(I, FMU_ERROR, "%s: %s", fn, mbs_sim_message(I->sim));
+        return FMU_ERROR;
+    }
+    if (rc != MBS_OK) {
+        mbsfmu_log(I, FMU_DISCARD, "%s: the derivatives at t = %.17g s are not finite (the states are far outside "
+                   "the model's range: reduce the host's step or tolerance)", fn, mbs_sim_time(I->sim));
+        return FMU_DISCARD;
+    }
+    return FMU_OK;
+}
+
+int mbsfmu_get_nominals(Instance *I, const char *fn, double nominal[], size_t nx)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_INST | M_EVENT | M_CONT | M_TERM)) return FMU_ERROR;
+    if (!size_ok(I, fn, nominal, nx, (size_t)I->sz.nx, "nx")) return FMU_ERROR;
+    for (size_t k = 0; k < nx; k++) nominal[k] = 1.0;   /* SI units: angles, rates and energies of order 1 */
+    return FMU_OK;
+}
+
+int mbsfmu_get_event_indicators(Instance *I, const char *fn, double z[], size_t nz)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_INIT | M_EVENT | M_CONT | M_TERM)) return FMU_ERROR;
+    (void)z;
+    if (nz != 0) {
+        mbsfmu_log(I, FMU_ERROR, "%s: ni %lu, this model has no event indicators (numberOfEventIndicators = 0)", fn,
+                   (unsigned long)nz);
+        return FMU_ERROR;
+    }
+    return FMU_OK;
+}
+
+int mbsfmu_completed_integrator_step(Instance *I, const char *fn, int *enter_event, int *terminate)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_CONT)) return FMU_ERROR;
+    if (!enter_event || !terminate) {
+        mbsfmu_log(I, FMU_ERROR, "%s: %s is NULL", fn, !enter_event ? "enterEventMode" : "terminateSimulation");
+        return FMU_ERROR;
+    }
+    double dq = 0.0, dl = 0.0;
+    long long n_steps = 0, n_rhs = 0;
+    double h_last = 0.0;
+    mbs_sim_stats(I->sim, &n_steps, &n_rhs, &h_last);
+    mbs_sim_set_stats(I->sim, n_steps + 1, n_rhs, h_last);
+    mbs_sim_host_drift(I->sim, I->xh, &dq, &dl);
+    *enter_event = dq > QUAT_DRIFT || dl > LOOP_DRIFT;
+    *terminate = 0;
+    return FMU_OK;
+}
+
+int mbsfmu_enter_event_mode(Instance *I, const char *fn)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_EVENT | M_CONT)) return FMU_ERROR;
+    I->mode = S_EVENT;
+    return FMU_OK;
+}
+
+int mbsfmu_new_discrete_states(Instance *I, const char *fn, int *states_changed, int *terminate)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_EVENT)) return FMU_ERROR;
+    if (!states_changed || !terminate) {
+        mbsfmu_log(I, FMU_ERROR, "%s: fmi2EventInfo is NULL", fn);
+        return FMU_ERROR;
+    }
+    double dq = 0.0, dl = 0.0;
+    mbs_sim_host_drift(I->sim, I->xh, &dq, &dl);
+    *states_changed = 0;
+    *terminate = 0;
+    if (dq > QUAT_DRIFT || dl > LOOP_DRIFT) {   /* project: unit quaternions, Phi = 0, A qd = 0 */
+        char err[512];
+        if (mbs_sim_host_project(I->sim, I->xh, err, sizeof err) != MBS_OK) {
+            mbsfmu_log(I, FMU_ERROR, "%s: cannot project the states: %s", fn, err);
+            return FMU_ERROR;
+        }
+        I->n_events++;
+        *states_changed = 1;
+        mbsfmu_log(I, FMU_OK, "%s: states projected at t = %.17g s (quaternion norm drift %.3g, loop drift "
+                   "%.3g of L)", fn, mbs_sim_time(I->sim), dq, dl);
+    }
+    return FMU_OK;
+}
+
+int mbsfmu_enter_continuous_time_mode(Instance *I, const char *fn)
+{
+    if (!me_only(I, fn) || !mbsfmu_allowed(I, fn, M_EVENT)) return FMU_ERROR;
+    I->mode = S_CONT;
+    return FMU_OK;
+}
+/* ---- values ------------------------------------------------------------------------------- */
+
+static int vr_ok(Instance *I, const char *fn, const unsigned int vr[], size_t nvr, const void *value)
+{
+    if (nvr == 0) return 1;
+    if (!vr || !value) {
+        mbsfmu_log(I, FMU_ERROR, "%s: %s is NULL with nvr = %lu", fn, !vr ? "vr" : "value", (unsigned long)nvr);
+        return 0;
+    }
+    return 1;
+}
+
+static const mbsfmu_var *lookup(Instance *I, const char *fn, unsigned int vr, char type)
 {
     if (vr >= I->m->n_vars) {
-        logf_(I, fmi2Error, "%s: unknown value reference %u (this FMU has %lu variables)", fn, (unsigned)vr,
+        mbsfmu_log(I, FMU_ERROR, "%s: unknown value reference %u (this FMU has %lu variables)", fn, (unsigned)vr,
               (unsigned long)I->m->n_vars);
         return NULL;
     }
     const mbsfmu_var *v = &I->m->vars[vr];
     if (v->type != type) {
-        logf_(I, fmi2Error, "%s: %s (value reference %u) is of type %s", fn, v->name, (unsigned)vr,
+        mbsfmu_log(I, FMU_ERROR, "%s: %s (value reference %u) is of type %s", fn, v->name, (unsigned)vr,
               v->type == 'R' ? "Real" : "Integer");
         return NULL;
     }
@@ -539,14 +666,20 @@ static double relative_drift(double residual, double scale)
     return scale > 0.0 ? residual / scale : INFINITY;
 }
 
-/* the engine's arrays one fmi2Get call reads, each fetched (and computed, if lazy) at its first use */
+/* the engine's arrays one Get call reads, each fetched (and computed, if lazy) at its first use */
 typedef struct {
-    const double *x, *u, *qdd;
+    const double *x, *u, *qdd, *dx;
     const mbs_invariants *inv;
     int applied;                                              /* apply_params_quietly done */
 } Fetched;
 
 #define FETCH(f, field, call) ((f)->field ? (f)->field : ((f)->field = (call)))
+
+/* the derivatives of the states at the current state (NULL if the core cannot compute them) */
+static const double *state_derivatives(Instance *I)
+{
+    return mbs_sim_host_derivatives(I->sim, state_x(I), K_NORM, I->dx) == MBS_OK ? I->dx : NULL;
+}
 
 /* variable k's value */
 static double value_of(Instance *I, size_t k, Fetched *f)
@@ -560,9 +693,13 @@ static double value_of(Instance *I, size_t k, Fetched *f)
     }
     switch (v->kind) {
     case MBSFMU_V_INPUT: return FETCH(f, u, mbs_sim_u(s))[v->a];
-    case MBSFMU_V_X: return FETCH(f, x, mbs_sim_x(s))[v->a];
+    case MBSFMU_V_X: return FETCH(f, x, state_x(I))[v->a];
     case MBSFMU_V_QDD: return FETCH(f, qdd, mbs_sim_qdd(s))[v->a];
-    case MBSFMU_V_ENERGY: return FETCH(f, x, mbs_sim_x(s))[I->sz.nx - 2 + v->a];
+    case MBSFMU_V_ENERGY: return FETCH(f, x, state_x(I))[I->sz.nx - 2 + v->a];
+    case MBSFMU_V_DER: {
+        const double *dx = FETCH(f, dx, state_derivatives(I));
+        return dx ? dx[v->a] : NAN;
+    }
     case MBSFMU_V_INV: {
         const mbs_invariants *inv = FETCH(f, inv, mbs_sim_invariants(s));
         switch (v->a) {
@@ -577,7 +714,7 @@ static double value_of(Instance *I, size_t k, Fetched *f)
     }
     case MBSFMU_V_DRIFT: {
         const mbs_invariants *inv = FETCH(f, inv, mbs_sim_invariants(s));
-        const double *x = FETCH(f, x, mbs_sim_x(s));
+        const double *x = FETCH(f, x, state_x(I));
         const double *H0 = I->have_ref ? I->H0 : inv->H_sys;
         double E = inv->KE + inv->PE, E0 = I->have_ref ? I->E0 : E;
         double KE0 = I->have_ref ? I->KE0 : inv->KE, PE0 = I->have_ref ? I->PE0 : inv->PE;
@@ -608,30 +745,29 @@ static double value_of(Instance *I, size_t k, Fetched *f)
     }
 }
 
-static fmi2Status get_values(fmi2Component c, const char *fn, char type, const fmi2ValueReference vr[], size_t nvr,
-                             fmi2Real *real, fmi2Integer *integer)
+int mbsfmu_get_values(Instance *I, const char *fn, char type, const unsigned int vr[], size_t nvr, double *real,
+                      int *integer)
 {
-    GET_INSTANCE(c, fn);
-    if (!allowed(I, fn, M_INIT | M_STEP | M_TERM)) return fmi2Error;
-    if (!vr_ok(I, fn, vr, nvr, type == 'R' ? (const void *)real : (const void *)integer)) return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_INIT | M_STEP | M_EVENT | M_CONT | M_TERM)) return FMU_ERROR;
+    if (!vr_ok(I, fn, vr, nvr, type == 'R' ? (const void *)real : (const void *)integer)) return FMU_ERROR;
     int need_apply = 0, need_qdd = 0, need_inv = 0;
     for (size_t k = 0; k < nvr; k++) {
         const Source *src = vr[k] < I->m->n_vars ? &I->src[vr[k]] : NULL;
         if (!src || src->type != type) {
             lookup(I, fn, vr[k], type);     /* says what is wrong */
-            return fmi2Error;
+            return FMU_ERROR;
         }
         need_apply |= !src->param;
         need_qdd |= src->base == SRC_QDD;
         need_inv |= src->base == SRC_INV;
     }
-    Fetched f = {NULL, NULL, NULL, NULL, 0};
+    Fetched f = {NULL, NULL, NULL, NULL, NULL, 0};
     if (type == 'R') {                  /* value_of's first cases without its dispatch: the same values */
         if (need_apply) {
             apply_params_quietly(I);
             f.applied = 1;
         }
-        const double *base[4] = {NULL, FETCH(&f, x, mbs_sim_x(I->sim)), FETCH(&f, u, mbs_sim_u(I->sim)),
+        const double *base[4] = {NULL, FETCH(&f, x, state_x(I)), FETCH(&f, u, mbs_sim_u(I->sim)),
                                  need_qdd ? FETCH(&f, qdd, mbs_sim_qdd(I->sim)) : NULL};
         const char *inv = need_inv ? (const char *)FETCH(&f, inv, mbs_sim_invariants(I->sim)) : NULL;
         for (size_t k = 0; k < nvr; k++) {
@@ -643,31 +779,21 @@ static fmi2Status get_values(fmi2Component c, const char *fn, char type, const f
             else
                 real[k] = value_of(I, vr[k], &f);
         }
-        return fmi2OK;
+        return FMU_OK;
     }
-    for (size_t k = 0; k < nvr; k++) integer[k] = (fmi2Integer)value_of(I, vr[k], &f);
-    return fmi2OK;
-}
-
-fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Real value[])
-{
-    return get_values(c, "fmi2GetReal", 'R', vr, nvr, value, NULL);
-}
-
-fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Integer value[])
-{
-    return get_values(c, "fmi2GetInteger", 'I', vr, nvr, NULL, value);
+    for (size_t k = 0; k < nvr; k++) integer[k] = (int)value_of(I, vr[k], &f);
+    return FMU_OK;
 }
 
 /* why value x cannot be set to variable v now, or NULL */
 static const char *set_problem(Instance *I, const mbsfmu_var *v, double x, char *buf, size_t n)
 {
-    if (v->causality == 'o') {
-        snprintf(buf, n, "%s is an output and cannot be set", v->name);
+    if (v->causality == 'o' || v->causality == 'l') {
+        snprintf(buf, n, "%s is %s and cannot be set", v->name, v->causality == 'o' ? "an output" : "a local variable");
     } else if (v->causality == 'p' && I->mode != S_INSTANTIATED && I->mode != S_INIT) {
-        snprintf(buf, n, "parameter %s is fixed: set it before fmi2ExitInitializationMode", v->name);
+        snprintf(buf, n, "parameter %s is fixed: set it before %sExitInitializationMode", v->name, I->api);
     } else if (v->causality == 'i' && I->mode == S_TERMINATED) {
-        snprintf(buf, n, "input %s cannot be set after fmi2Terminate", v->name);
+        snprintf(buf, n, "input %s cannot be set after %sTerminate", v->name, I->api);
     } else if (!isfinite(x)) {
         snprintf(buf, n, "%s = %g rejected: values must be finite", v->name, x);
     } else if ((!isnan(v->min) && x < v->min) || (!isnan(v->max) && x > v->max)) {
@@ -683,22 +809,21 @@ static const char *set_problem(Instance *I, const mbsfmu_var *v, double x, char 
     return buf;
 }
 
-static fmi2Status set_values(fmi2Component c, const char *fn, char type, const fmi2ValueReference vr[], size_t nvr,
-                             const fmi2Real *real, const fmi2Integer *integer)
+int mbsfmu_set_values(Instance *I, const char *fn, char type, const unsigned int vr[], size_t nvr, const double *real,
+                      const int *integer)
 {
-    GET_INSTANCE(c, fn);
     char buf[1024];
-    if (!allowed(I, fn, M_INST | M_INIT | M_STEP)) return fmi2Error;
-    if (!vr_ok(I, fn, vr, nvr, type == 'R' ? (const void *)real : (const void *)integer)) return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_INST | M_INIT | M_STEP | M_EVENT | M_CONT)) return FMU_ERROR;
+    if (!vr_ok(I, fn, vr, nvr, type == 'R' ? (const void *)real : (const void *)integer)) return FMU_ERROR;
     /* check everything first: a rejected call changes nothing */
     for (size_t k = 0; k < nvr; k++) {
         const mbsfmu_var *v = lookup(I, fn, vr[k], type);
-        if (!v) return fmi2Error;
+        if (!v) return FMU_ERROR;
         double x = type == 'R' ? real[k] : (double)integer[k];
         const char *why = set_problem(I, v, x, buf, sizeof buf);
         if (why) {
-            logf_(I, fmi2Error, "%s: %s; %s keeps its previous value", fn, why, v->name);
-            return fmi2Error;
+            mbsfmu_log(I, FMU_ERROR, "%s: %s; %s keeps its previous value", fn, why, v->name);
+            return FMU_ERROR;
         }
     }
     for (size_t k = 0; k < nvr; k++) {
@@ -715,258 +840,126 @@ static fmi2Status set_values(fmi2Component c, const char *fn, char type, const f
             }
         }
     }
-    return fmi2OK;
-}
-
-fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Real value[])
-{
-    return set_values(c, "fmi2SetReal", 'R', vr, nvr, value, NULL);
-}
-
-fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Integer value[])
-{
-    return set_values(c, "fmi2SetInteger", 'I', vr, nvr, NULL, value);
+    return FMU_OK;
 }
 
 /* no Boolean or String variables: any value reference is unknown */
-static fmi2Status no_such_type(fmi2Component c, const char *fn, const fmi2ValueReference vr[], size_t nvr,
-                               const void *value)
+int mbsfmu_no_such_type(Instance *I, const char *fn, const unsigned int vr[], size_t nvr, const void *value)
 {
-    GET_INSTANCE(c, fn);
-    if (!vr_ok(I, fn, vr, nvr, value)) return fmi2Error;
-    if (nvr == 0) return fmi2OK;
+    if (!vr_ok(I, fn, vr, nvr, value)) return FMU_ERROR;
+    if (nvr == 0) return FMU_OK;
     if (vr[0] < I->m->n_vars)
-        logf_(I, fmi2Error, "%s: %s (value reference %u) is of type %s", fn, I->m->vars[vr[0]].name, (unsigned)vr[0],
+        mbsfmu_log(I, FMU_ERROR, "%s: %s (value reference %u) is of type %s", fn, I->m->vars[vr[0]].name, (unsigned)vr[0],
               I->m->vars[vr[0]].type == 'R' ? "Real" : "Integer");
     else
-        logf_(I, fmi2Error, "%s: unknown value reference %u (this FMU has no Boolean or String variables)", fn,
+        mbsfmu_log(I, FMU_ERROR, "%s: unknown value reference %u (this FMU has no Boolean or String variables)", fn,
               (unsigned)vr[0]);
-    return fmi2Error;
-}
-
-fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Boolean value[])
-{
-    return no_such_type(c, "fmi2GetBoolean", vr, nvr, value);
-}
-
-fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2String value[])
-{
-    return no_such_type(c, "fmi2GetString", vr, nvr, value);
-}
-
-fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Boolean value[])
-{
-    return no_such_type(c, "fmi2SetBoolean", vr, nvr, value);
-}
-
-fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2String value[])
-{
-    return no_such_type(c, "fmi2SetString", vr, nvr, value);
+    return FMU_ERROR;
 }
 
 /* ---- stepping ----------------------------------------------------------------------------- */
 
-fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
-                      fmi2Boolean noSetFMUStatePriorToCurrentPoint)
+int mbsfmu_do_step(Instance *I, const char *fn, double t, double dt)
 {
-    GET_INSTANCE(c, "fmi2DoStep");
-    (void)noSetFMUStatePriorToCurrentPoint;
-    if (!allowed(I, "fmi2DoStep", M_STEP)) return fmi2Error;
-    double t = currentCommunicationPoint, dt = communicationStepSize;
+    if (!mbsfmu_allowed(I, fn, M_STEP)) return FMU_ERROR;
     if (!isfinite(t)) {
-        logf_(I, fmi2Error, "fmi2DoStep: currentCommunicationPoint %g rejected: must be finite", t);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: currentCommunicationPoint %g rejected: must be finite", fn, t);
+        return FMU_ERROR;
     }
     if (!isfinite(dt) || dt <= 0.0 || dt > MAX_STEP) {
-        logf_(I, fmi2Error, "fmi2DoStep: communicationStepSize %.17g s rejected: must be finite, > 0 and <= %g s", dt,
+        mbsfmu_log(I, FMU_ERROR, "%s: communicationStepSize %.17g s rejected: must be finite, > 0 and <= %g s", fn, dt,
               MAX_STEP);
-        return fmi2Error;
+        return FMU_ERROR;
     }
     double h_max = solver_setting(I, 1);
     if (h_max > 0.0 && dt / h_max > MAX_SUBSTEPS) {      /* rk4: ceil(dt / h_max) steps; dop853: at least */
-        logf_(I, fmi2Error, "fmi2DoStep: communicationStepSize %.17g s rejected: %.3g or more steps of solver.h_max "
-              "= %.17g s (at most %g per communication step)", dt, ceil(dt / h_max), h_max, MAX_SUBSTEPS);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: communicationStepSize %.17g s rejected: %.3g or more steps of solver.h_max "
+              "= %.17g s (at most %g per communication step)", fn, dt, ceil(dt / h_max), h_max, MAX_SUBSTEPS);
+        return FMU_ERROR;
     }
     double now = mbs_sim_time(I->sim);
     if (fabs(t - now) > TIME_EPS * fmax(1.0, fabs(now))) {
-        logf_(I, fmi2Error, "fmi2DoStep: communication point t = %.17g s rejected: the FMU's state is at t = %.17g s "
+        mbsfmu_log(I, FMU_ERROR, "%s: communication point t = %.17g s rejected: the FMU's state is at t = %.17g s "
               "(difference %.3g s, more than round-off %.3g s); to go back, restore a state with fmi2SetFMUstate",
-              t, now, t - now, TIME_EPS * fmax(1.0, fabs(now)));
-        return fmi2Error;
+              fn, t, now, t - now, TIME_EPS * fmax(1.0, fabs(now)));
+        return FMU_ERROR;
     }
     mbs_sim_set_time(I->sim, t);
     int rc = mbs_sim_step(I->sim, dt);
     if (rc != MBS_OK) {
         I->n_discards++;
         mbs_sim_set_time(I->sim, t);
-        logf_(I, fmi2Discard, "fmi2DoStep: step from t = %.17g s by %.17g s discarded: %s", t, dt,
+        mbsfmu_log(I, FMU_DISCARD, "%s: step from t = %.17g s by %.17g s discarded: %s", fn, t, dt,
               mbs_sim_message(I->sim));
-        return fmi2Discard;
+        return FMU_DISCARD;
     }
-    return fmi2OK;
+    return FMU_OK;
 }
 
-fmi2Status fmi2CancelStep(fmi2Component c)
-{
-    GET_INSTANCE(c, "fmi2CancelStep");
-    logf_(I, fmi2Error, "fmi2CancelStep: fmi2DoStep always completes before returning (no asynchronous steps)");
-    return fmi2Error;
-}
 
-fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                                       const fmi2Integer order[], const fmi2Real value[])
-{
-    GET_INSTANCE(c, "fmi2SetRealInputDerivatives");
-    (void)vr; (void)order; (void)value;
-    if (nvr == 0) return fmi2OK;
-    logf_(I, fmi2Error, "fmi2SetRealInputDerivatives: not supported (canInterpolateInputs = false)");
-    return fmi2Error;
-}
-
-fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
-                                        const fmi2Integer order[], fmi2Real value[])
-{
-    GET_INSTANCE(c, "fmi2GetRealOutputDerivatives");
-    (void)vr; (void)order; (void)value;
-    if (nvr == 0) return fmi2OK;
-    logf_(I, fmi2Error, "fmi2GetRealOutputDerivatives: not supported (maxOutputDerivativeOrder = 0)");
-    return fmi2Error;
-}
-
-/* FMI 2.0 section 2.1.9: dvUnknown = (d h / d v_known) dvKnown, in this Co-Simulation FMU the
+/* FMI 2.0 section 2.1.9: dvUnknown = (d h / d v_known) dvKnown: the
  * Real outputs (the ModelStructure Outputs; in initialization mode its InitialUnknowns, the same
  * variables) with respect to the Real inputs, at the current state and inputs. Only the qdd outputs
  * depend on the inputs at a communication point: d(qdd)/du du = M^-1 (B du + J^T f_u du), exactly
  * (mbs_input_response); every other output is a function of the state, which the inputs change only
  * through a step (derivative 0). Parameters are knowns only in initialization mode; derivatives with
- * respect to them are not provided (fmi2Error naming the parameter). */
-fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[], size_t nUnknown,
-                                        const fmi2ValueReference vKnown_ref[], size_t nKnown,
-                                        const fmi2Real dvKnown[], fmi2Real dvUnknown[])
+ * respect to them are not provided (FMU_ERROR naming the parameter). */
+int mbsfmu_directional_derivative(Instance *I, const char *fn, const unsigned int vUnknown_ref[], size_t nUnknown,
+                                  const unsigned int vKnown_ref[], size_t nKnown, const double dvKnown[],
+                                  double dvUnknown[])
 {
-    const char *fn = "fmi2GetDirectionalDerivative";
-    GET_INSTANCE(c, "fmi2GetDirectionalDerivative");
-    if (!allowed(I, fn, M_INIT | M_STEP | M_TERM)) return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_INIT | M_STEP | M_EVENT | M_CONT | M_TERM)) return FMU_ERROR;
     const char *null = nUnknown && !vUnknown_ref ? "vUnknown_ref" : nUnknown && !dvUnknown ? "dvUnknown" :
                        nKnown && !vKnown_ref ? "vKnown_ref" : nKnown && !dvKnown ? "dvKnown" : NULL;
     if (null) {
-        logf_(I, fmi2Error, "%s: %s is NULL (nUnknown = %lu, nKnown = %lu)", fn, null, (unsigned long)nUnknown,
+        mbsfmu_log(I, FMU_ERROR, "%s: %s is NULL (nUnknown = %lu, nKnown = %lu)", fn, null, (unsigned long)nUnknown,
               (unsigned long)nKnown);
-        return fmi2Error;
+        return FMU_ERROR;
     }
     int need_qdd = 0;
     for (size_t k = 0; k < nUnknown; k++) {
         const mbsfmu_var *v = lookup(I, fn, vUnknown_ref[k], 'R');
-        if (!v) return fmi2Error;
+        if (!v) return FMU_ERROR;
         if (v->causality != 'o') {
-            logf_(I, fmi2Error, "%s: unknown %s (value reference %u) is not an output (the unknowns are the Real "
+            mbsfmu_log(I, FMU_ERROR, "%s: unknown %s (value reference %u) is not an output (the unknowns are the Real "
                   "outputs of the ModelStructure)", fn, v->name, (unsigned)vUnknown_ref[k]);
-            return fmi2Error;
+            return FMU_ERROR;
         }
         need_qdd |= v->kind == MBSFMU_V_QDD;
     }
     for (size_t k = 0; k < nKnown; k++) {
         const mbsfmu_var *v = lookup(I, fn, vKnown_ref[k], 'R');
-        if (!v) return fmi2Error;
+        if (!v) return FMU_ERROR;
         if (v->causality != 'i') {
-            logf_(I, fmi2Error, "%s: known %s (value reference %u) is %s (the knowns are the Real inputs)", fn,
+            mbsfmu_log(I, FMU_ERROR, "%s: known %s (value reference %u) is %s (the knowns are the Real inputs)", fn,
                   v->name, (unsigned)vKnown_ref[k], v->causality == 'p' ? "a parameter: derivatives with respect "
                   "to parameters are not provided" : "an output");
-            return fmi2Error;
+            return FMU_ERROR;
         }
         if (!isfinite(dvKnown[k])) {
-            logf_(I, fmi2Error, "%s: dvKnown[%lu] = %g for %s rejected: seeds must be finite", fn, (unsigned long)k,
+            mbsfmu_log(I, FMU_ERROR, "%s: dvKnown[%lu] = %g for %s rejected: seeds must be finite", fn, (unsigned long)k,
                   dvKnown[k], v->name);
-            return fmi2Error;
+            return FMU_ERROR;
         }
     }
     if (!need_qdd || nKnown == 0) {
         for (size_t k = 0; k < nUnknown; k++) dvUnknown[k] = 0.0;
-        return fmi2OK;
+        return FMU_OK;
     }
-    int n_u = I->sz.n_u, nv = I->sz.nv;
-    double *du = (double *)alloc(I, (size_t)(n_u + nv), sizeof(double)), *dqdd = du + n_u;
-    if (!du) {
-        logf_(I, fmi2Error, "%s: out of memory", fn);
-        return fmi2Error;
-    }
+    int n_u = I->sz.n_u;
+    double *du = I->work, *dqdd = du + n_u;             /* allocated at instantiation */
     for (int j = 0; j < n_u; j++) du[j] = 0.0;
     for (size_t k = 0; k < nKnown; k++) du[I->m->vars[vKnown_ref[k]].a] += dvKnown[k];   /* a known twice: seeds add */
     apply_params_quietly(I);          /* as the outputs: the current parameters if they make a valid model */
     if (mbs_input_response(I->sim, mbs_sim_x(I->sim), du, dqdd) != MBS_OK) {
-        logf_(I, fmi2Error, "%s: %s", fn, mbs_sim_message(I->sim));
-        I->cb.freeMemory(du);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: %s", fn, mbs_sim_message(I->sim));
+        return FMU_ERROR;
     }
     for (size_t k = 0; k < nUnknown; k++) {
         const mbsfmu_var *v = &I->m->vars[vUnknown_ref[k]];
         dvUnknown[k] = v->kind == MBSFMU_V_QDD ? dqdd[v->a] : 0.0;
     }
-    I->cb.freeMemory(du);
-    return fmi2OK;
-}
-
-static fmi2Status status_query(fmi2Component c, const char *fn, const void *value)
-{
-    GET_INSTANCE(c, fn);
-    if (!value) {
-        logf_(I, fmi2Error, "%s: value is NULL", fn);
-        return fmi2Error;
-    }
-    return fmi2OK;
-}
-
-fmi2Status fmi2GetStatus(fmi2Component c, const fmi2StatusKind s, fmi2Status *value)
-{
-    fmi2Status rc = status_query(c, "fmi2GetStatus", value);
-    if (rc != fmi2OK) return rc;
-    if (s != fmi2DoStepStatus) {
-        logf_(live(c), fmi2Discard, "fmi2GetStatus: status kind %d is not available", (int)s);
-        return fmi2Discard;
-    }
-    *value = fmi2OK;                   /* fmi2DoStep is synchronous: the last step is complete */
-    return fmi2OK;
-}
-
-fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi2Real *value)
-{
-    fmi2Status rc = status_query(c, "fmi2GetRealStatus", value);
-    if (rc != fmi2OK) return rc;
-    if (s != fmi2LastSuccessfulTime) {
-        logf_(live(c), fmi2Discard, "fmi2GetRealStatus: status kind %d is not available", (int)s);
-        return fmi2Discard;
-    }
-    *value = mbs_sim_time(live(c)->sim);
-    return fmi2OK;
-}
-
-fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind s, fmi2Integer *value)
-{
-    fmi2Status rc = status_query(c, "fmi2GetIntegerStatus", value);
-    if (rc != fmi2OK) return rc;
-    logf_(live(c), fmi2Discard, "fmi2GetIntegerStatus: status kind %d is not available", (int)s);
-    return fmi2Discard;
-}
-
-fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean *value)
-{
-    fmi2Status rc = status_query(c, "fmi2GetBooleanStatus", value);
-    if (rc != fmi2OK) return rc;
-    if (s != fmi2Terminated) {
-        logf_(live(c), fmi2Discard, "fmi2GetBooleanStatus: status kind %d is not available", (int)s);
-        return fmi2Discard;
-    }
-    *value = fmi2False;                /* the FMU never asks to end the simulation */
-    return fmi2OK;
-}
-
-fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind s, fmi2String *value)
-{
-    fmi2Status rc = status_query(c, "fmi2GetStringStatus", value);
-    if (rc != fmi2OK) return rc;
-    logf_(live(c), fmi2Discard, "fmi2GetStringStatus: status kind %d is not available", (int)s);
-    return fmi2Discard;
+    return FMU_OK;
 }
 
 /* ---- FMU state ---------------------------------------------------------------------------- */
@@ -974,9 +967,10 @@ fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind s, fmi2Stri
 static void free_state_memory(Instance *I, FmuState *S)
 {
     S->magic = FREED_MAGIC;
-    if (S->sim) I->cb.freeMemory(S->sim);
-    if (S->par) I->cb.freeMemory(S->par);
-    I->cb.freeMemory(S);
+    if (S->sim) I->host.free(S->sim);
+    if (S->par) I->host.free(S->par);
+    if (S->xh) I->host.free(S->xh);
+    I->host.free(S);
 }
 
 /* index of S in I's live states, or -1 (S is not dereferenced unless it is found) */
@@ -994,7 +988,7 @@ static FmuState *new_state(Instance *I)
         FmuState **grown = (FmuState **)alloc(I, cap, sizeof(FmuState *));
         if (!grown) return NULL;
         if (I->n_states) memcpy(grown, I->states, I->n_states * sizeof(FmuState *));
-        if (I->states) I->cb.freeMemory(I->states);
+        if (I->states) I->host.free(I->states);
         I->states = grown;
         I->cap_states = cap;
     }
@@ -1003,7 +997,8 @@ static FmuState *new_state(Instance *I)
     memset(S, 0, sizeof *S);
     S->sim = (mbs_sim *)alloc(I, I->sim_size, 1);
     S->par = (double *)alloc(I, I->m->n_vars, sizeof(double));
-    if (!S->sim || !S->par) {
+    S->xh = (double *)alloc(I, (size_t)I->sz.nx, sizeof(double));
+    if (!S->sim || !S->par || !S->xh) {
         free_state_memory(I, S);
         return NULL;
     }
@@ -1031,42 +1026,42 @@ static void save_into(Instance *I, FmuState *S)
     S->PE0 = I->PE0;
     S->S0 = I->S0;
     S->n_discards = I->n_discards;
+    S->n_events = I->n_events;
+    memcpy(S->xh, I->xh, (size_t)I->sz.nx * sizeof(double));
 }
 
-fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *FMUstate)
+int mbsfmu_get_state(Instance *I, const char *fn, void **FMUstate)
 {
-    GET_INSTANCE(c, "fmi2GetFMUstate");
     if (!FMUstate) {
-        logf_(I, fmi2Error, "fmi2GetFMUstate: FMUstate is NULL");
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: FMUstate is NULL", fn);
+        return FMU_ERROR;
     }
     FmuState *S;
     if (*FMUstate) {                   /* overwrite a state the host already has */
         if (find_state(I, *FMUstate) < 0) {
-            logf_(I, fmi2Error, "fmi2GetFMUstate: *FMUstate is not NULL and not a live state of this instance");
-            return fmi2Error;
+            mbsfmu_log(I, FMU_ERROR, "%s: *FMUstate is not NULL and not a live state of this instance", fn);
+            return FMU_ERROR;
         }
         S = (FmuState *)*FMUstate;
     } else {
         S = new_state(I);
         if (!S) {
-            logf_(I, fmi2Error, "fmi2GetFMUstate: out of memory");
-            return fmi2Error;
+            mbsfmu_log(I, FMU_ERROR, "%s: out of memory", fn);
+            return FMU_ERROR;
         }
     }
     save_into(I, S);
     *FMUstate = S;
-    return fmi2OK;
+    return FMU_OK;
 }
 
-fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate)
+int mbsfmu_set_state(Instance *I, const char *fn, void *FMUstate)
 {
-    GET_INSTANCE(c, "fmi2SetFMUstate");
-    if (!allowed(I, "fmi2SetFMUstate", M_INST | M_INIT | M_STEP | M_TERM)) return fmi2Error;
+    if (!mbsfmu_allowed(I, fn, M_INST | M_INIT | M_STEP | M_EVENT | M_CONT | M_TERM)) return FMU_ERROR;
     if (!FMUstate || find_state(I, FMUstate) < 0 || ((FmuState *)FMUstate)->magic != STATE_MAGIC) {
-        logf_(I, fmi2Error, "fmi2SetFMUstate: not a live FMU state of this instance (NULL, freed, or made by "
-              "another instance or FMU)");
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: not a live FMU state of this instance (NULL, freed, or made by "
+              "another instance or FMU)", fn);
+        return FMU_ERROR;
     }
     FmuState *S = (FmuState *)FMUstate;
     mbs_sim_copy(I->sim, S->sim);
@@ -1081,45 +1076,44 @@ fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate)
     I->PE0 = S->PE0;
     I->S0 = S->S0;
     I->n_discards = S->n_discards;
-    return fmi2OK;
+    I->n_events = S->n_events;
+    memcpy(I->xh, S->xh, (size_t)I->sz.nx * sizeof(double));
+    return FMU_OK;
 }
 
-/* fmi2FreeFMUstate's work; the FMU's own calls come here, never through the exported name, which
+/* FreeFMUstate's work; the FMU's own calls come here, never through the exported name, which
  * a host's dynamic linker may bind to another FMU's function of the same name (interposition) */
-static fmi2Status free_fmu_state(Instance *I, fmi2FMUstate *FMUstate)
+static int free_fmu_state(Instance *I, const char *fn, void **FMUstate)
 {
     if (!FMUstate) {
-        logf_(I, fmi2Error, "fmi2FreeFMUstate: FMUstate is NULL");
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: FMUstate is NULL", fn);
+        return FMU_ERROR;
     }
-    if (!*FMUstate) return fmi2OK;     /* FMI 2.0: freeing a NULL state does nothing */
+    if (!*FMUstate) return FMU_OK;     /* FMI 2.0: freeing a NULL state does nothing */
     long k = find_state(I, *FMUstate);
     if (k < 0) {
-        logf_(I, fmi2Error, "fmi2FreeFMUstate: not a live FMU state of this instance (already freed?)");
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: not a live FMU state of this instance (already freed?)", fn);
+        return FMU_ERROR;
     }
     free_state_memory(I, I->states[k]);
     I->states[k] = I->states[--I->n_states];
     *FMUstate = NULL;
-    return fmi2OK;
+    return FMU_OK;
 }
 
-fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *FMUstate)
-{
-    GET_INSTANCE(c, "fmi2FreeFMUstate");
-    return free_fmu_state(I, FMUstate);
-}
+int mbsfmu_free_state(Instance *I, const char *fn, void **FMUstate) { return free_fmu_state(I, fn, FMUstate); }
 
 /* serialised state, little-endian as the machine (every target of this FMU is):
  *   "MBSFMUST" | u32 version | u32 total bytes | u64 model hash | u32 nx | u32 n_u | u32 n_vars
- *   | u32 mode | u32 have_ref | u32 params_dirty | f64 t | f64 H0[3] | f64 E0, KE0, PE0, S0 | i64 n_discards
- *   | i64 n_steps | i64 n_rhs | f64 h_last | f64 x[nx] | f64 u[n_u] | f64 par[n_vars] | u64 checksum
+ *   | u32 mode | u32 have_ref | u32 params_dirty | u32 kind | f64 t | f64 H0[3] | f64 E0, KE0, PE0, S0
+ *   | i64 n_discards | i64 n_events | i64 n_steps | i64 n_rhs | f64 h_last | f64 x[nx] | f64 u[n_u]
+ *   | f64 par[n_vars] | f64 xh[nx] | u64 checksum
  * checksum: FNV-1a 64 over every byte before it. */
-#define BLOB_HEAD (8 + 4 + 4 + 8 + 4 * 6 + 8 + 24 + 8 + 24 + 8 + 8 + 8 + 8)
+#define BLOB_HEAD (8 + 4 + 4 + 8 + 4 * 7 + 8 + 24 + 8 + 24 + 8 + 8 + 8 + 8 + 8)
 
 static size_t blob_size(const Instance *I)
 {
-    return BLOB_HEAD + 8 * ((size_t)I->sz.nx + (size_t)I->sz.n_u + I->m->n_vars) + 8;
+    return BLOB_HEAD + 8 * (2 * (size_t)I->sz.nx + (size_t)I->sz.n_u + I->m->n_vars) + 8;
 }
 
 static uint64_t fnv1a(const unsigned char *p, size_t n)
@@ -1144,30 +1138,28 @@ static uint32_t get_u32(rcur *r) { uint32_t v; get(r, &v, 4); return v; }
 static long long get_i64(rcur *r) { int64_t v; get(r, &v, 8); return (long long)v; }
 static double get_f64(rcur *r) { double v; get(r, &v, 8); return v; }
 
-fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate FMUstate, size_t *size)
+int mbsfmu_serialized_size(Instance *I, const char *fn, void *FMUstate, size_t *size)
 {
-    GET_INSTANCE(c, "fmi2SerializedFMUstateSize");
     if (!size || !FMUstate || find_state(I, FMUstate) < 0) {
-        logf_(I, fmi2Error, "fmi2SerializedFMUstateSize: %s", !size ? "size is NULL" :
+        mbsfmu_log(I, FMU_ERROR, "%s: %s", fn, !size ? "size is NULL" :
               "not a live FMU state of this instance");
-        return fmi2Error;
+        return FMU_ERROR;
     }
     *size = blob_size(I);
-    return fmi2OK;
+    return FMU_OK;
 }
 
-fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, fmi2Byte serializedState[], size_t size)
+int mbsfmu_serialize(Instance *I, const char *fn, void *FMUstate, char *serializedState, size_t size)
 {
-    GET_INSTANCE(c, "fmi2SerializeFMUstate");
     if (!FMUstate || find_state(I, FMUstate) < 0) {
-        logf_(I, fmi2Error, "fmi2SerializeFMUstate: not a live FMU state of this instance");
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: not a live FMU state of this instance", fn);
+        return FMU_ERROR;
     }
     size_t n = blob_size(I);
     if (!serializedState || size < n) {
-        logf_(I, fmi2Error, "fmi2SerializeFMUstate: the buffer is %s (%lu bytes needed, see "
-              "fmi2SerializedFMUstateSize)", serializedState ? "too small" : "NULL", (unsigned long)n);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: the buffer is %s (%lu bytes needed, see "
+              "SerializedFMUstateSize)", fn, serializedState ? "too small" : "NULL", (unsigned long)n);
+        return FMU_ERROR;
     }
     const FmuState *S = (const FmuState *)FMUstate;
     mbs_sizes sz = mbs_sim_sizes(S->sim);
@@ -1185,6 +1177,7 @@ fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, fmi2Byt
     put_u32(&w, (uint32_t)S->mode);
     put_u32(&w, (uint32_t)S->have_ref);
     put_u32(&w, (uint32_t)S->params_dirty);
+    put_u32(&w, (uint32_t)I->kind);
     put_f64(&w, mbs_sim_time(S->sim));
     for (int k = 0; k < 3; k++) put_f64(&w, S->H0[k]);
     put_f64(&w, S->E0);
@@ -1192,65 +1185,70 @@ fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, fmi2Byt
     put_f64(&w, S->PE0);
     put_f64(&w, S->S0);
     put_i64(&w, S->n_discards);
+    put_i64(&w, S->n_events);
     put_i64(&w, n_steps);
     put_i64(&w, n_rhs);
     put_f64(&w, h_last);
     put(&w, mbs_sim_x(S->sim), 8 * (size_t)sz.nx);
     put(&w, mbs_sim_u(S->sim), 8 * (size_t)sz.n_u);
     put(&w, S->par, 8 * I->m->n_vars);
+    put(&w, S->xh, 8 * (size_t)sz.nx);
     uint64_t h = fnv1a((const unsigned char *)serializedState, n - 8);
     put(&w, &h, 8);
-    return fmi2OK;
+    return FMU_OK;
 }
 
-fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedState[], size_t size,
-                                   fmi2FMUstate *FMUstate)
+int mbsfmu_deserialize(Instance *I, const char *fn, const char *serializedState, size_t size, void **FMUstate)
 {
-    GET_INSTANCE(c, "fmi2DeSerializeFMUstate");
-    const char *fn = "fmi2DeSerializeFMUstate";
     size_t n = blob_size(I);
     if (!serializedState || !FMUstate) {
-        logf_(I, fmi2Error, "%s: %s is NULL", fn, !serializedState ? "serializedState" : "FMUstate");
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: %s is NULL", fn, !serializedState ? "serializedState" : "FMUstate");
+        return FMU_ERROR;
     }
     if (*FMUstate && find_state(I, *FMUstate) < 0) {
-        logf_(I, fmi2Error, "%s: *FMUstate is not NULL and not a live state of this instance", fn);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: *FMUstate is not NULL and not a live state of this instance", fn);
+        return FMU_ERROR;
     }
     const unsigned char *b = (const unsigned char *)serializedState;
     if (size < 16 || memcmp(b, BLOB_MAGIC, 8) != 0) {
-        logf_(I, fmi2Error, "%s: not an mbsfmu FMU state (%lu bytes, no mbsfmu header)", fn, (unsigned long)size);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: not an mbsfmu FMU state (%lu bytes, no mbsfmu header)", fn, (unsigned long)size);
+        return FMU_ERROR;
     }
     rcur r = {b + 8};
     uint32_t version = get_u32(&r), total = get_u32(&r);
     if (version != BLOB_VERSION) {
-        logf_(I, fmi2Error, "%s: state format version %u, this FMU reads version %u", fn, version, BLOB_VERSION);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: state format version %u, this FMU reads version %u", fn, version, BLOB_VERSION);
+        return FMU_ERROR;
     }
     if (size != n || total != n) {
-        logf_(I, fmi2Error, "%s: %lu bytes given, header says %u, this model's state has %lu bytes (truncated or "
+        mbsfmu_log(I, FMU_ERROR, "%s: %lu bytes given, header says %u, this model's state has %lu bytes (truncated or "
               "another model's state)", fn, (unsigned long)size, total, (unsigned long)n);
-        return fmi2Error;
+        return FMU_ERROR;
     }
     uint64_t hash, check;
     get(&r, &hash, 8);
     memcpy(&check, b + n - 8, 8);
     if (hash != I->sz.model_hash) {
-        logf_(I, fmi2Error, "%s: the state is of another model (model hash %016llx, this FMU's %016llx)", fn,
+        mbsfmu_log(I, FMU_ERROR, "%s: the state is of another model (model hash %016llx, this FMU's %016llx)", fn,
               (unsigned long long)hash, (unsigned long long)I->sz.model_hash);
-        return fmi2Error;
+        return FMU_ERROR;
     }
     if (check != fnv1a(b, n - 8)) {
-        logf_(I, fmi2Error, "%s: checksum mismatch (the state was altered or damaged)", fn);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: checksum mismatch (the state was altered or damaged)", fn);
+        return FMU_ERROR;
     }
     uint32_t nx = get_u32(&r), n_u = get_u32(&r), n_vars = get_u32(&r);
-    uint32_t mode = get_u32(&r), have_ref = get_u32(&r), params_dirty = get_u32(&r);
+    uint32_t mode = get_u32(&r), have_ref = get_u32(&r), params_dirty = get_u32(&r), kind = get_u32(&r);
     if (nx != (uint32_t)I->sz.nx || n_u != (uint32_t)I->sz.n_u || n_vars != (uint32_t)I->m->n_vars ||
         mode > S_TERMINATED || have_ref > 1 || params_dirty > 1) {
-        logf_(I, fmi2Error, "%s: the state's sizes or flags do not fit this model", fn);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: the state's sizes or flags do not fit this model", fn);
+        return FMU_ERROR;
+    }
+    if (kind != (uint32_t)I->kind) {
+        mbsfmu_log(I, FMU_ERROR, "%s: the state was made by a %s instance, this one is %s", fn,
+                   kind == FMU_MODEL_EXCHANGE ? "Model Exchange" : "Co-Simulation",
+                   I->kind == FMU_MODEL_EXCHANGE ? "Model Exchange" : "Co-Simulation");
+        return FMU_ERROR;
     }
     double t = get_f64(&r), H0[3], E0, KE0, PE0, S0;
     for (int k = 0; k < 3; k++) H0[k] = get_f64(&r);
@@ -1258,19 +1256,26 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
     KE0 = get_f64(&r);
     PE0 = get_f64(&r);
     S0 = get_f64(&r);
-    long long n_discards = get_i64(&r), n_steps = get_i64(&r), n_rhs = get_i64(&r);
+    long long n_discards = get_i64(&r), n_events = get_i64(&r), n_steps = get_i64(&r), n_rhs = get_i64(&r);
     double h_last = get_f64(&r);
     const unsigned char *px = r.p, *pu = px + 8 * (size_t)nx, *pp = pu + 8 * (size_t)n_u;
+    const unsigned char *ph = pp + 8 * (size_t)n_vars;
     /* build the state in a scratch FMU state, so a failure leaves *FMUstate untouched */
     FmuState *S = new_state(I);
     if (!S) {
-        logf_(I, fmi2Error, "%s: out of memory", fn);
-        return fmi2Error;
+        mbsfmu_log(I, FMU_ERROR, "%s: out of memory", fn);
+        return FMU_ERROR;
     }
     char err[1024] = "", why[1024 + 128] = "";   /* why: err behind a short prefix */
-    int ok = isfinite(t) && n_discards >= 0 && n_steps >= 0 && n_rhs >= 0;
+    int ok = isfinite(t) && n_discards >= 0 && n_events >= 0 && n_steps >= 0 && n_rhs >= 0;
     if (!ok) snprintf(why, sizeof why, "non-finite time or negative counters");
     memcpy(S->par, pp, 8 * (size_t)n_vars);
+    memcpy(S->xh, ph, 8 * (size_t)nx);
+    for (size_t k = 0; ok && k < nx; k++)
+        if (!isfinite(S->xh[k])) {
+            snprintf(why, sizeof why, "its host state entry %lu is not finite", (unsigned long)k);
+            ok = 0;
+        }
     for (size_t k = 0; ok && k < I->m->n_vars; k++) {
         const mbsfmu_var *v = &I->m->vars[k];
         if (v->causality != 'p') continue;
@@ -1307,18 +1312,13 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         }
     }
     if (ok) {
-        double *xs = (double *)alloc(I, nx ? nx : 1, sizeof(double));
-        if (!xs) {
-            snprintf(why, sizeof why, "out of memory");
+        double *xs = S->xh;                      /* scratch: the state's xh is read again below */
+        memcpy(xs, px, 8 * (size_t)nx);
+        if (mbs_sim_set_x(S->sim, xs, 2, err, sizeof err) != MBS_OK) {
+            snprintf(why, sizeof why, "its state vector is invalid: %s", err);
             ok = 0;
-        } else {
-            memcpy(xs, px, 8 * (size_t)nx);
-            if (mbs_sim_set_x(S->sim, xs, 2, err, sizeof err) != MBS_OK) {
-                snprintf(why, sizeof why, "its state vector is invalid: %s", err);
-                ok = 0;
-            }
-            I->cb.freeMemory(xs);
         }
+        memcpy(S->xh, ph, 8 * (size_t)nx);
     }
     for (uint32_t k = 0; ok && k < n_u; k++) {
         double u;
@@ -1329,14 +1329,14 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         }
     }
     if (!ok) {
-        fmi2FMUstate tmp = S;
-        free_fmu_state(I, &tmp);
-        logf_(I, fmi2Error, "%s: the state is refused: %s", fn, why);
-        return fmi2Error;
+        void *tmp = S;
+        free_fmu_state(I, fn, &tmp);
+        mbsfmu_log(I, FMU_ERROR, "%s: the state is refused: %s", fn, why);
+        return FMU_ERROR;
     }
     mbs_sim_set_time(S->sim, t);
     mbs_sim_set_stats(S->sim, n_steps, n_rhs, h_last);
-    S->mode = (mode_t_)mode;
+    S->mode = (fmu_mode)mode;
     S->have_ref = (int)have_ref;
     S->params_dirty = (int)params_dirty;
     memcpy(S->H0, H0, sizeof H0);
@@ -1345,6 +1345,7 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
     S->PE0 = PE0;
     S->S0 = S0;
     S->n_discards = n_discards;
+    S->n_events = n_events;
     if (*FMUstate) {                   /* the host's state object takes the new content */
         FmuState *D = (FmuState *)*FMUstate;
         mbs_sim_copy(D->sim, S->sim);
@@ -1358,10 +1359,12 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
         D->PE0 = S->PE0;
         D->S0 = S->S0;
         D->n_discards = S->n_discards;
-        fmi2FMUstate tmp = S;
-        free_fmu_state(I, &tmp);
+        D->n_events = S->n_events;
+        memcpy(D->xh, S->xh, 8 * (size_t)nx);
+        void *tmp = S;
+        free_fmu_state(I, fn, &tmp);
     } else {
         *FMUstate = S;
     }
-    return fmi2OK;
+    return FMU_OK;
 }
