@@ -31,7 +31,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         metavar="NAME=VALUE,...",
         help="operating point, by the trajectory's column names: q.<joint> (q.<joint>[k] for "
         "multi-coordinate joints), qd.<joint>[k], u.<input>; e.g. --at q.q1=0.3,u.q2.tau=1.5 "
-        "(repeatable; the rest from the model's initial state, inputs 0)",
+        "(repeatable; the rest from the model's initial state, inputs 0). Closed loops are closed on the "
+        "assembly branch of the initial state, followed to the given independent coordinates; dependent "
+        "coordinates given here are instead Newton's starting guesses and choose the branch",
     )
     p.add_argument("--inputs", metavar="NAME,...", help="inputs forming B's columns (default: all the model's)")
     p.add_argument(
