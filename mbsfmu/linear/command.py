@@ -31,7 +31,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         metavar="NAME=VALUE,...",
         help="operating point, by the trajectory's column names: q.<joint> (q.<joint>[k] for "
         "multi-coordinate joints), qd.<joint>[k], u.<input>; e.g. --at q.q1=0.3,u.q2.tau=1.5 "
-        "(repeatable; the rest from the model's initial state, inputs 0)",
+        "(repeatable; the rest from the model's initial state, inputs 0). Closed loops are closed on the "
+        "assembly branch of the initial state, followed to the given independent coordinates; dependent "
+        "coordinates given here are instead Newton's starting guesses and choose the branch",
     )
     p.add_argument("--inputs", metavar="NAME,...", help="inputs forming B's columns (default: all the model's)")
     p.add_argument(
@@ -72,10 +74,13 @@ def run(args) -> int:
     sim = Simulator(model, backend="python")  # the names only
     names, u_names = sim.state_names, sim.input_names
     u = np.zeros(len(u_names))
-    rates_given = False
+    rates_given, guesses = False, []
+    dependent = _dependent_names(model)
     for name, value in _items(args.at):
         if name in names[: model.nq]:
             q[names.index(name)] = value
+            if name.split("[")[0] in dependent:
+                guesses.append(name)
         elif name in names[model.nq : model.nq + model.nv]:
             qd[names.index(name) - model.nq] = value
             rates_given = rates_given or value != 0.0
@@ -94,6 +99,7 @@ def run(args) -> int:
         outputs=_names(args.outputs),
         inputs=_names(args.inputs),
         equilibrium=args.equilibrium,
+        assembly="guess" if guesses else "branch",
     )
     write_linear_model(lin, args.out)
     nx, nu, ny = lin.A.shape[0], lin.B.shape[1], lin.C.shape[0]
@@ -101,11 +107,33 @@ def run(args) -> int:
     print(f"wrote {args.out}: model {model.name}, {counts}")
     point = "equilibrium" if lin.equilibrium else "operating point"
     print(f"  {point}: " + ", ".join(f"{n} = {v:.6g}" for n, v in zip(lin.q_names, lin.q0)))
+    if dependent:
+        how = (
+            f"by Newton from the given {', '.join(guesses)}"
+            if guesses
+            else "on the assembly branch of the initial state, followed from it ("
+            + ", ".join(f"{n} = {v:.6g}" for n, v in zip(names, model.initial_state()[0]) if _held(model, n))
+            + ")"
+        )
+        print(f"  loops closed {how}")
     ev = np.sort_complex(lin.eigenvalues())
     print("  eigenvalues of A [1/s]: " + ", ".join(f"{z.real:.4g}{z.imag:+.4g}j" for z in ev[:12]))
     if ev.size > 12:
         print(f"  ... and {ev.size - 12} more")
     return 0
+
+
+def _dependent_names(model) -> list[str]:
+    """The q.<joint> names of the coordinates solved from closed loops (none for a tree)."""
+    from .jacobians import check_partitioned
+
+    part = check_partitioned(model)
+    return [] if part is None else [f"q.{j}" for j in part.dependent]
+
+
+def _held(model, name: str) -> bool:
+    """Whether the q entry ``name`` belongs to a joint some loop declares independent."""
+    return any(name.split("[")[0] == f"q.{j}" for loop in model.spec.loops for j in loop.independent)
 
 
 def _items(texts: list[str]) -> list[tuple[str, float]]:

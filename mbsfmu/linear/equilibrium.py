@@ -6,8 +6,9 @@ J dq = -qdd(q), J = d(qdd)/d(dq) at qd = 0 (mbsfmu/linear/jacobians.py), solved 
 least-squares sense (minimum norm) and shortened to at most MAX_STEP per coordinate, so that
 directions in which qdd does not change (a free-floating base, a trolley on a frictionless rail:
 a continuum of equilibria) are left where they start; q <- q (+) dq (``Model.integrate``; with
-closed loops along the independent coordinates, the dependent ones solved again), halving dq
-while |qdd| does not decrease or a loop cannot close (backtracking). The equilibrium found is
+closed loops along the independent coordinates, the dependent ones followed along the start's
+assembly branch, ``Accelerations.move``), halving dq while |qdd| does not decrease or the branch
+ends before q (+) dq (backtracking). The equilibrium found is
 the one Newton's iteration reaches from the start, stable or not: the eigenvalues of the linear
 model tell which.
 """
@@ -53,7 +54,7 @@ def find_equilibrium(f: Accelerations, q: Array, u: Array, tol: float = QDD_TOL,
             try:
                 q_new = f.move(q, dq)
                 r_new = f(q_new, qd, u)[f.iu]
-            except PartitionError:  # a closed loop does not close that far: a shorter step
+            except PartitionError:  # the loop's branch ends before q (+) dq: a shorter step
                 dq = 0.5 * dq
                 continue
             if np.max(np.abs(r_new), initial=0.0) < res:

@@ -35,12 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine.dynamics.branches import follow_branch, wind_like
 from ..engine.dynamics.closed_loops import consistent_state
 from ..engine.dynamics.singular import singular_joints
 from ..engine.native.core import usable
 from ..engine.spatial import Array
 from ..errors import InputError
 from ..sim.simulator import Simulator
+from .tangent import difference
 
 H_REL = np.finfo(float).eps ** (1.0 / 3.0)  # relative central-difference step (module docstring)
 ANALYTIC = "analytic (Carpentier & Mansard 2018, C core)"
@@ -90,18 +92,37 @@ class Accelerations:
         return self.sim.rhs(x)[self.nq : self.nq + self.nv]
 
     def close(self, q: Array, qd: Array) -> tuple[Array, Array]:
-        """(q, qd) with the dependent coordinates solved from the independent ones (trees: as given);
-        PartitionError (an InputError) naming the dependent joints where Phi_v is singular."""
+        """(q, qd) with the dependent coordinates solved from the independent ones by Newton from
+        the dependent ones in q (trees: as given); PartitionError (an InputError) naming the
+        dependent joints where Phi_v is singular. For a consistent q a no-op."""
         if self.part is None:
             return q, qd
         q, qd, _J = consistent_state(self.model.tree, self.model.loops, self.part, q, qd)
         return q, qd
 
+    def assemble(self, q: Array, qd: Array, start: Array | None) -> tuple[Array, Array]:
+        """(q, qd) closed at q's independent coordinates (trees: as given). start (nq,): a
+        configuration whose assembly branch to stay on: the dependent coordinates are followed
+        from it to q's independent ones (``branches.follow_branch``; BranchEndError where the
+        branch ends on the way). start None: Newton from q's dependent coordinates (guesses), the
+        revolute angles among them then within pi of their guesses (``branches.wind_like``)."""
+        if self.part is None:
+            return q, qd
+        tree, loops = self.model.tree, self.model.loops
+        if start is None:
+            q_closed = wind_like(tree, self.part, self.close(q, qd)[0], q)
+        else:
+            start = self.close(start, np.zeros(self.nv))[0]
+            du = difference(self.model, start, q)[self.iu]
+            q_closed = follow_branch(tree, loops, self.part, start, du)
+        return self.close(q_closed, qd)
+
     def move(self, q: Array, dq: Array) -> Array:
-        """q (+) dq along the minimal coordinates (dq (n_iu,)), the dependent ones solved again."""
-        dv = np.zeros(self.nv)
-        dv[self.iu] = dq
-        return self.close(self.model.integrate(q, dv), np.zeros(self.nv))[0]
+        """q (+) dq along the minimal coordinates (dq (n_iu,)) from a consistent q, the dependent
+        coordinates followed along q's assembly branch (``branches.follow_branch``)."""
+        if self.part is None:
+            return self.model.integrate(q, dq)
+        return follow_branch(self.model.tree, self.model.loops, self.part, q, dq)
 
 
 @dataclass(frozen=True)

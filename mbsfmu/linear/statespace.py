@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine.dynamics.branches import BranchEndError
 from ..engine.spatial import Array
 from ..errors import InputError
 from ..sim.rows import INVARIANT_VECTORS
@@ -104,6 +105,7 @@ def linearize(
     inputs=None,
     equilibrium: bool = False,
     backend: str = "auto",
+    assembly: str = "branch",
 ) -> LinearModel:
     """The LinearModel of ``model`` about (q0, qd0, u0) (module docstring).
 
@@ -111,9 +113,16 @@ def linearize(
     u0: (nu,) array or {input name: value}, default zeros. outputs: names (``output_names``),
     default the states. inputs: the inputs forming B's columns, default all. equilibrium: first
     solve qdd(q, 0, u0) = 0 by Newton from q0 (``equilibrium.find_equilibrium``). backend: as the
-    Simulator's. InputError for a loop without declared independent joints, a singular M(q0) or
-    loop Jacobian (the joints named), unknown names, bad sizes; EquilibriumError (an InputError)
-    when Newton does not reach qdd = 0."""
+    Simulator's. assembly (closed loops): "branch" closes the loops at q0's independent coordinates
+    on the assembly branch of the model's initial state, followed from it by continuation (q0's
+    dependent coordinates are not used; ``Accelerations.assemble``); "guess" by Newton from q0's
+    dependent coordinates, which then choose the branch. InputError for a loop without declared
+    independent joints, a singular M(q0) or loop Jacobian (the joints named), unknown names, bad
+    sizes; EquilibriumError (an InputError) when Newton does not reach qdd = 0; BranchEndError (an
+    InputError) where the branch of the initial state ends (a turning point) before q0's
+    independent coordinates."""
+    if assembly not in ("branch", "guess"):
+        raise InputError(f"assembly {assembly!r}: expected 'branch' or 'guess'")
     f = Accelerations(model, backend)
     q_init, qd_init = model.initial_state()
     q0 = q_init if q0 is None else model.checked_vector("q", q0, model.nq)
@@ -121,7 +130,12 @@ def linearize(
     if equilibrium and np.any(qd0 != 0):
         raise InputError("an equilibrium has qd = 0: give no rates (or zero rates) with equilibrium=True")
     u_all = _input_vector(f.input_names, u0)
-    q0, qd0 = f.close(_unit_quaternions(model, q0), qd0)
+    try:
+        q0, qd0 = f.assemble(_unit_quaternions(model, q0), qd0, q_init if assembly == "branch" else None)
+    except BranchEndError as e:
+        raise BranchEndError(
+            f"model {model.source}, the initial state's assembly branch: {e}", e.q, e.fraction
+        ) from None
     if equilibrium:
         q0 = find_equilibrium(f, q0, u_all)
     check_regular(model, q0)

@@ -138,7 +138,8 @@ class LoopData:
 class Partition:
     """Coordinate partition (PyMbs Background): velocity indices iu (independent, every coordinate not
     solved from a partitioned loop) and iv (dependent); ``rows`` the partitioned loops' rows,
-    ``other`` the rows kept with multipliers; ``loops`` the partitioned loops' names."""
+    ``other`` the rows kept with multipliers; ``loops`` the partitioned loops' names; ``dependent``
+    the dependent joints' names, ``dof_names`` (nv,) the joint of each rate (for messages)."""
 
     iu: np.ndarray
     iv: np.ndarray
@@ -146,6 +147,7 @@ class Partition:
     other: np.ndarray
     loops: tuple[str, ...]
     dependent: tuple[str, ...] = ()
+    dof_names: tuple[str, ...] = ()
 
 
 def compile_loops(model) -> LoopSet:
@@ -385,7 +387,8 @@ def make_partition(loops: LoopSet, nv: int, dof_names: tuple[str, ...] = ()) -> 
     )
     iu = np.array([k for k in range(nv) if k not in set(iv)], dtype=np.int64)
     dependent = tuple(dict.fromkeys(dof_names[k] for k in iv)) if dof_names else ()
-    return Partition(iu, np.array(iv, dtype=np.int64), rows, other, tuple(c.name for c in part), dependent)
+    loops_p = tuple(c.name for c in part)
+    return Partition(iu, np.array(iv, dtype=np.int64), rows, other, loops_p, dependent, tuple(dof_names))
 
 
 def reduction(A_p: Array, gamma_p: Array | None, part: Partition, nv: int) -> tuple[Array, Array | None]:
@@ -420,20 +423,36 @@ def reduction(A_p: Array, gamma_p: Array | None, part: Partition, nv: int) -> tu
     return J, b
 
 
-def solve_dependent(tree: Tree, loops: LoopSet, part: Partition, q: Array) -> tuple[Array, Array]:
-    """v = H(u) by Newton on Phi_p(u, v) = 0 from the v in q (PyMbs Background); returns (q, A) with A
-    the constraint Jacobian at the solution. PartitionError if it does not converge."""
-    tol, best = NEWTON_RTOL * loops.scale, np.inf
-    for _ in range(MAX_NEWTON):
+def newton_dependent(
+    tree: Tree, loops: LoopSet, part: Partition, q: Array, max_iter: int = MAX_NEWTON
+) -> tuple[Array, Array, float, bool]:
+    """Newton on Phi_p(u, v) = 0 for v from the v in q, u held (PyMbs Background): the one Newton
+    iteration for the dependent coordinates (``solve_dependent``, ``branches.follow_branch``).
+    Returns (q, A, max |Phi_p|, converged) with A the constraint Jacobian at the returned q."""
+    tol, best, r = NEWTON_RTOL * loops.scale, np.inf, np.inf
+    for _ in range(max_iter):
         ld = constraints(tree, loops, q)
         Phi, A_p = ld.Phi[part.rows], ld.A[part.rows]
-        r = np.abs(Phi).max(initial=0.0)
+        r = float(np.abs(Phi).max(initial=0.0))
         if r <= tol or (r <= ACCEPT_RTOL * loops.scale and r >= 0.5 * best):
-            return q, ld.A
+            return q, ld.A, r, True
+        if not np.isfinite(r):
+            break
         best = min(best, r)
         dv = np.zeros(tree.nv_total)
         dv[part.iv] = -_lstsq(A_p[:, part.iv], Phi)
         q = integrate(tree, q, dv)
+    return q, None, r, False
+
+
+def solve_dependent(tree: Tree, loops: LoopSet, part: Partition, q: Array) -> tuple[Array, Array]:
+    """v = H(u) by Newton on Phi_p(u, v) = 0 from the v in q (PyMbs Background); returns (q, A) with A
+    the constraint Jacobian at the solution. PartitionError if it does not converge. Newton goes to
+    the solution its iteration reaches from the given v, on whichever assembly branch that is: to
+    stay on a branch, move along it (``branches.follow_branch``)."""
+    q, A, r, ok = newton_dependent(tree, loops, part, q)
+    if ok:
+        return q, A
     raise PartitionError(
         f"loop(s) {', '.join(part.loops)}: the dependent coordinates could not be solved from the "
         f"independent ones (max |Phi| = {r:.3g} after {MAX_NEWTON} Newton steps): the mechanism "
