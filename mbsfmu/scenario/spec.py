@@ -510,6 +510,17 @@ def scenario_model(path: Path, inline: InlineModel | None, model_path: Path, flo
     return load_model(model_path, floating_base=floating_base)
 
 
+def is_urdf(path: Path) -> bool:
+    """A .urdf file or a URDF overlay (YAML/JSON with a ``urdf`` key)."""
+    if path.suffix.lower() == ".urdf":
+        return True
+    try:
+        data, _ = parse_file(path)
+    except (MbsError, OSError):
+        return False
+    return isinstance(data, dict) and "urdf" in data
+
+
 def _close(name: str, names) -> str:
     """ " (did you mean 'x'?); known: a, b, c" (at most 20 names listed)."""
     import difflib
@@ -558,7 +569,12 @@ def _check_names(
                 continue
             sl = slicer(jname)
             if len(v) != sl.stop - sl.start:
-                r.problem(("initial", key, jname), f"joint {jname!r} takes {sl.stop - sl.start} value(s), got {len(v)}")
+                fixed_root = sl.stop == sl.start and model.L[model.joint_index[jname]] == 0 and is_urdf(model_path)
+                hint = " (the URDF's root link is fixed to the world: mbsfmu run --floating-base floats it)"
+                r.problem(
+                    ("initial", key, jname),
+                    f"joint {jname!r} takes {sl.stop - sl.start} value(s), got {len(v)}" + (hint if fixed_root else ""),
+                )
     for name in inputs:
         if name not in input_names:
             r.problem(("inputs", name), f"unknown input {name!r}{_close(name, input_names)}")

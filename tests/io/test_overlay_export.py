@@ -160,6 +160,7 @@ def test_run_floats_the_scenarios_urdf_with_floating_base(run_cli, tmp_path):
     assert x[0] == 0.0 and x[-1] > 0.05  # drifting at 0.1 m/s (body x, rotating slowly about z)
     r = run_cli("run", tmp_path / "s.yaml", "-o", tmp_path / "o2", "--no-progress")
     assert r.returncode == 2 and "s.yaml:9: initial.qd.root_joint" in r.stderr and "takes 0 value(s)" in r.stderr
+    assert "mbsfmu run --floating-base floats it" in r.stderr
 
 
 def test_run_of_a_model_file_says_what_a_scenario_is(run_cli, tmp_path):
