@@ -68,24 +68,31 @@ def __getattr__(name: str):
     return _engine_names(name)
 
 
-def load_model(path: str | Path, repair_inertia: bool = False) -> Model:
+def load_model(path: str | Path, repair_inertia: bool = False, floating_base: bool = False) -> Model:
     """Load and validate a model file: YAML/JSON (.yaml, .yml, .json), a URDF robot description
     (.urdf), or a YAML/JSON overlay with a ``urdf`` key (a URDF plus wheels, forces, gravity,
     initial state; see docs/guides/urdf.md). ModelError lists every problem. repair_inertia:
     moving bodies whose inertia no rigid body has get their smallest principal moments raised
-    (mbsfmu/engine/spec/repair.py), each change listed in ``Model.notes``."""
+    (mbsfmu/engine/spec/repair.py), each change listed in ``Model.notes``. floating_base: the
+    URDF's root link on a free joint ``root_joint`` (a .urdf file, or an overlay as with its
+    ``floating_base: true``); InputError for a YAML/JSON model, whose joints say it."""
     from .engine.model import Model
     from .io.model_file import parse_file, spec_from_dict
 
     if Path(path).suffix.lower() == ".urdf":
         from .io.urdf import load_urdf
 
-        return load_urdf(path, repair_inertia=repair_inertia)
+        return load_urdf(path, floating_base=floating_base, repair_inertia=repair_inertia)
     data, lines = parse_file(path)
     if isinstance(data, dict) and "urdf" in data:
         from .io.urdf import load_overlay
 
-        return load_overlay(data, lines, path, repair_inertia=repair_inertia)
+        return load_overlay(data, lines, path, repair_inertia=repair_inertia, floating_base=floating_base)
+    if floating_base:
+        raise InputError(
+            f"{path}: floating_base (--floating-base) applies to a URDF (a .urdf file or an overlay with a "
+            "'urdf' key); in a YAML/JSON model file the root body's joint says it (type: free)"
+        )
     spec = spec_from_dict(data, lines, str(path))
     if repair_inertia:
         from .engine.spec.repair import repair_inertia as repaired

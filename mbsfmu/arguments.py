@@ -18,4 +18,9 @@ def positive_time(text: str) -> float:
     return value
 
 
-__all__ = ["positive_time"]
+FLOATING_BASE_HELP = (
+    "a URDF model (.urdf, or an overlay as with its floating_base: true): its root link on a free joint "
+    "root_joint instead of fixed to the world"
+)  # info, run (the scenario's model) and build-fmu
+
+__all__ = ["FLOATING_BASE_HELP", "positive_time"]

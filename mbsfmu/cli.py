@@ -6,8 +6,8 @@ import argparse
 import difflib
 import sys
 
-from .arguments import positive_time
-from .errors import MbsError
+from .arguments import FLOATING_BASE_HELP, positive_time
+from .errors import InputError, MbsError
 
 PURPOSE = (
     "mbsfmu: rigid multibody dynamics with independent momentum and energy checks. Run scenario "
@@ -82,7 +82,7 @@ def bodies_text(n_bodies: int, n_wheels: int) -> str:
 def _info(args) -> int:
     from . import load_model
 
-    m = load_model(args.model, repair_inertia=args.repair_inertia)
+    m = load_model(args.model, repair_inertia=args.repair_inertia, floating_base=args.floating_base)
     n_wheels = len(m.wheels)
     print(
         f"model {m.name} ({args.model}): {bodies_text(m.N - n_wheels, n_wheels)}, nq = {m.nq}, nv = {m.nv}, "
@@ -132,7 +132,8 @@ def _run(args) -> int:
     from .scenario.run import estimate_wall, run_scenario
     from .scenario.spec import load_scenario
 
-    scn = load_scenario(args.scenario)
+    refuse_model_file(args.scenario)
+    scn = load_scenario(args.scenario, floating_base=args.floating_base)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
     make_out_dir(args.out)
     if not args.no_progress:
@@ -146,6 +147,30 @@ def _run(args) -> int:
         )
     report = run_scenario(scn, args.out, duration=duration, progress=not args.no_progress, record=args.record)
     return _print_report(scn, report, args.out, scn.integrator["method"])
+
+
+def refuse_model_file(path: str) -> None:
+    """InputError when ``path`` is a model file (.urdf, or YAML/JSON with bodies or a urdf key and no
+    model key) where a scenario is expected, saying what a scenario adds."""
+    from pathlib import Path
+
+    from .io.model_file import parse_file
+
+    p = Path(path)
+    if p.suffix.lower() == ".urdf":
+        model = True
+    else:
+        try:
+            data, _ = parse_file(p)
+        except (MbsError, OSError):
+            return  # the scenario loader reports it
+        model = isinstance(data, dict) and ("bodies" in data or "urdf" in data) and "model" not in data
+    if model:
+        raise InputError(
+            f"{path} is a model file, not a scenario: a scenario names it (model: {p.name}, relative to the "
+            "scenario) with a duration and an output step dt, e.g. version: 1, model: ..., duration: 10.0, "
+            f"dt: 0.01 (docs/reference/scenario-file.md); `mbsfmu info {path}` describes the model"
+        )
 
 
 def _duration_text(seconds: float) -> str:
@@ -346,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="raise the smallest principal moments of moving bodies whose inertia no rigid body has "
         "(each change printed as a note)",
     )
+    p.add_argument("--floating-base", action="store_true", help=FLOATING_BASE_HELP)
     p.set_defaults(func=_info)
     p = sub.add_parser("run", help="run a scenario: trajectory.csv, report.json and a summary table")
     p.add_argument("scenario", help="scenario file (YAML/JSON; `mbsfmu list` shows the bundled ones)")
@@ -354,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="use the scenario's quick_duration (as CI does)")
     p.add_argument("--no-progress", action="store_true", help="no wall-time estimate and no progress bar")
     p.add_argument("--record", metavar="RUN.mcap", help="also write the run as ROS 2 messages in an MCAP file")
+    p.add_argument("--floating-base", action="store_true", help=f"the scenario's model is {FLOATING_BASE_HELP}")
     p.set_defaults(func=_run)
     p = sub.add_parser(
         "cosim",

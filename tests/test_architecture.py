@@ -14,15 +14,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("mbsfmu", "mbsfmu_ros")
+PACKAGES = {"mbsfmu": ROOT / "mbsfmu", "mbsfmu_ros": ROOT / "ros_node" / "mbsfmu_ros"}  # name: its folder
 
 
 def sources() -> list[Path]:
-    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "__pycache__" not in p.parts)
+    """The .py files of PACKAGES; each package folder must exist (a moved package would otherwise
+    leave its modules unchecked)."""
+    gone = [str(folder.relative_to(ROOT)) for folder in PACKAGES.values() if not folder.is_dir()]
+    assert not gone, f"package folders do not exist: {gone}"
+    return sorted(p for folder in PACKAGES.values() for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
 
 def module_of(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    """The dotted module name of a source file (its path below the folder holding its package)."""
+    base = next(folder.parent for folder in PACKAGES.values() if folder in path.parents)
+    parts = list(path.relative_to(base).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 

@@ -15,6 +15,18 @@ import pytest
 from mbsfmu.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
+# the folders whose comments, docstrings and messages cite docs pages and tests: the package, the ROS
+# package (ros_node/: mbsfmu_ros, launch, config, setup.py), the tests, scenarios and benchmarks
+SOURCE_FOLDERS = ("mbsfmu", "ros_node", "tests", "scenarios", "benchmarks")
+
+
+def source_files() -> list[Path]:
+    """The files of SOURCE_FOLDERS that can cite (.py, .yaml, .yml, .c, .h, .xml); every folder must
+    exist (a moved folder would otherwise leave its citations unchecked)."""
+    gone = [f for f in SOURCE_FOLDERS if not (ROOT / f).is_dir()]
+    assert not gone, f"folders scanned for citations do not exist: {gone}"
+    suffixes = (".py", ".yaml", ".yml", ".c", ".h", ".xml")
+    return [p for f in SOURCE_FOLDERS for p in sorted((ROOT / f).rglob("*")) if p.suffix in suffixes and p.is_file()]
 
 
 @pytest.mark.integration
@@ -67,11 +79,9 @@ def test_getting_started_example_runs():
 def test_docs_pages_cited_in_the_code_exist():
     """Every docs page (docs/<page>.md) that comments, docstrings or messages cite exists."""
     cited = {}
-    for folder in ("mbsfmu", "mbsfmu_ros", "tests", "scenarios", "benchmarks"):
-        for path in (ROOT / folder).rglob("*"):
-            if path.suffix in (".py", ".yaml", ".yml", ".c", ".h", ".xml") and path.is_file():
-                for ref in re.findall(r"docs/[\w./-]+?\.md", path.read_text(encoding="utf-8", errors="replace")):
-                    cited.setdefault(ref, path.relative_to(ROOT))
+    for path in source_files():
+        for ref in re.findall(r"docs/[\w./-]+?\.md", path.read_text(encoding="utf-8", errors="replace")):
+            cited.setdefault(ref, path.relative_to(ROOT))
     assert cited, "no docs page cited"
     missing = {ref: str(where) for ref, where in cited.items() if not (ROOT / ref).is_file()}
     assert not missing, missing
@@ -82,8 +92,7 @@ def test_test_files_cited_anywhere_exist():
     docstrings cite exists: the tests mirror the packages, and a moved test takes its citations along."""
     cited = {}
     texts = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "pyproject.toml", *(ROOT / "docs").rglob("*.md")]
-    for folder in ("mbsfmu", "mbsfmu_ros", "tests", "scenarios", "benchmarks"):
-        texts += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".yaml", ".yml", ".c", ".h", ".xml")]
+    texts += source_files()
     for path in texts:
         if path.is_file():
             for ref in re.findall(r"\btests/[\w./-]*[\w/]", path.read_text(encoding="utf-8", errors="replace")):

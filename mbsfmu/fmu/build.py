@@ -29,6 +29,7 @@ def build_fmu(
     rtol: float = 1e-10,
     atol: float = 1e-12,
     loader: bool | None = None,
+    floating_base: bool = False,
 ) -> Path:
     """Build ``output`` (default ``<modelIdentifier>.fmu``) from the model file ``model``.
 
@@ -36,10 +37,11 @@ def build_fmu(
     integrator, h_max [s], rtol, atol: start values of the solver parameters (tunable before
     initialisation). loader: True = the Linux loader binary is required (FmuBuildError if it
     cannot be compiled), False = ship pythonfmu's binary only, None = loader if possible.
+    floating_base: a URDF model's root link on a free joint (``load_model``; the FMU loads it so).
     Returns the FMU's path. ModelError lists the model's problems."""
     require_pythonfmu()
     model_path = Path(model)
-    m = load_model(model_path)
+    m = load_model(model_path, floating_base=floating_base)
     Simulator(m, integrator=integrator, h_max=h_max, rtol=rtol, atol=atol)  # InputError on bad settings
     try:
         table = variable_table(m, naming, integrator, h_max, rtol, atol)
@@ -60,6 +62,7 @@ def build_fmu(
         ),
         model_file=f"{MODEL_DIR}/{model_path.name}",
         model_source=model_path.name,
+        floating_base=bool(floating_base),
         solver={"method": integrator, "h_max": float(h_max), "rtol": float(rtol), "atol": float(atol)},
         **engine_info(),
         built=now(),

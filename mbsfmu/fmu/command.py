@@ -8,6 +8,7 @@ import sys
 import xml.etree.ElementTree as ET
 import zipfile
 
+from ..arguments import FLOATING_BASE_HELP
 from ..errors import InputError
 from .variables import METHODS, NAMINGS
 
@@ -42,6 +43,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--h-max", type=float, default=1e-3, help="start value of solver.h_max [s]")
     p.add_argument("--rtol", type=float, default=1e-10, help="start value of solver.rtol (dop853)")
     p.add_argument("--atol", type=float, default=1e-12, help="start value of solver.atol (dop853)")
+    p.add_argument("--floating-base", action="store_true", help=FLOATING_BASE_HELP)
     p.add_argument(
         "--no-loader",
         action="store_true",
@@ -59,6 +61,7 @@ def run(args) -> int:
         "h_max": args.h_max,
         "rtol": args.rtol,
         "atol": args.atol,
+        "floating_base": args.floating_base,
     }
     if args.runtime == "native":
         if args.no_loader:

@@ -247,14 +247,16 @@ def build_native_fmu(
     atol: float = 1e-12,
     platforms=tuple(TARGETS),
     progress=print,
+    floating_base: bool = False,
 ) -> Path:
     """Build ``output`` (default ``<modelIdentifier>.fmu``) from the model file ``model``, for the
     FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the per-target
-    messages of a first build (zig's one-time cache; None: silent). Returns the FMU's path."""
+    messages of a first build (zig's one-time cache; None: silent). floating_base: a URDF model's
+    root link on a free joint (``load_model``). Returns the FMU's path."""
     from ..sim.simulator import Simulator
 
     model_path = Path(model)
-    m = load_model(model_path)
+    m = load_model(model_path, floating_base=floating_base)
     refusal = core_refusal(m)
     if refusal:
         raise NativeBuildError(f"{refusal} (the native runtime cannot build this FMU: use --runtime python)")

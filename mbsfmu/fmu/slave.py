@@ -75,7 +75,7 @@ class MbsfmuSlave(SlaveBase):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         info = self._info
-        model = load_model(Path(self.resources) / info["model_file"])
+        model = load_model(Path(self.resources) / info["model_file"], floating_base=info.get("floating_base", False))
         for note in model.notes:  # what the reader left out or repaired (as the native FMU logs them)
             self.log(f"model note: {note}")
         self._base_spec = model.spec

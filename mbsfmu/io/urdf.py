@@ -177,11 +177,13 @@ def load_urdf(
     return _build(spec, where, source=str(path), urdf_label=None, overlay_lines=None)
 
 
-def load_overlay(data, lines: dict, path: str | Path, repair_inertia: bool = False) -> Model:
+def load_overlay(
+    data, lines: dict, path: str | Path, repair_inertia: bool = False, floating_base: bool = False
+) -> Model:
     """The Model of a URDF overlay file (parsed document ``data`` with its path -> line map):
     the referenced URDF (path relative to the overlay) plus floating_base, repair_inertia, gravity,
     joint springs, wheels, force elements and initial state. One ModelError lists the problems of
-    both files. repair_inertia here: as the overlay's key (either asks for the repair)."""
+    both files. repair_inertia, floating_base here: as the overlay's keys (either asks for it)."""
     path = Path(path)
     r = Reader(lines or {})
     doc = r.mapping(data, (), OVERLAY_KEYS, required=("version", "urdf"))
@@ -201,6 +203,7 @@ def load_overlay(data, lines: dict, path: str | Path, repair_inertia: bool = Fal
     if not isinstance(repair, bool):
         r.problem((REPAIR_OPTION,), f"expected true or false, got {describe(repair)}")
         repair = False
+    floating = floating or floating_base
     robot, urdf_problems = None, []
     if isinstance(doc.get("urdf"), str):
         if urdf_path.is_file():
@@ -552,6 +555,16 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
 # ---- UrdfRobot to ModelSpec ---------------------------------------------------------------------
 
 
+def root_joint_name(joint_names) -> str:
+    """The name of the root link's joint to the world: ``root_joint`` (Pinocchio's), with '_'
+    appended while a URDF joint has it."""
+    names = set(joint_names)
+    name = ROOT_JOINT
+    while name in names:
+        name += "_"
+    return name
+
+
 def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec, dict]:
     """The ModelSpec of a URDF robot (bodies in depth-first order, siblings in file order) and the
     map from spec paths to URDF locations: {("bodies", k, ...): (label, line)}."""
@@ -563,10 +576,7 @@ def urdf_spec(robot: UrdfRobot, floating_base: bool = False) -> tuple[ModelSpec,
         kids.setdefault(j.parent, []).append(j)
     bodies: list[Body] = []
     where: dict[tuple, tuple[str, int | None]] = {}
-    names = {j.name for j in robot.joints}
-    root_joint = ROOT_JOINT
-    while root_joint in names:
-        root_joint += "_"
+    root_joint = root_joint_name(j.name for j in robot.joints)
     root = links[robot.root]
     if robot.root != WORLD:  # a root link named 'world' is the inertial frame itself
         bodies.append(_body(root, Joint(root_joint, "free" if floating_base else "fixed"), WORLD))

@@ -38,7 +38,9 @@ Loops (ModelSpec.loops, cut joints) are refused with an error naming them: URDF 
 and the tree alone would be a different mechanism (more degrees of freedom) that simulates without
 complaint, which is worse than no file. Not exported either (listed as warnings): gravity (URDF has
 none; readers assume (0, 0, -9.81)), joint springs' stiffness, actuated flags, force elements, the
-initial state, and the name of a free root joint.
+initial state, and the name of a free root joint. ``overlay_export.export_overlay`` writes
+these (but the root joint's name, which becomes ``root_joint``) as a URDF overlay
+(mbsfmu/io/urdf.py) beside the URDF: loading the overlay gives the model back.
 
 For a viewer, each link with mass gets a <visual> box: the equivalent-inertia box (uniform density,
 same mass and principal moments, along the principal axes; none when degenerate), and a cylinder
@@ -81,6 +83,9 @@ class UrdfExport:
 
     text: str
     dropped: tuple[str, ...]
+    overlaid: tuple[str, ...] = ()  # the dropped items that the overlay (overlay_export.py) carries
+    floating_root: str | None = None  # the free root joint that is the root link itself (no world link)
+    joints: tuple[str, ...] = ()  # the URDF's joint names
 
 
 def export_urdf(
@@ -109,7 +114,8 @@ def export_urdf(
     if problems:
         raise ModelError(problems, label)
     writer = _Writer(spec, limits or {}, Path(source).name if source else None)
-    return UrdfExport(writer.document(), tuple(writer.dropped))
+    text = writer.document()
+    return UrdfExport(text, tuple(writer.dropped), tuple(writer.overlaid), writer.floating_root, tuple(writer.joints))
 
 
 def urdf_text(spec_or_model: ModelSpec | Model, limits: dict[str, Limit] | None = None) -> str:
@@ -210,6 +216,8 @@ class _Writer:
         self.source_name = source_name
         self.lines: list[str] = []
         self.dropped: list[str] = []
+        self.overlaid: list[str] = []
+        self.floating_root: str | None = None  # the free root joint that is the root link itself
         self.links: dict[str, str] = {}  # URDF link name -> what made it
         self.joints: dict[str, str] = {}
         self.problems: list[Problem] = []
@@ -236,7 +244,9 @@ class _Writer:
             self.put(1, comment(f"gravity {nums(spec.gravity)} m/s^2 not exported: URDF has no gravity"))
         if floating_root:
             j = roots[0].joint
+            self.floating_root = j.name
             self.drop(f"joint {j.name!r}: the free root joint is the root link itself; load with floating_base")
+            self.drop(f"the name of free root joint {j.name!r}: URDF readers call it root_joint", overlay=False)
             self.put(1, comment(f"root link {roots[0].name!r} floats (free joint {j.name!r}): load with floating_base"))
             self.body(roots[0], 1, joint=False)
         else:
@@ -255,8 +265,11 @@ class _Writer:
     def put(self, depth: int, line: str) -> None:
         self.lines.append(INDENT * depth + line)
 
-    def drop(self, what: str) -> None:
+    def drop(self, what: str, overlay: bool = True) -> None:
+        """``what`` is not in the URDF; ``overlay``: the overlay (overlay_export.py) carries it."""
         self.dropped.append(what)
+        if overlay:
+            self.overlaid.append(what)
 
     def link_name(self, name: str, what: str) -> str:
         if name in self.links:

@@ -23,7 +23,9 @@ from .spec import Scenario, scenario_model
 
 def build_simulator(scn: Scenario) -> Simulator:
     """Load the model, apply the initial-state overrides and check input names."""
-    model = scn.model if scn.model is not None else scenario_model(scn.path, scn.model_inline, scn.model_path)
+    model = scn.model
+    if model is None:
+        model = scenario_model(scn.path, scn.model_inline, scn.model_path, scn.floating_base)
     if scn.gravity is not None or scn.edits:
         from ..engine.spec.edits import edit_spec
 

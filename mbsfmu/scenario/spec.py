@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..engine.model import Model
-from ..errors import MbsError, ModelError, brief
+from ..errors import InputError, MbsError, ModelError, brief
 from ..io.model_file import parse_file
 from ..io.reader import Reader
 from ..sim.schedules import Schedule, parse_schedule
@@ -151,10 +151,12 @@ class Scenario:
     # the model as load_scenario built it to check the scenario's names (scenario_model: no gravity
     # or edits applied), so that a run parses and validates it once; None: build it again
     model: Model | None = field(default=None, compare=False, repr=False)
+    floating_base: bool = False  # a URDF model's root link on a free joint (`mbsfmu run --floating-base`)
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Parse and check a scenario file; ScenarioError lists every problem with file and line."""
+def load_scenario(path: str | Path, floating_base: bool = False) -> Scenario:
+    """Parse and check a scenario file; ScenarioError lists every problem with file and line.
+    floating_base: the model, a URDF (.urdf or overlay), with its root link on a free joint."""
     path = Path(path)
     try:
         data, lines = parse_file(path)
@@ -193,7 +195,7 @@ def load_scenario(path: str | Path) -> Scenario:
         r.problem(("description",), f"expected text, got {brief(description)}")
     model = None
     if inline is not None or model_path.is_file():
-        model = _check_names(r, path, inline, model_path, init_q, init_qd, inputs, controller)
+        model = _check_names(r, path, inline, model_path, init_q, init_qd, inputs, controller, floating_base)
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     duration = times.get("duration", math.nan)
@@ -221,6 +223,7 @@ def load_scenario(path: str | Path) -> Scenario:
         loops=loops,
         cosim=cosim,
         model=model,
+        floating_base=floating_base,
     )
 
 
@@ -486,9 +489,15 @@ def _loop_options(r, raw) -> LoopOptions:
 # ---- the model and the names the scenario uses in it -----------------------------------------------
 
 
-def scenario_model(path: Path, inline: InlineModel | None, model_path: Path) -> Model:
+def scenario_model(path: Path, inline: InlineModel | None, model_path: Path, floating_base: bool = False) -> Model:
     """The scenario's model (``inline``, or the file ``model_path``), without gravity or edits;
-    path: the scenario file. ScenarioError (inline) or ModelError (file) for a bad model."""
+    path: the scenario file. ScenarioError (inline) or ModelError (file) for a bad model;
+    floating_base: as ``load_model``'s (InputError for a model that is no URDF)."""
+    if inline is not None and floating_base:
+        raise InputError(
+            f"{path}: floating_base (--floating-base) applies to a URDF model; this scenario's model is written "
+            "in it, where the root body's joint says it (type: free)"
+        )
     if inline is not None:
         from ..io.model_file import spec_from_dict
 
@@ -498,7 +507,18 @@ def scenario_model(path: Path, inline: InlineModel | None, model_path: Path) -> 
             raise ScenarioError([replace(p, path=("model", *p.path)) for p in e.problems], str(path)) from None
     from .. import load_model
 
-    return load_model(model_path)
+    return load_model(model_path, floating_base=floating_base)
+
+
+def is_urdf(path: Path) -> bool:
+    """A .urdf file or a URDF overlay (YAML/JSON with a ``urdf`` key)."""
+    if path.suffix.lower() == ".urdf":
+        return True
+    try:
+        data, _ = parse_file(path)
+    except (MbsError, OSError):
+        return False
+    return isinstance(data, dict) and "urdf" in data
 
 
 def _close(name: str, names) -> str:
@@ -520,6 +540,7 @@ def _check_names(
     init_qd: dict,
     inputs: dict,
     controller: dict,
+    floating_base: bool = False,
 ) -> Model | None:
     """Joint and input names of ``initial``, ``inputs`` and ``controller`` against the model, each
     problem with its line (so that one round lists every problem of the scenario); the model (None
@@ -527,9 +548,12 @@ def _check_names(
     from ..engine.forces import ForceElements
 
     try:
-        model = scenario_model(path, inline, model_path)
+        model = scenario_model(path, inline, model_path, floating_base)
     except ScenarioError as e:
         r.problems += e.problems
+        return None
+    except InputError as e:
+        r.problem(("model",), str(e))
         return None
     except ModelError as e:
         for p in e.problems:
@@ -545,7 +569,12 @@ def _check_names(
                 continue
             sl = slicer(jname)
             if len(v) != sl.stop - sl.start:
-                r.problem(("initial", key, jname), f"joint {jname!r} takes {sl.stop - sl.start} value(s), got {len(v)}")
+                fixed_root = sl.stop == sl.start and model.L[model.joint_index[jname]] == 0 and is_urdf(model_path)
+                hint = " (the URDF's root link is fixed to the world: mbsfmu run --floating-base floats it)"
+                r.problem(
+                    ("initial", key, jname),
+                    f"joint {jname!r} takes {sl.stop - sl.start} value(s), got {len(v)}" + (hint if fixed_root else ""),
+                )
     for name in inputs:
         if name not in input_names:
             r.problem(("inputs", name), f"unknown input {name!r}{_close(name, input_names)}")

@@ -258,19 +258,27 @@ def test_a_run_that_shared_a_worker_with_a_crashing_run_is_not_blamed(tmp_path):
 
 
 @pytest.mark.integration
-def test_a_run_in_its_own_process_gives_the_row_of_a_run_in_the_worker(tmp_path):
-    """--run-timeout runs each run in a child process: the same rows (but wall time) as in-process."""
+def test_a_run_in_its_own_process_gives_the_row_of_a_run_in_the_worker(tmp_path, monkeypatch):
+    """--run-timeout runs each run in a child process: the same rows (but wall time) as in-process,
+    and none of the runs in this process (run_here, counted here, is not called; the child's own
+    runner module is not the one counted)."""
     import pyarrow.parquet as pq
 
-    from mbsfmu.campaign import Serial, montecarlo_design, run_campaign
+    from mbsfmu.campaign import Serial, montecarlo_design, run_campaign, runner
 
+    here = []
+    run_here = runner.run_here
+    monkeypatch.setattr(runner, "run_here", lambda spec: here.append(spec.index) or run_here(spec))
     design, outputs = montecarlo_design(SPRING, 3, 5)
-    tables = []
+    tables, ran_here = [], []
     for name, limit in (("here", None), ("child", 120.0)):
+        here.clear()
         run_campaign(
             SPRING, design, tmp_path / name, outputs=outputs, execution=Serial(), progress=False, run_timeout=limit
         )
         tables.append(pq.read_table(tmp_path / name / "campaign.parquet").drop_columns(["wall_time_s"]))
+        ran_here.append(sorted(here))
+    assert ran_here == [[0, 1, 2], []], ran_here
     assert tables[0].num_rows == 3 and tables[0].equals(tables[1])
 
 

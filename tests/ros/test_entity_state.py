@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import mbsfmu
-from mbsfmu.engine.joints import FREE
 from mbsfmu.engine.kinematics import forward_kinematics
 from mbsfmu.engine.spatial import R_to_quat, quat_to_R
 from mbsfmu_ros import entity_state as es
@@ -20,13 +19,20 @@ def rng():
 
 
 def random_state(model, rng):
-    q, qd = model.initial_state()
-    q = np.array(q, dtype=float) + 0.3 * rng.standard_normal(q.shape)
-    for i in range(1, model.N + 1):  # unit quaternions again
-        if int(model.tree.jtype[i]) == FREE:
-            s = int(model.tree.iq[i]) + 3
-            q[s : s + 4] /= np.linalg.norm(q[s : s + 4])
-    return q, rng.standard_normal(np.shape(qd))
+    """A random state: unit quaternions on free and spherical joints (Model.random_state; a
+    non-unit quaternion is no rotation, and differences of its 'pose' mean nothing)."""
+    return model.random_state(rng)
+
+
+def twist_by_difference(model, q, qd, i, h=1e-6):
+    """(v, omega) of body i, world axes, from central differences of its pose along q (+) s qd:
+    v = dp/ds, [omega]x = dR/ds R^T (Rdot = [omega]x R for omega in world axes; [omega]x R would be
+    R [omega]x for body axes). Independent of body_state's and of the free joint's conventions.
+    Truncation O(h^2) ~ 1e-12; round-off ~ eps |p| / h ~ 1e-9 for |p| of a few m."""
+    poses = [forward_kinematics(model.tree, model.integrate(q, s * h * qd)) for s in (-1, 1)]
+    v = (poses[1].p[i] - poses[0].p[i]) / (2 * h)
+    W = (poses[1].R[i] - poses[0].R[i]) / (2 * h) @ forward_kinematics(model.tree, q).R[i].T
+    return v, 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
 
 
 @pytest.mark.parametrize("model_name", ["spacecraft.yaml", "branched_robot.yaml"])
@@ -44,6 +50,11 @@ def test_set_base_state_is_read_back(model_name, rng):
     got = es.body_state(forward_kinematics(model.tree, q2, qd2), i)
     for field in ("position", "orientation", "linear", "angular"):
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=0, atol=1e-12, err_msg=field)
+    # the state set moves the body with the requested twist in world axes (a finite difference of its
+    # pose, not body_state: the same wrong convention in both would pass the read-back above)
+    v, omega = twist_by_difference(model, q2, qd2, i)
+    np.testing.assert_allclose(v, want.linear, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(omega, want.angular, rtol=0, atol=1e-7)
     others = np.ones(model.nq, bool)
     others[int(model.tree.iq[i]) : int(model.tree.iq[i]) + 7] = False
     assert np.array_equal(q2[others], q[others])
@@ -55,15 +66,17 @@ def test_set_base_state_is_read_back(model_name, rng):
 
 
 def test_body_state_is_world_axes(rng):
-    """Twist in world axes: the linear velocity of the body origin equals the time derivative of
-    its world position (central difference)."""
+    """Twist in world axes: the linear velocity of the body origin is the time derivative of its
+    world position, the angular velocity omega that of its orientation, Rdot = [omega]x R (central
+    differences), for every body of a floating-base tree."""
     model = mbsfmu.load_model(MODELS / "branched_robot.yaml")
     q, qd = random_state(model, rng)
-    h = 1e-6
-    i = model.N
-    p = [es.body_state(forward_kinematics(model.tree, model.integrate(q, s * h * qd), qd), i).position for s in (-1, 1)]
-    v = es.body_state(forward_kinematics(model.tree, q, qd), i).linear
-    np.testing.assert_allclose(v, (np.array(p[1]) - np.array(p[0])) / (2 * h), rtol=1e-6, atol=1e-7)
+    kin = forward_kinematics(model.tree, q, qd)
+    for i in range(1, model.N + 1):
+        got = es.body_state(kin, i)
+        v, omega = twist_by_difference(model, q, qd, i)
+        np.testing.assert_allclose(got.linear, v, rtol=1e-6, atol=1e-7, err_msg=f"body {i}")
+        np.testing.assert_allclose(got.angular, omega, rtol=1e-6, atol=1e-7, err_msg=f"body {i}")
 
 
 def test_refusals():

@@ -5,6 +5,7 @@ from the pip install (tf2_msgs built by mbsfmu_ros.interface_packages) agreeing 
 
 import math
 
+import numpy as np
 import pytest
 
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
@@ -21,6 +22,22 @@ RATE = 100.0  # publish_rate [Hz]: one step = 0.01 s of sim time
 
 def xyz(v):
     return [v.x, v.y, v.z]
+
+
+def rotation(state):
+    """R (3, 3) of an EntityState's orientation (body axes as columns, world axes)."""
+    from mbsfmu.engine.spatial import quat_to_R
+
+    o = state.pose.orientation
+    return quat_to_R(np.array([o.w, o.x, o.y, o.z]))
+
+
+def rotation_vector(R):
+    """theta n of a rotation R = exp(theta [n]x) (the matrix logarithm, theta < pi)."""
+    s = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])  # sin(theta) n
+    c = 0.5 * (np.trace(R) - 1.0)  # cos(theta)
+    sin = np.linalg.norm(s)
+    return s if sin == 0.0 else s * (math.atan2(sin, c) / sin)
 
 
 def test_simulation_interfaces_round_trips(tmp_path):
@@ -112,6 +129,16 @@ def test_simulation_interfaces_round_trips(tmp_path):
                 assert xyz(a) == pytest.approx(xyz(b), rel=0, abs=1e-12)
             assert got.pose.orientation.z == pytest.approx(math.sin(0.35), rel=0, abs=1e-12)
             assert xyz(got.twist.angular) == pytest.approx([-0.2, 0.0, 0.0], rel=0, abs=1e-12)
+            # world axes, not the same convention both ways: two steps from the state set, the angular
+            # velocity read at the middle one is the central difference of the orientations read around it
+            poses = [got]
+            for _ in range(2):
+                assert call(StepSimulation, "step_simulation", steps=1).result.result == OK
+                poses.append(entity("hub"))
+            omega = rotation_vector(rotation(poses[2]) @ rotation(poses[0]).T) / (2 / RATE)
+            # truncation h^2/6 |omega''| ~ 1e-6 rad/s (spring-driven arrays, |omega''| <~ 0.05 rad/s^3, h = 10 ms);
+            # body axes would be off by |R - 1| 0.2 rad/s ~ 0.14 rad/s here (a 0.7 rad yaw)
+            assert xyz(poses[1].twist.angular) == pytest.approx(omega.tolist(), rel=0, abs=1e-5)
             carried = SetEntityState.Request(entity="array_l", set_pose=True)
             r = client.call(SetEntityState, f"{NS}/set_entity_state", carried)
             assert r.result.result == Result.RESULT_OPERATION_FAILED and "hub" in r.result.error_message

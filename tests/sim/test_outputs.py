@@ -157,7 +157,12 @@ def test_native_state_is_the_cores(rng):
     sim.step(1e-3)
     assert not np.array_equal(sim.x, x0) and sim.t == 1e-3 and sim.n_steps == 1
     state = sim.get_state()
-    sim.step(np.float64(1e-3))  # not a float: the checked path
+    sim.step(1e-3)  # a float in range: the fast path
+    fast = (sim.x.copy(), sim.t, sim.n_steps)
+    sim.set_state(state)
+    sim.step(np.float64(1e-3))  # not a float: the checked path, from the same state
+    assert np.array_equal(sim.x, fast[0]) and sim.t == fast[1] and sim.n_steps == fast[2]
+    assert not np.array_equal(sim.x, state.x)
     sim.set_state(state)
     assert np.array_equal(sim.x, state.x) and sim.t == state.t and sim.n_steps == 1
     for bad in (0.0, -1e-3, float("nan"), float("inf"), 1e-3 * 1e13):
