@@ -729,3 +729,63 @@ def test_check_takes_a_run_folder_or_its_trajectory_csv(tmp_path, capsys):
         assert "3 bodies and 4 reaction wheels" in text and "overall: PASS" in text
     assert main(["check", str(tmp_path)]) == 2
     assert f"{tmp_path} is a folder without trajectory.csv" in capsys.readouterr().err
+
+
+# ---- the energy checks' scale: the magnitudes of the terms summed, not the motion energy ----
+SPRING_CAMPAIGN = ROOT / "tests" / "data" / "campaign_spring.yaml"
+# run 1116 of `mbsfmu montecarlo tests/data/campaign_spring.yaml --seed 1 --runs 2000`: the spring
+# holds the mass at q = m g / k = 0.1502 m, so it starts 2e-4 m from equilibrium (motion energy ~4e-7 J)
+# while each PE term is ~0.9 J
+RUN_1116 = {"body.mass.mass": 0.5898392987370289, "joint.q1.spring.k": 38.52268914932917, "initial.q.q1": 0.15}
+
+
+def _spring_run(tmp_path, point, **changes):
+    from dataclasses import replace
+
+    from mbsfmu.campaign.points import apply_point
+    from mbsfmu.scenario.run import run_scenario
+    from mbsfmu.scenario.spec import load_scenario
+
+    base = load_scenario(SPRING_CAMPAIGN)
+    scn = replace(apply_point(base, point), records=True, **changes)
+    return run_scenario(scn, tmp_path, progress=False)
+
+
+def test_energy_balance_near_equilibrium_is_relative_to_the_terms_summed(tmp_path):
+    """Run 1116 closes its balance to 1.1e-16 J (one ulp of the 0.43 J it sums): PASS at rel 1e-10.
+    The scale is max over rows of KE + k x^2 / 2 + m |g| |rbar| + |W_in| + |W_diss| = 1.302 J
+    (0.434 J spring + 0.868 J gravity), not the ~4e-7 J the state near equilibrium exchanges
+    (on that scale the round-off alone read 2.7e-10 and FAILed)."""
+    report = _spring_run(tmp_path, RUN_1116)
+    e = report["checks"]["energy_balance"]
+    m, k, g = 0.5898392987370289, 38.52268914932917, 9.81
+    q = read_trajectory(tmp_path / "trajectory.csv")["q.q1"].max()  # 0.15006: the terms grow with q
+    # KE, W_in, W_diss stay below 1e-7 J: 1e-7 of the scale
+    np.testing.assert_allclose(e["scale"], 0.5 * k * q * q + m * g * q, rtol=1e-6, atol=0)
+    assert e["max_abs"] <= 8 * np.finfo(float).eps * e["scale"]  # round-off: a few terms of ~1.3 J
+    assert e["passed"] and report["passed"]
+
+
+def test_energy_balance_still_fails_a_real_energy_error(tmp_path):
+    """On the same scale a genuine error fails: RK4 with h = 10 ms on a 0.1 m swing (omega h = 0.08)
+    breaks the balance by 3e-9 J = 4e-9 of the 0.69 J scale (> 1e-10); h = 1 ms cuts it ~6000x to
+    5e-13 J (O(h^4) truncation: >= 16x per halving) and passes. An energy made with a spring
+    constant 1e-6 off the dynamics' k is off by 1e-6 of the spring's energy change and fails."""
+    from mbsfmu.scenario.spec import load_scenario
+    from mbsfmu.trajectory import read_run
+
+    integrator = load_scenario(SPRING_CAMPAIGN).integrator
+    swing = {**RUN_1116, "initial.q.q1": 0.05}
+    coarse = _spring_run(tmp_path / "h10ms", swing, integrator={**integrator, "method": "rk4", "h_max": 0.01})
+    fine = _spring_run(tmp_path / "h1ms", swing, integrator={**integrator, "method": "rk4", "h_max": 0.001})
+    c, f = coarse["checks"]["energy_balance"], fine["checks"]["energy_balance"]
+    assert not c["passed"] and c["max_rel"] > 10 * c["bound"]
+    assert f["passed"] and c["max_abs"] > 1000 * f["max_abs"]
+
+    assert _spring_run(tmp_path / "dop853", swing)["checks"]["energy_balance"]["passed"]
+    traj = read_run(tmp_path / "dop853")
+    columns = {name: traj[name] for name in traj.names}
+    columns["q1.k"] = columns["q1.k"] * (1 + 1e-6)
+    report = inv.conservation_report(Trajectory(columns, traj.source), {"energy_balance": "rel:1e-10"})
+    wrong_k = report["checks"]["energy_balance"]
+    assert not wrong_k["passed"] and wrong_k["max_rel"] > 10 * wrong_k["bound"]
