@@ -592,6 +592,8 @@ def conservation_report(
         "checks": results,
         "passed": all(e["passed"] for e in results.values()),
     }
+    if traj.notes:  # e.g. read_run: which rows of a stopped run's two files were checked
+        report["notes"] = list(traj.notes)
     return _json_safe(report)
 
 
@@ -615,7 +617,11 @@ def summary_table(report: dict, verdict: str = "overall") -> str:
         f"{' and ' + _count(len(r['wheels']), 'reaction wheel', 'reaction wheels') if r['wheels'] else ''}, "
         f"{_count(len(r['springs']), 'spring', 'springs')}; g = {r['g']}"
     )
-    lines = [head, f"{'check':<18} {'max_abs':>10} {'unit':<8} {'max_rel':>10} {'drift/s':>10}  {'bound':<18} result"]
+    lines = [
+        head,
+        *(f"note: {note}" for note in r.get("notes", ())),
+        f"{'check':<18} {'max_abs':>10} {'unit':<8} {'max_rel':>10} {'drift/s':>10}  {'bound':<18} result",
+    ]
     for name, e in r["checks"].items():
         unit = "" if e["unit"].startswith("(") else e["unit"]
         worst = f" (worst: {e['worst']})" if "worst" in e else ""

@@ -4,6 +4,7 @@ Procedures 1-4 on a synthetic system with known motion (no engine), the conserva
 errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -789,3 +790,77 @@ def test_energy_balance_still_fails_a_real_energy_error(tmp_path):
     report = inv.conservation_report(Trajectory(columns, traj.source), {"energy_balance": "rel:1e-10"})
     wrong_k = report["checks"]["energy_balance"]
     assert not wrong_k["passed"] and wrong_k["max_rel"] > 10 * wrong_k["bound"]
+
+
+# ---- a run folder whose two files disagree in rows -----------------------------------------
+def _keep_rows(path, n: int) -> None:
+    """Keep the header and the first n data rows of a CSV file (a truncated copy)."""
+    lines = path.read_text().splitlines(keepends=True)
+    header = next(k for k, line in enumerate(lines) if not line.startswith("#")) + 1
+    path.write_text("".join(lines[: header + n]))
+
+
+def _spring_pendulum_run(tmp_path):
+    """`mbsfmu run` of the spring pendulum for 0.4 s at dt = 10 ms (41 rows in each file): its folder."""
+    from mbsfmu.cli import main
+
+    scn = tmp_path / "spring.yaml"
+    model = ROOT / "scenarios" / "models" / "spring_pendulum.yaml"
+    scn.write_text(f"version: 1\nmodel: {model}\nduration: 0.4\ndt: 0.01\nchecks: {{energy_balance: rel:1.0e-10}}\n")
+    assert main(["run", str(scn), "-o", str(tmp_path / "run"), "--no-progress"]) == 0
+    return tmp_path / "run"
+
+
+def test_check_refuses_a_run_folder_whose_files_disagree_in_rows(tmp_path, capsys):
+    """Regression (issue 37 item 4): records.csv of 19 rows beside trajectory.csv of 41 was checked
+    on 19 rows and PASSed, silently. A run writes both files row by row (one unbuffered write per
+    row, trajectory.csv first), so they hold the same rows: any other count is bad input (exit 2)
+    naming both files and counts, and the suggestion checks records.csv on its own."""
+    from mbsfmu.cli import main
+
+    out = _spring_pendulum_run(tmp_path)
+    assert main(["check", str(out), "--expect", "energy_balance"]) == 0  # the run as it left its folder
+    capsys.readouterr()
+    _keep_rows(out / "records.csv", 19)
+    assert main(["check", str(out), "--expect", "energy_balance"]) == 2
+    err = capsys.readouterr().err
+    assert f"{out / 'records.csv'} has 19 rows, {out / 'trajectory.csv'} 41" in err, err
+    assert "report.json says the run completed" in err
+    suggestion = re.search(r"`mbsfmu check (\S+)`", err)
+    assert suggestion and main(["check", suggestion[1], "--expect", "energy_balance"]) == 0
+    assert "19 rows" in capsys.readouterr().out
+    (out / "report.json").unlink()  # no report (a killed run): still only one row fewer may be told apart
+    assert main(["check", str(out / "trajectory.csv")]) == 2
+    assert "has 19 rows" in capsys.readouterr().err
+    _keep_rows(out / "trajectory.csv", 10)  # records.csv longer than trajectory.csv: never written so
+    assert main(["check", str(out)]) == 2
+    assert f"{out / 'records.csv'} has 19 rows, {out / 'trajectory.csv'} 10" in capsys.readouterr().err
+
+
+def test_check_of_a_run_stopped_between_its_two_writes_says_which_rows_it_checked(tmp_path, capsys):
+    """The one legitimate difference: a run stopped after writing a row of trajectory.csv and
+    before its row of records.csv (its report.json says it stopped, or it left none). The rows both
+    hold are checked and the table and the JSON report say so; a completed run's report refuses."""
+    import json
+
+    from mbsfmu.cli import main
+
+    out = _spring_pendulum_run(tmp_path)
+    _keep_rows(out / "records.csv", 40)
+    assert main(["check", str(out)]) == 2  # report.json: completed
+    capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    report["interrupted"] = "interrupted by Ctrl-C at t = 0.4 s"
+    (out / "report.json").write_text(json.dumps(report))
+    assert main(["check", str(out), "--expect", "energy_balance", "--json", str(tmp_path / "r.json")]) == 0
+    text = capsys.readouterr().out
+    note = (
+        f"{out / 'records.csv'} has 40 rows, {out / 'trajectory.csv'} 41: the run stopped between writing the two "
+        "files (report.json: interrupted by Ctrl-C at t = 0.4 s); checked the 40 rows both hold (t = 0 .. 0.39 s)"
+    )
+    assert f"note: {note}" in text and "40 rows, t = 0 .. 0.39 s" in text, text
+    assert json.loads((tmp_path / "r.json").read_text())["notes"][0].startswith(note)
+    (out / "report.json").unlink()
+    assert (
+        main(["check", str(out)]) == 0 and "the run stopped between writing the two files;" in capsys.readouterr().out
+    )
