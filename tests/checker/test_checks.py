@@ -4,8 +4,8 @@ Procedures 1-4 on a synthetic system with known motion (no engine), the conserva
 errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
 
 import ast
-import re
 import json
+import re
 import subprocess
 import sys
 
@@ -841,8 +841,6 @@ def test_check_of_a_run_stopped_between_its_two_writes_says_which_rows_it_checke
     """The one legitimate difference: a run stopped after writing a row of trajectory.csv and
     before its row of records.csv (its report.json says it stopped, or it left none). The rows both
     hold are checked and the table and the JSON report say so; a completed run's report refuses."""
-    import json
-
     from mbsfmu.cli import main
 
     out = _spring_pendulum_run(tmp_path)
