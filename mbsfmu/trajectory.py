@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -107,12 +108,15 @@ class TrajectoryError(MbsError):
 class Trajectory(Mapping):
     """Columns of a trajectory as float arrays (T,), by name; ``time`` (T,) [s].
 
-    Built by ``read_trajectory`` or ``Trajectory.from_columns``; ``names`` keeps the file order."""
+    Built by ``read_trajectory`` or ``Trajectory.from_columns``; ``names`` keeps the file order;
+    ``notes``: what a reader of these rows must be told about them (``read_run``: the rows of a
+    stopped run's two files that were checked)."""
 
-    def __init__(self, columns: Mapping[str, Array], source: str):
+    def __init__(self, columns: Mapping[str, Array], source: str, notes: tuple[str, ...] = ()):
         self._columns = dict(columns)
         self.source = source
         self.names = tuple(self._columns)
+        self.notes = tuple(notes)
 
     @classmethod
     def from_columns(cls, columns: Mapping[str, object], source: str = "<columns>") -> Trajectory:
@@ -488,7 +492,9 @@ def read_run(path: str | os.PathLike) -> Trajectory:
     """What the checker reads from ``path``: a run folder (its trajectory.csv joined with the
     records.csv beside it), or a trajectory file, joined with a records.csv in the same folder
     when the file is a run's trajectory.csv (the body records are there); any other CSV as it is.
-    TrajectoryError says what was looked for when a folder holds neither."""
+    TrajectoryError says what was looked for when a folder holds neither, and names both files
+    and their row counts when they differ other than as a stopped run leaves them (``notes``
+    then says which rows are checked)."""
     path = Path(path)
     if path.is_dir():
         if not (path / TRAJECTORY_FILE).is_file():
@@ -497,5 +503,41 @@ def read_run(path: str | os.PathLike) -> Trajectory:
     traj = read_trajectory(path)
     beside = path.parent / RECORDS_FILE
     if path.name == TRAJECTORY_FILE and beside.is_file():
-        traj = join_trajectories(traj, read_trajectory(beside))
+        records = read_trajectory(beside)
+        note = _row_counts(traj, records, path.parent / "report.json")
+        traj = join_trajectories(traj, records)
+        if note:
+            traj = Trajectory(traj._columns, traj.source, (note,))
     return traj
+
+
+def _row_counts(traj: Trajectory, records: Trajectory, report: Path) -> str | None:
+    """A run writes trajectory.csv and records.csv row by row, each row in one unbuffered write,
+    trajectory.csv first (mbsfmu/scenario/run.py): the files hold the same rows, or trajectory.csv
+    one more when the run stopped between the two writes. None for the same rows; the note saying
+    which rows are checked for that one legitimate difference (the run's report.json, if there is
+    one, must say it stopped); TrajectoryError for any other difference."""
+    n, m = traj.n_rows, records.n_rows
+    if n == m:
+        return None
+    stopped = None  # why the run stopped, from its report.json; None: no readable report
+    if report.is_file():
+        try:
+            r = json.loads(report.read_text(encoding="utf-8"))
+            stopped = (r.get("error") or r.get("interrupted") or "") if isinstance(r, dict) else None
+        except (OSError, ValueError):
+            stopped = None
+    if n == m + 1 and stopped != "":
+        why = f" ({report.name}: {stopped})" if stopped else ""
+        return (
+            f"{records.source} has {m} rows, {traj.source} {n}: the run stopped between writing the "
+            f"two files{why}; checked the {m} rows both hold (t = {float(traj.time[0]):.6g} .. "
+            f"{float(records.time[-1]):.6g} s), not the last row of {traj.source}"
+        )
+    complete = f"; {report} says the run completed" if stopped == "" else ""
+    raise TrajectoryError(
+        f"{records.source} has {m} rows, {traj.source} {n}: a run writes both files row by row, so "
+        f"they hold the same rows (records one fewer only when the run stopped between the two "
+        f"writes){complete}; one of them was truncated or comes from another run (records.csv on its "
+        f"own, with the body records and engine.* columns: `mbsfmu check {records.source}`)"
+    )

@@ -49,7 +49,7 @@ from .. import load_model
 from ..engine import joints
 from ..engine.model import Model
 from ..errors import MbsError
-from ..sim.outputs import angular_momentum_scale
+from ..sim.outputs import angular_momentum_scale, energy_scale
 from ..sim.simulator import SimState, Simulator
 from .description import BUILD_INFO
 from .slave_base import SlaveBase
@@ -288,7 +288,9 @@ class MbsfmuSlave(SlaveBase):
         dE = (inv.E - W_in - W_diss) - E0
         if what == "E_abs":
             return dE
-        return relative_drift(dE, max(KE0, inv.KE, abs(inv.PE - PE0), abs(W_in), abs(W_diss)))
+        kin = self._sim.kinematics()
+        S_E = energy_scale(self._sim.model, kin, inv.KE, self._sim.spring_energy(kin))
+        return relative_drift(dE, max(KE0, abs(inv.PE - PE0), S_E + abs(W_in) + abs(W_diss)))
 
     # ---- parameters ---------------------------------------------------------------------
     def _simulator(self, p: dict) -> Simulator:

@@ -344,7 +344,8 @@ def variable_table(
         ["drift", "E_balance"],
         "1",
         "relative energy balance residual: |E - W_in - W_diss - E(t0)| / E_scale, "
-        "E_scale = max(KE(t0), KE, |PE - PE(t0)|, |W_in|, |W_diss|) (the energies the balance exchanges); 0 "
+        "E_scale = max(KE(t0), |PE - PE(t0)|, S_E + |W_in| + |W_diss|), S_E = KE + springs' energy + "
+        "sum over bodies of m_i |g| |c_i| (the magnitudes of the terms E sums, MBS Energy Testing Eqs. 1, 2); 0 "
         "when the residual is 0, +inf when E_scale = 0 and the residual is not (zero for exact integration)",
         ("drift", "E_rel"),
     )

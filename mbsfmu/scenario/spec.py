@@ -196,6 +196,12 @@ def load_scenario(path: str | Path, floating_base: bool = False) -> Scenario:
     model = None
     if inline is not None or model_path.is_file():
         model = _check_names(r, path, inline, model_path, init_q, init_qd, inputs, controller, floating_base)
+    if model is not None and ("references" in doc or "final" in doc):
+        from .columns import check_columns, run_columns
+
+        trajectory, records_columns = run_columns(model, loops.simulator_options())
+        fmus = cosim.fmus if cosim is not None else None
+        check_columns(r, doc.get("references"), doc.get("final"), trajectory, records_columns, records, fmus)
     if r.problems:
         raise ScenarioError(r.problems, str(path))
     duration = times.get("duration", math.nan)

@@ -104,6 +104,18 @@ def angular_momentum_scale(model, kin: Kinematics) -> float:
     return float(np.linalg.norm(L_c, axis=1).sum() + np.linalg.norm(cross_rows(c - R_cm, p_rel), axis=1).sum())
 
 
+def energy_scale(model, kin: Kinematics, KE: float, spring_pe: float) -> float:
+    """The magnitude scale of E = KE + PE [J]: KE + |spring_pe| + sum_i m_i |g| |c_i| (wheel rotors
+    included), the magnitudes of the terms engine_invariants sums into E (MBS Energy Testing Eqs. 1,
+    2: KE's terms are >= 0, each spring's 1/2 k x^2 >= 0, |m_i g . c_i| <= m_i |g| |c_i|). Near an
+    equilibrium KE and PE - PE(t0) vanish while each PE term stays: E's rounding is ~ N eps of this
+    (the checker's energy scale is the same sum, taken over the trajectory's rows; mbs_invariants'
+    E_scale computes it in the C core)."""
+    t = model.tree
+    c = kin.p[1:] + np.einsum("nij,nj->ni", kin.R[1:], t.com[1:])  # CoM positions, world
+    return float(KE + abs(spring_pe) + t.mass[1:] @ np.linalg.norm(c, axis=1) * np.linalg.norm(model.gravity))
+
+
 SYM_LABELS = ("xx", "yy", "zz", "xy", "xz", "yz")
 SYSTEM_VECTORS = ("R", "Rdot", "eta1", "etadot1", "g")
 

@@ -5,6 +5,7 @@ errors; then against the engine's own p_sys, H_sys, KE, PE at random states."""
 
 import ast
 import json
+import re
 import subprocess
 import sys
 
@@ -729,3 +730,135 @@ def test_check_takes_a_run_folder_or_its_trajectory_csv(tmp_path, capsys):
         assert "3 bodies and 4 reaction wheels" in text and "overall: PASS" in text
     assert main(["check", str(tmp_path)]) == 2
     assert f"{tmp_path} is a folder without trajectory.csv" in capsys.readouterr().err
+
+
+# ---- the energy checks' scale: the magnitudes of the terms summed, not the motion energy ----
+SPRING_CAMPAIGN = ROOT / "tests" / "data" / "campaign_spring.yaml"
+# run 1116 of `mbsfmu montecarlo tests/data/campaign_spring.yaml --seed 1 --runs 2000`: the spring
+# holds the mass at q = m g / k = 0.1502 m, so it starts 2e-4 m from equilibrium (motion energy ~4e-7 J)
+# while each PE term is ~0.9 J
+RUN_1116 = {"body.mass.mass": 0.5898392987370289, "joint.q1.spring.k": 38.52268914932917, "initial.q.q1": 0.15}
+
+
+def _spring_run(tmp_path, point, **changes):
+    from dataclasses import replace
+
+    from mbsfmu.campaign.points import apply_point
+    from mbsfmu.scenario.run import run_scenario
+    from mbsfmu.scenario.spec import load_scenario
+
+    base = load_scenario(SPRING_CAMPAIGN)
+    scn = replace(apply_point(base, point), records=True, **changes)
+    return run_scenario(scn, tmp_path, progress=False)
+
+
+def test_energy_balance_near_equilibrium_is_relative_to_the_terms_summed(tmp_path):
+    """Run 1116 closes its balance to 1.1e-16 J (one ulp of the 0.43 J it sums): PASS at rel 1e-10.
+    The scale is max over rows of KE + k x^2 / 2 + m |g| |rbar| + |W_in| + |W_diss| = 1.302 J
+    (0.434 J spring + 0.868 J gravity), not the ~4e-7 J the state near equilibrium exchanges
+    (on that scale the round-off alone read 2.7e-10 and FAILed)."""
+    report = _spring_run(tmp_path, RUN_1116)
+    e = report["checks"]["energy_balance"]
+    m, k, g = 0.5898392987370289, 38.52268914932917, 9.81
+    q = read_trajectory(tmp_path / "trajectory.csv")["q.q1"].max()  # 0.15006: the terms grow with q
+    # KE, W_in, W_diss stay below 1e-7 J: 1e-7 of the scale
+    np.testing.assert_allclose(e["scale"], 0.5 * k * q * q + m * g * q, rtol=1e-6, atol=0)
+    assert e["max_abs"] <= 8 * np.finfo(float).eps * e["scale"]  # round-off: a few terms of ~1.3 J
+    assert e["passed"] and report["passed"]
+
+
+def test_energy_balance_still_fails_a_real_energy_error(tmp_path):
+    """On the same scale a genuine error fails: RK4 with h = 10 ms on a 0.1 m swing (omega h = 0.08)
+    breaks the balance by 3e-9 J = 4e-9 of the 0.69 J scale (> 1e-10); h = 1 ms cuts it ~6000x to
+    5e-13 J (O(h^4) truncation: >= 16x per halving) and passes. An energy made with a spring
+    constant 1e-6 off the dynamics' k is off by 1e-6 of the spring's energy change and fails."""
+    from mbsfmu.scenario.spec import load_scenario
+    from mbsfmu.trajectory import read_run
+
+    integrator = load_scenario(SPRING_CAMPAIGN).integrator
+    swing = {**RUN_1116, "initial.q.q1": 0.05}
+    coarse = _spring_run(tmp_path / "h10ms", swing, integrator={**integrator, "method": "rk4", "h_max": 0.01})
+    fine = _spring_run(tmp_path / "h1ms", swing, integrator={**integrator, "method": "rk4", "h_max": 0.001})
+    c, f = coarse["checks"]["energy_balance"], fine["checks"]["energy_balance"]
+    assert not c["passed"] and c["max_rel"] > 10 * c["bound"]
+    assert f["passed"] and c["max_abs"] > 1000 * f["max_abs"]
+
+    assert _spring_run(tmp_path / "dop853", swing)["checks"]["energy_balance"]["passed"]
+    traj = read_run(tmp_path / "dop853")
+    columns = {name: traj[name] for name in traj.names}
+    columns["q1.k"] = columns["q1.k"] * (1 + 1e-6)
+    report = inv.conservation_report(Trajectory(columns, traj.source), {"energy_balance": "rel:1e-10"})
+    wrong_k = report["checks"]["energy_balance"]
+    assert not wrong_k["passed"] and wrong_k["max_rel"] > 10 * wrong_k["bound"]
+
+
+# ---- a run folder whose two files disagree in rows -----------------------------------------
+def _keep_rows(path, n: int) -> None:
+    """Keep the header and the first n data rows of a CSV file (a truncated copy)."""
+    lines = path.read_text().splitlines(keepends=True)
+    header = next(k for k, line in enumerate(lines) if not line.startswith("#")) + 1
+    path.write_text("".join(lines[: header + n]))
+
+
+def _spring_pendulum_run(tmp_path):
+    """`mbsfmu run` of the spring pendulum for 0.4 s at dt = 10 ms (41 rows in each file): its folder."""
+    from mbsfmu.cli import main
+
+    scn = tmp_path / "spring.yaml"
+    model = ROOT / "scenarios" / "models" / "spring_pendulum.yaml"
+    scn.write_text(f"version: 1\nmodel: {model}\nduration: 0.4\ndt: 0.01\nchecks: {{energy_balance: rel:1.0e-10}}\n")
+    assert main(["run", str(scn), "-o", str(tmp_path / "run"), "--no-progress"]) == 0
+    return tmp_path / "run"
+
+
+def test_check_refuses_a_run_folder_whose_files_disagree_in_rows(tmp_path, capsys):
+    """Regression (issue 37 item 4): records.csv of 19 rows beside trajectory.csv of 41 was checked
+    on 19 rows and PASSed, silently. A run writes both files row by row (one unbuffered write per
+    row, trajectory.csv first), so they hold the same rows: any other count is bad input (exit 2)
+    naming both files and counts, and the suggestion checks records.csv on its own."""
+    from mbsfmu.cli import main
+
+    out = _spring_pendulum_run(tmp_path)
+    assert main(["check", str(out), "--expect", "energy_balance"]) == 0  # the run as it left its folder
+    capsys.readouterr()
+    _keep_rows(out / "records.csv", 19)
+    assert main(["check", str(out), "--expect", "energy_balance"]) == 2
+    err = capsys.readouterr().err
+    assert f"{out / 'records.csv'} has 19 rows, {out / 'trajectory.csv'} 41" in err, err
+    assert "report.json says the run completed" in err
+    suggestion = re.search(r"`mbsfmu check (\S+)`", err)
+    assert suggestion and main(["check", suggestion[1], "--expect", "energy_balance"]) == 0
+    assert "19 rows" in capsys.readouterr().out
+    (out / "report.json").unlink()  # no report (a killed run): still only one row fewer may be told apart
+    assert main(["check", str(out / "trajectory.csv")]) == 2
+    assert "has 19 rows" in capsys.readouterr().err
+    _keep_rows(out / "trajectory.csv", 10)  # records.csv longer than trajectory.csv: never written so
+    assert main(["check", str(out)]) == 2
+    assert f"{out / 'records.csv'} has 19 rows, {out / 'trajectory.csv'} 10" in capsys.readouterr().err
+
+
+def test_check_of_a_run_stopped_between_its_two_writes_says_which_rows_it_checked(tmp_path, capsys):
+    """The one legitimate difference: a run stopped after writing a row of trajectory.csv and
+    before its row of records.csv (its report.json says it stopped, or it left none). The rows both
+    hold are checked and the table and the JSON report say so; a completed run's report refuses."""
+    from mbsfmu.cli import main
+
+    out = _spring_pendulum_run(tmp_path)
+    _keep_rows(out / "records.csv", 40)
+    assert main(["check", str(out)]) == 2  # report.json: completed
+    capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    report["interrupted"] = "interrupted by Ctrl-C at t = 0.4 s"
+    (out / "report.json").write_text(json.dumps(report))
+    assert main(["check", str(out), "--expect", "energy_balance", "--json", str(tmp_path / "r.json")]) == 0
+    text = capsys.readouterr().out
+    note = (
+        f"{out / 'records.csv'} has 40 rows, {out / 'trajectory.csv'} 41: the run stopped between writing the two "
+        "files (report.json: interrupted by Ctrl-C at t = 0.4 s); checked the 40 rows both hold (t = 0 .. 0.39 s)"
+    )
+    assert f"note: {note}" in text and "40 rows, t = 0 .. 0.39 s" in text, text
+    assert json.loads((tmp_path / "r.json").read_text())["notes"][0].startswith(note)
+    (out / "report.json").unlink()
+    assert (
+        main(["check", str(out)]) == 0 and "the run stopped between writing the two files;" in capsys.readouterr().out
+    )

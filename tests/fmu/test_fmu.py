@@ -176,11 +176,11 @@ def test_drift_indicators_free_spacecraft(fmus):
 
 def test_drift_outputs_follow_their_definitions(fmus):
     """drift.H_sys and drift.E_balance are relative to the system's own scales
-    (the magnitudes of H_sys's terms; KE and the energies the balance exchanges), not to
+    (the magnitudes of H_sys's terms; those of the terms E sums, and the works), not to
     max(|x(t0)|, 1e-9); checked against the engine run in-process with the same input. The
     SCARA starts at rest: H_sys(t0) = 0 and KE(t0) = 0, where the old floor made a round-off
     residual read ~1e-6."""
-    from mbsfmu.sim.outputs import angular_momentum_scale
+    from mbsfmu.sim.outputs import angular_momentum_scale, energy_scale
 
     f = instance(fmus, fmus.fmu("scara"), inputs={"q1.tau": 0.5})
     sim = engine("scara")
@@ -199,7 +199,9 @@ def test_drift_outputs_follow_their_definitions(fmus):
     dH = float(np.linalg.norm(inv.H_sys - inv0.H_sys))
     S = max(S0, angular_momentum_scale(sim.model, sim.kinematics()))
     dE = inv.E - W_in - W_diss - inv0.E
-    E_scale = max(inv0.KE, inv.KE, abs(inv.PE - inv0.PE), abs(W_in), abs(W_diss))
+    kin = sim.kinematics()
+    S_E = energy_scale(sim.model, kin, inv.KE, sim.spring_energy(kin))  # KE + springs + sum m |g| |c|
+    E_scale = max(inv0.KE, abs(inv.PE - inv0.PE), S_E + abs(W_in) + abs(W_diss))
     assert H_abs == pytest.approx(dH, rel=1e-9) and H_rel == pytest.approx(dH / S, rel=1e-9)
     assert E_abs == pytest.approx(dE, abs=1e-13 * E_scale)
     assert E_rel == pytest.approx(abs(dE) / E_scale, abs=1e-13)

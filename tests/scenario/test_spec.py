@@ -126,3 +126,42 @@ def test_non_finite_values_fail_references_and_finals_by_name(tmp_path):
         fin = final_results(scn, traj, complete=True)["qd.q1"]
     assert not ref["passed"] and "t = 0.5 s: q.q1 = inf" in ref["error"]
     assert not fin["passed"] and "qd.q1 is nan" in fin["error"]
+
+
+def test_unknown_reference_and_final_columns_are_problems_of_the_file(tmp_path, capsys):
+    """Regression (issue 37 item 3): `column: q.q9` and `final: {q.qq: ...}` were found after the
+    whole run, printed as "tol nan FAIL", exit 1. Now load_scenario lists every unknown column
+    with its line and field, the closest valid column when one is near, before anything runs;
+    `mbsfmu run` exits 2 and writes nothing."""
+    from mbsfmu.cli import main
+
+    extra = (
+        "references:\n"  # line 10
+        "  - {column: q.q9, expr: '0', tol: 1.0}\n"
+        "  - {column: q.q1, expr: '0', tol: 1.0}\n"
+        "final:\n"
+        "  q.qq: {value: 0.0, tol: 1.0}\n"  # line 14
+        "  rod.r_abs[2]: {value: -0.5, tol: 1.0e-6}\n"  # a body record: records.csv, written with checks only
+        "  zzz: {value: 0.0, tol: 1.0}\n"
+    )
+    with pytest.raises(ScenarioError) as e:
+        scenario(tmp_path, extra)
+    msg = str(e.value)
+    assert len(e.value.problems) == 4, msg
+    assert re.search(r"s\.yaml:11: references\[0\]\.column: unknown column 'q\.q9' \(did you mean 'q\.q1'\?\)", msg)
+    assert re.search(r"s\.yaml:14: final\.q\.qq: unknown column 'q\.qq' \(did you mean 'q\.q1'\?\)", msg)
+    assert re.search(r"s\.yaml:15: final\.rod\.r_abs\[2\]: column 'rod\.r_abs\[2\]' is in records\.csv, which", msg)
+    assert re.search(r"s\.yaml:16: final\.zzz: unknown column 'zzz'; trajectory\.csv has time, q\.q1, qd\.q1", msg)
+    # the suggestion works as written: with records on, the body record is a column of the run
+    scn = scenario(
+        tmp_path,
+        extra.replace("q.q9", "q.q1").replace("q.qq", "q.q1").replace("  zzz:", "  qd.q1:")
+        + "outputs: {records: true}\n",
+    )
+    assert set(scn.final) == {"q.q1", "rod.r_abs[2]", "qd.q1"}
+
+    (tmp_path / "s.yaml").write_text(PENDULUM + extra)
+    assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "4 problem(s)" in err and "references[0].column: unknown column 'q.q9'" in err
+    assert not (tmp_path / "out" / "trajectory.csv").exists()

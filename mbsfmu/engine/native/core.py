@@ -49,6 +49,7 @@ class Invariants_C(C.Structure):
         ("KE", D),
         ("PE", D),
         ("H_scale", D),
+        ("E_scale", D),
     ]
 
 

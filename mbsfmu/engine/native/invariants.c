@@ -4,7 +4,8 @@
  * sum 1/2 v_i . I_i v_i (RBDA Sec. 2.13, MBS Energy Testing Eq. 1), O(N) from the momenta already formed (the
  * numpy reference keeps 1/2 qd^T M qd by CRBA, O(N d^2): the two formulas check each other to round-off);
  * PE = springs - sum m_i g . c_i (MBS Energy Testing Eq. 2).
- * H_scale: the magnitudes of the terms summed into H_sys (records.angular_momentum_scale). */
+ * H_scale: the magnitudes of the terms summed into H_sys (records.angular_momentum_scale); E_scale:
+ * those of E = KE + PE, KE + springs + sum m_i |g| |c_i| (outputs.energy_scale). */
 #include "instance.h"
 #include "spatial.h"
 
@@ -13,7 +14,7 @@ MBS_INLINE void mbs_compute_invariants_body(mbs_sim *s, const double *q, const d
 {
     int N = s->N, i, k;
     double m_tot = 0.0, mc[3] = {0, 0, 0}, Lsum[3] = {0, 0, 0}, Hrel[3] = {0, 0, 0}, prel[3] = {0, 0, 0};
-    double mgc = 0.0, KE = 0.0, H_scale = 0.0;
+    double mgc = 0.0, KE = 0.0, H_scale = 0.0, mc_abs = 0.0, springs;
     for (i = 1; i <= N; i++) {                                /* pass 1: mass, CM, P_sys, sum L_c */
         const double *I = s->I + 36 * i, *v = s->v + 6 * i, *R = s->Rw + 9 * i, *com = s->body_f + BODY_F * i + 16;
         double m = s->body_f[BODY_F * i + 15], h[6], g[3], t[3], L[3], *P = s->f + 6 * i, *c = P + 3;
@@ -33,6 +34,7 @@ MBS_INLINE void mbs_compute_invariants_body(mbs_sim *s, const double *q, const d
         H_scale += sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2]);
         m_tot += m;
         mgc += m * (c[0] * s->grav[0] + c[1] * s->grav[1] + c[2] * s->grav[2]);
+        mc_abs += m * sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
     }
     if (N == 0) for (k = 0; k < 3; k++) out->P_sys[k] = 0.0;
     for (k = 0; k < 3; k++) {
@@ -58,7 +60,10 @@ MBS_INLINE void mbs_compute_invariants_body(mbs_sim *s, const double *q, const d
     out->H_scale = H_scale;
     (void)qd;                                                 /* the rates enter through v_i */
     out->KE = 0.5 * KE;
-    out->PE = mbs_spring_energy(s, q) - mgc;
+    springs = mbs_spring_energy(s, q);
+    out->PE = springs - mgc;
+    out->E_scale = out->KE + fabs(springs)
+                 + mc_abs * sqrt(s->grav[0] * s->grav[0] + s->grav[1] * s->grav[1] + s->grav[2] * s->grav[2]);
 }
 
 MBS_AVX_COPIES(mbs_compute_invariants, (mbs_sim *s, const double *q, const double *qd, mbs_invariants *out),

@@ -68,6 +68,8 @@ typedef struct {
     double KE, PE;     /* MBS Energy Testing Eqs. 1-2 [J] (PE: joint springs, point springs, gravity) */
     double H_scale;    /* magnitude scale of H_sys [N m s]: sum over bodies of |L_c,i| + |(c_i - R) x p_rel,i|,
                         * the terms H_sys sums (records.angular_momentum_scale); drift.H_sys divides by it */
+    double E_scale;    /* magnitude scale of E = KE + PE [J]: KE + the springs' energy + sum m_i |g| |c_i|, the
+                        * terms E sums (outputs.energy_scale); drift.E_balance divides by it (+ |W_in| + |W_diss|) */
 } mbs_invariants;
 
 /* ---- instances -------------------------------------------------------------------------- */

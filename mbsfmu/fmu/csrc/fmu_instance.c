@@ -726,8 +726,8 @@ static double value_of(Instance *I, size_t k, Fetched *f)
         case MBSFMU_DRIFT_H_ABS: return dH;
         case MBSFMU_DRIFT_H_REL: return relative_drift(dH, fmax(S0, inv->H_scale));
         case MBSFMU_DRIFT_E_ABS: return dE;
-        default: return relative_drift(dE, fmax(fmax(fmax(KE0, inv->KE), fabs(inv->PE - PE0)),
-                                                fmax(fabs(W_in), fabs(W_diss))));
+        default: return relative_drift(dE, fmax(fmax(KE0, fabs(inv->PE - PE0)),
+                                                inv->E_scale + fabs(W_in) + fabs(W_diss)));
         }
     }
     case MBSFMU_V_STAT: {
