@@ -91,7 +91,7 @@ def load_model(path: str | Path, repair_inertia: bool = False) -> Model:
         from .engine.spec.repair import repair_inertia as repaired
 
         spec, _repairs = repaired(spec)
-    return Model(spec, source=str(path), lines=lines)
+    return Model(spec, source=str(path), lines=lines)  # repair_inertia: true in the file: spec_from_dict
 
 
 __all__ = [

@@ -285,7 +285,7 @@ def _list(args) -> int:
                 models.append((path, model))
             else:
                 n = len(getattr(e, "problems", ())) or 1
-                print(f"{path!s:<44} (does not load: {n} problem(s); `mbsfmu run {path}` lists them)")
+                print(f"{path!s:<44} (does not load: {n} problem(s); `mbsfmu run {path} -o OUT` lists them)")
             continue
         est = ""
         if args.estimate:

@@ -59,6 +59,15 @@ class ModelError(MbsError):
             lines.append(f"  ... and {len(self.problems) - MAX_LISTED} more (the first {MAX_LISTED} are listed)")
         super().__init__("\n".join(lines))
 
+    @classmethod
+    def wrong_kind(cls, source: str, message: str) -> ModelError:
+        """The error for a file of another kind given as this one (a scenario given as a model, a
+        model as a scenario): one message saying what the file is and what to do, not a list of
+        unknown and missing keys."""
+        err = cls([Problem((), message)], source)
+        err.args = (f"{source}: {message}",)
+        return err
+
 
 class InputError(MbsError, ValueError):
     """A call argument of the wrong size or with non-finite values."""

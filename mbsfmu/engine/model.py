@@ -38,6 +38,7 @@ from .kinematics import Kinematics, forward_kinematics, point_jacobian
 from .native.core import model_core, usable
 from .spatial import Array
 from .spec.description import Body, Joint, ModelSpec, Origin
+from .spec.repair import advice as repair_advice
 from .spec.topology import Topology, build_topology
 from .spec.tree import Tree, compile_tree
 from .spec.validation import check_spec, locate
@@ -46,11 +47,16 @@ from .spec.validation import check_spec, locate
 class Model:
     """A multibody tree built from a ModelSpec; raises ModelError listing every problem."""
 
-    def __init__(self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None):
+    def __init__(
+        self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None, repair_hint: str | None = None
+    ):
+        """source: the file the spec was read from (named in errors); lines: its path -> line map;
+        repair_hint: what a non-physical inertia's message advises (default: for ``source``'s kind,
+        spec/repair.py ``advice``)."""
         self.spec = spec
         self.source = source
         bodies, wheel_paths = _with_wheel_rotors(spec)
-        problems = check_spec(spec)
+        problems = check_spec(spec, repair_advice(source) if repair_hint is None else repair_hint)
         topo, topo_problems = build_topology(bodies)
         problems += [_map_path(p, wheel_paths) for p in topo_problems]
         if problems:

@@ -30,6 +30,9 @@ from yaml.events import (
 from ..engine.spec.description import Body, Joint, ModelSpec, Origin, Spring
 from ..engine.spec.elements import parse_forces, parse_wheels
 from ..engine.spec.loops import parse_loops
+from ..engine.spec.repair import OPTION as REPAIR_OPTION
+from ..engine.spec.repair import advice as repair_advice
+from ..engine.spec.repair import repair_inertia
 from ..engine.spec.topology import build_topology
 from ..engine.spec.validation import check_spec
 from ..errors import ModelError, Problem
@@ -37,7 +40,7 @@ from ..files import read_text
 from .reader import Reader, describe
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial")
+TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial", REPAIR_OPTION)
 BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "frames", "wheels")
 JOINT_KEYS = ("name", "type", "axis", "origin", "spring", "actuated")
 ORIGIN_KEYS = ("xyz", "rpy")
@@ -262,12 +265,19 @@ def _node_lines(node, path, lines, loader, seen) -> None:
             _node_lines(v, path + (i,), lines, loader, seen)
 
 
-def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> ModelSpec:
-    """Build a ModelSpec from a parsed document; ModelError lists every problem.
+def spec_from_dict(
+    data, lines: dict | None = None, source: str = "<dict>", repair_hint: str | None = None
+) -> ModelSpec:
+    """Build a ModelSpec from a parsed document; ModelError lists every problem. With
+    ``repair_inertia: true`` the moving bodies' non-physical inertias are repaired (engine/spec/
+    repair.py; each change a note); repair_hint: the advice a non-physical inertia's message
+    ends with (default: for ``source``'s file kind).
 
     When the document has problems of form (types, keys, sizes), the checks of meaning (names,
     tree, mass properties) also run on what could be read, so one error lists both; their
     findings at or under a field that could not be read are left out."""
+    if isinstance(data, dict) and "model" in data and "bodies" not in data:
+        raise ModelError.wrong_kind(source, scenario_not_model(data, source))
     r = Reader(lines or {})
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "bodies"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != SCHEMA_VERSION):
@@ -294,18 +304,40 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
         forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
         loops=parse_loops(r, doc["loops"]) if "loops" in doc else (),
     )
+    repair = doc.get(REPAIR_OPTION, False)
+    if not isinstance(repair, bool):
+        r.problem((REPAIR_OPTION,), f"expected true or false, got {describe(repair)}")
+    elif repair:
+        spec, _repairs = repair_inertia(spec)
     if r.problems:
         # the checks of the whole spec, but for fields already reported (or inside them, or holding
         # them): sets of the paths and their prefixes keep this linear in the problems (an alias
         # bomb has thousands; the pairwise comparison took 20 s for 1,500 bodies)
         unread = {p.path for p in r.problems}
         holding = {u[:k] for u in unread for k in range(len(u) + 1)}
-        for p in check_spec(spec) + build_topology(spec.bodies)[1]:
+        hint = repair_advice(source) if repair_hint is None else repair_hint
+        for p in check_spec(spec, hint) + build_topology(spec.bodies)[1]:
             inside = any(p.path[:k] in unread for k in range(len(p.path) + 1))
             if not inside and p.path not in holding:
                 r.problem(p.path, p.message)
         raise ModelError(sorted(r.problems, key=lambda p: math.inf if p.line is None else p.line), source)
     return spec
+
+
+def scenario_not_model(doc: dict, source: str) -> str:
+    """What to say when the scenario ``doc`` (read from ``source``) is given as a model file."""
+    has = ", ".join(f"{k}:" for k in ("model", "duration", "dt") if k in doc)
+    head = f"this is a scenario file (it has {has}), not a model file"
+    run = f"`mbsfmu run {source} -o OUT` runs the scenario"
+    model = doc["model"]
+    if isinstance(model, dict):
+        return f"{head}; its model is written in its model: section; {run}"
+    if not isinstance(model, str) or not model:
+        return f"{head}; {run}"
+    path = Path(source).parent / model
+    if not path.is_file():
+        return f"{head}; its model: names {path}, which is not a file; {run}"
+    return f"{head}; its model is {path}: give that file instead (`mbsfmu info {path}` describes it); {run}"
 
 
 def _body(r: Reader, raw, at) -> Body:

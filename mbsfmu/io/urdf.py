@@ -46,6 +46,7 @@ from ..engine.spec.description import WORLD, Body, Coupling, Joint, ModelSpec, O
 from ..engine.spec.elements import parse_forces, parse_wheels
 from ..engine.spec.lumping import lump_fixed
 from ..engine.spec.repair import OPTION as REPAIR_OPTION
+from ..engine.spec.repair import advice as repair_advice
 from ..engine.spec.repair import repair_inertia
 from ..engine.spec.validation import check_spec, locate
 from ..errors import ModelError, Problem, did_you_mean
@@ -219,7 +220,7 @@ def load_overlay(data, lines: dict, path: str | Path, repair_inertia: bool = Fal
         problems += [_map(p, where, label, lines) for p in lump_problems]
         if r.problems:  # also the model's checks of meaning, outside what could not be read (as the loader)
             unread = [p.path for p in r.problems]
-            for p in check_spec(spec):
+            for p in check_spec(spec, repair_advice(str(path))):
                 if not any(p.path[: len(u)] == u or u[: len(p.path)] == p.path for u in unread):
                     problems.append(_map(p, where, label, lines))
     if r.problems or problems:

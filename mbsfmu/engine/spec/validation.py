@@ -22,9 +22,11 @@ from .loops import check_loops
 # e.g. a point mass with inertia 1e-35 (a URDF's rounded zero) is accepted, a vendor inertia that
 # breaks I1 + I2 >= I3 by a percent is not.
 INERTIA_RTOL = 1e-9
+# what to do about a non-physical inertia, for a spec built in Python (the loaders pass the advice
+# for their file kind: engine/spec/repair.py ``advice``)
 REPAIR_HINT = (
-    "; to load it anyway with the smallest moments raised (each change reported), set "
-    "repair_inertia: true in a URDF overlay, or pass --repair-inertia"
+    "; to load it anyway with the smallest moments raised (each change reported), repair the spec first: "
+    "Model(mbsfmu.engine.spec.repair.repair_inertia(spec)[0])"
 )
 AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction
 
@@ -32,9 +34,10 @@ AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction
 RESERVED = frozenset({"engine", "q", "qd", "u", "time", "loop"})  # trajectory column prefixes
 
 
-def check_spec(spec: ModelSpec) -> list[Problem]:
+def check_spec(spec: ModelSpec, repair_hint: str = REPAIR_HINT) -> list[Problem]:
     """Every problem in the names (bodies, joints, frames), joints, mass properties, gravity,
-    wheels and force elements, initial values and loop-closure joints."""
+    wheels and force elements, initial values and loop-closure joints; ``repair_hint`` ends the
+    message of a non-physical inertia (what to do, for the spec's source)."""
     problems: list[Problem] = []
     _array(spec.gravity, (3,), ("gravity",), problems)
     first: dict[tuple[str, str], tuple] = {}
@@ -61,7 +64,7 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
             first.setdefault((what, name), path)
         problems += _check_joint(b.joint, at + ("joint",))
         if not clean[k]:
-            problems += _check_mass(b, at, moving=b.name not in welded)
+            problems += _check_mass(b, at, moving=b.name not in welded, repair_hint=repair_hint)
         for fname, fr in b.frames.items():
             _array(fr.xyz, (3,), at + ("frames", fname, "xyz"), problems)
             _array(fr.rpy, (3,), at + ("frames", fname, "rpy"), problems)
@@ -192,7 +195,7 @@ def inertia_scale(m: float, c: Array, I: Array) -> float:
     return max(scale, m * float(c @ c)) if m > 0 else scale
 
 
-def _check_mass(b, at, moving: bool = True) -> list[Problem]:
+def _check_mass(b, at, moving: bool = True, repair_hint: str = REPAIR_HINT) -> list[Problem]:
     """Finite mass properties; for a moving body also m >= 0, I_c symmetric, PSD, triangle
     inequality (tolerance: INERTIA_RTOL)."""
     out: list[Problem] = []
@@ -216,7 +219,7 @@ def _check_mass(b, at, moving: bool = True) -> list[Problem]:
         out.append(
             Problem(
                 at + ("inertia",),
-                f"inertia is not positive semi-definite (principal moments {ev.tolist()}){REPAIR_HINT}",
+                f"inertia is not positive semi-definite (principal moments {ev.tolist()}){repair_hint}",
             )
         )
     elif ev[0] + ev[1] < ev[2] - INERTIA_RTOL * scale:
@@ -224,7 +227,7 @@ def _check_mass(b, at, moving: bool = True) -> list[Problem]:
             Problem(
                 at + ("inertia",),
                 "principal moments violate the triangle inequality "
-                f"I1 + I2 >= I3 ({ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g}): no rigid body has them{REPAIR_HINT}",
+                f"I1 + I2 >= I3 ({ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g}): no rigid body has them{repair_hint}",
             )
         )
     return out
