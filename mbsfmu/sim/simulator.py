@@ -28,8 +28,9 @@ from ..engine.dynamics import closed_loops as loop_dyn
 from ..engine.dynamics.aba import aba
 from ..engine.forces import ForceElements
 from ..engine.kinematics import forward_kinematics
+from ..engine.model import Model
 from ..engine.spatial import Array
-from ..errors import InputError, MbsError
+from ..errors import InputError, MbsError, brief
 from .integrators import IntegrationError, dop853, rk4_step
 from .outputs import Invariants, body_record_names, body_record_values, engine_invariants
 from .rows import ENGINE_COLUMNS, engine_values
@@ -83,6 +84,11 @@ class Simulator:
         assemble: bool = True,
         backend: str = "auto",
     ):
+        if not isinstance(model, Model):
+            raise InputError(
+                f"Simulator: expected a Model, e.g. mbsfmu.load_model(path), got {brief(model)} "
+                f"({type(model).__name__})"
+            )
         if integrator not in INTEGRATORS:
             raise InputError(f"integrator {integrator!r}: expected one of {', '.join(INTEGRATORS)}")
         if loop_method not in LOOP_METHODS:
