@@ -765,3 +765,23 @@ def test_a_mimic_gripper_fmu_holds_its_coupling_and_logs_the_model_notes(native,
     f.freeInstance()
     assert qr == pytest.approx(-ql, abs=1e-14)
     assert ql == pytest.approx(0.5 * F / 0.5 * 0.1**2, rel=1e-10)  # x = a t^2 / 2, RK4 exact on a parabola
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc (a folder no file can be made in)")
+@pytest.mark.parametrize("runtime", ["native", "python"])
+def test_an_unwritable_output_is_refused_before_the_build(run_cli, monkeypatch, runtime):
+    """build-fmu -o /proc/x.fmu: refused at once, naming the FMU (not a .part file), nothing compiled."""
+    if runtime == "python":
+        pytest.importorskip("pythonfmu")
+    import mbsfmu.fmu.build
+    import mbsfmu.fmu.native
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the build started")
+
+    monkeypatch.setattr(mbsfmu.fmu.native, "compile_target", no_build)
+    monkeypatch.setattr(mbsfmu.fmu.build, "package_python_fmu", no_build)
+    result = run_cli("build-fmu", MODELS / "scara.yaml", "-o", "/proc/x.fmu", "--runtime", runtime)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("mbsfmu: error: -o /proc/x.fmu: cannot write a file in /proc: "), result.stderr
+    assert ".part" not in result.stderr and "Traceback" not in result.stderr
