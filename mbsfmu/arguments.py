@@ -18,4 +18,15 @@ def positive_time(text: str) -> float:
     return value
 
 
-__all__ = ["positive_time"]
+def positive_count(text: str) -> int:
+    """A whole number >= 1 (e.g. derive's --max-nv, --max-series)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return value
+
+
+__all__ = ["positive_count", "positive_time"]
