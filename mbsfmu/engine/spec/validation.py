@@ -28,6 +28,11 @@ REPAIR_HINT = (
     "; to load it anyway with the smallest moments raised (each change reported), repair the spec first: "
     "Model(mbsfmu.engine.spec.repair.repair_inertia(spec)[0])"
 )
+# Largest mass [kg] and inertia entry [kg m^2] taken: the engine multiplies them by lengths and rates
+# (KE = 1/2 m v^2, PE = m g z, momenta), and float64 overflows at 1.8e308, so a mass of 1e308 passed
+# the file and gave an infinite PE in the first row (issue 37). 1e150, a round number below
+# sqrt(1.8e308) = 1.3e154, keeps those products finite for lengths and rates up to 1e79.
+MASS_MAX = 1e150
 AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction
 
 
@@ -195,6 +200,12 @@ def inertia_scale(m: float, c: Array, I: Array) -> float:
     return max(scale, m * float(c @ c)) if m > 0 else scale
 
 
+_OVERFLOW = (
+    " (energies and momenta multiply it by squared lengths and rates: past this they overflow float64's "
+    "1.8e308 and a run's energy is infinite); check the unit"
+)
+
+
 def _check_mass(b, at, moving: bool = True, repair_hint: str = REPAIR_HINT) -> list[Problem]:
     """Finite mass properties; for a moving body also m >= 0, I_c symmetric, PSD, triangle
     inequality (tolerance: INERTIA_RTOL)."""
@@ -202,12 +213,20 @@ def _check_mass(b, at, moving: bool = True, repair_hint: str = REPAIR_HINT) -> l
     m = _array(b.mass, (), at + ("mass",), out)
     if m is not None and m < 0 and moving:
         out.append(Problem(at + ("mass",), f"negative mass {m} kg"))
+    if m is not None and abs(m) > MASS_MAX:
+        out.append(Problem(at + ("mass",), f"mass {m:g} kg is beyond {MASS_MAX:g} kg{_OVERFLOW}"))
+        m = None
     c = _array(b.com, (3,), at + ("com",), out)
     with np.errstate(over="ignore", invalid="ignore"):  # 0 kg x inf: not finite either
         overflows = m is not None and c is not None and not np.isfinite(m * np.abs(c).max() ** 2)
     if overflows:
         out.append(Problem(at + ("com",), f"mass {m} kg with com {c.tolist()} m overflows m |c|^2"))
     I = _array(b.inertia, (3, 3), at + ("inertia",), out)
+    if I is not None and np.abs(I).max() > MASS_MAX:
+        out.append(
+            Problem(at + ("inertia",), f"an entry {np.abs(I).max():g} kg m^2 is beyond {MASS_MAX:g} kg m^2{_OVERFLOW}")
+        )
+        return out
     if I is None or not moving:
         return out
     scale = inertia_scale(m if m is not None and not overflows else 0.0, c if c is not None else np.zeros(3), I)
@@ -254,6 +273,7 @@ def _mass_clean(bodies, welded: set[str]) -> np.ndarray:
         return none
     with np.errstate(all="ignore"):
         ok = np.isfinite(m) & np.isfinite(c).all(axis=1) & np.isfinite(I).all(axis=(1, 2))
+        ok &= (np.abs(m) <= MASS_MAX) & (np.abs(I).max(axis=(1, 2)) <= MASS_MAX)
         ok &= np.isfinite(m * np.abs(c).max(axis=1) ** 2)
         moving = ok & np.array([b.name not in welded for b in bodies], dtype=bool)
         ok &= ~moving | (m >= 0)
