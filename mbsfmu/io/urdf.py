@@ -407,10 +407,12 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
     )
     axis_el = el.find("axis")
     ln["axis"] = x.lines.get(axis_el, ln["joint"])
+    known = len(x.problems)
     axis = x.numbers(axis_el, "xyz", 3, f"{label}/axis", (1.0, 0.0, 0.0)) if axis_el is not None else (1.0, 0.0, 0.0)
     if axis_el is not None and axis_el.get("xyz") is None:
         x.problem(f"{label}/axis", "missing attribute 'xyz'", axis_el)
-    if jtype in AXIS_TYPES and np.linalg.norm(axis) < AXIS_MIN:
+    read = len(x.problems) == known  # an axis that could not be read is reported as such, not as zero-length
+    if read and jtype in AXIS_TYPES and np.linalg.norm(axis) < AXIS_MIN:
         x.problem(f"{label}/axis", f"zero-length axis {list(axis)}: a {jtype} joint needs a direction", axis_el)
     dyn = el.find("dynamics")
     damping = friction = 0.0

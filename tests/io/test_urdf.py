@@ -431,6 +431,16 @@ def test_malformed_urdf_names_element_and_line(tmp_path, case):
     assert fragment in msg, msg
 
 
+@pytest.mark.parametrize("xyz", ["0 0 1 5", "0 1", "0 x 1", "0 nan 1"])
+def test_an_axis_that_cannot_be_read_is_one_problem_not_also_a_zero_length_axis(tmp_path, xyz):
+    text = GOOD.replace('<axis xyz="0 1 0"/>\n  </joint>\n</robot>', f'<axis xyz="{xyz}"/>\n  </joint>\n</robot>')
+    (tmp_path / "robot.urdf").write_text(text)
+    with pytest.raises(ModelError) as err:
+        mbsfmu.load_model(tmp_path / "robot.urdf")
+    assert len(err.value.problems) == 1 and "zero-length" not in str(err.value), str(err.value)
+    assert f"joint 'elbow'/axis@xyz: expected 3 finite numbers separated by spaces, got '{xyz}'" in str(err.value)
+
+
 def test_good_urdf_loads(tmp_path):
     (tmp_path / "robot.urdf").write_text(GOOD)
     model = mbsfmu.load_model(tmp_path / "robot.urdf")
