@@ -75,18 +75,18 @@ def load_model(path: str | Path, repair_inertia: bool = False) -> Model:
     moving bodies whose inertia no rigid body has get their smallest principal moments raised
     (mbsfmu/engine/spec/repair.py), each change listed in ``Model.notes``."""
     from .engine.model import Model
-    from .io.model_file import parse_file, spec_from_dict
+    from .io.model_file import read_document, spec_from_dict
 
     if Path(path).suffix.lower() == ".urdf":
         from .io.urdf import load_urdf
 
         return load_urdf(path, repair_inertia=repair_inertia)
-    data, lines = parse_file(path)
+    data, lines, duplicates = read_document(path)
     if isinstance(data, dict) and "urdf" in data:
         from .io.urdf import load_overlay
 
-        return load_overlay(data, lines, path, repair_inertia=repair_inertia)
-    spec = spec_from_dict(data, lines, str(path))
+        return load_overlay(data, lines, path, repair_inertia=repair_inertia, problems=duplicates)
+    spec = spec_from_dict(data, lines, str(path), problems=duplicates)
     if repair_inertia:
         from .engine.spec.repair import repair_inertia as repaired
 

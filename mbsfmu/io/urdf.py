@@ -178,13 +178,15 @@ def load_urdf(
     return _build(spec, where, source=str(path), urdf_label=None, overlay_lines=None)
 
 
-def load_overlay(data, lines: dict, path: str | Path, repair_inertia: bool = False) -> Model:
+def load_overlay(data, lines: dict, path: str | Path, repair_inertia: bool = False, problems=()) -> Model:
     """The Model of a URDF overlay file (parsed document ``data`` with its path -> line map):
     the referenced URDF (path relative to the overlay) plus floating_base, repair_inertia, gravity,
     joint springs, wheels, force elements and initial state. One ModelError lists the problems of
-    both files. repair_inertia here: as the overlay's key (either asks for the repair)."""
+    both files. repair_inertia here: as the overlay's key (either asks for the repair). problems:
+    found before (the overlay's duplicate keys), listed with the rest."""
     path = Path(path)
     r = Reader(lines or {})
+    r.problems += problems
     doc = r.mapping(data, (), OVERLAY_KEYS, required=("version", "urdf"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != OVERLAY_VERSION):
         r.problem(
@@ -506,9 +508,9 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
     if not links:
         x.problems.append(Problem(("robot",), "no <link> elements", robot_line))
         return ""
-    if x.problems:
-        return ""
-    roots = [lk for lk in links if lk.name not in parent_joint]
+    broken = bool(x.problems)  # the roots and cycles are still looked for: every problem in one round
+    named_child = {j.child for j in joints}  # a link named as a child is no root, even by a faulty joint
+    roots = [lk for lk in links if lk.name not in named_child]
     for extra in roots[1:]:
         x.problems.append(
             Problem(
@@ -532,8 +534,10 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
         if lk.name in reached or lk.name in reported:
             continue
         chain = [lk.name]
-        while (p := parent_joint[chain[-1]].parent) not in chain:
+        while chain[-1] in parent_joint and (p := parent_joint[chain[-1]].parent) not in chain:
             chain.append(p)
+        if chain[-1] not in parent_joint:  # hangs from a link reported above (unknown, joined to itself)
+            continue
         cycle = chain[chain.index(p) :]
         reported.update(cycle)
         j = parent_joint[cycle[0]]
@@ -549,7 +553,7 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
         x.problems.append(
             Problem(("robot",), "the only link is 'world' (the inertial frame): nothing moves", robot_line)
         )
-    return roots[0].name if roots else ""
+    return roots[0].name if roots and not broken else ""
 
 
 # ---- UrdfRobot to ModelSpec ---------------------------------------------------------------------

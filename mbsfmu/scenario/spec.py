@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..engine.model import Model
 from ..errors import MbsError, ModelError, brief
 from ..files import read_text
-from ..io.model_file import parse_file
+from ..io.model_file import read_document
 from ..io.reader import Reader
 from ..sim.schedules import Schedule, parse_schedule
 from ..sim.simulator import INTEGRATORS
@@ -161,7 +161,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if path.suffix.lower() == ".urdf":
         raise ScenarioError.wrong_kind(str(path), model_not_scenario(path, "a URDF robot description"))
     try:
-        data, lines = parse_file(path)
+        data, lines, duplicates = read_document(path)
     except ModelError as e:
         raise ScenarioError(e.problems, str(path)) from None
     if isinstance(data, dict) and "model" not in data and ("bodies" in data or "urdf" in data):
@@ -169,6 +169,7 @@ def load_scenario(path: str | Path) -> Scenario:
         what = f"a {'URDF overlay' if overlay else 'model file'} (it has {'urdf' if overlay else 'bodies'}:)"
         raise ScenarioError.wrong_kind(str(path), model_not_scenario(path, what))
     r = Reader(lines)
+    r.problems += duplicates  # with the file's other problems, in one round
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
         r.problem(
