@@ -34,6 +34,7 @@ from .dynamics.crba import crba
 from .dynamics.loop_derivatives import partitioned_derivatives as loop_partitioned_derivatives
 from .dynamics.rnea import rnea
 from .dynamics.singular import singular_joints
+from .inputs import real_array
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
 from .native.core import model_core, usable
 from .spatial import Array
@@ -501,8 +502,10 @@ class Model:
     def checked_vector(self, name: str, x, n: int) -> Array:
         """x as a float vector of n finite entries; InputError naming the vector, its shape and the model's joints."""
         try:
-            x = np.asarray(x, dtype=float)
+            x = real_array(name, x)
         except (TypeError, ValueError) as e:
+            if isinstance(e, InputError):
+                raise
             raise InputError(f"{name} must be a vector of {n} numbers ({e})") from None
         if x.shape != (n,):
             what = {
@@ -529,7 +532,7 @@ class Model:
             for body, w in f_ext.items():
                 out[self._body(body)] = self.checked_vector(f"f_ext[{body!r}]", w, 6)
         else:
-            arr = np.asarray(f_ext, dtype=float)
+            arr = real_array("f_ext", f_ext)
             if arr.shape != (self.N, 6):
                 raise InputError(
                     f"f_ext has shape {arr.shape}, expected ({self.N}, 6): one [torque; force] "
