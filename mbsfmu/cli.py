@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
     except MbsError as e:
         print(f"mbsfmu: error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
     except KeyboardInterrupt as e:
         report = getattr(e, "report", None)  # stopped while a run's outputs were written: what was kept
         kept = f"; the report so far in {report['report_file']}" if report and "report_file" in report else ""

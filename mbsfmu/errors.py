@@ -42,6 +42,8 @@ class Problem:
 class MbsError(Exception):
     """Base class of mbsfmu's errors."""
 
+    exit_code = 2  # the command line's exit code for it: 2 bad input (1: a run stopped, an output not written)
+
 
 class ModelError(MbsError):
     """A model that cannot be built; lists every problem found, each with its location."""

@@ -404,6 +404,17 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
     assert "No space left on device" in report["error"] and report["passed"] is False
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device every write to fails: ENOSPC)")
+def test_a_full_disk_at_the_header_stops_the_run_with_exit_code_1_not_2(tmp_path, run_cli):
+    """A full disk is no bad input (exit 2): the run stopped (exit 1), as for a row (above)."""
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "trajectory.csv").symlink_to("/dev/full")
+    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 0.2\ndt: 0.1\n" + FAST)
+    result = run_cli("run", path, "-o", tmp_path / "o", "--no-progress")
+    assert result.returncode == 1, result.stderr
+    assert "cannot write the header to" in result.stderr and "No space left on device" in result.stderr
+
+
 def test_report_json_is_replaced_atomically(tmp_path, monkeypatch):
     from mbsfmu.scenario import report as scenario_module
 
