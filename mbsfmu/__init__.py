@@ -77,28 +77,30 @@ def load_model(path: str | Path, repair_inertia: bool = False, floating_base: bo
     URDF's root link on a free joint ``root_joint`` (a .urdf file, or an overlay as with its
     ``floating_base: true``); InputError for a YAML/JSON model, whose joints say it."""
     from .engine.model import Model
-    from .io.model_file import parse_file, spec_from_dict
+    from .io.model_file import read_document, spec_from_dict
 
     if Path(path).suffix.lower() == ".urdf":
         from .io.urdf import load_urdf
 
         return load_urdf(path, floating_base=floating_base, repair_inertia=repair_inertia)
-    data, lines = parse_file(path)
+    data, lines, duplicates = read_document(path)
     if isinstance(data, dict) and "urdf" in data:
         from .io.urdf import load_overlay
 
-        return load_overlay(data, lines, path, repair_inertia=repair_inertia, floating_base=floating_base)
+        return load_overlay(
+            data, lines, path, repair_inertia=repair_inertia, floating_base=floating_base, problems=duplicates
+        )
     if floating_base:
         raise InputError(
             f"{path}: floating_base (--floating-base) applies to a URDF (a .urdf file or an overlay with a "
             "'urdf' key); in a YAML/JSON model file the root body's joint says it (type: free)"
         )
-    spec = spec_from_dict(data, lines, str(path))
+    spec = spec_from_dict(data, lines, str(path), problems=duplicates)
     if repair_inertia:
         from .engine.spec.repair import repair_inertia as repaired
 
         spec, _repairs = repaired(spec)
-    return Model(spec, source=str(path), lines=lines)
+    return Model(spec, source=str(path), lines=lines)  # repair_inertia: true in the file: spec_from_dict
 
 
 __all__ = [

@@ -79,6 +79,17 @@ def bodies_text(n_bodies: int, n_wheels: int) -> str:
     return text
 
 
+INFO_ROWS = 40  # bodies, frame lines and couplings `mbsfmu info` lists before summarising (--all: every one)
+INFO_NAMES = 20  # input names on its inputs line before summarising
+
+
+def _first(items: list, n: int, args, what: str) -> tuple[list, str | None]:
+    """The first n of ``items`` (all of them with --all) and the line saying how many more there are."""
+    if args.all or len(items) <= n:
+        return items, None
+    return items[:n], f"... and {len(items) - n} more {what} (`mbsfmu info --all {args.model}` lists every one)"
+
+
 def _info(args) -> int:
     from . import load_model
 
@@ -89,6 +100,7 @@ def _info(args) -> int:
         f"gravity {m.gravity.tolist()} m/s^2"
     )
     t = m.tree
+    shown, more_bodies = _first(list(m.bodies), INFO_ROWS, args, "bodies")
     rows = [
         (
             str(i),
@@ -100,27 +112,37 @@ def _info(args) -> int:
             str(t.nv[i]),
             f"{t.mass[i]:.4g}",
         )
-        for i, b in enumerate(m.bodies, start=1)
+        for i, b in enumerate(shown, start=1)
     ]
     head = ("#", "body", "parent (L)", "joint", "type", "nq", "nv", "mass [kg]")
     width = [max(len(r[k]) for r in (head, *rows)) for k in range(len(head))]  # columns sized by their content
     right = (True, False, False, False, False, True, True, True)
     for r in (head, *rows):
         print("  ".join(c.rjust(w) if ra else c.ljust(w) for c, w, ra in zip(r, width, right)).rstrip())
+    if more_bodies:
+        print(more_bodies)
     from .engine.forces import ForceElements
 
     sim_inputs = ForceElements(m).layout.names
-    print(f"inputs: {', '.join(sim_inputs) or 'none'}")
+    names, more = _first(list(sim_inputs), INFO_NAMES, args, "inputs")
+    print(f"inputs: {', '.join(names) or 'none'}" + (f" {more}" if more else ""))
     hosted = {}
     for name, (i, _fr) in m.frames.items():
         if name != m.body_names[i - 1]:
             hosted.setdefault(m.body_names[i - 1], []).append(name)
     if hosted:
         print(f"frames on bodies ({sum(map(len, hosted.values()))}, links welded by fixed joints among them):")
-        for body, names in hosted.items():
-            print(f"  {body}: {', '.join(names)}")
-    for c in m.spec.couplings:
+        shown, more = _first(list(hosted.items()), INFO_ROWS, args, "bodies with frames")
+        for body, names in shown:
+            names, more_names = _first(names, INFO_NAMES, args, "frames")
+            print(f"  {body}: {', '.join(names)}" + (f" {more_names}" if more_names else ""))
+        if more:
+            print(f"  {more}")
+    couplings, more = _first(list(m.spec.couplings), INFO_ROWS, args, "couplings")
+    for c in couplings:
         print(f"coupling: {c.follower} = {c.multiplier:g} * {c.leader} + {c.offset:g} (follower is not an input)")
+    if more:
+        print(more)
     for note in m.notes:
         print(f"note: {note}")
     return 0
@@ -310,7 +332,7 @@ def _list(args) -> int:
                 models.append((path, model))
             else:
                 n = len(getattr(e, "problems", ())) or 1
-                print(f"{path!s:<44} (does not load: {n} problem(s); `mbsfmu run {path}` lists them)")
+                print(f"{path!s:<44} (does not load: {n} problem(s); `mbsfmu run {path} -o OUT` lists them)")
             continue
         est = ""
         if args.estimate:
@@ -372,6 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(each change printed as a note)",
     )
     p.add_argument("--floating-base", action="store_true", help=FLOATING_BASE_HELP)
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every body, input, frame and coupling (default: the first {INFO_ROWS} bodies and "
+        f"{INFO_NAMES} inputs of a large model, then how many more)",
+    )
     p.set_defaults(func=_info)
     p = sub.add_parser("run", help="run a scenario: trajectory.csv, report.json and a summary table")
     p.add_argument("scenario", help="scenario file (YAML/JSON; `mbsfmu list` shows the bundled ones)")
@@ -481,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
     except MbsError as e:
         print(f"mbsfmu: error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
     except KeyboardInterrupt as e:
         report = getattr(e, "report", None)  # stopped while a run's outputs were written: what was kept
         kept = f"; the report so far in {report['report_file']}" if report and "report_file" in report else ""

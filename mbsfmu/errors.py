@@ -42,6 +42,8 @@ class Problem:
 class MbsError(Exception):
     """Base class of mbsfmu's errors."""
 
+    exit_code = 2  # the command line's exit code for it: 2 bad input (1: a run stopped, an output not written)
+
 
 class ModelError(MbsError):
     """A model that cannot be built; lists every problem found, each with its location."""
@@ -58,6 +60,15 @@ class ModelError(MbsError):
         if len(self.problems) > MAX_LISTED:  # all are in .problems; a screenful is what a person reads
             lines.append(f"  ... and {len(self.problems) - MAX_LISTED} more (the first {MAX_LISTED} are listed)")
         super().__init__("\n".join(lines))
+
+    @classmethod
+    def wrong_kind(cls, source: str, message: str) -> ModelError:
+        """The error for a file of another kind given as this one (a scenario given as a model, a
+        model as a scenario): one message saying what the file is and what to do, not a list of
+        unknown and missing keys."""
+        err = cls([Problem((), message)], source)
+        err.args = (f"{source}: {message}",)
+        return err
 
 
 class InputError(MbsError, ValueError):

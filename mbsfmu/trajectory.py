@@ -105,6 +105,13 @@ class TrajectoryError(MbsError):
     """A trajectory file that cannot be written or read; names the file, row and column."""
 
 
+class TrajectoryWriteError(TrajectoryError):
+    """A trajectory row or header that could not be written (disk full, I/O error): not bad input,
+    the run stopped (exit code 1)."""
+
+    exit_code = 1
+
+
 class Trajectory(Mapping):
     """Columns of a trajectory as float arrays (T,), by name; ``time`` (T,) [s].
 
@@ -285,7 +292,7 @@ class TrajectoryWriter:
                     self._f.seek(at)
             except OSError:
                 pass
-            raise TrajectoryError(
+            raise TrajectoryWriteError(
                 f"cannot write {what} to {self.path}: {e.strerror or e} ({self.n_rows} row(s) written before)"
             ) from None
 
@@ -479,6 +486,7 @@ def _check_time(columns: Mapping[str, Array], source: str, first_line: list[int]
 __all__ = [
     "Trajectory",
     "TrajectoryError",
+    "TrajectoryWriteError",
     "TrajectoryWriter",
     "join_trajectories",
     "read_trajectory",

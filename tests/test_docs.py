@@ -100,3 +100,17 @@ def test_test_files_cited_anywhere_exist():
     assert cited, "no test file cited"
     missing = {ref: str(where) for ref, where in cited.items() if not (ROOT / ref).exists()}
     assert not missing, missing
+
+
+def test_the_test_timings_have_one_source():
+    """README.md and docs/getting-started.md gave different wall times for the same test tiers (issue
+    37): a line naming a pytest tier's command with a measured time (s or min) is in getting-started
+    only; the README links to it."""
+    tier = re.compile(r"python -m pytest -q( -m \"not slow[^\"]*\")?`.*\d\s*(s|min)\b")
+    holding = {
+        str(path.relative_to(ROOT))
+        for path in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+        if path.name != "changelog.md" and any(tier.search(line) for line in path.read_text().splitlines())
+    }
+    assert holding == {"docs/getting-started.md"}, holding
+    assert "(docs/getting-started.md#the-tests)" in (ROOT / "README.md").read_text()

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except MbsError as e:
         print(f"mbsfmu: error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
 
 
 if __name__ == "__main__":

@@ -34,10 +34,12 @@ from .dynamics.crba import crba
 from .dynamics.loop_derivatives import partitioned_derivatives as loop_partitioned_derivatives
 from .dynamics.rnea import rnea
 from .dynamics.singular import singular_joints
+from .inputs import real_array
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
 from .native.core import model_core, usable
 from .spatial import Array
 from .spec.description import Body, Joint, ModelSpec, Origin
+from .spec.repair import advice as repair_advice
 from .spec.topology import Topology, build_topology
 from .spec.tree import Tree, compile_tree
 from .spec.validation import check_spec, locate
@@ -46,11 +48,16 @@ from .spec.validation import check_spec, locate
 class Model:
     """A multibody tree built from a ModelSpec; raises ModelError listing every problem."""
 
-    def __init__(self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None):
+    def __init__(
+        self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None, repair_hint: str | None = None
+    ):
+        """source: the file the spec was read from (named in errors); lines: its path -> line map;
+        repair_hint: what a non-physical inertia's message advises (default: for ``source``'s kind,
+        spec/repair.py ``advice``)."""
         self.spec = spec
         self.source = source
         bodies, wheel_paths = _with_wheel_rotors(spec)
-        problems = check_spec(spec)
+        problems = check_spec(spec, repair_advice(source) if repair_hint is None else repair_hint)
         topo, topo_problems = build_topology(bodies)
         problems += [_map_path(p, wheel_paths) for p in topo_problems]
         if problems:
@@ -495,8 +502,10 @@ class Model:
     def checked_vector(self, name: str, x, n: int) -> Array:
         """x as a float vector of n finite entries; InputError naming the vector, its shape and the model's joints."""
         try:
-            x = np.asarray(x, dtype=float)
+            x = real_array(name, x)
         except (TypeError, ValueError) as e:
+            if isinstance(e, InputError):
+                raise
             raise InputError(f"{name} must be a vector of {n} numbers ({e})") from None
         if x.shape != (n,):
             what = {
@@ -523,7 +532,7 @@ class Model:
             for body, w in f_ext.items():
                 out[self._body(body)] = self.checked_vector(f"f_ext[{body!r}]", w, 6)
         else:
-            arr = np.asarray(f_ext, dtype=float)
+            arr = real_array("f_ext", f_ext)
             if arr.shape != (self.N, 6):
                 raise InputError(
                     f"f_ext has shape {arr.shape}, expected ({self.N}, 6): one [torque; force] "

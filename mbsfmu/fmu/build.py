@@ -13,7 +13,7 @@ from .. import __version__, load_model
 from ..errors import InputError
 from ..sim.simulator import Simulator
 from .description import FmuBuildError, build_info, model_identifier, now
-from .package import engine_info, package_python_fmu, python_info, require_pythonfmu
+from .package import check_output, engine_info, package_python_fmu, python_info, require_pythonfmu
 from .variables import variable_table
 
 MODEL_DIR = "mbsfmu_model"  # resources/ folder of the model file (and the URDF an overlay names)
@@ -51,6 +51,7 @@ def build_fmu(
     output = Path(output) if output is not None else Path(f"{identifier}.fmu")
     if output.is_dir():
         output = output / f"{identifier}.fmu"
+    check_output(output)  # before the build: a bad --out fails in ms, not after it
     info = build_info(
         str(uuid.uuid4()),
         identifier,

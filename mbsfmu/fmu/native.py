@@ -26,11 +26,10 @@ from pathlib import Path
 
 from .. import __version__, load_model
 from ..errors import InputError, MbsError
-from ..files import make_folder
 from .c_text import c_double, c_string
 from .description import build_info, model_identifier, native_description, skeleton
 from .macho import fat_binary
-from .package import fmu_zip, zip_entry
+from .package import check_output, fmu_zip, zip_entry
 from .variables import variable_table
 
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"  # the FMI wrapper and the FMI 2.0 headers
@@ -272,10 +271,7 @@ def build_native_fmu(
     output = Path(output) if output is not None else Path(f"{identifier}.fmu")
     if output.is_dir():
         output = output / f"{identifier}.fmu"
-    try:  # before the compile: a bad --out fails in ms, not after it
-        make_folder(output.parent, f"-o {output}")
-    except OSError as e:
-        raise MbsError(e.strerror) from None
+    check_output(output)  # before the compile: a bad --out fails in ms, not after it
     guid = str(uuid.uuid4())
     info = build_info(
         guid,

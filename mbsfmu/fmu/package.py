@@ -268,20 +268,39 @@ def shipped_build_info(info: dict, loader: bool) -> dict:
     return {**info, "python": {"version": py["version"], "abi": py["abi"]}, "loader": loader}
 
 
-@contextlib.contextmanager
-def fmu_zip(output: Path) -> Iterator[zipfile.ZipFile]:
-    """The FMU ``output`` opened for writing through a uniquely named part file that replaces
-    ``output`` when the block completes (concurrent builds of one FMU never mix) and is removed
-    when it fails (a failure leaves no file)."""
+def check_output(output: Path) -> None:
+    """FmuBuildError naming ``output`` if the FMU cannot be written there (its folder cannot be made,
+    or a file cannot be created in it: /proc, a read-only or full file system), checked before a
+    build so that a bad -o fails in milliseconds, not after the compile."""
     try:
         make_folder(output.parent, f"-o {output}")
     except OSError as e:
         raise FmuBuildError(e.strerror) from None
+    try:
+        with tempfile.NamedTemporaryFile(dir=output.parent, prefix=f".{output.name}.", suffix=".probe"):
+            pass
+    except OSError as e:
+        raise FmuBuildError(f"-o {output}: cannot write a file in {output.parent}: {e.strerror or e}") from None
+
+
+@contextlib.contextmanager
+def fmu_zip(output: Path) -> Iterator[zipfile.ZipFile]:
+    """The FMU ``output`` opened for writing through a uniquely named part file that replaces
+    ``output`` when the block completes (concurrent builds of one FMU never mix) and is removed
+    when it fails (a failure leaves no file). An error writing it names ``output``."""
+    check_output(output)
     part = output.with_name(output.name + f".{uuid.uuid4().hex[:8]}.part")
     try:
-        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+        try:
+            z = zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED)
+        except OSError as e:
+            raise FmuBuildError(f"-o {output}: cannot write the FMU: {e.strerror or e}") from None
+        with z:
             yield z
-        part.replace(output)
+        try:
+            part.replace(output)
+        except OSError as e:
+            raise FmuBuildError(f"-o {output}: cannot write the FMU: {e.strerror or e}") from None
     finally:
         part.unlink(missing_ok=True)
 

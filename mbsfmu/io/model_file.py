@@ -30,6 +30,9 @@ from yaml.events import (
 from ..engine.spec.description import Body, Joint, ModelSpec, Origin, Spring
 from ..engine.spec.elements import parse_forces, parse_wheels
 from ..engine.spec.loops import parse_loops
+from ..engine.spec.repair import OPTION as REPAIR_OPTION
+from ..engine.spec.repair import advice as repair_advice
+from ..engine.spec.repair import repair_inertia
 from ..engine.spec.topology import build_topology
 from ..engine.spec.validation import check_spec
 from ..errors import ModelError, Problem
@@ -37,7 +40,7 @@ from ..files import read_text
 from .reader import Reader, describe
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial")
+TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial", REPAIR_OPTION)
 BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "frames", "wheels")
 JOINT_KEYS = ("name", "type", "axis", "origin", "spring", "actuated")
 ORIGIN_KEYS = ("xyz", "rpy")
@@ -50,9 +53,9 @@ BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser: 
 
 
 class _Loader(BaseLoader):
-    """SafeLoader (libyaml's parser where PyYAML has it) that reads 1e-3 as a number (YAML 1.2),
-    rejects duplicate keys and reports a bad tagged scalar (``!!int x``, the date 2001-02-30) as
-    a YAML error with its line."""
+    """SafeLoader (libyaml's parser where PyYAML has it) that reads 1e-3 as a number (YAML 1.2)
+    and reports a bad tagged scalar (``!!int x``, the date 2001-02-30) as a YAML error with its
+    line. A duplicate key's last value is read; ``_node_lines`` reports every duplicate."""
 
     def construct_object(self, node, deep=False):
         try:
@@ -64,16 +67,6 @@ class _Loader(BaseLoader):
                 None, None, f"cannot read {describe(node.value)} as {tag} ({e})", node.start_mark
             ) from None
 
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for k, _ in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.tag != MERGE_TAG:
-                key = self.construct_object(k)
-                if key in seen:
-                    raise ConstructorError(None, None, f"duplicate key {key!r}", k.start_mark)
-                seen.add(key)
-        return super().construct_mapping(node, deep)
-
 
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
@@ -81,7 +74,18 @@ _Loader.add_implicit_resolver(
 
 
 def parse_file(path: str | Path) -> tuple[object, dict]:
-    """The document at ``path`` and its path -> line map; ModelError on unreadable/broken files."""
+    """The document at ``path`` and its path -> line map; ModelError on unreadable/broken files
+    (listing every duplicate key)."""
+    data, lines, duplicates = read_document(path)
+    if duplicates:
+        raise ModelError(duplicates, str(path))
+    return data, lines
+
+
+def read_document(path: str | Path) -> tuple[object, dict, list[Problem]]:
+    """The document at ``path``, its path -> line map and the problem of every duplicate key of a
+    YAML file (the document holds each one's last value), so that a loader reports them with the
+    file's other problems, in one round; ModelError on unreadable/broken files."""
     path = Path(path)
     try:
         text = read_text(path)
@@ -90,7 +94,7 @@ def parse_file(path: str | Path) -> tuple[object, dict]:
         raise ModelError([Problem((), f"cannot read the file: {why}")], str(path)) from None
     try:
         if path.suffix.lower() == ".json":
-            return json.loads(text, object_pairs_hook=_json_object), {}
+            return json.loads(text, object_pairs_hook=_json_object), {}, []
         return _parse_yaml(text)
     except json.JSONDecodeError as e:
         raise ModelError([Problem((), f"broken JSON: {e.msg}", e.lineno)], str(path)) from None
@@ -102,13 +106,14 @@ def parse_file(path: str | Path) -> tuple[object, dict]:
         raise ModelError([Problem((), "lists or mappings nested too deeply")], str(path)) from None
 
 
-def _parse_yaml(text: str) -> tuple[object, dict]:
+def _parse_yaml(text: str) -> tuple[object, dict, list[Problem]]:
+    """The document, its line map and its duplicate keys (``_plain``, else PyYAML's path)."""
     loader = _Loader(text)
     collecting = gc.isenabled()
     gc.disable()  # what _plain builds holds no cycles: the collector's passes over it find nothing
     try:  # the common document from the parser's events in one pass: 0.5 s for 10k bodies, where
         # composing nodes took 4.0 s (most of it the garbage collector's passes over 500k nodes)
-        return _plain(loader)
+        return (*_plain(loader), [])
     except (_NotPlain, yaml.YAMLError):
         pass  # anchors, merge keys, tags, duplicate keys, bad scalars, broken files: PyYAML's path
     finally:
@@ -120,8 +125,9 @@ def _parse_yaml(text: str) -> tuple[object, dict]:
         node = loader.get_single_node()
         data = None if node is None else loader.construct_document(node)
         lines: dict = {}
-        _node_lines(node, (), lines, loader, set())
-        return data, lines
+        duplicates: list[Problem] = []
+        _node_lines(node, (), lines, loader, set(), duplicates)
+        return data, lines, duplicates
     finally:
         loader.dispose()
 
@@ -242,9 +248,10 @@ def _yaml_problem(e: yaml.YAMLError, text: str) -> Problem:
     return Problem((), f"broken YAML: {what}", mark.line + 1 if mark else None)
 
 
-def _node_lines(node, path, lines, loader, seen) -> None:
+def _node_lines(node, path, lines, loader, seen, duplicates: list[Problem]) -> None:
     """lines[path] = 1-based line of every key and list item under ``node``; an aliased node's
-    contents are mapped once (at its anchor), so recursive or exponential aliases stay finite."""
+    contents are mapped once (at its anchor), so recursive or exponential aliases stay finite.
+    Every duplicate key is a problem in ``duplicates`` (its path and line; the last value is read)."""
     if node is None:
         return
     lines.setdefault(path, node.start_mark.line + 1)
@@ -252,23 +259,41 @@ def _node_lines(node, path, lines, loader, seen) -> None:
         return
     seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
+        first: dict = {}
         for k, v in node.value:
             if isinstance(k, yaml.ScalarNode) and k.tag != MERGE_TAG:
-                key = path + (loader.construct_object(k),)
-                lines[key] = k.start_mark.line + 1
-                _node_lines(v, key, lines, loader, seen)
+                name = loader.construct_object(k)
+                key = path + (name,)
+                line = k.start_mark.line + 1
+                try:
+                    if name in first:
+                        duplicates.append(Problem(key, f"duplicate key {name!r} (also line {first[name]})", line))
+                    first.setdefault(name, line)
+                except TypeError:  # an unhashable key: the constructor reports it
+                    pass
+                lines[key] = line
+                _node_lines(v, key, lines, loader, seen, duplicates)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            _node_lines(v, path + (i,), lines, loader, seen)
+            _node_lines(v, path + (i,), lines, loader, seen, duplicates)
 
 
-def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> ModelSpec:
-    """Build a ModelSpec from a parsed document; ModelError lists every problem.
+def spec_from_dict(
+    data, lines: dict | None = None, source: str = "<dict>", repair_hint: str | None = None, problems=()
+) -> ModelSpec:
+    """Build a ModelSpec from a parsed document; ModelError lists every problem. With
+    ``repair_inertia: true`` the moving bodies' non-physical inertias are repaired (engine/spec/
+    repair.py; each change a note); repair_hint: the advice a non-physical inertia's message
+    ends with (default: for ``source``'s file kind); problems: found before (duplicate keys,
+    ``read_document``), listed with the document's own.
 
     When the document has problems of form (types, keys, sizes), the checks of meaning (names,
     tree, mass properties) also run on what could be read, so one error lists both; their
     findings at or under a field that could not be read are left out."""
+    if isinstance(data, dict) and "model" in data and "bodies" not in data:
+        raise ModelError.wrong_kind(source, scenario_not_model(data, source))
     r = Reader(lines or {})
+    r.problems += problems
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "bodies"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != SCHEMA_VERSION):
         r.problem(
@@ -294,18 +319,40 @@ def spec_from_dict(data, lines: dict | None = None, source: str = "<dict>") -> M
         forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
         loops=parse_loops(r, doc["loops"]) if "loops" in doc else (),
     )
+    repair = doc.get(REPAIR_OPTION, False)
+    if not isinstance(repair, bool):
+        r.problem((REPAIR_OPTION,), f"expected true or false, got {describe(repair)}")
+    elif repair:
+        spec, _repairs = repair_inertia(spec)
     if r.problems:
         # the checks of the whole spec, but for fields already reported (or inside them, or holding
         # them): sets of the paths and their prefixes keep this linear in the problems (an alias
         # bomb has thousands; the pairwise comparison took 20 s for 1,500 bodies)
         unread = {p.path for p in r.problems}
         holding = {u[:k] for u in unread for k in range(len(u) + 1)}
-        for p in check_spec(spec) + build_topology(spec.bodies)[1]:
+        hint = repair_advice(source) if repair_hint is None else repair_hint
+        for p in check_spec(spec, hint) + build_topology(spec.bodies)[1]:
             inside = any(p.path[:k] in unread for k in range(len(p.path) + 1))
             if not inside and p.path not in holding:
                 r.problem(p.path, p.message)
         raise ModelError(sorted(r.problems, key=lambda p: math.inf if p.line is None else p.line), source)
     return spec
+
+
+def scenario_not_model(doc: dict, source: str) -> str:
+    """What to say when the scenario ``doc`` (read from ``source``) is given as a model file."""
+    has = ", ".join(f"{k}:" for k in ("model", "duration", "dt") if k in doc)
+    head = f"this is a scenario file (it has {has}), not a model file"
+    run = f"`mbsfmu run {source} -o OUT` runs the scenario"
+    model = doc["model"]
+    if isinstance(model, dict):
+        return f"{head}; its model is written in its model: section; {run}"
+    if not isinstance(model, str) or not model:
+        return f"{head}; {run}"
+    path = Path(source).parent / model
+    if not path.is_file():
+        return f"{head}; its model: names {path}, which is not a file; {run}"
+    return f"{head}; its model is {path}: give that file instead (`mbsfmu info {path}` describes it); {run}"
 
 
 def _body(r: Reader, raw, at) -> Body:

@@ -46,6 +46,7 @@ from ..engine.spec.description import WORLD, Body, Coupling, Joint, ModelSpec, O
 from ..engine.spec.elements import parse_forces, parse_wheels
 from ..engine.spec.lumping import lump_fixed
 from ..engine.spec.repair import OPTION as REPAIR_OPTION
+from ..engine.spec.repair import advice as repair_advice
 from ..engine.spec.repair import repair_inertia
 from ..engine.spec.validation import check_spec, locate
 from ..errors import ModelError, Problem, did_you_mean
@@ -178,14 +179,16 @@ def load_urdf(
 
 
 def load_overlay(
-    data, lines: dict, path: str | Path, repair_inertia: bool = False, floating_base: bool = False
+    data, lines: dict, path: str | Path, repair_inertia: bool = False, floating_base: bool = False, problems=()
 ) -> Model:
     """The Model of a URDF overlay file (parsed document ``data`` with its path -> line map):
     the referenced URDF (path relative to the overlay) plus floating_base, repair_inertia, gravity,
     joint springs, wheels, force elements and initial state. One ModelError lists the problems of
-    both files. repair_inertia, floating_base here: as the overlay's keys (either asks for it)."""
+    both files. repair_inertia, floating_base here: as the overlay's keys (either asks for it).
+    problems: found before (the overlay's duplicate keys), listed with the rest."""
     path = Path(path)
     r = Reader(lines or {})
+    r.problems += problems
     doc = r.mapping(data, (), OVERLAY_KEYS, required=("version", "urdf"))
     if "version" in doc and (isinstance(doc["version"], bool) or doc["version"] != OVERLAY_VERSION):
         r.problem(
@@ -222,7 +225,7 @@ def load_overlay(
         problems += [_map(p, where, label, lines) for p in lump_problems]
         if r.problems:  # also the model's checks of meaning, outside what could not be read (as the loader)
             unread = [p.path for p in r.problems]
-            for p in check_spec(spec):
+            for p in check_spec(spec, repair_advice(str(path))):
                 if not any(p.path[: len(u)] == u or u[: len(p.path)] == p.path for u in unread):
                     problems.append(_map(p, where, label, lines))
     if r.problems or problems:
@@ -409,10 +412,12 @@ def _joint(x: _Elements, el: ET.Element) -> UrdfJoint | None:
     )
     axis_el = el.find("axis")
     ln["axis"] = x.lines.get(axis_el, ln["joint"])
+    known = len(x.problems)
     axis = x.numbers(axis_el, "xyz", 3, f"{label}/axis", (1.0, 0.0, 0.0)) if axis_el is not None else (1.0, 0.0, 0.0)
     if axis_el is not None and axis_el.get("xyz") is None:
         x.problem(f"{label}/axis", "missing attribute 'xyz'", axis_el)
-    if jtype in AXIS_TYPES and np.linalg.norm(axis) < AXIS_MIN:
+    read = len(x.problems) == known  # an axis that could not be read is reported as such, not as zero-length
+    if read and jtype in AXIS_TYPES and np.linalg.norm(axis) < AXIS_MIN:
         x.problem(f"{label}/axis", f"zero-length axis {list(axis)}: a {jtype} joint needs a direction", axis_el)
     dyn = el.find("dynamics")
     damping = friction = 0.0
@@ -506,9 +511,9 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
     if not links:
         x.problems.append(Problem(("robot",), "no <link> elements", robot_line))
         return ""
-    if x.problems:
-        return ""
-    roots = [lk for lk in links if lk.name not in parent_joint]
+    broken = bool(x.problems)  # the roots and cycles are still looked for: every problem in one round
+    named_child = {j.child for j in joints}  # a link named as a child is no root, even by a faulty joint
+    roots = [lk for lk in links if lk.name not in named_child]
     for extra in roots[1:]:
         x.problems.append(
             Problem(
@@ -532,8 +537,10 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
         if lk.name in reached or lk.name in reported:
             continue
         chain = [lk.name]
-        while (p := parent_joint[chain[-1]].parent) not in chain:
+        while chain[-1] in parent_joint and (p := parent_joint[chain[-1]].parent) not in chain:
             chain.append(p)
+        if chain[-1] not in parent_joint:  # hangs from a link reported above (unknown, joined to itself)
+            continue
         cycle = chain[chain.index(p) :]
         reported.update(cycle)
         j = parent_joint[cycle[0]]
@@ -549,7 +556,7 @@ def _check_tree(x: _Elements, links: list[UrdfLink], joints: list[UrdfJoint], ro
         x.problems.append(
             Problem(("robot",), "the only link is 'world' (the inertial frame): nothing moves", robot_line)
         )
-    return roots[0].name if roots else ""
+    return roots[0].name if roots and not broken else ""
 
 
 # ---- UrdfRobot to ModelSpec ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.dynamics.branches import BranchEndError
+from ..engine.inputs import real_array
 from ..engine.spatial import Array
 from ..errors import InputError
 from ..sim.rows import INVARIANT_VECTORS
@@ -232,8 +233,10 @@ def _input_vector(names: tuple[str, ...], u0) -> Array:
             raise InputError("inputs must be finite")
         return u
     try:
-        u = np.asarray(u0, dtype=float)
+        u = real_array("u0", u0)
     except (TypeError, ValueError) as e:
+        if isinstance(e, InputError):
+            raise
         raise InputError(f"u0 must be a vector of {len(names)} numbers ({e})") from None
     if u.shape != (len(names),):
         raise InputError(f"u0 has shape {u.shape}; the model has {len(names)} inputs: {', '.join(names) or 'none'}")

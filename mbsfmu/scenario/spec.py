@@ -10,13 +10,15 @@ scenario file.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..engine.model import Model
 from ..errors import InputError, MbsError, ModelError, brief
-from ..io.model_file import parse_file
+from ..files import read_text
+from ..io.model_file import read_document
 from ..io.reader import Reader
 from ..sim.schedules import Schedule, parse_schedule
 from ..sim.simulator import INTEGRATORS
@@ -158,11 +160,18 @@ def load_scenario(path: str | Path, floating_base: bool = False) -> Scenario:
     """Parse and check a scenario file; ScenarioError lists every problem with file and line.
     floating_base: the model, a URDF (.urdf or overlay), with its root link on a free joint."""
     path = Path(path)
+    if path.suffix.lower() == ".urdf":
+        raise ScenarioError.wrong_kind(str(path), model_not_scenario(path, "a URDF robot description"))
     try:
-        data, lines = parse_file(path)
+        data, lines, duplicates = read_document(path)
     except ModelError as e:
         raise ScenarioError(e.problems, str(path)) from None
+    if isinstance(data, dict) and "model" not in data and ("bodies" in data or "urdf" in data):
+        overlay = "urdf" in data
+        what = f"a {'URDF overlay' if overlay else 'model file'} (it has {'urdf' if overlay else 'bodies'}:)"
+        raise ScenarioError.wrong_kind(str(path), model_not_scenario(path, what))
     r = Reader(lines)
+    r.problems += duplicates  # with the file's other problems, in one round
     doc = r.mapping(data, (), TOP_KEYS, required=("version", "model", "duration", "dt"))
     if "version" in doc and doc["version"] != SCENARIO_VERSION:
         r.problem(
@@ -234,6 +243,34 @@ def load_scenario(path: str | Path, floating_base: bool = False) -> Scenario:
 
 
 # ---- the sections, in the order load_scenario reads them ----------------------------------------
+
+
+MAX_NEIGHBOURS = 200  # files looked at for the scenarios that use a model (model_not_scenario)
+
+
+def model_not_scenario(path: Path, what: str) -> str:
+    """What to say when the model file ``path`` (``what``: "a model file (it has bodies:)") is given
+    as a scenario: what a scenario is, and the scenarios beside it (its folder and the one above)
+    whose ``model:`` names it."""
+    users = []
+    folders = dict.fromkeys((path.parent, path.parent.parent))
+    candidates = [p for d in folders if d.is_dir() for p in sorted(d.iterdir()) if p.suffix in (".yaml", ".yml")]
+    for p in candidates[:MAX_NEIGHBOURS]:
+        try:
+            text = read_text(p) if p.is_file() and p.stat().st_size < 1_000_000 else ""
+        except (OSError, UnicodeDecodeError):
+            continue
+        named = re.search(r"^model:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", text, re.M)
+        if named and (p.parent / named[1]).resolve() == path.resolve():
+            users.append(str(p))
+    out = (
+        f"this is {what}, not a scenario; a scenario names its model (model: {path.name}, the path relative "
+        "to the scenario) with duration and dt (docs/reference/scenario-file.md); "
+        f"`mbsfmu info {path}` describes the model"
+    )
+    if users:
+        out += f"; scenarios using it: {', '.join(users)} (`mbsfmu run {users[0]} -o OUT` runs the first)"
+    return out
 
 
 def _model_section(r, doc: dict, path: Path, lines: dict) -> tuple[Path, InlineModel | None]:
@@ -505,10 +542,13 @@ def scenario_model(path: Path, inline: InlineModel | None, model_path: Path, flo
             "in it, where the root body's joint says it (type: free)"
         )
     if inline is not None:
+        from ..engine.spec.repair import advice as repair_advice
         from ..io.model_file import spec_from_dict
 
         try:
-            return Model(spec_from_dict(inline.doc, inline.lines, str(path)), source=str(path), lines=inline.lines)
+            hint = repair_advice(str(path), section="model")
+            spec = spec_from_dict(inline.doc, inline.lines, str(path), repair_hint=hint)
+            return Model(spec, source=str(path), lines=inline.lines, repair_hint=hint)
         except ModelError as e:  # the inline model's paths start at the scenario's ``model`` key
             raise ScenarioError([replace(p, path=("model", *p.path)) for p in e.problems], str(path)) from None
     from .. import load_model
@@ -521,7 +561,7 @@ def is_urdf(path: Path) -> bool:
     if path.suffix.lower() == ".urdf":
         return True
     try:
-        data, _ = parse_file(path)
+        data, _lines, _duplicates = read_document(path)
     except (MbsError, OSError):
         return False
     return isinstance(data, dict) and "urdf" in data

@@ -27,9 +27,11 @@ from ..engine import joints
 from ..engine.dynamics import closed_loops as loop_dyn
 from ..engine.dynamics.aba import aba
 from ..engine.forces import ForceElements
+from ..engine.inputs import real_array
 from ..engine.kinematics import forward_kinematics
+from ..engine.model import Model
 from ..engine.spatial import Array
-from ..errors import InputError, MbsError
+from ..errors import InputError, MbsError, brief
 from .integrators import IntegrationError, dop853, rk4_step
 from .outputs import Invariants, body_record_names, body_record_values, engine_invariants
 from .rows import ENGINE_COLUMNS, engine_values
@@ -83,6 +85,11 @@ class Simulator:
         assemble: bool = True,
         backend: str = "auto",
     ):
+        if not isinstance(model, Model):
+            raise InputError(
+                f"Simulator: expected a Model, e.g. mbsfmu.load_model(path), got {brief(model)} "
+                f"({type(model).__name__})"
+            )
         if integrator not in INTEGRATORS:
             raise InputError(f"integrator {integrator!r}: expected one of {', '.join(INTEGRATORS)}")
         if loop_method not in LOOP_METHODS:
@@ -163,7 +170,7 @@ class Simulator:
 
     @u.setter
     def u(self, value) -> None:
-        value = np.asarray(value, dtype=float)
+        value = real_array("u", value)
         if value.shape != self._u.shape:
             raise InputError(f"u must have {self._u.size} entries (input_names), got shape {value.shape}")
         self._u[:] = value
@@ -229,8 +236,10 @@ class Simulator:
                 f"{', '.join(self.input_names) or 'none'}"
             )
         try:
-            v = float(value)
-        except (TypeError, ValueError):
+            v = float(real_array(f"input {name!r}", value))
+        except (TypeError, ValueError) as e:
+            if isinstance(e, InputError):
+                raise
             raise InputError(f"input {name!r} must be a number, got {value!r}") from None
         if not math.isfinite(v):
             raise InputError(f"input {name!r} is {v}: inputs must be finite")

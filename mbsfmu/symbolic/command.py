@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import load_model
+from ..arguments import positive_count
 from ..errors import InputError
 from ..extras import require
 from .limits import MAX_NV, MAX_SERIES
@@ -32,12 +33,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", required=True, help="output directory (created)")
     p.add_argument(
         "--max-series",
-        type=int,
+        type=positive_count,
         default=MAX_SERIES,
         help=f"most moving joints in series to derive (default {MAX_SERIES}: past it the expressions "
         "grow about tenfold per joint)",
     )
-    p.add_argument("--max-nv", type=int, default=MAX_NV, help=f"most joint rates to derive (default {MAX_NV})")
+    p.add_argument(
+        "--max-nv", type=positive_count, default=MAX_NV, help=f"most joint rates to derive (default {MAX_NV})"
+    )
     p.set_defaults(func=run)
     return p
 

@@ -6,6 +6,7 @@ fails. In-process (``mbsfmu.cli.main``) wherever no real signal or pipe is neede
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -403,6 +404,17 @@ def test_disk_full_keeps_whole_rows_and_says_so(tmp_path, capsys, monkeypatch):
     assert "No space left on device" in report["error"] and report["passed"] is False
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device every write to fails: ENOSPC)")
+def test_a_full_disk_at_the_header_stops_the_run_with_exit_code_1_not_2(tmp_path, run_cli):
+    """A full disk is no bad input (exit 2): the run stopped (exit 1), as for a row (above)."""
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "trajectory.csv").symlink_to("/dev/full")
+    path = scenario(tmp_path, "version: 1\nmodel: {pendulum}\nduration: 0.2\ndt: 0.1\n" + FAST)
+    result = run_cli("run", path, "-o", tmp_path / "o", "--no-progress")
+    assert result.returncode == 1, result.stderr
+    assert "cannot write the header to" in result.stderr and "No space left on device" in result.stderr
+
+
 def test_report_json_is_replaced_atomically(tmp_path, monkeypatch):
     from mbsfmu.scenario import report as scenario_module
 
@@ -752,3 +764,28 @@ def test_info_columns_fit_long_names(tmp_path, capsys):
         assert all(r[head.index(label) - 1] == " " and r[head.index(label)] != " " for r in rows), label
     assert rows[0].split() == ["1", long, "world", f"{long}_joint", "revolute", "1", "1", "1.5"]
     assert head.index("mass [kg]") + len("mass [kg]") == len(rows[0]) == len(rows[1])
+
+
+def test_info_summarises_a_large_model_and_its_advice_lists_everything(tmp_path, run_cli):
+    """info on a 1e5-body model printed 100k rows and a 1.2 MB inputs line (issue 37): past
+    INFO_ROWS bodies and INFO_NAMES inputs it says how many more, and --all (the advice) lists them."""
+    n = cli.INFO_ROWS + 25
+    bodies = [
+        {"name": f"b{k}", "parent": "world" if k == 0 else f"b{k - 1}", "joint": {"type": "revolute"}, "mass": 1,
+         "com": [0.1, 0, 0], "inertia": {"Ixx": 0.01, "Iyy": 0.01, "Izz": 0.01}}
+        for k in range(n)
+    ]  # fmt: skip
+    path = tmp_path / "chain.json"
+    path.write_text(json.dumps({"version": 1, "bodies": bodies}))
+    result = run_cli("info", path)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and len(lines) == cli.INFO_ROWS + 4, lines  # heading, header row, rows, more, inputs
+    assert lines[-2] == f"... and 25 more bodies (`mbsfmu info --all {path}` lists every one)"
+    assert lines[-1].endswith(
+        f"b19.tau ... and {n - cli.INFO_NAMES} more inputs (`mbsfmu info --all {path}` lists every one)"
+    )
+    assert max(map(len, lines)) < 250 + 2 * len(str(path))  # a line of 20 names and the advice
+    (advice,) = set(re.findall(r"`mbsfmu ([^`]*)`", result.stdout))
+    full = run_cli(*advice.split())
+    assert full.returncode == 0 and f"\n{n}  b{n - 1} " in full.stdout and f"b{n - 1}.tau\n" in full.stdout
+    assert "more" not in full.stdout

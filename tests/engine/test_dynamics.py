@@ -99,3 +99,33 @@ def test_bad_call_arguments_name_the_argument():
         model.forward_dynamics([0, 0], [0, 0], [0, 0], f_ext=np.zeros((1, 6)))
     with pytest.raises(mbsfmu.InputError, match="unknown frame 'hand'.*elbow, tip"):
         model.frame_pose([0, 0], "hand")
+
+
+def test_complex_arrays_are_refused_not_cut_to_their_real_parts():
+    """numpy casts complex to float with a ComplexWarning, dropping the imaginary part: a silent wrong
+    answer (issue 37). Every entry point refuses them, naming the argument."""
+    import warnings
+
+    from mbsfmu.sim.simulator import Simulator
+
+    model = mbsfmu.load_model(MODELS / "scara.yaml")
+    q, qd = model.initial_state()
+    z, tau = np.zeros(model.nv) + 1j, np.zeros(model.nv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning either
+        for call, name in [
+            (lambda: model.forward_dynamics(q + 0j, qd, tau), "q"),
+            (lambda: model.forward_dynamics(q, qd, tau=z), "tau"),
+            (lambda: model.inverse_dynamics(q, qd, z), "qdd"),
+            (lambda: model.mass_matrix(q.astype(complex)), "q"),
+            (lambda: model.forward_dynamics(q, qd, tau, f_ext=np.zeros((model.N, 6), complex)), "f_ext"),
+        ]:
+            with pytest.raises(mbsfmu.InputError, match=f"^{name} has complex entries: expected real numbers"):
+                call()
+        sim = Simulator(model)
+        with pytest.raises(mbsfmu.InputError, match="^input 'q1.tau' has complex entries"):
+            sim.set_input("q1.tau", np.complex128(1 + 2j))
+        with pytest.raises(mbsfmu.InputError, match="^u has complex entries"):
+            sim.u = z
+        with pytest.raises(mbsfmu.InputError, match="^u0 has complex entries"):
+            mbsfmu.linearize(model, u0=z)

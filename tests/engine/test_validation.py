@@ -63,3 +63,26 @@ def _spec(bodies):
     from mbsfmu.engine.spec.description import ModelSpec
 
     return ModelSpec(name="m", bodies=tuple(bodies))
+
+
+def test_a_mass_property_whose_energy_overflows_is_refused_with_its_field(tmp_path, run_cli):
+    """mass: 1e308 passed `info` and gave PE = inf in every row of the run (issue 37): refused now,
+    each body's field named, in one round; the bound MASS_MAX itself is taken."""
+    (tmp_path / "m.yaml").write_text(
+        "version: 1\nbodies:\n"
+        "  - {name: a, parent: world, joint: {type: revolute}, mass: 1.0e+308, com: [0, 0, 0.2],\n"
+        "     inertia: {Ixx: 1, Iyy: 1, Izz: 1}}\n"
+        "  - {name: b, parent: a, joint: {type: revolute}, mass: 1, inertia: {Ixx: 1.0e+200, Iyy: 1.0e+200, Izz: 1}}\n"
+        "  - {name: c, parent: b, joint: {type: revolute}, mass: 1.0e+150,\n"
+        "     inertia: {Ixx: 1.0e+150, Iyy: 1, Izz: 1.0e+150}}\n"
+    )
+    result = run_cli("info", tmp_path / "m.yaml")
+    assert result.returncode == 2, result.stdout
+    assert "2 problem(s)" in result.stderr
+    assert f"m.yaml:3: bodies[0].mass: mass 1e+308 kg is beyond {validation.MASS_MAX:g} kg" in result.stderr
+    assert "m.yaml:5: bodies[1].inertia: an entry 1e+200 kg m^2 is beyond" in result.stderr
+    huge = [
+        _body(k, m, (0.0, 0.0, 0.0), ((i, 0, 0), (0, i, 0), (0, 0, i)))
+        for k, (m, i) in enumerate([(1e151, 1.0), (1.0, 1e151), (1e150, 1e150)])
+    ]
+    assert validation._mass_clean(huge, set()).tolist() == [False, False, True]

@@ -793,7 +793,7 @@ def test_a_mimic_gripper_fmu_holds_its_coupling_and_logs_the_model_notes(native,
 
 
 def test_drift_E_balance_near_equilibrium_is_relative_to_the_terms_summed(native, fmus, tmp_path):
-    """Both runtimes' drift.E_balance (the C one: fmi2_slave.c value_of; the python one: slave.py)
+    """Both runtimes' drift.E_balance (the C one: fmu_instance.c value_of; the python one: slave.py)
     on run 1116 of the campaign_spring Monte Carlo (issue 37 item 2): the spring pendulum 2e-4 m
     from equilibrium, so KE and PE - PE(t0) stay below 5e-7 J while each PE term is ~0.9 J. The
     residual (a few ulps of E = -0.43 J) is relative to S_E + |W_in| + |W_diss| ~ 1.3 J, S_E = KE +
@@ -818,3 +818,23 @@ def test_drift_E_balance_near_equilibrium_is_relative_to_the_terms_summed(native
         assert E_abs != 0.0  # a residual of a few ulps: the definition below is exercised
         assert E_rel == pytest.approx(abs(E_abs) / (S_E + abs(W_in) + abs(W_diss)), rel=1e-12, abs=0)
         assert E_rel < 8 * np.finfo(float).eps  # a few ulps of |E| = 0.43 J over the 1.3 J scale
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc (a folder no file can be made in)")
+@pytest.mark.parametrize("runtime", ["native", "python"])
+def test_an_unwritable_output_is_refused_before_the_build(run_cli, monkeypatch, runtime):
+    """build-fmu -o /proc/x.fmu: refused at once, naming the FMU (not a .part file), nothing compiled."""
+    if runtime == "python":
+        pytest.importorskip("pythonfmu")
+    import mbsfmu.fmu.build
+    import mbsfmu.fmu.native
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("the build started")
+
+    monkeypatch.setattr(mbsfmu.fmu.native, "compile_target", no_build)
+    monkeypatch.setattr(mbsfmu.fmu.build, "package_python_fmu", no_build)
+    result = run_cli("build-fmu", MODELS / "scara.yaml", "-o", "/proc/x.fmu", "--runtime", runtime)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("mbsfmu: error: -o /proc/x.fmu: cannot write a file in /proc: "), result.stderr
+    assert ".part" not in result.stderr and "Traceback" not in result.stderr

@@ -11,6 +11,7 @@ import yaml
 import mbsfmu
 from mbsfmu.io import model_file as mf
 from mbsfmu.io.model_file import spec_from_dict
+from mbsfmu.scenario.spec import ScenarioError, load_scenario
 
 GOOD = """\
 version: 1
@@ -446,7 +447,6 @@ def test_json_file_equivalent(tmp_path):
     [
         ("version: 1\nbodies:\n  - name: a\n    parent world\n    mass: 1\n", 5, "broken YAML"),
         ("version: 1\nbodies: [{name: a}\n", 3, "broken YAML"),
-        ("version: 1\nbodies:\n  - name: a\n    mass: 1\n    mass: 2\n", 5, "duplicate key 'mass'"),
         ("version: 1\nname: 2001-02-30\n", 2, "cannot read the text '2001-02-30' as timestamp"),
         ("version: 1\nname: !!float ''\n", 2, "cannot read the text '' as float"),
         ("version: 1\n---\nversion: 1\n", 2, "broken YAML"),
@@ -455,7 +455,6 @@ def test_json_file_equivalent(tmp_path):
     ids=[
         "missing colon",
         "unclosed flow",
-        "duplicate key",
         "bad date",
         "empty tagged float",
         "two documents",
@@ -467,6 +466,26 @@ def test_broken_yaml_reports_line(tmp_path, text, line, fragment):
     installed PyYAML/libyaml and are not asserted (only our texts: duplicate key, cannot read ...)."""
     message = _error(tmp_path, text)
     assert f"bad.yaml:{line}: (top level): " in message and fragment in message, message
+
+
+def test_duplicate_keys_come_with_the_files_other_problems_in_one_round(tmp_path):
+    """Every duplicate key (its field, line and the first one's line) with every other problem of
+    the file: they came one stage at a time (the first duplicate alone, then the rest; issue 37)."""
+    text = (
+        "version: 1\nname: a\nname: b\nbodies:\n  - name: arm\n    parent: world\n    parent: world\n"
+        "    joint: {type: revolute}\n    mass: -1\n    inertia: {Ixx: 1, Iyy: 1, Izz: 1}\n"
+    )
+    message = _error(tmp_path, text)
+    assert "3 problem(s)" in message, message
+    assert "bad.yaml:3: name: duplicate key 'name' (also line 2)" in message
+    assert "bad.yaml:7: bodies[0].parent: duplicate key 'parent' (also line 6)" in message
+    assert "bad.yaml:9: bodies[0].mass: negative mass -1.0 kg" in message
+    (tmp_path / "s.yaml").write_text("version: 1\nmodel: bad.yaml\nduration: 1\nduration: 2\ndt: 0\n")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(tmp_path / "s.yaml")
+    assert "s.yaml:4: duration: duplicate key 'duration' (also line 3)" in str(err.value)
+    assert "s.yaml:5: dt: dt must be a positive time [s], got 0.0" in str(err.value)
+    assert "s.yaml:2: model: model file" in str(err.value)  # the model's problems too
 
 
 def test_broken_json_reports_line(tmp_path):
@@ -498,7 +517,7 @@ def test_unreadable_file(tmp_path, make, fragment):
         (
             "",
             "(top level): expected a mapping with keys version, name, gravity, bodies, forces, loops, initial, "
-            "got nothing",
+            "repair_inertia, got nothing",
         ),
         ("- version: 1\n", "(top level): expected a mapping"),
         ("version: 1\nbodies: []\n", "bodies: expected a non-empty list of bodies, got a list"),
@@ -603,11 +622,11 @@ FALLBACK = [  # documents left to PyYAML's composer and constructor, read or ref
     "!!map {a: 1}\n",
     "- !!float 1\n",
     "version: 1\nbodies: " + "[" * 200 + "]" * 200 + "\n",
-]
-REFUSED = [  # broken or unreadable documents: the same error, with the same line, as PyYAML's path
-    "a: 1\na: 2\n",
+    "a: 1\na: 2\n",  # duplicate keys: read (the last value), each one a problem of _node_lines
     "1: a\n1.0: b\n",
     "true: 1\n1: 2\n",
+]
+REFUSED = [  # broken or unreadable documents: the same error, with the same line, as PyYAML's path
     "a: 2001-02-30\n",
     "a: =\n",
     "x: <<\n",
@@ -625,9 +644,9 @@ def _pyyaml(text):
     loader = mf._Loader(text)
     try:
         node = loader.get_single_node()
-        data, lines = (None if node is None else loader.construct_document(node)), {}
-        mf._node_lines(node, (), lines, loader, set())  # (after constructing: it flattens merge keys in the nodes)
-        return data, lines
+        data, lines, duplicates = (None if node is None else loader.construct_document(node)), {}, []
+        mf._node_lines(node, (), lines, loader, set(), duplicates)  # (after constructing: it flattens merge keys)
+        return data, lines, duplicates
     finally:
         loader.dispose()
 

@@ -431,6 +431,56 @@ def test_malformed_urdf_names_element_and_line(tmp_path, case):
     assert fragment in msg, msg
 
 
+@pytest.mark.parametrize("xyz", ["0 0 1 5", "0 1", "0 x 1", "0 nan 1"])
+def test_an_axis_that_cannot_be_read_is_one_problem_not_also_a_zero_length_axis(tmp_path, xyz):
+    text = GOOD.replace('<axis xyz="0 1 0"/>\n  </joint>\n</robot>', f'<axis xyz="{xyz}"/>\n  </joint>\n</robot>')
+    (tmp_path / "robot.urdf").write_text(text)
+    with pytest.raises(ModelError) as err:
+        mbsfmu.load_model(tmp_path / "robot.urdf")
+    assert len(err.value.problems) == 1 and "zero-length" not in str(err.value), str(err.value)
+    assert f"joint 'elbow'/axis@xyz: expected 3 finite numbers separated by spaces, got '{xyz}'" in str(err.value)
+
+
+LINK = (
+    '  <link name="{}"><inertial><mass value="1"/>'
+    '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>\n'
+)
+JOINT = '  <joint name="{}" type="revolute"><parent link="{}"/><child link="{}"/><axis xyz="1 0 0"/>{}</joint>\n'
+
+
+def _problems(tmp_path, text: str) -> list[str]:
+    (tmp_path / "robot.urdf").write_text(text)
+    with pytest.raises(ModelError) as err:
+        mbsfmu.load_model(tmp_path / "robot.urdf")
+    return [p.message for p in err.value.problems]
+
+
+def test_a_mimic_cycle_and_a_missing_mimic_leader_in_one_round(tmp_path):
+    text = GOOD.replace(
+        '<axis xyz="0 1 0"/>\n    <limit', '<axis xyz="0 1 0"/>\n    <mimic joint="elbow"/>\n    <limit'
+    )
+    text = text.replace(
+        "</joint>\n</robot>",
+        '  <mimic joint="shoulder"/>\n  </joint>\n'
+        + LINK.format("hand")
+        + JOINT.format("wrist", "fore", "hand", '<mimic joint="nothere"/>')
+        + "</robot>",
+    )
+    problems = _problems(tmp_path, text)
+    assert len(problems) == 2, problems
+    assert any("follow each other in a cycle" in p for p in problems)
+    assert any("unknown joint 'nothere'" in p for p in problems)
+
+
+def test_a_link_cycle_and_a_joint_from_a_link_to_itself_in_one_round(tmp_path):
+    extra = LINK.format("p") + LINK.format("q") + JOINT.format("j1", "p", "q", "") + JOINT.format("j2", "q", "p", "")
+    extra += LINK.format("x") + JOINT.format("selfj", "x", "x", "")
+    problems = _problems(tmp_path, GOOD.replace("</robot>", extra + "</robot>"))
+    assert len(problems) == 2, problems  # no "second root link 'x'": x is a joint's child, if a faulty one
+    assert any("links p -> q -> p form a cycle" in p or "links q -> p -> q form a cycle" in p for p in problems)
+    assert any("joint 'selfj' connects link 'x' to itself" in p for p in problems)
+
+
 def test_good_urdf_loads(tmp_path):
     (tmp_path / "robot.urdf").write_text(GOOD)
     model = mbsfmu.load_model(tmp_path / "robot.urdf")

@@ -212,3 +212,11 @@ def test_bad_input_is_rejected_with_names():
     q[3] = 2.0
     with pytest.raises(mbsfmu.InputError, match="quaternion of norm"):
         spacecraft.set_configuration(q, qd)
+
+
+@pytest.mark.parametrize("model", [str(MODELS / "scara.yaml"), None, MODELS / "scara.yaml"])
+def test_a_simulator_of_something_else_than_a_model_says_what_it_needs(model):
+    with pytest.raises(mbsfmu.InputError, match=r"expected a Model, e\.g\. mbsfmu\.load_model\(path\), got ") as err:
+        Simulator(model)
+    assert type(model).__name__ in str(err.value)
+    Simulator(mbsfmu.load_model(model or MODELS / "scara.yaml"))  # the advice, followed

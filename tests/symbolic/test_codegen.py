@@ -119,3 +119,11 @@ def test_derive_refuses_a_model_past_the_limit_at_once(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "8 moving joints in series" in err and "--max-series" in err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("option", ["--max-nv", "--max-series"])
+@pytest.mark.parametrize("value", ["-1", "0", "2.5"])
+def test_derive_refuses_a_limit_that_is_not_a_whole_number_of_at_least_1(tmp_path, run_cli, option, value):
+    result = run_cli("derive", f"{MODELS}compound_pendulum.yaml", "-o", tmp_path / "x", option, value)
+    assert result.returncode == 2 and f"argument {option}: " in result.stderr, result.stderr
+    assert not (tmp_path / "x").exists()

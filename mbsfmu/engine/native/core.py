@@ -24,6 +24,7 @@ from functools import partial
 import numpy as np
 
 from ...errors import InputError
+from ..inputs import real_array
 from . import build
 from .tables import Tables
 
@@ -243,7 +244,7 @@ class Core:
     # ---- arguments --------------------------------------------------------------------------
     def _load(self, buf: np.ndarray, name: str, x, n: int) -> None:
         """buf[:] = x, a vector of n numbers (InputError with the Model's message otherwise)."""
-        if type(x) is np.ndarray and x.shape == (n,):
+        if type(x) is np.ndarray and x.shape == (n,) and x.dtype.kind != "c":
             buf[:] = x
         else:
             buf[:] = self.model.checked_vector(name, x, n)
@@ -254,7 +255,7 @@ class Core:
         if f_ext is None:
             return None
         if whole:
-            arr = np.asarray(f_ext, dtype=float)
+            arr = real_array("f_ext", f_ext)
             if arr.shape != (self.N + 1, 6):
                 raise InputError(f"f_ext has shape {arr.shape}, expected ({self.N + 1}, 6) (row 0 the world)")
             self._fx[:] = arr
@@ -286,15 +287,15 @@ class Core:
         """q, qd and the vector ``b`` (named ``name`` in messages) copied into the fixed argument
         buffers; conversions and checks only for what is not already a float array of its shape."""
         nq, nv = self.nq, self.nv
-        if type(q) is np.ndarray and q.shape == (nq,):
+        if type(q) is np.ndarray and q.shape == (nq,) and q.dtype.kind != "c":
             self._q[:] = q
         else:
             self._q[:] = self.model.checked_vector("q", q, nq)
-        if type(qd) is np.ndarray and qd.shape == (nv,):
+        if type(qd) is np.ndarray and qd.shape == (nv,) and qd.dtype.kind != "c":
             self._v1[:] = qd
         else:
             self._v1[:] = self.model.checked_vector("qd", qd, nv)
-        if type(b) is np.ndarray and b.shape == (nv,):
+        if type(b) is np.ndarray and b.shape == (nv,) and b.dtype.kind != "c":
             self._v2[:] = b
         else:
             self._v2[:] = self.model.checked_vector(name, b, nv)

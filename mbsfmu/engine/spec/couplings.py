@@ -50,9 +50,10 @@ def check_couplings(spec: ModelSpec) -> list[Problem]:
             v = getattr(c, key)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
                 out.append(Problem(at + (key,), f"expected a finite number, got {v!r}"))
-    if out:
-        return out
-    lead = {c.follower: (k, c.leader) for k, c in enumerate(spec.couplings)}
+    lead: dict[str, tuple[int, str]] = {}  # the cycles among the couplings of known joints, with the rest
+    for k, c in enumerate(spec.couplings):
+        if c.follower in jtype and c.leader in jtype:
+            lead.setdefault(c.follower, (k, c.leader))
     reported: set[str] = set()
     for start in lead:
         chain, j = [], start

@@ -18,14 +18,38 @@ moments before and after, and the largest change relative to the largest moment.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import PurePath
 
 import numpy as np
 
 from .description import ModelSpec
-from .validation import INERTIA_RTOL, inertia_scale, welded_to_world
+from .validation import INERTIA_RTOL, REPAIR_HINT, inertia_scale, welded_to_world
 
 OPTION = "repair_inertia"  # the model/overlay key and the load_model argument
-FLAG = "--repair-inertia"  # the command-line flag
+FLAG = "--repair-inertia"  # the command-line flag (mbsfmu info)
+MODEL_SUFFIXES = (".yaml", ".yml", ".json")  # model files and URDF overlays
+
+
+def advice(source: str, section: str | None = None) -> str:
+    """The end of a non-physical inertia's message: what to do so that ``source`` loads with its
+    inertias repaired, for the kind of file it is (a YAML/JSON model or overlay: the key at its top
+    level; a URDF: an overlay; ``section``: the model written in that section of a scenario; else a
+    spec built in Python). Each suggestion works as written (tests/engine/test_repair.py runs them)."""
+    lead = "; to load it anyway with the smallest moments raised (each change reported), "
+    suffix = PurePath(source).suffix.lower()
+    if section is not None:
+        return f"{lead}add {OPTION}: true to the {section}: section of {source}"
+    if suffix == ".urdf":
+        name = PurePath(source).name
+        return (
+            f"{lead}load it through a URDF overlay, a YAML file beside it reading `version: 1`, `urdf: {name}`, "
+            f"`{OPTION}: true` (docs/guides/urdf.md); `mbsfmu info {FLAG} {source}` lists the changes"
+        )
+    if suffix == ".json":
+        return f'{lead}add "{OPTION}": true to the top-level object of {source}'
+    if suffix in MODEL_SUFFIXES:
+        return f"{lead}add {OPTION}: true at the top level of {source}; `mbsfmu info {FLAG} {source}` lists the changes"
+    return REPAIR_HINT
 
 
 @dataclass(frozen=True)

@@ -22,19 +22,27 @@ from .loops import check_loops
 # e.g. a point mass with inertia 1e-35 (a URDF's rounded zero) is accepted, a vendor inertia that
 # breaks I1 + I2 >= I3 by a percent is not.
 INERTIA_RTOL = 1e-9
+# what to do about a non-physical inertia, for a spec built in Python (the loaders pass the advice
+# for their file kind: engine/spec/repair.py ``advice``)
 REPAIR_HINT = (
-    "; to load it anyway with the smallest moments raised (each change reported), set "
-    "repair_inertia: true in a URDF overlay, or pass --repair-inertia"
+    "; to load it anyway with the smallest moments raised (each change reported), repair the spec first: "
+    "Model(mbsfmu.engine.spec.repair.repair_inertia(spec)[0])"
 )
+# Largest mass [kg] and inertia entry [kg m^2] taken: the engine multiplies them by lengths and rates
+# (KE = 1/2 m v^2, PE = m g z, momenta), and float64 overflows at 1.8e308, so a mass of 1e308 passed
+# the file and gave an infinite PE in the first row (issue 37). 1e150, a round number below
+# sqrt(1.8e308) = 1.3e154, keeps those products finite for lengths and rates up to 1e79.
+MASS_MAX = 1e150
 AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction
 
 
 RESERVED = frozenset({"engine", "q", "qd", "u", "time", "loop"})  # trajectory column prefixes
 
 
-def check_spec(spec: ModelSpec) -> list[Problem]:
+def check_spec(spec: ModelSpec, repair_hint: str = REPAIR_HINT) -> list[Problem]:
     """Every problem in the names (bodies, joints, frames), joints, mass properties, gravity,
-    wheels and force elements, initial values and loop-closure joints."""
+    wheels and force elements, initial values and loop-closure joints; ``repair_hint`` ends the
+    message of a non-physical inertia (what to do, for the spec's source)."""
     problems: list[Problem] = []
     _array(spec.gravity, (3,), ("gravity",), problems)
     first: dict[tuple[str, str], tuple] = {}
@@ -61,7 +69,7 @@ def check_spec(spec: ModelSpec) -> list[Problem]:
             first.setdefault((what, name), path)
         problems += _check_joint(b.joint, at + ("joint",))
         if not clean[k]:
-            problems += _check_mass(b, at, moving=b.name not in welded)
+            problems += _check_mass(b, at, moving=b.name not in welded, repair_hint=repair_hint)
         for fname, fr in b.frames.items():
             _array(fr.xyz, (3,), at + ("frames", fname, "xyz"), problems)
             _array(fr.rpy, (3,), at + ("frames", fname, "rpy"), problems)
@@ -192,19 +200,33 @@ def inertia_scale(m: float, c: Array, I: Array) -> float:
     return max(scale, m * float(c @ c)) if m > 0 else scale
 
 
-def _check_mass(b, at, moving: bool = True) -> list[Problem]:
+_OVERFLOW = (
+    " (energies and momenta multiply it by squared lengths and rates: past this they overflow float64's "
+    "1.8e308 and a run's energy is infinite); check the unit"
+)
+
+
+def _check_mass(b, at, moving: bool = True, repair_hint: str = REPAIR_HINT) -> list[Problem]:
     """Finite mass properties; for a moving body also m >= 0, I_c symmetric, PSD, triangle
     inequality (tolerance: INERTIA_RTOL)."""
     out: list[Problem] = []
     m = _array(b.mass, (), at + ("mass",), out)
     if m is not None and m < 0 and moving:
         out.append(Problem(at + ("mass",), f"negative mass {m} kg"))
+    if m is not None and abs(m) > MASS_MAX:
+        out.append(Problem(at + ("mass",), f"mass {m:g} kg is beyond {MASS_MAX:g} kg{_OVERFLOW}"))
+        m = None
     c = _array(b.com, (3,), at + ("com",), out)
     with np.errstate(over="ignore", invalid="ignore"):  # 0 kg x inf: not finite either
         overflows = m is not None and c is not None and not np.isfinite(m * np.abs(c).max() ** 2)
     if overflows:
         out.append(Problem(at + ("com",), f"mass {m} kg with com {c.tolist()} m overflows m |c|^2"))
     I = _array(b.inertia, (3, 3), at + ("inertia",), out)
+    if I is not None and np.abs(I).max() > MASS_MAX:
+        out.append(
+            Problem(at + ("inertia",), f"an entry {np.abs(I).max():g} kg m^2 is beyond {MASS_MAX:g} kg m^2{_OVERFLOW}")
+        )
+        return out
     if I is None or not moving:
         return out
     scale = inertia_scale(m if m is not None and not overflows else 0.0, c if c is not None else np.zeros(3), I)
@@ -216,7 +238,7 @@ def _check_mass(b, at, moving: bool = True) -> list[Problem]:
         out.append(
             Problem(
                 at + ("inertia",),
-                f"inertia is not positive semi-definite (principal moments {ev.tolist()}){REPAIR_HINT}",
+                f"inertia is not positive semi-definite (principal moments {ev.tolist()}){repair_hint}",
             )
         )
     elif ev[0] + ev[1] < ev[2] - INERTIA_RTOL * scale:
@@ -224,7 +246,7 @@ def _check_mass(b, at, moving: bool = True) -> list[Problem]:
             Problem(
                 at + ("inertia",),
                 "principal moments violate the triangle inequality "
-                f"I1 + I2 >= I3 ({ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g}): no rigid body has them{REPAIR_HINT}",
+                f"I1 + I2 >= I3 ({ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g}): no rigid body has them{repair_hint}",
             )
         )
     return out
@@ -251,6 +273,7 @@ def _mass_clean(bodies, welded: set[str]) -> np.ndarray:
         return none
     with np.errstate(all="ignore"):
         ok = np.isfinite(m) & np.isfinite(c).all(axis=1) & np.isfinite(I).all(axis=(1, 2))
+        ok &= (np.abs(m) <= MASS_MAX) & (np.abs(I).max(axis=(1, 2)) <= MASS_MAX)
         ok &= np.isfinite(m * np.abs(c).max(axis=1) ** 2)
         moving = ok & np.array([b.name not in welded for b in bodies], dtype=bool)
         ok &= ~moving | (m >= 0)
