@@ -18,10 +18,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     create_command_parser pattern: this module owns its subparser)."""
     p = sub.add_parser(
         "build-fmu",
-        help="build an FMI 2.0 Co-Simulation FMU of a model",
-        description="Build an FMI 2.0 Co-Simulation FMU of a model file. --runtime native (default): "
-        "the C engine core compiled with the model's tables for linux64, win64 and "
-        "darwin64 by zig cc, needing nothing at run time; --runtime python: pythonfmu, "
+        help="build an FMI 2.0 or 3.0 FMU of a model (Co-Simulation and Model Exchange)",
+        description="Build an FMU of a model file. --runtime native (default): the C engine core compiled "
+        "with the model's tables for linux64, win64 and darwin64 by zig cc, needing nothing at run time, "
+        "Co-Simulation and Model Exchange in one FMU, FMI 2.0 (default) or 3.0 (--fmi-version 3); "
+        "--runtime python: an FMI 2.0 Co-Simulation FMU by pythonfmu, "
         "with the model and this engine bundled in its resources (needs mbsfmu[fmu] and "
         "a Python with numpy/scipy/PyYAML at run time).",
     )
@@ -38,6 +39,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
         choices=NAMINGS,
         default="structured",
         help="variable names: structured (q1.tau, push.f[1]) or flat (q1_tau, push_f_1)",
+    )
+    p.add_argument(
+        "--fmi-version",
+        type=int,
+        choices=(2, 3),
+        default=2,
+        help="FMI 2.0 (default: the version every importer takes) or 3.0 (array variables, adjoint derivatives); "
+        "--runtime native only",
     )
     p.add_argument("--integrator", choices=METHODS, default="rk4", help="start value of solver.method")
     p.add_argument("--h-max", type=float, default=1e-3, help="start value of solver.h_max [s]")
@@ -69,8 +78,10 @@ def run(args) -> int:
         progress = lambda msg: print(f"mbsfmu build-fmu: {msg}", file=sys.stderr, flush=True)  # noqa: E731
         from .native import build_native_fmu
 
-        out = build_native_fmu(args.model, args.output, progress=progress, **common)
+        out = build_native_fmu(args.model, args.output, progress=progress, fmi_version=args.fmi_version, **common)
     else:
+        if args.fmi_version != 2:
+            raise InputError("--fmi-version 3 applies to --runtime native only (the python runtime is FMI 2.0)")
         from .build import build_fmu
 
         out = build_fmu(args.model, args.output, loader=False if args.no_loader else None, **common)
@@ -80,9 +91,10 @@ def run(args) -> int:
     svs = root.find("ModelVariables")
     count = {c: sum(sv.get("causality") == c for sv in svs) for c in ("parameter", "input", "output")}
     ident = root.find("CoSimulation").get("modelIdentifier")
+    kinds = " and ".join(k for k in ("CoSimulation", "ModelExchange") if root.find(k) is not None)
     print(
-        f"wrote {out}: {count['parameter']} parameters, {count['input']} inputs, {count['output']} outputs "
-        f"({root.get('variableNamingConvention')} names), modelIdentifier {ident}"
+        f"wrote {out}: FMI {root.get('fmiVersion')} {kinds}, {count['parameter']} parameters, {count['input']} "
+        f"inputs, {count['output']} outputs ({root.get('variableNamingConvention')} names), modelIdentifier {ident}"
     )
     if args.runtime == "native":
         platforms = sorted({n.split("/")[1] for n in names if n.startswith("binaries/")})

@@ -32,9 +32,11 @@ from .macho import fat_binary
 from .package import check_output, fmu_zip, zip_entry
 from .variables import variable_table
 
-CSRC_DIR = Path(__file__).resolve().parent / "csrc"  # the FMI wrapper and the FMI 2.0 headers
-FMI_HEADERS = CSRC_DIR / "fmi2"
-WRAPPER = ("fmu_instance.c", "fmu_instance.h", "fmi2_functions.c", "fmu_model.h")
+CSRC_DIR = Path(__file__).resolve().parent / "csrc"  # the FMI wrapper and the FMI 2.0 and 3.0 headers
+FMI_HEADERS = {2: CSRC_DIR / "fmi2", 3: CSRC_DIR / "fmi3"}
+WRAPPER = ("fmu_instance.c", "fmu_instance.h", "fmu_model.h")  # the instance core, for every FMI version
+ENTRY = {2: "fmi2_functions.c", 3: "fmi3_functions.c"}  # the entry points of each FMI version
+FMI_VERSIONS = (2, 3)
 GENERATED = "mbsfmu_model.c"
 
 MACOS_MIN = "11.0"  # the oldest macOS the darwin64 binary loads on (Big Sur, the first on Apple silicon)
@@ -140,9 +142,11 @@ def variable_rows(model, table) -> list[tuple]:
     return rows
 
 
-def model_c_source(model, table, guid: str, identifier: str) -> str:
-    """The generated mbsfmu_model.c: the core's tables and the variable map of fmu_model.h."""
+def model_c_source(model, table, guid: str, identifier: str, variables3=None) -> str:
+    """The generated mbsfmu_model.c: the core's tables and the variable map of fmu_model.h
+    (variables3: the FMI 3.0 variables of an FMI 3.0 FMU, fmi3.fmi3_variables)."""
     from ..engine.native.tables import c_source
+    from .fmi3 import c_table
 
     rows = variable_rows(model, table)
     lines = [
@@ -172,9 +176,13 @@ def model_c_source(model, table, guid: str, identifier: str) -> str:
         "    mbs_ti, sizeof mbs_ti / sizeof mbs_ti[0], mbs_tf, sizeof mbs_tf / sizeof mbs_tf[0],",
         f"    mbsfmu_vars, {len(rows)},",
         f"    mbsfmu_notes, {len(notes)},",
+        f"    {'mbsfmu_vars3' if variables3 else 'NULL'}, {len(variables3 or ())},",
         "};",
         "",
     ]
+    if variables3:
+        at = lines.index("const mbsfmu_model MBSFMU_MODEL = {")
+        lines[at:at] = c_table(variables3)
     return "\n".join(lines)
 
 
@@ -191,12 +199,15 @@ def zig_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zig"
 
 
-def compile_target(platform: str, srcdir: Path, c_files: list[str], out: Path, progress=print) -> None:
+def compile_target(
+    platform: str, srcdir: Path, c_files: list[str], out: Path, progress=print, fat: bool = True
+) -> dict[str, Path]:
     """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform, with
     the core's one zig invocation (``build.zig_cc``) per zig target; darwin64's two slices joined
-    into one universal binary (``macho.fat_binary``). progress: told when a target is compiled for
-    the first time on this machine (zig then builds its C library cache for it, minutes, once)
-    and when that target is done, with the elapsed time."""
+    into one universal binary (``macho.fat_binary``) when ``fat``, else left apart (FMI 3.0 has a
+    folder per architecture). progress: told when a target is compiled for the first time on this
+    machine (zig then builds its C library cache for it, minutes, once) and when that target is
+    done, with the elapsed time. Returns {zig target: its binary}."""
     from ..engine.native import build
 
     targets, _suffix, libs = TARGETS[platform]
@@ -228,8 +239,9 @@ def compile_target(platform: str, srcdir: Path, c_files: list[str], out: Path, p
         except OSError:
             pass
         parts.append(part)
-    if len(parts) > 1:
+    if len(parts) > 1 and fat:
         fat_binary(parts, out)
+    return dict(zip(targets, parts))
 
 
 # ---- the FMU -----------------------------------------------------------------------------------
@@ -247,12 +259,18 @@ def build_native_fmu(
     platforms=tuple(TARGETS),
     progress=print,
     floating_base: bool = False,
+    fmi_version: int = 2,
 ) -> Path:
     """Build ``output`` (default ``<modelIdentifier>.fmu``) from the model file ``model``, for the
-    FMI platforms ``platforms`` (linux64, win64, darwin64). progress: callable for the per-target
-    messages of a first build (zig's one-time cache; None: silent). floating_base: a URDF model's
-    root link on a free joint (``load_model``). Returns the FMU's path."""
+    FMI platforms ``platforms`` (linux64, win64, darwin64: FMI 3.0's x86_64-linux, x86_64-windows,
+    x86_64-darwin and aarch64-darwin). fmi_version: 2 (FMI 2.0) or 3 (FMI 3.0), Co-Simulation and
+    Model Exchange in one FMU either way. progress: callable for the per-target messages of a
+    first build (zig's one-time cache; None: silent). floating_base: a URDF model's root link on
+    a free joint (``load_model``). Returns the FMU's path."""
     from ..sim.simulator import Simulator
+    from .fmi3 import PLATFORMS as PLATFORMS3
+    from .fmi3 import build_description, fmi3_variables
+    from .fmi3 import model_description as model_description3
 
     model_path = Path(model)
     m = load_model(model_path, floating_base=floating_base)
@@ -267,6 +285,8 @@ def build_native_fmu(
     unknown = [p for p in platforms if p not in TARGETS]
     if unknown or not platforms:
         raise InputError(f"platforms {list(platforms)}: expected some of {', '.join(TARGETS)}")
+    if fmi_version not in FMI_VERSIONS:
+        raise InputError(f"FMI version {fmi_version!r}: expected 2 or 3")
     identifier = model_identifier(m.name)
     output = Path(output) if output is not None else Path(f"{identifier}.fmu")
     if output.is_dir():
@@ -280,29 +300,38 @@ def build_native_fmu(
         naming,
         (
             f"mbsfmu rigid multibody model {m.name}: {m.N} bodies, nq = {m.nq}, nv = {m.nv} "
-            f"(FMI 2.0 Co-Simulation, native C engine core of mbsfmu {__version__})"
+            f"(FMI {fmi_version}.0 Co-Simulation and Model Exchange, native C engine core of mbsfmu {__version__})"
         ),
     )
-    model_c = model_c_source(m, table, guid, identifier)
+    variables3 = fmi3_variables(m, table) if fmi_version == 3 else None
+    model_c = model_c_source(m, table, guid, identifier, variables3)
     with tempfile.TemporaryDirectory(prefix="mbsfmu_native_") as tmp:
         tmp = Path(tmp)
         src = tmp / "sources"
         src.mkdir()
-        for f in [*core_sources(), *(CSRC_DIR / w for w in WRAPPER), *sorted(FMI_HEADERS.glob("*.h"))]:
+        wrapper = [*WRAPPER, ENTRY[fmi_version]]
+        for f in [*core_sources(), *(CSRC_DIR / w for w in wrapper), *sorted(FMI_HEADERS[fmi_version].glob("*.h"))]:
             shutil.copyfile(f, src / f.name)
         (src / GENERATED).write_text(model_c, encoding="utf-8")
         c_files = sorted(f.name for f in src.glob("*.c"))
-        binaries = {}
+        binaries = {}  # the FMU's binaries/ folder -> the file
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(platforms)) as pool:
             jobs = {}
             for p in platforms:
                 out = tmp / "bin" / p / f"{identifier}{TARGETS[p][1]}"
                 out.parent.mkdir(parents=True)
-                jobs[p] = pool.submit(compile_target, p, src, c_files, out, progress)
-                binaries[p] = out
-            for job in jobs.values():
-                job.result()
-        md = native_description(skeleton(m.name, table, identifier, h_max), table, info, c_files)
+                jobs[p] = pool.submit(compile_target, p, src, c_files, out, progress, fmi_version == 2)
+                if fmi_version == 2:
+                    binaries[p] = out
+            for p, job in jobs.items():
+                parts = job.result()
+                if fmi_version == 3:  # a folder per architecture: the zig targets in PLATFORMS3's order
+                    binaries.update(zip(PLATFORMS3[p], parts.values()))
+        if fmi_version == 2:
+            md = native_description(skeleton(m.name, table, identifier, h_max), table, info, c_files)
+        else:
+            md = model_description3(m.name, identifier, info, table, variables3, h_max)
+            (src / "buildDescription.xml").write_bytes(build_description(identifier, c_files))
         with fmu_zip(output) as z:
             z.writestr(zip_entry("modelDescription.xml", ENTRY_DATE), md)
             for p, path in binaries.items():

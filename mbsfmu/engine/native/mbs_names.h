@@ -8,6 +8,9 @@
  */
 #ifndef MBS_NAMES_H
 #define MBS_NAMES_H
+#if defined(FMI3_FUNCTION_PREFIX) && !defined(FMI2_FUNCTION_PREFIX)
+#define FMI2_FUNCTION_PREFIX FMI3_FUNCTION_PREFIX /* an FMI 3.0 source FMU: the same renaming */
+#endif
 #ifdef FMI2_FUNCTION_PREFIX
 #define MBS_PASTE_(a, b) a##b
 #define MBS_PASTE(a, b) MBS_PASTE_(a, b)

@@ -198,6 +198,8 @@ static void free_instance_memory(Instance *I)
     if (I->xh) fr(I->xh);
     if (I->dx) fr(I->dx);
     if (I->work) fr(I->work);
+    if (I->vr3) fr(I->vr3);
+    if (I->val3) fr(I->val3);
     if (I->name) fr(I->name);
     if (I->host_data) fr(I->host_data);
     if (I->states) fr(I->states);
@@ -327,7 +329,10 @@ Instance *mbsfmu_instantiate(const char *fn, const char *name, fmu_kind kind, co
     I->xh = (double *)alloc(I, (size_t)I->sz.nx, sizeof(double));
     I->dx = (double *)alloc(I, (size_t)I->sz.nx, sizeof(double));
     I->work = (double *)alloc(I, (size_t)(I->sz.n_u + I->sz.nv), sizeof(double));
-    if (!I->xh || !I->dx || !I->work) {
+    I->n3 = 3 * m->n_vars + 8;
+    I->vr3 = (unsigned *)alloc(I, I->n3, sizeof(unsigned));
+    I->val3 = (double *)alloc(I, I->n3, sizeof(double));
+    if (!I->xh || !I->dx || !I->work || !I->vr3 || !I->val3) {
         mbsfmu_log(&tmp, FMU_ERROR, "%s: out of memory", fn);
         free_instance_memory(I);
         return NULL;
@@ -880,8 +885,9 @@ int mbsfmu_do_step(Instance *I, const char *fn, double t, double dt)
     double now = mbs_sim_time(I->sim);
     if (fabs(t - now) > TIME_EPS * fmax(1.0, fabs(now))) {
         mbsfmu_log(I, FMU_ERROR, "%s: communication point t = %.17g s rejected: the FMU's state is at t = %.17g s "
-              "(difference %.3g s, more than round-off %.3g s); to go back, restore a state with fmi2SetFMUstate",
-              fn, t, now, t - now, TIME_EPS * fmax(1.0, fabs(now)));
+              "(difference %.3g s, more than round-off %.3g s); to go back, restore a state with %s",
+              fn, t, now, t - now, TIME_EPS * fmax(1.0, fabs(now)),
+              strcmp(I->api, "fmi3") == 0 ? "fmi3SetFMUState" : "fmi2SetFMUstate");
         return FMU_ERROR;
     }
     mbs_sim_set_time(I->sim, t);

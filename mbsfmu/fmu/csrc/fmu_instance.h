@@ -105,6 +105,9 @@ struct Instance {
     double *xh;                 /* (nx,) Model Exchange: the continuous states as the host set them */
     double *dx;                 /* (nx,) the derivatives of the states (der(...) variables) */
     double *work;               /* (n_u + nv) scratch of the directional derivative */
+    unsigned *vr3;              /* (n3,) the FMI 3.0 entry file's scalar value references of one call */
+    double *val3;               /* (n3,) and their values */
+    size_t n3;                  /* 3 n_vars + 8 */
     int params_dirty;           /* a parameter changed since the last mbs_sim_apply_params */
     int params_bad;             /* the current parameters do not make a valid model (logged once) */
     int have_ref;

@@ -40,6 +40,15 @@ typedef struct {
     double start, min, max;  /* min/max: NAN = none */
 } mbsfmu_var;
 
+/* an FMI 3.0 variable (mbsfmu/fmu/fmi3.py): kind 'R' Float64, 'I' Int32 or 'T' the independent variable
+ * time; its n elements are the FMI 2.0 scalar variables scalars[0..n) (value references of vars) */
+typedef struct {
+    const char *name;
+    char kind;
+    size_t n;
+    const unsigned *scalars;
+} mbsfmu_var3;
+
 typedef struct {
     const char *guid, *identifier;
     const int32_t *ti;
@@ -48,8 +57,10 @@ typedef struct {
     size_t n_tf;
     const mbsfmu_var *vars;
     size_t n_vars;
-    const char *const *notes;  /* the model reader's remarks (Model.notes), logged at fmi2Instantiate */
+    const char *const *notes;  /* the model reader's remarks (Model.notes), logged at instantiation */
     size_t n_notes;
+    const mbsfmu_var3 *vars3;  /* the FMI 3.0 variables, in value-reference order */
+    size_t n_vars3;
 } mbsfmu_model;
 
 extern const mbsfmu_model MBSFMU_MODEL;
