@@ -7,7 +7,7 @@ import difflib
 import sys
 
 from .arguments import FLOATING_BASE_HELP, positive_time
-from .errors import InputError, MbsError
+from .errors import MbsError
 
 PURPOSE = (
     "mbsfmu: rigid multibody dynamics with independent momentum and energy checks. Run scenario "
@@ -154,7 +154,6 @@ def _run(args) -> int:
     from .scenario.run import estimate_wall, run_scenario
     from .scenario.spec import load_scenario
 
-    refuse_model_file(args.scenario)
     scn = load_scenario(args.scenario, floating_base=args.floating_base)
     duration = args.duration if args.duration is not None else (scn.quick_duration if args.quick else None)
     make_out_dir(args.out)
@@ -169,30 +168,6 @@ def _run(args) -> int:
         )
     report = run_scenario(scn, args.out, duration=duration, progress=not args.no_progress, record=args.record)
     return _print_report(scn, report, args.out, scn.integrator["method"])
-
-
-def refuse_model_file(path: str) -> None:
-    """InputError when ``path`` is a model file (.urdf, or YAML/JSON with bodies or a urdf key and no
-    model key) where a scenario is expected, saying what a scenario adds."""
-    from pathlib import Path
-
-    from .io.model_file import parse_file
-
-    p = Path(path)
-    if p.suffix.lower() == ".urdf":
-        model = True
-    else:
-        try:
-            data, _ = parse_file(p)
-        except (MbsError, OSError):
-            return  # the scenario loader reports it
-        model = isinstance(data, dict) and ("bodies" in data or "urdf" in data) and "model" not in data
-    if model:
-        raise InputError(
-            f"{path} is a model file, not a scenario: a scenario names it (model: {p.name}, relative to the "
-            "scenario) with a duration and an output step dt, e.g. version: 1, model: ..., duration: 10.0, "
-            f"dt: 0.01 (docs/reference/scenario-file.md); `mbsfmu info {path}` describes the model"
-        )
 
 
 def _duration_text(seconds: float) -> str:
