@@ -24,6 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
+
 from .. import __version__, load_model
 from ..errors import InputError, MbsError
 from ..files import make_folder
@@ -306,7 +308,9 @@ def build_native_fmu(
                 binaries[p] = out
             for job in jobs.values():
                 job.result()
-        md = native_description(skeleton(m.name, table, identifier, h_max), table, info, c_files)
+        md = native_description(
+            skeleton(m.name, table, identifier, h_max), table, info, c_files, jacobian_refusal(m) is None
+        )
         with fmu_zip(output) as z:
             z.writestr(zip_entry("modelDescription.xml", ENTRY_DATE), md)
             for p, path in binaries.items():
@@ -314,6 +318,22 @@ def build_native_fmu(
             for f in sorted(src.iterdir()):
                 z.writestr(zip_entry(f"sources/{f.name}", ENTRY_DATE), f.read_bytes())
     return output
+
+
+def jacobian_refusal(model) -> str | None:
+    """Why the FMU's Model Exchange gives no exact Jacobian of the state derivatives for ``model``
+    (state_jacobian.c covers trees: closed loops and couplings are refused), or None; the core's own
+    answer at the model's initial state when the core library loads here, else the Model's loops."""
+    from ..engine.native.core import Core, available
+
+    if not available():
+        return f"closed loops or couplings: {', '.join(model.loops.names)}" if model.loops else None
+    core = Core(model)
+    try:
+        core.state_jacobian(core.x, np.zeros(core.n_u), 1.0)
+    except InputError as e:
+        return str(e)
+    return None
 
 
 def core_refusal(model) -> str | None:

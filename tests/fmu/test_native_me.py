@@ -401,10 +401,10 @@ def test_no_allocation_after_initialisation_on_the_per_step_calls(native, model)
 
 def test_model_exchange_element_declares_what_the_fmu_does(native):
     """The ModelExchange flags: the host's memory functions, FMU states, no execution tool, the
-    step-completed call needed (it may ask for a projection event), no directional derivatives
-    of the derivatives yet (the Co-Simulation ones give the outputs' w.r.t. the inputs)."""
+    step-completed call needed (it may ask for a projection event), the directional derivatives
+    of the state derivatives (a tree: test_native_me_jacobian.py checks them and the flag per model)."""
     me = description(native.fmu("scara")).find("ModelExchange")
     assert me.get("completedIntegratorStepNotNeeded") == "false"
-    assert me.get("providesDirectionalDerivative") == "false"
+    assert me.get("providesDirectionalDerivative") == "true"
     assert me.get("canNotUseMemoryManagementFunctions") == "false"
     assert ET.iselement(me.find("SourceFiles"))

@@ -105,6 +105,13 @@ struct Instance {
     double *xh;                 /* (nx,) Model Exchange: the continuous states as the host set them */
     double *dx;                 /* (nx,) the derivatives of the states (der(...) variables) */
     double *work;               /* (n_u + nv) scratch of the directional derivative */
+    /* Model Exchange of a tree (else NULL): the Jacobian of the state derivatives (state_jacobian.c),
+     * allocated at instantiation, computed at most once per state, inputs and parameters */
+    double *jac_work;           /* (mbs_state_jacobian_work) the core's work */
+    double *jac_A, *jac_B;      /* (nx x nx), (nx x n_u): df/dx, df/du at jac_x, jac_u */
+    double *jac_x, *jac_u;      /* (nx), (n_u): the state and inputs jac_A, jac_B are at */
+    double *seed;               /* (nx + n_u): the seeds of one call by state and input */
+    int jac_valid;              /* jac_A, jac_B hold the Jacobian at jac_x, jac_u with the current parameters */
     int params_dirty;           /* a parameter changed since the last mbs_sim_apply_params */
     int params_bad;             /* the current parameters do not make a valid model (logged once) */
     int have_ref;
