@@ -54,7 +54,8 @@ class JacobianHost(MeHost):
         fmu = native.fmu(model)
         root = description(fmu)
         svs = list(root.find("ModelVariables"))
-        self.x_vr = [self.vr[name] for name in state_outputs(fmu)]
+        self.x_names = state_outputs(fmu)
+        self.x_vr = [self.vr[name] for name in self.x_names]
         self.der_vr = [int(svs[int(u.get("index")) - 1].get("valueReference")) for u in root.find("ModelStructure/Derivatives")]
         self.u_vr = [v.valueReference for v in self.md.modelVariables if v.causality == "input"]
         self.initialise()
@@ -133,3 +134,101 @@ def test_jacobian_of_the_derivatives_equals_central_differences(native, rng, mod
     scale = max(1.0, float(np.abs(f0).max()), float(np.abs(J_fd).max()))
     np.testing.assert_allclose(J, J_fd, rtol=0, atol=FD_TOL * scale)
     h.free()
+
+
+def test_seeds_combine_linearly_over_derivatives_qdd_and_state_outputs(native, rng):
+    """One call with every state and input as knowns and random seeds gives J @ seed: for the
+    der(...) variables the Jacobian's rows, for the qdd outputs the rows of qd's derivatives, for
+    the q, qd, W_in, W_diss outputs (the states themselves) the seeds; a known named twice adds
+    its seeds. The products are the same sums as the unit-seed columns', so they agree to the
+    rounding of nx + n_u terms (1e-13 of max |J| |seed|)."""
+    h = JacobianHost(native, "spacecraft")
+    x = h.states() + 0.05 * rng.normal(size=h.nx)
+    assert h.set_states(x) == 0
+    J = h.jacobian()
+    known = [*h.x_vr, *h.u_vr]
+    seed = rng.normal(size=len(known))
+    rows = [k for k, name in enumerate(h.x_names) if ".qd" in name]  # qd's rows: the qdd outputs
+    qdd = [h.vr[h.x_names[k].replace(".qd", ".qdd")] for k in rows]
+    unknown = [*h.der_vr, *qdd, *h.x_vr]
+    st, out = h.dd(unknown, [*known, known[0]], [*seed[:-1], seed[-1], 0.5])
+    assert st == 0
+    seed2 = seed.copy()
+    seed2[0] += 0.5
+    expect = J @ seed2
+    tol = 1e-13 * (h.nx + len(h.u_vr)) * float(np.abs(J).max() * np.abs(seed2).max())
+    np.testing.assert_allclose(out[: h.nx], expect, rtol=0, atol=tol)
+    np.testing.assert_allclose(out[h.nx : h.nx + len(qdd)], expect[rows], rtol=0, atol=tol)
+    np.testing.assert_array_equal(out[h.nx + len(qdd) :], seed2[: h.nx])
+    h.free()
+
+
+@pytest.mark.parametrize("model", [*TREES, "fourbar", "gripper"])
+def test_model_exchange_declares_directional_derivatives_for_trees_only(native, tmp_path, model):
+    """ModelExchange providesDirectionalDerivative: "true" for the trees (the core's Jacobian
+    applies), "false" for the four-bar (a closed loop) and a URDF gripper whose finger mimics the
+    other (a coupling); Co-Simulation keeps "true" (outputs w.r.t. inputs) for every model."""
+    if model == "gripper":
+        (tmp_path / "gripper.urdf").write_text(GRIPPER)
+        model = str(tmp_path / "gripper.urdf")
+    root = description(native.fmu(model))
+    tree = model in TREES
+    assert root.find("ModelExchange").get("providesDirectionalDerivative") == ("true" if tree else "false")
+    assert root.find("CoSimulation").get("providesDirectionalDerivative") == "true"
+
+
+@pytest.mark.parametrize("model", ["fourbar", "gripper"])
+def test_loops_and_couplings_refuse_state_derivatives_with_the_reason(native, tmp_path, model):
+    """Model Exchange of a model with a closed loop or a coupling: a derivative with respect to a
+    state, or of a der(...) variable, is fmi2Error with a message naming the loops or couplings
+    and the flag; the outputs with respect to the inputs (among them the qdd outputs, qd's
+    derivatives) still work as in Co-Simulation, and the instance keeps working."""
+    if model == "gripper":
+        (tmp_path / "gripper.urdf").write_text(GRIPPER)
+        model = str(tmp_path / "gripper.urdf")
+    h = JacobianHost(native, model)
+    st, _ = h.dd(h.der_vr[:1], h.x_vr[:1], [1.0])
+    assert st == 3
+    assert "closed loops or joint couplings" in h.log[-1][1] and "providesDirectionalDerivative" in h.log[-1][1]
+    st, _ = h.dd([h.der_vr[0]], h.u_vr[:1], [1.0])  # der(q1.q) w.r.t. an input: the Jacobian's
+    assert st == 3
+    qdd = [v.valueReference for v in h.md.modelVariables if v.causality == "output" and ".qdd" in v.name]
+    st, out = h.dd(qdd, h.u_vr[:1], [1.0])
+    assert st == 0 and np.abs(out).max() > 0
+    assert len(h.derivatives()) == h.nx
+    h.free()
+
+
+def test_other_outputs_with_respect_to_states_are_refused_naming_the_output(native):
+    """The invariants (here E) have no derivative with respect to the states: fmi2Error naming E;
+    with respect to the inputs only they are 0, as in Co-Simulation."""
+    h = JacobianHost(native, "scara")
+    st, _ = h.dd([h.vr["E"]], h.x_vr[:1], [1.0])
+    assert st == 3 and "output E " in h.log[-1][1]
+    st, out = h.dd([h.vr["E"]], h.u_vr[:1], [1.0])
+    assert st == 0 and out[0] == 0.0
+    h.free()
+
+
+def test_no_allocation_per_call_and_the_trajectory_untouched(native, rng):
+    """After instantiation the Jacobian's calls allocate nothing (MeHost counts the host's
+    allocations), at every new state and inputs; and every Real variable and derivative read
+    after a call is bit for bit what an instance that never made the call reads at the same
+    state and inputs."""
+    h = JacobianHost(native, STIFF_CHAIN)
+    twin = JacobianHost(native, STIFF_CHAIN)
+    before = h.allocations
+    x = h.states()
+    for _ in range(20):
+        x = x + 0.01 * rng.normal(size=h.nx)
+        u = rng.normal(size=len(h.u_vr))
+        for host in (h, twin):
+            host.set_inputs(u)
+            assert host.set_states(x) == 0
+        J = h.jacobian()
+        assert np.isfinite(J).all()
+        np.testing.assert_array_equal(h.derivatives(), twin.derivatives())
+        np.testing.assert_array_equal(h.reals(), twin.reals())
+    assert h.allocations == before
+    h.free()
+    twin.free()
