@@ -56,7 +56,9 @@ class JacobianHost(MeHost):
         svs = list(root.find("ModelVariables"))
         self.x_names = state_outputs(fmu)
         self.x_vr = [self.vr[name] for name in self.x_names]
-        self.der_vr = [int(svs[int(u.get("index")) - 1].get("valueReference")) for u in root.find("ModelStructure/Derivatives")]
+        self.der_vr = [
+            int(svs[int(u.get("index")) - 1].get("valueReference")) for u in root.find("ModelStructure/Derivatives")
+        ]
         self.u_vr = [v.valueReference for v in self.md.modelVariables if v.causality == "input"]
         self.initialise()
 
