@@ -15,10 +15,12 @@ is below 6e-12 * 1e3 max|J| = 6e-9 max|J|. The test allows atol = 2e-8 max(1, ma
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.fmu.test_native_derivatives import TWO_TREES
 from tests.fmu.test_native_me import MeHost, state_outputs
 from tests.support.differences import central
 from tests.support.native_fmu import description, model_file
@@ -28,8 +30,9 @@ pytestmark = pytest.mark.integration
 
 STIFF_CHAIN = str(ROOT / "tests" / "data" / "stiff_chain.yaml")
 # free base with a quaternion, wheels and a thruster; a serial arm; a URDF arm; a chain with stiff
-# joint spring-dampers, a point spring-damper, world- and body-axes wrenches and a thruster
-TREES = ("spacecraft", "scara", "urdf_arm7.urdf", STIFF_CHAIN)
+# joint spring-dampers, a point spring-damper, world- and body-axes wrenches and a thruster; two
+# trees with a spherical joint, a free joint with a wheel and point springs between them
+TREES = ("spacecraft", "scara", "urdf_arm7.urdf", STIFF_CHAIN, "two_trees")
 FD_TOL = 2e-8  # module docstring
 GRIPPER = """<?xml version="1.0"?>
 <robot name="gripper">
@@ -43,6 +46,16 @@ GRIPPER = """<?xml version="1.0"?>
     <mimic joint="left" multiplier="-1"/></joint>
 </robot>
 """
+
+
+def written(model: str, folder: Path) -> str:
+    """The model's file: the gripper and the two trees written into folder, else the bundled one."""
+    text = {"gripper": (GRIPPER, ".urdf"), "two_trees": (TWO_TREES, ".yaml")}.get(model)
+    if text is None:
+        return model
+    path = folder / f"{model}{text[1]}"
+    path.write_text(text[0])
+    return str(path)
 
 
 class JacobianHost(MeHost):
@@ -106,10 +119,11 @@ def quaternion_starts(model: str) -> list[int]:
 
 
 @pytest.mark.parametrize("model", TREES)
-def test_jacobian_of_the_derivatives_equals_central_differences(native, rng, model):
+def test_jacobian_of_the_derivatives_equals_central_differences(native, rng, tmp_path, model):
     """At a state away from the initial one (quaternions 2 % off unit norm: the norm-restoring
     term and the normalisation are in the rows) and random inputs: df/dx and df/du from unit
     seeds equal central differences of fmi2GetDerivatives (tolerance: module docstring)."""
+    model = written(model, tmp_path)
     h = JacobianHost(native, model)
     x = h.states()
     x = x + 0.1 * rng.normal(size=len(x))
@@ -170,11 +184,8 @@ def test_model_exchange_declares_directional_derivatives_for_trees_only(native, 
     """ModelExchange providesDirectionalDerivative: "true" for the trees (the core's Jacobian
     applies), "false" for the four-bar (a closed loop) and a URDF gripper whose finger mimics the
     other (a coupling); Co-Simulation keeps "true" (outputs w.r.t. inputs) for every model."""
-    if model == "gripper":
-        (tmp_path / "gripper.urdf").write_text(GRIPPER)
-        model = str(tmp_path / "gripper.urdf")
-    root = description(native.fmu(model))
     tree = model in TREES
+    root = description(native.fmu(written(model, tmp_path)))
     assert root.find("ModelExchange").get("providesDirectionalDerivative") == ("true" if tree else "false")
     assert root.find("CoSimulation").get("providesDirectionalDerivative") == "true"
 
@@ -185,10 +196,7 @@ def test_loops_and_couplings_refuse_state_derivatives_with_the_reason(native, tm
     state, or of a der(...) variable, is fmi2Error with a message naming the loops or couplings
     and the flag; the outputs with respect to the inputs (among them the qdd outputs, qd's
     derivatives) still work as in Co-Simulation, and the instance keeps working."""
-    if model == "gripper":
-        (tmp_path / "gripper.urdf").write_text(GRIPPER)
-        model = str(tmp_path / "gripper.urdf")
-    h = JacobianHost(native, model)
+    h = JacobianHost(native, written(model, tmp_path))
     st, _ = h.dd(h.der_vr[:1], h.x_vr[:1], [1.0])
     assert st == 3
     assert "closed loops or joint couplings" in h.log[-1][1] and "providesDirectionalDerivative" in h.log[-1][1]
