@@ -73,6 +73,15 @@ class JacobianHost(MeHost):
             int(svs[int(u.get("index")) - 1].get("valueReference")) for u in root.find("ModelStructure/Derivatives")
         ]
         self.u_vr = [v.valueReference for v in self.md.modelVariables if v.causality == "input"]
+        index = {int(sv.get("valueReference")): k + 1 for k, sv in enumerate(svs)}
+        deps = {
+            int(u.get("index")): {int(d) for d in u.get("dependencies").split()}
+            for u in root.find("ModelStructure/Derivatives")
+        }
+        # the ModelStructure's sparsity: mask[k, j] if der k lists known j (states, then inputs)
+        self.listed = np.array(
+            [[index[vr] in deps[index[der]] for vr in [*self.x_vr, *self.u_vr]] for der in self.der_vr]
+        )
         self.initialise()
 
     def dd(self, unknown, known, seed) -> tuple[int, np.ndarray]:
@@ -122,7 +131,8 @@ def quaternion_starts(model: str) -> list[int]:
 def test_jacobian_of_the_derivatives_equals_central_differences(native, rng, tmp_path, model):
     """At a state away from the initial one (quaternions 2 % off unit norm: the norm-restoring
     term and the normalisation are in the rows) and random inputs: df/dx and df/du from unit
-    seeds equal central differences of fmi2GetDerivatives (tolerance: module docstring)."""
+    seeds equal central differences of fmi2GetDerivatives (tolerance: module docstring), and
+    every nonzero entry is a dependency the ModelStructure's Derivatives list."""
     model = written(model, tmp_path)
     h = JacobianHost(native, model)
     x = h.states()
@@ -149,6 +159,7 @@ def test_jacobian_of_the_derivatives_equals_central_differences(native, rng, tmp
     J_fd = np.hstack([Jx, Ju])
     scale = max(1.0, float(np.abs(f0).max()), float(np.abs(J_fd).max()))
     np.testing.assert_allclose(J, J_fd, rtol=0, atol=FD_TOL * scale)
+    assert not np.any(J[~h.listed]), "a nonzero entry the ModelStructure's Derivatives do not list"
     h.free()
 
 
