@@ -151,6 +151,21 @@ def main(argv=None) -> None:
             f"slowest |lambda| = {np.abs(lam).min():.3g} 1/s"
         )
         print(f"reference: DOP853 rtol = atol = 1e-12, {ref.nfev} evaluations; t = 0..{a.stop} s, 101 output points")
+        t_jac, t_fd = [], []
+        for _ in range(20):  # one Jacobian each way at x0: the FMU's nx calls, nx + 1 difference quotients
+            t0 = time.perf_counter()
+            me.jac(0.0, me.x0_ + 1e-9)  # a new state: the FMU computes the Jacobian afresh
+            t_jac.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            f0 = me.f(0.0, me.x0_)
+            for j in range(me.nx):
+                me.f(0.0, me.x0_ + 1e-6 * np.eye(me.nx)[j]) - f0
+            t_fd.append(time.perf_counter() - t0)
+        print(
+            f"one Jacobian at x0 (median of 20): FMU {1e6 * statistics.median(t_jac):.0f} us "
+            f"({me.nx} fmi2GetDirectionalDerivative calls), forward differences "
+            f"{1e6 * statistics.median(t_fd):.0f} us ({me.nx + 1} fmi2GetDerivatives calls)"
+        )
         print(f"load average {os.getloadavg()[0]:.2f} (1 min); median of {a.repeat} interleaved runs")
         print()
         print("| solver | rtol | Jacobian | nfev | f calls | njev | nlu | wall [s] | ratio | max error q [rad] |")

@@ -131,7 +131,8 @@ class MeHost:
     """One Model Exchange instance with every call's status and every log message recorded, and
     the allocations counted (the FMU allocates only through the host's callbacks)."""
 
-    def __init__(self, native, model: str, kind: int = 0):
+    def __init__(self, native, model: str, kind: int = 0, refuse=None):
+        """refuse(n, size): True to make that allocation fail (the host out of memory)."""
         from fmpy import read_model_description
         from fmpy.fmi2 import (
             FMU2Model,
@@ -153,6 +154,8 @@ class MeHost:
 
         def calloc(n, size):
             self.allocations += 1
+            if refuse is not None and refuse(n, size):
+                return None
             return libc.calloc(n, size)
 
         self.cb = fmi2CallbackFunctions()

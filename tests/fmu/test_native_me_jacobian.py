@@ -62,8 +62,8 @@ class JacobianHost(MeHost):
     """An initialised Model Exchange instance in continuous-time mode with the value references of
     its states (x's order), their derivatives and its inputs."""
 
-    def __init__(self, native, model: str):
-        super().__init__(native, model)
+    def __init__(self, native, model: str, refuse=None):
+        super().__init__(native, model, refuse=refuse)
         fmu = native.fmu(model)
         root = description(fmu)
         svs = list(root.find("ModelVariables"))
@@ -253,3 +253,27 @@ def test_no_allocation_per_call_and_the_trajectory_untouched(native, rng):
     assert h.allocations == before
     h.free()
     twin.free()
+
+
+def test_without_memory_for_the_jacobian_the_instance_still_works(native):
+    """The host's allocator refuses the Jacobian's nx x nx block at fmi2Instantiate: the instance is
+    made (a warning says why), integrates as before, and a derivative with respect to a state is
+    fmi2Error saying the memory was missing; the outputs w.r.t. the inputs still work."""
+    nx = 6  # the SCARA: 2 q, 2 qd, W_in, W_diss
+    refused = []
+
+    def refuse(n, size):
+        if n == nx * nx and size == 8:
+            refused.append(n)
+            return True
+        return False
+
+    h = JacobianHost(native, "scara", refuse=refuse)
+    assert refused == [nx * nx]
+    assert any(st == 1 and "out of memory for the Jacobian" in msg for st, msg in h.log)
+    assert len(h.derivatives()) == nx
+    st, _ = h.dd(h.der_vr[:1], h.x_vr[:1], [1.0])
+    assert st == 3 and "could not be allocated at instantiation" in h.log[-1][1]
+    st, out = h.dd([h.vr["q1.qdd"]], h.u_vr[:1], [1.0])
+    assert st == 0 and out[0] != 0.0
+    h.free()

@@ -347,10 +347,15 @@ Instance *mbsfmu_instantiate(const char *fn, const char *name, fmu_kind kind, co
         I->jac_u = (double *)alloc(I, nu, sizeof(double));
         I->seed = (double *)alloc(I, nx + nu, sizeof(double));
         if (!I->jac_work || !I->jac_A || !I->jac_B || !I->jac_x || !I->jac_u || !I->seed) {
-            mbsfmu_log(&tmp, FMU_ERROR, "%s: out of memory (the Jacobian of the state derivatives: %lu x %lu)", fn,
+            /* the instance works without it: fmi2GetDirectionalDerivative then says why it cannot */
+            double *held[] = {I->jac_work, I->jac_A, I->jac_B, I->jac_x, I->jac_u, I->seed};
+            for (size_t k = 0; k < sizeof held / sizeof held[0]; k++)
+                if (held[k]) host->free(held[k]);
+            I->jac_work = I->jac_A = I->jac_B = I->jac_x = I->jac_u = I->seed = NULL;
+            I->jac_missing = 1;
+            mbsfmu_log(&tmp, FMU_WARNING, "%s: out of memory for the Jacobian of the state derivatives (%lu x %lu): "
+                       "fmi2GetDirectionalDerivative with respect to the states will be refused", fn,
                        (unsigned long)nx, (unsigned long)(nx + nu));
-            free_instance_memory(I);
-            return NULL;
         }
     }
     memcpy(I->xh, mbs_sim_x(I->sim), sizeof(double) * (size_t)I->sz.nx);
@@ -927,6 +932,11 @@ static int state_jacobian(Instance *I, const char *fn)
 {
     size_t nx = (size_t)I->sz.nx, nu = (size_t)I->sz.n_u;
     const double *u = mbs_sim_u(I->sim);
+    if (I->jac_missing) {
+        mbsfmu_log(I, FMU_ERROR, "%s: the derivatives with respect to the states are not available: the memory for "
+                   "the Jacobian (%d x %d) could not be allocated at instantiation", fn, I->sz.nx, I->sz.nx + I->sz.n_u);
+        return FMU_ERROR;
+    }
     if (!I->jac_A) {
         mbsfmu_log(I, FMU_ERROR, "%s: the derivatives with respect to the states are not provided for this model "
                    "(providesDirectionalDerivative = \"false\" in ModelExchange): it has closed loops or joint "

@@ -112,6 +112,7 @@ struct Instance {
     double *jac_x, *jac_u;      /* (nx), (n_u): the state and inputs jac_A, jac_B are at */
     double *seed;               /* (nx + n_u): the seeds of one call by state and input */
     int jac_valid;              /* jac_A, jac_B hold the Jacobian at jac_x, jac_u with the current parameters */
+    int jac_missing;            /* a tree whose Jacobian memory could not be allocated (the rest works) */
     int params_dirty;           /* a parameter changed since the last mbs_sim_apply_params */
     int params_bad;             /* the current parameters do not make a valid model (logged once) */
     int have_ref;
