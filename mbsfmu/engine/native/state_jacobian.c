@@ -20,15 +20,17 @@
  * the host's coordinates are the quaternion's four numbers. The dynamics are evaluated at
  * qn = qh / |qh| (host_state.c), and qn (+) dq = qh' / |qh'| to first order for
  *     dq = 2 vec(qn* (x) dqn) = (2 / |qh|^2) G(qh) dqh,   G(p) = [-p_v | p_w 1 - p_v x]  (3 x 4)
- * (qn (x) (1, dq/2) is the right perturbation, d(qh/|qh|) = (1 - qn qn^T) dqh / |qh|, and
- * vec(qn* (x) qn) = 0 removes the radial part; Sola, "Quaternion kinematics for the error-state
- * Kalman filter", 2017, Eqs. 13, 171-175), and for a free joint's origin dq[:3] = R(qn)^T dp. So a
- * dynamics row g (in tangent coordinates) becomes g T in the host's, T block diagonal over joints.
+ * (qn (x) (1, dq/2) is the right (local) perturbation, d(qh/|qh|) = (1 - qn qn^T) dqh / |qh|, and
+ * vec(qn* (x) qn) = 0 removes the radial part; J. Sola, "Quaternion kinematics for the error-state
+ * Kalman filter", arXiv:1711.02508, its local perturbation q (x) Exp(dtheta) - named, not numbered,
+ * as in derivatives.c), and for a free joint's origin dq[:3] = R(qn)^T dp. So a dynamics row g (in
+ * tangent coordinates) becomes g T in the host's, T block diagonal over joints.
  *
  * Kinematic rows (mbs_config_rate and host_state.c): a 1-DoF joint's qdot = qd; a quaternion's
  *     qdot_h = 1/2 qh (x) (0, w) + k (1 - |qh|^2) qh
  * has d/dqh = 1/2 R_(0,w) + k (1 - |qh|^2) 1 - 2 k qh qh^T and d/dw = 1/2 L_qh[:, 1:4] (L_p r = p (x) r =
- * R_r p, the quaternion product's matrices, Sola Eqs. 16-18); a free joint's origin rate R(qn) v has
+ * R_r p: the quaternion product's left and right matrices, Sola's [p]_L and [r]_R; the rate
+ * 1/2 q (x) (0, w) of body-axes w is integrate.c's quat_rate); a free joint's origin rate R(qn) v has
  * d/dv = R(qn) and d/dqh = -R(qn) [v]x (2 / |qh|^2) G(qh) (R' = R exp(dq x): d(R v) = R (dq x v)).
  * Nothing depends on W_in, W_diss (zero columns).
  *
