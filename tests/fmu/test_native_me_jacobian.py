@@ -58,6 +58,21 @@ def written(model: str, folder: Path) -> str:
     return str(path)
 
 
+def directional(host: MeHost, unknown, known, seed) -> tuple[int, np.ndarray]:
+    """fmi2GetDirectionalDerivative(unknown, known, seed) on host's instance: (status, values)."""
+    out = (ctypes.c_double * max(1, len(unknown)))()
+    st = host.call(
+        "fmi2GetDirectionalDerivative",
+        (ctypes.c_uint * max(1, len(unknown)))(*unknown),
+        ctypes.c_size_t(len(unknown)),
+        (ctypes.c_uint * max(1, len(known)))(*known),
+        ctypes.c_size_t(len(known)),
+        host.array(list(seed) or [0.0]),
+        out,
+    )
+    return st, np.array(out[: len(unknown)])
+
+
 class JacobianHost(MeHost):
     """An initialised Model Exchange instance in continuous-time mode with the value references of
     its states (x's order), their derivatives and its inputs."""
@@ -85,17 +100,7 @@ class JacobianHost(MeHost):
         self.initialise()
 
     def dd(self, unknown, known, seed) -> tuple[int, np.ndarray]:
-        out = (ctypes.c_double * max(1, len(unknown)))()
-        st = self.call(
-            "fmi2GetDirectionalDerivative",
-            (ctypes.c_uint * max(1, len(unknown)))(*unknown),
-            ctypes.c_size_t(len(unknown)),
-            (ctypes.c_uint * max(1, len(known)))(*known),
-            ctypes.c_size_t(len(known)),
-            self.array(list(seed) or [0.0]),
-            out,
-        )
-        return st, np.array(out[: len(unknown)])
+        return directional(self, unknown, known, seed)
 
     def jacobian(self) -> np.ndarray:
         """[df/dx, df/du] (nx, nx + n_u) by unit seeds, one known per call."""
@@ -276,4 +281,34 @@ def test_without_memory_for_the_jacobian_the_instance_still_works(native):
     assert st == 3 and "could not be allocated at instantiation" in h.log[-1][1]
     st, out = h.dd([h.vr["q1.qdd"]], h.u_vr[:1], [1.0])
     assert st == 0 and out[0] != 0.0
+    h.free()
+
+
+def test_co_simulation_keeps_the_outputs_with_respect_to_the_inputs(native):
+    """A Co-Simulation instance of the same FMU is unchanged: a state as known and a der(...)
+    variable as unknown are refused (fmi2Error), the qdd outputs w.r.t. the inputs are given."""
+    h = MeHost(native, "scara", kind=1)
+    zero = ctypes.c_double(0.0)
+    assert h.call("fmi2SetupExperiment", 0, zero, zero, 0, zero) == 0
+    assert h.call("fmi2EnterInitializationMode") == 0
+    assert h.call("fmi2ExitInitializationMode") == 0
+    qdd, q, tau, der = (h.vr[n] for n in ("q1.qdd", "q1.q", "q1.tau", "der(q1.q)"))
+    assert directional(h, [qdd], [q], [1.0])[0] == 3 and "the knowns are the Real inputs)" in h.log[-1][1]
+    assert directional(h, [der], [tau], [1.0])[0] == 3 and "is not an output" in h.log[-1][1]
+    st, out = directional(h, [qdd], [tau], [1.0])
+    assert st == 0 and out[0] > 0.0  # a positive torque speeds its own joint up (M^-1 positive definite)
+    h.free()
+
+
+def test_model_exchange_misuse_is_refused_with_the_reason(native):
+    """Model Exchange: a non-finite seed on a state and a parameter as known are fmi2Error naming
+    the variable; the instance keeps working."""
+    h = JacobianHost(native, "scara")
+    st, _ = h.dd(h.der_vr, h.x_vr[:1], [float("nan")])
+    assert st == 3 and "seeds must be finite" in h.log[-1][1] and "q1.q" in h.log[-1][1]
+    param = next(v for v in h.md.modelVariables if v.causality == "parameter" and v.type == "Real")
+    st, _ = h.dd(h.der_vr, [param.valueReference], [1.0])
+    assert st == 3 and param.name in h.log[-1][1] and "parameter" in h.log[-1][1]
+    st, out = h.dd(h.der_vr, h.x_vr[:1], [1.0])
+    assert st == 0 and np.isfinite(out).all()
     h.free()
