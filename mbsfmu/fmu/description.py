@@ -206,15 +206,18 @@ ME_CAPABILITIES = (
     ("canNotUseMemoryManagementFunctions", "false"),
     ("canGetAndSetFMUstate", "true"),
     ("canSerializeFMUstate", "true"),
-    ("providesDirectionalDerivative", "false"),
+    ("providesDirectionalDerivative", "false"),  # "true" for trees: native_description's state_jacobian
 )
 
 
-def native_description(raw: bytes, table: list[FmuVariable], info: dict, source_files: list[str]) -> bytes:
+def native_description(
+    raw: bytes, table: list[FmuVariable], info: dict, source_files: list[str], state_jacobian: bool = False
+) -> bytes:
     """``model_description``, then the native runtime's capability flags (no execution tool, the
     host's memory functions used, directional derivatives of the outputs with respect to the
     inputs), the ModelExchange element when the table has the states' derivatives, and
-    ``SourceFiles``."""
+    ``SourceFiles``. state_jacobian: the runtime gives the exact Jacobian of the state derivatives
+    (state_jacobian.c: trees), so ModelExchange declares providesDirectionalDerivative."""
     root = ET.fromstring(model_description(raw, table, info))
     cs = root.find("CoSimulation")
     if any(v.derivative for v in table):
@@ -222,6 +225,8 @@ def native_description(raw: bytes, table: list[FmuVariable], info: dict, source_
         me = ET.Element("ModelExchange", modelIdentifier=cs.get("modelIdentifier"))
         for key, value in ME_CAPABILITIES:
             me.set(key, value)
+        if state_jacobian:
+            me.set("providesDirectionalDerivative", "true")
         files = ET.SubElement(me, "SourceFiles")
         for name in source_files:
             ET.SubElement(files, "File", name=name)

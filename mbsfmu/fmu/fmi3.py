@@ -156,7 +156,7 @@ ME3_CAPABILITIES = (
     ("canBeInstantiatedOnlyOncePerProcess", "false"),
     ("canGetAndSetFMUState", "true"),
     ("canSerializeFMUState", "true"),
-    ("providesDirectionalDerivatives", "false"),
+    ("providesDirectionalDerivatives", "false"),  # true for a tree (model_description's me_jacobian)
     ("providesAdjointDerivatives", "false"),
     ("providesPerElementDependencies", "false"),
     ("needsCompletedIntegratorStep", "true"),  # it may ask for a projection event (host_state.c)
@@ -181,11 +181,18 @@ CS3_CAPABILITIES = (
 
 
 def model_description(
-    model_name: str, identifier: str, info: dict, table: list[FmuVariable], variables: list[Fmi3Variable], h_max: float
+    model_name: str,
+    identifier: str,
+    info: dict,
+    table: list[FmuVariable],
+    variables: list[Fmi3Variable],
+    h_max: float,
+    me_jacobian: bool = False,
 ) -> bytes:
     """modelDescription.xml (FMI 3.0) of the native FMU: ModelExchange and CoSimulation, units,
     log categories, the default experiment, the variables and the ModelStructure (dependencies by
-    value reference)."""
+    value reference). me_jacobian: Model Exchange gives the Jacobian of the state derivatives
+    (directional and adjoint derivatives; a tree, native.jacobian_refusal)."""
     vr = {v.name: k for k, v in enumerate(variables)}
     root = ET.Element(
         "fmiModelDescription",
@@ -204,6 +211,9 @@ def model_description(
     me = ET.SubElement(root, "ModelExchange", modelIdentifier=identifier)
     for key, value in ME3_CAPABILITIES:
         me.set(key, value)
+    if me_jacobian:
+        me.set("providesDirectionalDerivatives", "true")
+        me.set("providesAdjointDerivatives", "true")
     cs = ET.SubElement(root, "CoSimulation", modelIdentifier=identifier)
     for key, value in CS3_CAPABILITIES:
         cs.set(key, value)

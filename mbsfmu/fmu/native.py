@@ -24,6 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
+
 from .. import __version__, load_model
 from ..errors import InputError, MbsError
 from .c_text import c_double, c_string
@@ -328,9 +330,11 @@ def build_native_fmu(
                 if fmi_version == 3:  # a folder per architecture: the zig targets in PLATFORMS3's order
                     binaries.update(zip(PLATFORMS3[p], parts.values()))
         if fmi_version == 2:
-            md = native_description(skeleton(m.name, table, identifier, h_max), table, info, c_files)
+            md = native_description(
+                skeleton(m.name, table, identifier, h_max), table, info, c_files, jacobian_refusal(m) is None
+            )
         else:
-            md = model_description3(m.name, identifier, info, table, variables3, h_max)
+            md = model_description3(m.name, identifier, info, table, variables3, h_max, jacobian_refusal(m) is None)
             (src / "buildDescription.xml").write_bytes(build_description(identifier, c_files))
         with fmu_zip(output) as z:
             z.writestr(zip_entry("modelDescription.xml", ENTRY_DATE), md)
@@ -339,6 +343,22 @@ def build_native_fmu(
             for f in sorted(src.iterdir()):
                 z.writestr(zip_entry(f"sources/{f.name}", ENTRY_DATE), f.read_bytes())
     return output
+
+
+def jacobian_refusal(model) -> str | None:
+    """Why the FMU's Model Exchange gives no exact Jacobian of the state derivatives for ``model``
+    (state_jacobian.c covers trees: closed loops and couplings are refused), or None; the core's own
+    answer at the model's initial state when the core library loads here, else the Model's loops."""
+    from ..engine.native.core import Core, available
+
+    if not available():
+        return f"closed loops or couplings: {', '.join(model.loops.names)}" if model.loops else None
+    core = Core(model)
+    try:
+        core.state_jacobian(core.x, np.zeros(core.n_u), 1.0)
+    except InputError as e:
+        return str(e)
+    return None
 
 
 def core_refusal(model) -> str | None:

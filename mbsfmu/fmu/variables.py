@@ -387,9 +387,11 @@ def state_derivatives(model, table: list[FmuVariable], inputs: list[str]) -> lis
     state vector x = [q, qd, W_in, W_diss] (host_state.c), with the states each output and
     derivative depends on. Dependencies (ModelStructure): a joint's configuration rate depends on
     its own q and qd (quaternion rows: the quaternion and the angular rate); qdd of a body on the
-    states and inputs of every body it is coupled with (its world-attached subtree; every body
-    when the model has loops or couplings: M^-1 couples exactly the joints of a connected tree);
-    the energy rates and the other outputs on every q and qd (and W_in, W_diss where they enter)."""
+    states and inputs of every body it is coupled with (its world-attached subtree, M^-1 couples
+    exactly the joints of a connected tree, joined with the subtrees a point spring-damper ties it
+    to, whose force depends on both ends' states; every body when the model has loops or
+    couplings); the energy rates and the other outputs on every q and qd (and W_in, W_diss where
+    they enter)."""
     from dataclasses import replace
 
     t = model.tree
@@ -400,11 +402,23 @@ def state_derivatives(model, table: list[FmuVariable], inputs: list[str]) -> lis
     x_name[nq + nv + 1] = by_source[("energy", "W_diss")].name
     all_q_qd = tuple(x_name[k] for k in range(nq + nv))
 
+    root = {b: _root(model, b) for b in range(1, model.N + 1)}
+    joined = {r: r for r in root.values()}  # subtrees tied by a point spring-damper, as a union-find
+
+    def find(r: int) -> int:
+        while joined[r] != r:
+            r = joined[r]
+        return r
+
+    for _el, a, _ra, b, _rb in ForceElements(model).springs:
+        if a > 0 and b > 0:
+            joined[find(root[a])] = find(root[b])
+
     def group(i: int) -> list[int]:
         if model.loops:
             return list(range(1, model.N + 1))
-        root = _root(model, i)
-        return [b for b in range(1, model.N + 1) if _root(model, b) == root]
+        mine = find(root[i])
+        return [b for b in range(1, model.N + 1) if find(root[b]) == mine]
 
     def states_of(bodies) -> tuple[str, ...]:
         ks = [int(t.iq[b]) + k for b in bodies for k in range(int(t.nq[b]))]

@@ -131,7 +131,8 @@ class MeHost:
     """One Model Exchange instance with every call's status and every log message recorded, and
     the allocations counted (the FMU allocates only through the host's callbacks)."""
 
-    def __init__(self, native, model: str, kind: int = 0):
+    def __init__(self, native, model: str, kind: int = 0, refuse=None):
+        """refuse(n, size): True to make that allocation fail (the host out of memory)."""
         from fmpy import read_model_description
         from fmpy.fmi2 import (
             FMU2Model,
@@ -153,6 +154,8 @@ class MeHost:
 
         def calloc(n, size):
             self.allocations += 1
+            if refuse is not None and refuse(n, size):
+                return None
             return libc.calloc(n, size)
 
         self.cb = fmi2CallbackFunctions()
@@ -401,10 +404,10 @@ def test_no_allocation_after_initialisation_on_the_per_step_calls(native, model)
 
 def test_model_exchange_element_declares_what_the_fmu_does(native):
     """The ModelExchange flags: the host's memory functions, FMU states, no execution tool, the
-    step-completed call needed (it may ask for a projection event), no directional derivatives
-    of the derivatives yet (the Co-Simulation ones give the outputs' w.r.t. the inputs)."""
+    step-completed call needed (it may ask for a projection event), the directional derivatives
+    of the state derivatives (a tree: test_native_me_jacobian.py checks them and the flag per model)."""
     me = description(native.fmu("scara")).find("ModelExchange")
     assert me.get("completedIntegratorStepNotNeeded") == "false"
-    assert me.get("providesDirectionalDerivative") == "false"
+    assert me.get("providesDirectionalDerivative") == "true"
     assert me.get("canNotUseMemoryManagementFunctions") == "false"
     assert ET.iselement(me.find("SourceFiles"))

@@ -37,6 +37,7 @@ SOURCES = (
     "derivatives.c",
     "force_derivatives.c",
     "host_state.c",
+    "state_jacobian.c",
 )
 HEADERS = (
     "mbs_core.h",

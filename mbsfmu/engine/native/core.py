@@ -116,6 +116,8 @@ SIGNATURES = {
     "mbs_force_derivatives_work": (SZ, [P]),
     "mbs_force_derivatives": (I, [P, P, P, P, P, P, P, P, P]),
     "mbs_wrench_derivatives": (I, [P, P, P, P, P, P]),
+    "mbs_state_jacobian_work": (SZ, [P]),
+    "mbs_state_jacobian": (I, [P, P, P, D, P, P, P]),
 }
 
 
@@ -389,6 +391,19 @@ class Core:
         if self._L.mbs_wrench_derivatives(self._s, self._pq, self._f_ext(f_ext, False), pw, pa[0], pa[1]):
             raise InputError(self.message)
         return arrays[0].copy(), arrays[1].copy()
+
+    def state_jacobian(self, xh, u, k_norm: float) -> tuple[np.ndarray, np.ndarray]:
+        """(A (nx, nx), B (nx, n_u)): the exact Jacobian of the Model Exchange right-hand side
+        f(xh, u) (mbs_sim_host_derivatives with k_norm [1/s]) at the host state xh (nx,), its
+        quaternions of any nonzero norm, and inputs u (n_u,) (state_jacobian.c). InputError with
+        the core's reason where it does not apply (closed loops, couplings)."""
+        x = np.ascontiguousarray(xh, dtype=float).reshape(self.nx).copy()
+        uu = np.ascontiguousarray(u, dtype=float).reshape(self.n_u).copy() if self.n_u else np.zeros(1)
+        work = np.zeros(self._L.mbs_state_jacobian_work(self._s))
+        A, B = np.zeros((self.nx, self.nx)), np.zeros((self.nx, max(self.n_u, 1)))
+        if self._L.mbs_state_jacobian(self._s, _ptr(x), _ptr(uu), float(k_norm), _ptr(work), _ptr(A), _ptr(B)):
+            raise InputError(self.message)
+        return A, B[:, : self.n_u].copy()
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None) -> np.ndarray:
         """qdd (nv,) under actuator forces tau, joint springs/dampers, gravity and f_ext, as

@@ -100,16 +100,21 @@ static void world_point(const mbs_sim *s, int i, const double *r, double *P)
 }
 
 /* Q += J^T F + W^T T and dQ/dq for a force F and torque T (world) on body i at P (header); turning:
- * F and T are fixed in body i's axes (thrusters, body-axes wrenches), else in the world's */
+ * F and T are fixed in body i's axes (thrusters, body-axes wrenches), else in the world's. dP (NULL
+ * to skip): dP_dq += qd^T dQ/dq and dP_dqd += Q, the derivatives of this force's power
+ * P = F . V + T . w = Q . qd (virtual power, RBDA Sec. 2.7) */
 static void wrench_terms(const mbs_sim *s, const dofs *d, int i, const double *P, const double *F, const double *T,
-                         int turning, int *list, double *J, double *Q, double *dQ_dq)
+                         int turning, int *list, double *J, double *Q, double *dQ_dq, const double *qd, double *dP_dq,
+                         double *dP_dqd)
 {
     int n = support(s, i, list), a, b, nv = s->nv;
     point_jacobian(d, P, list, n, J);
     for (a = 0; a < n; a++) {
         int k = list[a];
         const double *wk = d->oS + 6 * k;
-        Q[k] += dot3(J + 3 * k, F) + dot3(wk, T);
+        double Qk = dot3(J + 3 * k, F) + dot3(wk, T);
+        Q[k] += Qk;
+        if (dP_dq) dP_dqd[k] += Qk;
         for (b = 0; b < n; b++) {
             int m = list[b];
             const double *wm = d->oS + 6 * m;
@@ -127,14 +132,17 @@ static void wrench_terms(const mbs_sim *s, const dofs *d, int i, const double *P
                 x += dot3(wk, t);
             }
             dQ_dq[(size_t)nv * k + m] += x;
+            if (dP_dq) dP_dq[m] += qd[k] * x;
         }
     }
 }
 
-/* the point spring-damper of element e (header): Q, dQ/dq, dQ/dqd */
+/* the point spring-damper of element e (header): Q, dQ/dq, dQ/dqd; dP (NULL to skip): the
+ * derivatives of its damper's power P = -d ldot^2 (forces.c p_damp), dP/dq_m = -2 d ldot dldot/dq_m
+ * into dP_dq, dP/dqd_m = -2 d ldot g_m into dP_dqd (ldot = g . qd) */
 static void spring_terms(const mbs_sim *s, const dofs *d, const int32_t *el, const double *num, const double *qd,
                          double *w, int *la, int *lb, int *lu, int *on_a, int *on_b, double *Q, double *dQ_dq,
-                         double *dQ_dqd)
+                         double *dQ_dqd, double *dP_dq, double *dP_dqd)
 {
     int nv = s->nv, ia = el[1], ib = el[2], na, nb, nu = 0, a, b, c, j, m;
     const double k = num[6], dd = num[7], l0 = num[8];   /* dd: the header's damping d */
@@ -184,6 +192,10 @@ static void spring_terms(const mbs_sim *s, const dofs *d, const int32_t *el, con
         Dm_dv = dot3(D + 3 * m, dv);
         dldot[m] = (Dm_dv - g[m] * ldot) / l;
         for (c = 0; c < 3; c++) dldot[m] += e[c] * (dVb[3 * m + c] - dVa[3 * m + c]);
+        if (dP_dq) {
+            dP_dq[m] -= 2.0 * dd * ldot * dldot[m];
+            dP_dqd[m] -= 2.0 * dd * ldot * g[m];
+        }
     }
     for (a = 0; a < nu; a++) {
         j = lu[a];
@@ -267,13 +279,14 @@ int mbs_wrench_derivatives(mbs_sim *s, const double *q, const double *f_ext, dou
         if (c == 6) continue;
         mat3_vec(R, f, T);
         mat3_vec(R, f + 3, F);
-        wrench_terms(s, &d, i, s->pw + 3 * i, F, T, 1, la, work + 6 * (size_t)s->nv, Q, dQ_dq);
+        wrench_terms(s, &d, i, s->pw + 3 * i, F, T, 1, la, work + 6 * (size_t)s->nv, Q, dQ_dq, NULL, NULL, NULL);
     }
     return MBS_OK;
 }
 
-int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const double *u, double *work, double *Q,
-                          double *dQ_dq, double *dQ_dqd, double *dQ_du)
+/* mbs_force_derivatives and, with dP (4 nv doubles, NULL to skip), mbs_force_power_derivatives' dP */
+static int force_derivatives(mbs_sim *s, const double *q, const double *qd, const double *u, double *work, double *Q,
+                             double *dQ_dq, double *dQ_dqd, double *dQ_du, double *dP)
 {
     int nv, nu, e, c, *la, *lb, *lu, *on_a, *on_b;
     double *oS, *w;
@@ -296,6 +309,7 @@ int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const d
     on_b = on_a + nv;
     memset(dQ_dqd, 0, sizeof(double) * (size_t)nv * nv);
     if (nu) memset(dQ_du, 0, sizeof(double) * (size_t)nv * nu);
+    if (dP) memset(dP, 0, sizeof(double) * 4 * (size_t)nv);
     for (e = 0; e < s->n_elem; e++) {
         const int32_t *el = s->elem + 4 * e;
         const double *num = s->elem_f + 9 * e;
@@ -315,7 +329,7 @@ int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const d
                 mat3_vec(R, u + el[3], F);
                 mat3_vec(R, u + el[3] + 3, T);
             }
-            wrench_terms(s, &d, i, P, F, T, !world, la, w, Q, dQ_dq);
+            wrench_terms(s, &d, i, P, F, T, !world, la, w, Q, dQ_dq, qd, dP, dP ? dP + nv : NULL);
             n = support(s, i, la);                            /* dQ/du: Q is linear in u (w holds J) */
             for (col = 0; col < (el[0] == EL_THRUSTER ? 1 : 6); col++) {
                 double dir[3];
@@ -329,8 +343,25 @@ int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const d
                 }
             }
         } else if (el[0] == EL_SPRING) {
-            spring_terms(s, &d, el, num, qd, w, la, lb, lu, on_a, on_b, Q, dQ_dq, dQ_dqd);
+            spring_terms(s, &d, el, num, qd, w, la, lb, lu, on_a, on_b, Q, dQ_dq, dQ_dqd, dP ? dP + 2 * nv : NULL,
+                         dP ? dP + 3 * nv : NULL);
         }
     }
     return MBS_OK;
+}
+
+int mbs_force_derivatives(mbs_sim *s, const double *q, const double *qd, const double *u, double *work, double *Q,
+                          double *dQ_dq, double *dQ_dqd, double *dQ_du)
+{
+    return force_derivatives(s, q, qd, u, work, Q, dQ_dq, dQ_dqd, dQ_du, NULL);
+}
+
+int mbs_force_power_derivatives(mbs_sim *s, const double *q, const double *qd, const double *u, double *work,
+                                double *Q, double *dQ_dq, double *dQ_dqd, double *dQ_du, double *dP)
+{
+    if (valid(s) && !dP) {
+        mbs_fmt(s->msg, MBS_MSG, "a NULL argument");
+        return MBS_ERROR;
+    }
+    return force_derivatives(s, q, qd, u, work, Q, dQ_dq, dQ_dqd, dQ_du, dP);
 }

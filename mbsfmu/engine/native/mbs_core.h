@@ -208,6 +208,18 @@ int mbs_sim_host_drift(mbs_sim *s, const double *xh, double *quat, double *loops
  * step, loops.c), in place; the instance takes it as its state */
 int mbs_sim_host_project(mbs_sim *s, double *xh, char *err, size_t n_err);
 
+/* The Jacobian of mbs_sim_host_derivatives' f(xh, u) (state_jacobian.c), exactly, for trees:
+ * A (nx x nx, row-major) = df/dxh in the host's coordinates (a quaternion's four numbers), B (nx x
+ * n_u, row-major; any non-NULL pointer when n_u = 0) = df/du, at the host state xh (nx,) and inputs
+ * u (n_u,) (the instance's state is not used: any xh with unit-able quaternions), k_norm [1/s] as
+ * mbs_sim_host_derivatives'. work: mbs_state_jacobian_work(s) doubles from the caller (the core
+ * allocates nothing). MBS_ERROR with the reason in mbs_sim_message for closed loops or couplings, a
+ * joint spring on a multi-DoF joint, non-finite arguments, parameters not applied or a singular M;
+ * MBS_DISCARD if an entry is not finite. Overwrites the core's work arrays, not the state's lazy outputs. */
+size_t mbs_state_jacobian_work(const mbs_sim *s);
+int mbs_state_jacobian(mbs_sim *s, const double *xh, const double *u, double k_norm, double *work, double *A,
+                       double *B);
+
 /* ---- numbers as text (decimal.c) ---------------------------------------------------------- */
 /* v as the shortest decimal text that reads back to v, in Python's repr layout ("1.0", "1e-05",
  * "inf", "nan"), into out (>= 25 bytes, NUL-terminated); returns its length. */

@@ -200,6 +200,12 @@ static void free_instance_memory(Instance *I)
     if (I->work) fr(I->work);
     if (I->vr3) fr(I->vr3);
     if (I->val3) fr(I->val3);
+    if (I->jac_work) fr(I->jac_work);
+    if (I->jac_A) fr(I->jac_A);
+    if (I->jac_B) fr(I->jac_B);
+    if (I->jac_x) fr(I->jac_x);
+    if (I->jac_u) fr(I->jac_u);
+    if (I->seed) fr(I->seed);
     if (I->name) fr(I->name);
     if (I->host_data) fr(I->host_data);
     if (I->states) fr(I->states);
@@ -337,6 +343,26 @@ Instance *mbsfmu_instantiate(const char *fn, const char *name, fmu_kind kind, co
         free_instance_memory(I);
         return NULL;
     }
+    if (kind == FMU_MODEL_EXCHANGE && I->sz.n_loops == 0) {   /* the Jacobian's memory, once (a tree) */
+        size_t nx = (size_t)I->sz.nx, nu = (size_t)I->sz.n_u;
+        I->jac_work = (double *)alloc(I, mbs_state_jacobian_work(I->sim), sizeof(double));
+        I->jac_A = (double *)alloc(I, nx * nx, sizeof(double));
+        I->jac_B = (double *)alloc(I, nx * nu, sizeof(double));
+        I->jac_x = (double *)alloc(I, nx, sizeof(double));
+        I->jac_u = (double *)alloc(I, nu, sizeof(double));
+        I->seed = (double *)alloc(I, nx + nu, sizeof(double));
+        if (!I->jac_work || !I->jac_A || !I->jac_B || !I->jac_x || !I->jac_u || !I->seed) {
+            /* the instance works without it: fmi2GetDirectionalDerivative then says why it cannot */
+            double *held[] = {I->jac_work, I->jac_A, I->jac_B, I->jac_x, I->jac_u, I->seed};
+            for (size_t k = 0; k < sizeof held / sizeof held[0]; k++)
+                if (held[k]) host->free(held[k]);
+            I->jac_work = I->jac_A = I->jac_B = I->jac_x = I->jac_u = I->seed = NULL;
+            I->jac_missing = 1;
+            mbsfmu_log(&tmp, FMU_WARNING, "%s: out of memory for the Jacobian of the state derivatives (%lu x %lu): "
+                       "fmi2GetDirectionalDerivative with respect to the states will be refused", fn,
+                       (unsigned long)nx, (unsigned long)(nx + nu));
+        }
+    }
     memcpy(I->xh, mbs_sim_x(I->sim), sizeof(double) * (size_t)I->sz.nx);
     sources(I);
     set_starts(I);
@@ -461,6 +487,7 @@ int mbsfmu_reset(Instance *I, const char *fn)
     }
     memcpy(I->xh, mbs_sim_x(I->sim), sizeof(double) * (size_t)I->sz.nx);
     set_starts(I);
+    I->jac_valid = 0;
     I->have_ref = 0;
     I->n_discards = I->n_events = 0;
     I->mode = S_INSTANTIATED;
@@ -842,6 +869,7 @@ int mbsfmu_set_values(Instance *I, const char *fn, char type, const unsigned int
             if (v->kind == MBSFMU_V_PARAM) {
                 I->params_dirty = 1;
                 I->params_bad = 0;
+                I->jac_valid = 0;
             }
         }
     }
@@ -903,13 +931,58 @@ int mbsfmu_do_step(Instance *I, const char *fn, double t, double dt)
 }
 
 
-/* FMI 2.0 section 2.1.9: dvUnknown = (d h / d v_known) dvKnown: the
- * Real outputs (the ModelStructure Outputs; in initialization mode its InitialUnknowns, the same
- * variables) with respect to the Real inputs, at the current state and inputs. Only the qdd outputs
- * depend on the inputs at a communication point: d(qdd)/du du = M^-1 (B du + J^T f_u du), exactly
- * (mbs_input_response); every other output is a function of the state, which the inputs change only
- * through a step (derivative 0). Parameters are knowns only in initialization mode; derivatives with
- * respect to them are not provided (FMU_ERROR naming the parameter). */
+/* the Jacobian of the state derivatives at the host's state and the current inputs into I->jac_A,
+ * I->jac_B (state_jacobian.c), unless they hold it already (the same xh and u bit for bit, the
+ * parameters unchanged); FMU_OK, or Error / Discard with the reason logged */
+static int state_jacobian(Instance *I, const char *fn)
+{
+    size_t nx = (size_t)I->sz.nx, nu = (size_t)I->sz.n_u;
+    const double *u = mbs_sim_u(I->sim);
+    if (I->jac_missing) {
+        mbsfmu_log(I, FMU_ERROR, "%s: the derivatives with respect to the states are not available: the memory for "
+                   "the Jacobian (%d x %d) could not be allocated at instantiation", fn, I->sz.nx, I->sz.nx + I->sz.n_u);
+        return FMU_ERROR;
+    }
+    if (!I->jac_A) {
+        mbsfmu_log(I, FMU_ERROR, "%s: the derivatives with respect to the states are not provided for this model "
+                   "(providesDirectionalDerivative = \"false\" in ModelExchange): it has closed loops or joint "
+                   "couplings, which the analytic derivatives do not cover", fn);
+        return FMU_ERROR;
+    }
+    apply_params_quietly(I);          /* as the outputs: the current parameters if they make a valid model */
+    if (I->jac_valid && !I->params_dirty && memcmp(I->jac_x, I->xh, nx * sizeof(double)) == 0 &&
+        (nu == 0 || memcmp(I->jac_u, u, nu * sizeof(double)) == 0))
+        return FMU_OK;
+    I->jac_valid = 0;
+    int rc = mbs_state_jacobian(I->sim, I->xh, u, K_NORM, I->jac_work, I->jac_A, nu ? I->jac_B : I->jac_work);
+    if (rc != MBS_OK) {
+        mbsfmu_log(I, rc == MBS_DISCARD ? FMU_DISCARD : FMU_ERROR, "%s: %s", fn, mbs_sim_message(I->sim));
+        return rc == MBS_DISCARD ? FMU_DISCARD : FMU_ERROR;
+    }
+    memcpy(I->jac_x, I->xh, nx * sizeof(double));
+    if (nu) memcpy(I->jac_u, u, nu * sizeof(double));
+    I->jac_valid = 1;
+    return FMU_OK;
+}
+
+/* FMI 2.0 sections 2.1.9 and 3.2.2: dvUnknown = (d unknowns / d knowns) dvKnown at the current state
+ * and inputs, the seeds combined linearly (a known given twice: its seeds add).
+ * - Co-Simulation (and Model Exchange without a state among the knowns or a derivative among the
+ *   unknowns): the Real outputs (the ModelStructure Outputs; in initialization mode its
+ *   InitialUnknowns, the same variables) with respect to the Real inputs. Only the qdd outputs depend
+ *   on the inputs at a communication point: d(qdd)/du du = M^-1 (B du + J^T f_u du), exactly
+ *   (mbs_input_response); every other output is a function of the state, which the inputs change
+ *   only through a step (derivative 0).
+ * - Model Exchange of a tree (providesDirectionalDerivative = "true"): also the continuous states
+ *   (q, qd, W_in, W_diss) as knowns and the state derivatives der(...) as unknowns, from the exact
+ *   Jacobian of f(x, u) (mbs_state_jacobian; computed once per state, inputs and parameters, in
+ *   memory allocated at instantiation): der(x) and the qdd outputs (the rows of qd's derivatives),
+ *   the q, qd, W_in, W_diss outputs (the states: identity). The other outputs (invariants, drift,
+ *   statistics) with respect to a state are refused (Error naming the variable); with respect to
+ *   the inputs they are 0, as in Co-Simulation. Models with closed loops or couplings: the states
+ *   as knowns are refused (Error with the reason).
+ * Parameters are knowns only in initialization mode; derivatives with respect to them are not
+ * provided (Error naming the parameter). */
 int mbsfmu_directional_derivative(Instance *I, const char *fn, const unsigned int vUnknown_ref[], size_t nUnknown,
                                   const unsigned int vKnown_ref[], size_t nKnown, const double dvKnown[],
                                   double dvUnknown[])
@@ -922,24 +995,30 @@ int mbsfmu_directional_derivative(Instance *I, const char *fn, const unsigned in
               (unsigned long)nKnown);
         return FMU_ERROR;
     }
-    int need_qdd = 0;
+    int me = I->kind == FMU_MODEL_EXCHANGE;
+    int need_qdd = 0, need_der = 0, need_state = 0;
     for (size_t k = 0; k < nUnknown; k++) {
         const mbsfmu_var *v = lookup(I, fn, vUnknown_ref[k], 'R');
         if (!v) return FMU_ERROR;
-        if (v->causality != 'o') {
+        int der = me && v->kind == MBSFMU_V_DER;
+        if (v->causality != 'o' && !der) {
             mbsfmu_log(I, FMU_ERROR, "%s: unknown %s (value reference %u) is not an output (the unknowns are the Real "
-                  "outputs of the ModelStructure)", fn, v->name, (unsigned)vUnknown_ref[k]);
+                  "outputs of the ModelStructure%s)", fn, v->name, (unsigned)vUnknown_ref[k],
+                  me ? " and the state derivatives" : "");
             return FMU_ERROR;
         }
         need_qdd |= v->kind == MBSFMU_V_QDD;
+        need_der |= der;
     }
     for (size_t k = 0; k < nKnown; k++) {
         const mbsfmu_var *v = lookup(I, fn, vKnown_ref[k], 'R');
         if (!v) return FMU_ERROR;
-        if (v->causality != 'i') {
-            mbsfmu_log(I, FMU_ERROR, "%s: known %s (value reference %u) is %s (the knowns are the Real inputs)", fn,
+        int state = me && (v->kind == MBSFMU_V_X || v->kind == MBSFMU_V_ENERGY);
+        if (v->causality != 'i' && !state) {
+            mbsfmu_log(I, FMU_ERROR, "%s: known %s (value reference %u) is %s (the knowns are the Real inputs%s)", fn,
                   v->name, (unsigned)vKnown_ref[k], v->causality == 'p' ? "a parameter: derivatives with respect "
-                  "to parameters are not provided" : "an output");
+                  "to parameters are not provided" : v->causality == 'l' ? "a local variable" : "an output",
+                  me ? " and the continuous states" : "");
             return FMU_ERROR;
         }
         if (!isfinite(dvKnown[k])) {
@@ -947,12 +1026,51 @@ int mbsfmu_directional_derivative(Instance *I, const char *fn, const unsigned in
                   dvKnown[k], v->name);
             return FMU_ERROR;
         }
+        need_state |= state;
     }
-    if (!need_qdd || nKnown == 0) {
+    if (need_state)                                  /* the outputs the Jacobian does not cover */
+        for (size_t k = 0; k < nUnknown; k++) {
+            const mbsfmu_var *v = &I->m->vars[vUnknown_ref[k]];
+            if (v->kind != MBSFMU_V_DER && v->kind != MBSFMU_V_QDD && v->kind != MBSFMU_V_X &&
+                v->kind != MBSFMU_V_ENERGY) {
+                mbsfmu_log(I, FMU_ERROR, "%s: the derivative of output %s (value reference %u) with respect to the "
+                      "states is not provided (only the state derivatives, qdd and the states themselves are)", fn,
+                      v->name, (unsigned)vUnknown_ref[k]);
+                return FMU_ERROR;
+            }
+        }
+    if (nKnown == 0 || (!need_qdd && !need_der && !need_state)) {
         for (size_t k = 0; k < nUnknown; k++) dvUnknown[k] = 0.0;
         return FMU_OK;
     }
-    int n_u = I->sz.n_u;
+    int n_u = I->sz.n_u, nx = I->sz.nx, nq = I->sz.nq;
+    if (need_der || need_state) {                    /* Model Exchange: J = [A B] times the seeds */
+        int rc = state_jacobian(I, fn);
+        if (rc != FMU_OK) return rc;
+        double *dx = I->seed, *du = dx + nx;         /* allocated at instantiation */
+        for (int j = 0; j < nx + n_u; j++) dx[j] = 0.0;
+        for (size_t k = 0; k < nKnown; k++) {
+            const mbsfmu_var *v = &I->m->vars[vKnown_ref[k]];
+            int at = v->kind == MBSFMU_V_INPUT ? nx + v->a : v->kind == MBSFMU_V_X ? v->a : nx - 2 + v->a;
+            dx[at] += dvKnown[k];
+        }
+        for (size_t k = 0; k < nUnknown; k++) {
+            const mbsfmu_var *v = &I->m->vars[vUnknown_ref[k]];
+            int row = v->kind == MBSFMU_V_DER ? v->a : v->kind == MBSFMU_V_QDD ? nq + v->a : -1;
+            double acc = 0.0;
+            if (row >= 0) {
+                const double *a = I->jac_A + (size_t)nx * (size_t)row, *b = I->jac_B + (size_t)n_u * (size_t)row;
+                for (int j = 0; j < nx; j++) acc += a[j] * dx[j];
+                for (int j = 0; j < n_u; j++) acc += b[j] * du[j];
+            } else if (v->kind == MBSFMU_V_X) {
+                acc = dx[v->a];                      /* the output is the state */
+            } else if (v->kind == MBSFMU_V_ENERGY) {
+                acc = dx[nx - 2 + v->a];
+            }
+            dvUnknown[k] = acc;
+        }
+        return FMU_OK;
+    }
     double *du = I->work, *dqdd = du + n_u;             /* allocated at instantiation */
     for (int j = 0; j < n_u; j++) du[j] = 0.0;
     for (size_t k = 0; k < nKnown; k++) du[I->m->vars[vKnown_ref[k]].a] += dvKnown[k];   /* a known twice: seeds add */
@@ -1072,6 +1190,7 @@ int mbsfmu_set_state(Instance *I, const char *fn, void *FMUstate)
     FmuState *S = (FmuState *)FMUstate;
     mbs_sim_copy(I->sim, S->sim);
     memcpy(I->par, S->par, I->m->n_vars * sizeof(double));
+    I->jac_valid = 0;                 /* the state's parameters may differ */
     I->mode = S->mode;
     I->have_ref = S->have_ref;
     I->params_dirty = S->params_dirty;

@@ -108,6 +108,14 @@ struct Instance {
     unsigned *vr3;              /* (n3,) the FMI 3.0 entry file's scalar value references of one call */
     double *val3;               /* (n3,) and their values */
     size_t n3;                  /* 3 n_vars + 8 */
+    /* Model Exchange of a tree (else NULL): the Jacobian of the state derivatives (state_jacobian.c),
+     * allocated at instantiation, computed at most once per state, inputs and parameters */
+    double *jac_work;           /* (mbs_state_jacobian_work) the core's work */
+    double *jac_A, *jac_B;      /* (nx x nx), (nx x n_u): df/dx, df/du at jac_x, jac_u */
+    double *jac_x, *jac_u;      /* (nx), (n_u): the state and inputs jac_A, jac_B are at */
+    double *seed;               /* (nx + n_u): the seeds of one call by state and input */
+    int jac_valid;              /* jac_A, jac_B hold the Jacobian at jac_x, jac_u with the current parameters */
+    int jac_missing;            /* a tree whose Jacobian memory could not be allocated (the rest works) */
     int params_dirty;           /* a parameter changed since the last mbs_sim_apply_params */
     int params_bad;             /* the current parameters do not make a valid model (logged once) */
     int have_ref;
