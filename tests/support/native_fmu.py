@@ -1,7 +1,7 @@
 """Helpers of the native FMU's tests (no tests, no fixtures: the ``native`` fixture of
 tests/fmu/conftest.py hands out a NativeFmus): native FMUs built once per session, the portable C
-host (tests/support/c_host/fmu_run.c) compiled by zig for Linux and Windows, and runs through
-fmpy's FMU2Slave."""
+hosts (tests/support/c_host/fmu_run.c for FMI 2.0, fmu3_run.c for FMI 3.0) compiled by zig for
+Linux and Windows, and runs through fmpy's FMU2Slave."""
 
 from __future__ import annotations
 
@@ -22,6 +22,15 @@ HOST_TARGETS = {
     "linux64": ("x86_64-linux-gnu.2.17", "fmu_run", ["-ldl"]),
     "win64": ("x86_64-windows-gnu", "fmu_run.exe", []),
 }
+HOST3_SOURCE = SUPPORT / "c_host" / "fmu3_run.c"
+HEADERS3 = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi3"
+# the FMI 3.0 host; on Linux it exports its counting malloc/calloc/realloc to the FMU (-rdynamic)
+HOST3_TARGETS = {
+    "linux64": ("x86_64-linux-gnu.2.17", "fmu3_run", ["-rdynamic", "-ldl"]),
+    "win64": ("x86_64-windows-gnu", "fmu3_run.exe", []),
+}
+# FMI 3.0's binaries folder of an FMI 2.0 platform name
+PLATFORM3 = {"linux64": "x86_64-linux", "win64": "x86_64-windows"}
 
 
 def model_file(model: str) -> Path:
@@ -54,8 +63,10 @@ class NativeFmus:
                 z.extractall(d)
         return d
 
-    def host(self, platform: str = "linux64") -> Path:
-        target, name, libs = HOST_TARGETS[platform]
+    def host(self, platform: str = "linux64", fmi_version: int = 2) -> Path:
+        """The C host for ``fmi_version`` (fmu_run or fmu3_run) compiled by zig for ``platform``."""
+        target, name, libs = (HOST_TARGETS if fmi_version == 2 else HOST3_TARGETS)[platform]
+        source, headers = (HOST_SOURCE, HEADERS) if fmi_version == 2 else (HOST3_SOURCE, HEADERS3)
         exe = self.base / name
         if not exe.exists():
             run = subprocess.run(
@@ -67,8 +78,8 @@ class NativeFmus:
                     "-target",
                     target,
                     "-O2",
-                    f"-I{HEADERS}",
-                    str(HOST_SOURCE),
+                    f"-I{headers}",
+                    str(source),
                     "-o",
                     str(exe),
                     *libs,
@@ -94,8 +105,11 @@ def variables(fmu: Path) -> dict[str, tuple[int, str, str]]:
 
 
 def library(extracted: Path, platform: str = "linux64") -> Path:
+    """The binary of an extracted FMU (FMI 2.0 or 3.0) for an FMI 2.0 platform name."""
     ident = extracted_identifier(extracted)
     suffix = {"linux64": ".so", "win64": ".dll", "darwin64": ".dylib"}[platform]
+    if ET.parse(extracted / "modelDescription.xml").getroot().get("fmiVersion") != "2.0":
+        platform = PLATFORM3[platform]
     return extracted / "binaries" / platform / f"{ident}{suffix}"
 
 
@@ -125,6 +139,32 @@ def host_command(
     for vr, x in (sets or {}).items():
         cmd += ["--set", f"{vr}={x!r}"]
     return cmd + (["--state"] if state else []) + (["--bench"] if bench else [])
+
+
+def state_names(fmu: Path) -> list[str]:
+    """The continuous states' variable names in the state vector's order (FMI 2.0: scalars such
+    as q1.q; FMI 3.0: arrays such as q, qd, and the scalars W_in, W_diss)."""
+    root = description(fmu)
+    svs = list(root.find("ModelVariables"))
+    if root.get("fmiVersion") == "2.0":
+        ders = [svs[int(u.get("index")) - 1] for u in root.find("ModelStructure/Derivatives")]
+        return [svs[int(d[0].get("derivative")) - 1].get("name") for d in ders]
+    by_vr = {sv.get("valueReference"): sv for sv in svs}
+    ders = [by_vr[u.get("valueReference")] for u in root.find("ModelStructure").iter("ContinuousStateDerivative")]
+    return [by_vr[d.get("derivative")].get("name") for d in ders]
+
+
+def fmi3_sizes(fmu: Path) -> dict[str, tuple[int, int]]:
+    """{name: (value reference, number of values)} of an FMI 3.0 FMU's variables (an array's
+    size from its Dimension start; the FMU's dimensions are all fixed)."""
+    out = {}
+    for sv in description(fmu).find("ModelVariables"):
+        dims = sv.findall("Dimension")
+        size = 1
+        for d in dims:
+            size *= int(d.get("start"))
+        out[sv.get("name")] = (int(sv.get("valueReference")), size)
+    return out
 
 
 def parse_rows(stdout: str) -> np.ndarray:

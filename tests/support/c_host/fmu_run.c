@@ -23,9 +23,18 @@
  *                        stderr, exit 1 otherwise)
  *     --bench            print nothing per step; time the loop (doStep + reading every listed
  *                        output) and print "bench,<steps>,<wall seconds>,<CPU seconds>"
+ *     --me euler|rk4 --nx NX
+ *                        (one instance, no --state) Model Exchange instead of Co-Simulation: the
+ *                        host integrates the FMU's NX continuous states with its own explicit Euler
+ *                        or classic RK4 at step DT (fmi2SetTime, fmi2SetContinuousStates,
+ *                        fmi2GetDerivatives per stage; fmi2CompletedIntegratorStep after every
+ *                        step and the event iteration when the FMU asks for one)
  * Output: "t,reals...,ints..." per step and instance with %.17g values; logger messages and a
- * failed load's reason on stderr. Exit code 0 on success, 1 on any unexpected FMI status, 2 on
- * bad arguments.
+ * failed load's reason on stderr, and "allocations: <n> after initialisation" (the calls to the
+ * host's allocateMemory callback made by the per-step calls: doStep or the Model Exchange loop,
+ * and the fmi2GetReal/fmi2GetInteger of the outputs; --me also prints "instantiate <a>, " before
+ * <n>, the calls made by fmi2Instantiate, above 0: the count sees the FMU's allocations). Exit code 0 on success, 1 on any unexpected
+ * FMI status, 2 on bad arguments.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -76,6 +85,14 @@ static double now(void)
 
 #define MAXV 256
 
+/* the host's allocator, counting its calls (the FMU allocates only through it) */
+static unsigned long n_allocations;
+static void *counting_calloc(size_t n, size_t size)
+{
+    n_allocations++;
+    return calloc(n, size);
+}
+
 static void logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status status, fmi2String category,
                    fmi2String message, ...)
 {
@@ -110,7 +127,7 @@ typedef struct {
     double dt;
     fmi2ValueReference rvr[MAXV], ivr[MAXV], svr[MAXV], pvr[MAXV];
     double sval[MAXV], pval[MAXV];
-    int nr, ni, ns, np, instances, loads, tag, nan_vr, state, bench;
+    int nr, ni, ns, np, instances, loads, tag, nan_vr, state, bench, me, nx; /* me: 0 CS, 1 Euler, 4 RK4 */
 } Options;
 
 static int parse_list(const char *s, fmi2ValueReference *out)
@@ -134,6 +151,98 @@ static void print_row(const Options *o, int load, int k, double t, const fmi2Rea
     printf("\n");
 }
 
+/* The event iteration of FMI 2.0 section 3.2.2 (event mode entered): fmi2NewDiscreteStates until
+   no new discrete states are needed; re-read the continuous states if the FMU changed them. */
+static int event_iteration(fmi2Component c, fmi2NewDiscreteStatesTYPE *fmi2NewDiscreteStates,
+                           fmi2GetContinuousStatesTYPE *fmi2GetContinuousStates, fmi2Real *x, size_t nx)
+{
+    fmi2EventInfo info;
+    do {
+        CHECK(fmi2NewDiscreteStates(c, &info));
+        if (info.terminateSimulation) {
+            fprintf(stderr, "the FMU asked to terminate\n");
+            return 1;
+        }
+    } while (info.newDiscreteStatesNeeded);
+    if (info.valuesOfContinuousStatesChanged) CHECK(fmi2GetContinuousStates(c, x, nx));
+    return 0;
+}
+
+/* Model Exchange: the host integrates x' = f(t, x) with explicit Euler (o->me == 1) or classic
+   RK4 (o->me == 4) at step dt, x_{n+1} = x_n + dt sum_i b_i k_i with k_i = f(t_n + c_i dt,
+   x_n + dt sum_j a_ij k_j) (RK4: c = 0, 1/2, 1/2, 1; b = 1/6, 1/3, 1/3, 1/6), then
+   fmi2CompletedIntegratorStep and, when the FMU asks, an event (quaternion or loop projection). */
+static int run_model_exchange(const Options *o, int load, LIB lib)
+{
+    LOAD(fmi2Instantiate); LOAD(fmi2FreeInstance); LOAD(fmi2SetupExperiment); LOAD(fmi2EnterInitializationMode);
+    LOAD(fmi2ExitInitializationMode); LOAD(fmi2Terminate); LOAD(fmi2SetReal); LOAD(fmi2GetReal);
+    LOAD(fmi2GetInteger); LOAD(fmi2NewDiscreteStates); LOAD(fmi2EnterContinuousTimeMode); LOAD(fmi2EnterEventMode);
+    LOAD(fmi2CompletedIntegratorStep); LOAD(fmi2SetTime); LOAD(fmi2SetContinuousStates); LOAD(fmi2GetDerivatives);
+    LOAD(fmi2GetContinuousStates);
+    fmi2CallbackFunctions cb = {logger, counting_calloc, free, NULL, NULL};
+    unsigned long a_instantiate = n_allocations;
+    fmi2Component c = fmi2Instantiate("host", fmi2ModelExchange, o->guid, o->uri, &cb, fmi2False, fmi2False);
+    a_instantiate = n_allocations - a_instantiate;
+    if (!c) {
+        fprintf(stderr, "fmi2Instantiate (Model Exchange) failed\n");
+        return 1;
+    }
+    CHECK(fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0));
+    if (o->ns) CHECK(fmi2SetReal(c, o->svr, o->ns, o->sval));
+    CHECK(fmi2EnterInitializationMode(c));
+    CHECK(fmi2ExitInitializationMode(c));
+    static fmi2Real x[MAXV], xs[MAXV], k[4][MAXV];
+    const size_t nx = (size_t)o->nx;
+    CHECK(fmi2GetContinuousStates(c, x, nx));
+    if (event_iteration(c, fmi2NewDiscreteStates, fmi2GetContinuousStates, x, nx)) return 1;
+    CHECK(fmi2EnterContinuousTimeMode(c));
+    static const double A[4] = {0.0, 0.5, 0.5, 1.0}, B[4] = {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6};
+    const int stages = o->me;
+    fmi2Real rv[MAXV];
+    fmi2Integer iv[MAXV];
+    unsigned long step_allocations = 0;
+    for (int step = 0; step < o->steps; step++) {
+        unsigned long a0 = n_allocations;
+        const double t = step * o->dt, t_next = (step + 1) * o->dt;
+        for (int s = 0; s < stages; s++) {
+            for (size_t j = 0; j < nx; j++) xs[j] = s ? x[j] + A[s] * o->dt * k[s - 1][j] : x[j];
+            CHECK(fmi2SetTime(c, s ? t + A[s] * o->dt : t));
+            CHECK(fmi2SetContinuousStates(c, xs, nx));
+            CHECK(fmi2GetDerivatives(c, k[s], nx));
+        }
+        for (size_t j = 0; j < nx; j++) {
+            double dx = 0.0;
+            for (int s = 0; s < stages; s++) dx += (stages == 1 ? 1.0 : B[s]) * k[s][j];
+            x[j] += o->dt * dx;
+        }
+        CHECK(fmi2SetTime(c, t_next));
+        CHECK(fmi2SetContinuousStates(c, x, nx));
+        fmi2Boolean enter = fmi2False, terminate = fmi2False;
+        CHECK(fmi2CompletedIntegratorStep(c, fmi2True, &enter, &terminate));
+        if (terminate) {
+            fprintf(stderr, "the FMU asked to terminate\n");
+            return 1;
+        }
+        if (enter) {
+            CHECK(fmi2EnterEventMode(c));
+            if (event_iteration(c, fmi2NewDiscreteStates, fmi2GetContinuousStates, x, nx)) return 1;
+            CHECK(fmi2EnterContinuousTimeMode(c));
+        }
+        CHECK(fmi2GetReal(c, o->rvr, o->nr, rv));
+        if (o->ni) CHECK(fmi2GetInteger(c, o->ivr, o->ni, iv));
+        step_allocations += n_allocations - a0;
+        if (!o->bench) print_row(o, load, 0, t_next, rv, iv);
+    }
+    fprintf(stderr, "allocations: instantiate %lu, %lu after initialisation\n", a_instantiate, step_allocations);
+    CHECK(fmi2Terminate(c));
+    fmi2FreeInstance(c);
+    if (!CLOSED(lib)) {
+        fprintf(stderr, "unloading %s failed: %s\n", o->path, load_error());
+        return 1;
+    }
+    return 0;
+}
+
 /* One load of the library: instantiate, initialise and step every instance, then (--state)
    restore the serialised state of instance 0 and repeat the second half. */
 static int run_once(const Options *o, int load)
@@ -152,7 +261,8 @@ static int run_once(const Options *o, int load)
         fprintf(stderr, "fmi2GetVersion: %s\n", fmi2GetVersion());
         return 1;
     }
-    fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
+    if (o->me) return run_model_exchange(o, load, lib);
+    fmi2CallbackFunctions cb = {logger, counting_calloc, free, NULL, NULL};
     fmi2Component c[2] = {NULL, NULL};
     const char *names[2] = {"host", "host_b"};
     for (int k = 0; k < o->instances; k++) {
@@ -184,6 +294,7 @@ static int run_once(const Options *o, int load)
     fmi2Byte *blob = NULL;
     size_t blob_n = 0;
     double t = 0.0, t0 = now();
+    unsigned long step_allocations = 0;
     clock_t c0 = clock();
     for (int step = 0; step < steps; step++) {
         if (o->state && step == half) {
@@ -196,9 +307,11 @@ static int run_once(const Options *o, int load)
         }
         double t_next = (step + 1) * dt;
         for (int k = 0; k < o->instances; k++) {
+            unsigned long a0 = n_allocations;
             CHECK(fmi2DoStep(c[k], t, dt, fmi2True));
             CHECK(fmi2GetReal(c[k], o->rvr, nr, rv));
             if (ni) CHECK(fmi2GetInteger(c[k], o->ivr, ni, iv));
+            step_allocations += n_allocations - a0;
             if (o->state && step >= half) {
                 double *row = tail + (size_t)(step - half) * (nr + ni + 1);
                 row[0] = t_next;
@@ -211,6 +324,7 @@ static int run_once(const Options *o, int load)
     }
     double wall = now() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
     if (o->bench) printf("bench,%d,%.9g,%.9g\n", steps, wall, cpu);
+    fprintf(stderr, "allocations: %lu after initialisation\n", step_allocations);
     if (o->state) {
         fmi2FMUstate s = NULL;
         CHECK(fmi2DeSerializeFMUstate(c[0], blob, blob_n, &s));
@@ -261,7 +375,7 @@ int main(int argc, char **argv)
 {
     if (argc < 6) {
         fprintf(stderr, "usage: %s LIBRARY GUID RESOURCE_URI STEPS DT [--real VRS] [--int VRS] [--set VR=X]... "
-                "[--param2 VR=X]... [--instances N] [--loads N] [--tag] [--nan VR] [--state] [--bench]\n", argv[0]);
+                "[--param2 VR=X]... [--instances N] [--loads N] [--tag] [--nan VR] [--state] [--bench] [--me euler|rk4 --nx NX]\n", argv[0]);
         return 2;
     }
     static Options o;
@@ -299,6 +413,12 @@ int main(int argc, char **argv)
             o.state = 1;
         } else if (!strcmp(arg, "--bench")) {
             o.bench = 1;
+        } else if (!strcmp(arg, "--me") && val && (!strcmp(val, "euler") || !strcmp(val, "rk4"))) {
+            o.me = strcmp(val, "euler") ? 4 : 1;
+            a++;
+        } else if (!strcmp(arg, "--nx") && val && atoi(val) >= 1 && atoi(val) <= MAXV) {
+            o.nx = atoi(val);
+            a++;
         } else {
             fprintf(stderr, "bad argument %s\n", arg);
             return 2;
@@ -306,6 +426,10 @@ int main(int argc, char **argv)
     }
     if (o.state && o.instances != 1) {
         fprintf(stderr, "--state needs one instance\n");
+        return 2;
+    }
+    if (o.me && (o.state || o.instances != 1 || o.nan_vr >= 0 || !o.nx)) {
+        fprintf(stderr, "--me needs --nx and runs one instance, without --state or --nan\n");
         return 2;
     }
     for (int load = 0; load < o.loads; load++)
