@@ -230,3 +230,55 @@ def test_what_fmi3_does_not_provide_is_refused_with_a_reason(native):
     assert f.getFloat64([vr["time"]]) == [0.01]
     f.terminate()
     f.freeInstance()
+
+
+def test_fmi3_model_exchange_jacobian_against_differences_and_its_adjoint(native):
+    """The SCARA's FMI 3.0 Model Exchange interface (a tree: providesDirectionalDerivatives and
+    providesAdjointDerivatives true; the four-bar's false): d(der(q), qdd)/d(q, qd) by
+    fmi3GetDirectionalDerivative equals central differences of fmi3GetContinuousStateDerivatives
+    to 1e-7 of its scale (step 1e-6: truncation ~1e-12 f''' scale, rounding ~1e-16 / 1e-6), and the
+    adjoint gives J^T (w . J v = J^T w . v to 1e-13)."""
+    import ctypes
+
+    from fmpy import read_model_description
+    from fmpy.fmi3 import FMU3Model
+
+    assert description(fmu3(native, "fourbar")).find("ModelExchange").get("providesDirectionalDerivatives") == "false"
+    path = fmu3(native, "scara")
+    me = description(path).find("ModelExchange")
+    assert me.get("providesDirectionalDerivatives") == "true" and me.get("providesAdjointDerivatives") == "true"
+    md = read_model_description(str(path))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    f = FMU3Model(
+        guid=md.guid, unzipDirectory=str(native.extracted(path)), modelIdentifier=md.modelExchange.modelIdentifier
+    )
+    f.instantiate()
+    f.enterInitializationMode(startTime=0.0)
+    f.exitInitializationMode()
+    f.updateDiscreteStates()
+    f.enterContinuousTimeMode()
+    nx = 6
+    x0 = np.array([0.4, -0.7, 1.3, -0.5, 0.0, 0.0])
+
+    def deriv(x):
+        xs = (ctypes.c_double * nx)(*x)
+        f.setContinuousStates(xs, nx)
+        dx = (ctypes.c_double * nx)()
+        f.getContinuousStateDerivatives(dx, nx)
+        return np.array(dx[:])
+
+    unknowns, knowns = [vr["der(q)"], vr["qdd"]], [vr["q"], vr["qd"]]
+    h, J_fd = 1e-6, np.zeros((4, 4))
+    for j in range(4):
+        e = np.zeros(nx)
+        e[j] = h
+        J_fd[:, j] = ((deriv(x0 + e) - deriv(x0 - e)) / (2 * h))[:4]
+    deriv(x0)
+    J = np.array([f.getDirectionalDerivative(unknowns, knowns, list(col), 4) for col in np.eye(4)]).T
+    assert np.abs(J - J_fd).max() <= 1e-7 * np.abs(J).max()
+    rng = np.random.default_rng(5)
+    v, w = rng.standard_normal(4), rng.standard_normal(4)
+    JTw = np.array(f.getAdjointDerivative(unknowns, knowns, list(w), 4))
+    assert abs(w @ (J @ v) - JTw @ v) <= 1e-13 * np.abs(J).max() * np.abs(v).sum() * np.abs(w).sum()
+    f.terminate()
+    f.freeInstance()

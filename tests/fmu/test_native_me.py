@@ -63,16 +63,33 @@ def test_one_fmu_holds_both_interfaces_and_validates(native, model):
     assert validate_fmu(str(fmu)) == []
 
 
-@pytest.mark.parametrize("model", MODELS)
+def panda() -> str:
+    """The Franka Panda of example-robot-data (its fingers: one mimic coupling), or skip."""
+    from tests.support.robots import robots_dir
+
+    robots = robots_dir()
+    path = robots / "panda_description/urdf/panda.urdf" if robots else None
+    if path is None or not path.is_file():
+        pytest.skip("example-robot-data's panda is not installed (the test extra)")
+    return str(path)
+
+
+@pytest.mark.parametrize("model", [*MODELS, "panda"])
 def test_model_exchange_under_cvode_agrees_with_co_simulation(native, model):
     """fmpy's CVode (BDF, rtol 1e-10) integrating the Model Exchange FMU and the Co-Simulation FMU
-    (RK4, h = 1 ms) give the same motion over 1 s: every state within 1e-6 of its scale (RK4's
-    global error at h = 1 ms is C h^4 ~ 1e-9 to 1e-7 on these models, CVode's is set by rtol
-    1e-10), and the energy balance of the ME run stays below 1e-7 of the energy scale."""
-    fmu = native.fmu(model)
+    (RK4, solver.h_max = 0.1 ms) give the same motion over 1 s: every state within 1e-6 of its scale
+    (RK4's global error C h^4 is below 1e-9 at 0.1 ms on these models: at 1 ms it reaches 8.7e-6 on
+    the panda's arm, which CVode's run at rtol 1e-10 is closer to the truth than; CVode's error,
+    set by rtol, measured up to 1.4e-7), and the energy balance of the ME run stays below 1e-7 of
+    the energy scale. The panda
+    (a mimic coupling between its fingers: a loop of the core, under Baumgarte and projection)
+    stands for the robots with couplings."""
+    fmu = native.fmu(panda() if model == "panda" else model)
     states = state_outputs(fmu)
     outs = [*states, "E", "KE", "drift.E_balance_abs"]
-    cs = simulate(fmu, "CoSimulation", 1.0, outs, output_interval=0.01, step_size=0.01)
+    cs = simulate(
+        fmu, "CoSimulation", 1.0, outs, output_interval=0.01, step_size=0.01, start_values={"solver.h_max": 1e-4}
+    )
     me = simulate(fmu, "ModelExchange", 1.0, outs, output_interval=0.01, solver="CVode", relative_tolerance=1e-10)
     assert len(me) == len(cs) and np.allclose(me["time"], cs["time"], rtol=0, atol=1e-12)
     for name in states:
