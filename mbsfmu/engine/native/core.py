@@ -12,14 +12,21 @@ Arguments: float64 arrays of the model's sizes (other array-likes are converted)
 non-finite entries are reported as InputError with the Model's own messages. Results are new
 arrays, or written into ``out``. The library is loaded on first use (``build.library``: built
 at install time, or once into the per-user cache).
+
+``Core.calls()``: the same functions through the CPython binding (binding.c, ``build.binding``),
+for the Model's per-call dynamics: float64 arrays passed in place, one C call, None for anything
+else (the caller then takes the checked path here). Without the binding (no numpy headers, a
+failed build) a RuntimeWarning says why once and every call takes the ctypes path.
 """
 
 from __future__ import annotations
 
 import ctypes as C
+import os
 import threading
 import weakref
 from functools import partial
+from importlib import machinery, util
 
 import numpy as np
 
@@ -132,6 +139,61 @@ def lib() -> C.CDLL:
     return _lib
 
 
+class NoCalls:
+    """The stand-in for ``Core.calls()`` where the binding is missing (and before a Model's core
+    exists): every call answers None, so the caller takes the checked ctypes path."""
+
+    def forward_dynamics(self, q, qd, tau):
+        return None
+
+    inverse_dynamics = aba_derivatives = rnea_derivatives = forward_dynamics
+
+    def mass_matrix(self, q):
+        return None
+
+    def frame(self, q, qd, qdd, body, Rf, pf, what):
+        return None
+
+
+NO_CALLS = NoCalls()
+_binding = None  # the binding module once loaded; False when it cannot be
+
+
+def binding():
+    """The CPython binding module (binding.c; built at install time or once into the per-user
+    cache, as the library), or None when it cannot be built or loaded: then one RuntimeWarning
+    says why and the per-call functions go through ctypes (the same results, ~2 us more a call).
+    MBSFMU_BINDING=0 in the environment: None without a warning (the ctypes path only)."""
+    global _binding
+    if _binding is None:
+        with _lock:
+            if _binding is None and os.environ.get("MBSFMU_BINDING") == "0":
+                _binding = False
+            if _binding is None:
+                try:
+                    path = build.binding()
+                    loader = machinery.ExtensionFileLoader(build.BINDING, str(path))
+                    spec = util.spec_from_file_location(build.BINDING, str(path), loader=loader)
+                    module = util.module_from_spec(spec)
+                    loader.exec_module(module)
+                    _binding = module
+                except (build.BuildError, ImportError, OSError) as e:
+                    import warnings
+
+                    warnings.warn(
+                        f"mbsfmu: the CPython binding of the C core cannot be built or loaded ({e}); the "
+                        "dynamics calls go through ctypes (the same results, slower per call)",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
+                    _binding = False
+    return _binding or None
+
+
+def _address(fn) -> int:
+    return C.cast(fn, C.c_void_p).value
+
+
 def available() -> bool:
     """True if the core library loads (or can be built); False with zig missing or a failed build."""
     try:
@@ -228,6 +290,27 @@ class Core:
         self.u_in = self._uin[: self.n_u]  # the inputs step_inputs passes (fixed address)
         self._x_view = self._x.view()
         self._x_view.flags.writeable = False
+
+    def calls(self):
+        """This instance's per-call functions through the CPython binding (binding.c:
+        forward_dynamics, inverse_dynamics, mass_matrix, aba_derivatives, rnea_derivatives, frame),
+        owned by the calling thread (from another thread they answer None); NO_CALLS without the
+        binding. The results are those of the methods here (the same C functions)."""
+        mod = binding()
+        if mod is None:
+            return NO_CALLS
+        L = self._L
+        work, arrays, _pw, _pa = self._derivative_buffers()
+        fns = (
+            L.mbs_forward_dynamics_tau,
+            L.mbs_inverse_dynamics_tau,
+            L.mbs_crba,
+            L.mbs_aba_derivatives,
+            L.mbs_rnea_derivatives,
+            L.mbs_fk,
+        )
+        bufs = (work, arrays[0], *self._kin)
+        return mod.bind((self, bufs), self._s, self.nq, self.nv, tuple(map(_address, fns)), tuple(map(_ptr, bufs)))
 
     @property
     def model(self):
@@ -330,12 +413,7 @@ class Core:
     def _derivatives_call(self, fn, q, qd, name: str, b, n_out: int):
         """fn(s, q, qd, b, work, *outs) into fixed buffers (derivatives.c), copies returned: the
         first n_out of qdd (nv,) and three (nv, nv) matrices."""
-        bufs = self._dbufs
-        if bufs is None:
-            nv = self.nv
-            work = np.zeros(self._L.mbs_derivatives_work(self._s))
-            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)))
-            bufs = self._dbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        bufs = self._derivative_buffers()
         self._stage(q, qd, name, b)
         _work, arrays, pw, pa = bufs
         if n_out == 4:
@@ -348,6 +426,15 @@ class Core:
         if n_out == 4:
             return qdd.copy(), A.copy(), B.copy(), M.copy()
         return A.copy(), B.copy(), M.copy()
+
+    def _derivative_buffers(self):
+        """(work, (qdd, A, B, M), pointers) of derivatives.c, made on first use."""
+        if self._dbufs is None:
+            nv = self.nv
+            work = np.zeros(self._L.mbs_derivatives_work(self._s))
+            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)))
+            self._dbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        return self._dbufs
 
     def rnea_derivatives(self, q, qd, qdd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dtau_dq, dtau_dqd, M) (nv, nv) of Model.inverse_dynamics without f_ext (derivatives.c)."""
