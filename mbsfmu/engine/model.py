@@ -205,29 +205,29 @@ class Model:
 
     def frame_pose(self, q: Array, frame: str) -> tuple[Array, Array]:
         """(R, p): orientation (frame axes as columns, world axes) and origin [m] of a named frame."""
-        i, Rf, pf = self._frame_arrays(frame)
-        r = (self._calls or self._bind_calls()).frame(q, None, None, i, Rf, pf, 0)
+        r = (self._calls or self._bind_calls()).frame(q, None, None, frame, 0)
         if r is not None:
             return r
+        i, Rf, pf = self._frame_arrays(frame)
         kin = self.forward_kinematics(q)
         return kin.R[i] @ Rf, kin.point_position(i, pf)
 
     def frame_velocity(self, q: Array, qd: Array, frame: str) -> tuple[Array, Array]:
         """(omega, v): angular velocity [rad/s] and velocity of the frame origin [m/s], world axes."""
-        i, Rf, pf = self._frame_arrays(frame)
-        r = (self._calls or self._bind_calls()).frame(q, qd, None, i, Rf, pf, 1)
+        r = (self._calls or self._bind_calls()).frame(q, qd, None, frame, 1)
         if r is not None:
             return r
+        i, Rf, pf = self._frame_arrays(frame)
         kin = self.forward_kinematics(q, qd)
         return kin.omega_world[i], kin.point_velocity(i, pf)
 
     def frame_acceleration(self, q: Array, qd: Array, qdd: Array, frame: str) -> tuple[Array, Array]:
         """(omegadot, a): angular [rad/s^2] and classical linear acceleration [m/s^2] of the frame
         origin, world axes."""
-        i, Rf, pf = self._frame_arrays(frame)
-        r = (self._calls or self._bind_calls()).frame(q, qd, qdd, i, Rf, pf, 2)
+        r = (self._calls or self._bind_calls()).frame(q, qd, qdd, frame, 2)
         if r is not None:
             return r
+        i, Rf, pf = self._frame_arrays(frame)
         kin = self.forward_kinematics(q, qd, qdd)
         return kin.R[i] @ kin.a[i, :3], kin.point_acceleration(i, pf)
 
@@ -524,7 +524,8 @@ class Model:
     def _bind_calls(self):
         """This model's per-call functions (native.core.Core.calls of its core, this thread's), or
         NO_CALLS where the core does not load; kept for the following calls."""
-        self._calls = model_core(self).calls() if usable() else NO_CALLS
+        frames = {name: self._frame_arrays(name) for name in self.frames}
+        self._calls = model_core(self).calls(frames) if usable() else NO_CALLS
         return self._calls
 
     def _frame_arrays(self, frame: str) -> tuple[int, Array, Array]:

@@ -142,7 +142,7 @@ def test_frame_kinematics_match_the_reference(name, rng):
 def test_no_calls_answers_none():
     assert NO_CALLS.forward_dynamics(None, None, None) is None
     assert NO_CALLS.mass_matrix(None) is None
-    assert NO_CALLS.frame(None, None, None, 1, None, None, 0) is None
+    assert NO_CALLS.frame(None, None, None, "tcp", 0) is None
 
 
 def test_without_the_binding_the_results_are_the_same(rng):

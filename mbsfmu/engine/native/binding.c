@@ -37,10 +37,11 @@ typedef int (*outputs_fn)(void *s, const double *u, int n_b, const int32_t *bodi
 
 typedef struct {
     PyObject_HEAD
-    PyObject *keep; /* the Core and the work arrays whose memory the pointers below are in */
+    PyObject *keep;   /* the Core and the work arrays whose memory the pointers below are in */
+    PyObject *frames; /* {name: (body, R (3, 3), p (3,))} of the model's named frames */
     void *s;        /* the core instance (mbs_sim *) */
     unsigned long thread;
-    Py_ssize_t nq, nv;
+    Py_ssize_t nq, nv, N;
     vec3_fn fd, id;
     crba_fn crba;
     aba_deriv_fn aba_d;
@@ -150,17 +151,26 @@ static void cross3(const double *a, const double *b, double *c) {
     c[2] = a[0] * b[1] - a[1] * b[0];
 }
 
-/* frame(q, qd, qdd, i, Rf, pf, what): one outward pass (mbs_fk), then of the frame (Rf, pf) on body i
+/* frame(q, qd, qdd, name, what): one outward pass (mbs_fk), then of the named frame (Rf, pf) on body i
  * (kinematics.Kinematics' formulas): what 0: (R_i Rf, p_i + R_i pf); 1: (R_i w_i, R_i (v_o + w x pf));
- * 2: (R_i w'_i, R_i (a_o + w' x pf + w x (v_o + w x pf))) (RBDA Sec. 2.11: classical acceleration). */
+ * 2: (R_i w'_i, R_i (a_o + w' x pf + w x (v_o + w x pf))) (RBDA Sec. 2.11: classical acceleration).
+ * None for an unknown name (the caller's checked path names it). */
 static PyObject *Calls_frame(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (!owned(c, nargs, 7)) Py_RETURN_NONE;
-    long what = PyLong_AsLong(args[6]);
-    Py_ssize_t i = PyLong_AsSsize_t(args[3]);
-    if (PyErr_Occurred()) return NULL;
-    const double *q = vec(args[0], c->nq), *Rf = flat(args[4], 9), *pf = flat(args[5], 3);
+    if (!owned(c, nargs, 5)) Py_RETURN_NONE;
+    long what = PyLong_AsLong(args[4]);
+    if (what == -1 && PyErr_Occurred()) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(c->frames, args[3]);
+    if (!entry) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) Py_RETURN_NONE;
+    Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    const double *q = vec(args[0], c->nq), *Rf = flat(PyTuple_GET_ITEM(entry, 1), 9);
+    const double *pf = flat(PyTuple_GET_ITEM(entry, 2), 3);
     const double *qd = what >= 1 ? vec(args[1], c->nv) : NULL, *qdd = what == 2 ? vec(args[2], c->nv) : NULL;
-    if (!q || !pf || (what == 0 && !Rf) || (what >= 1 && !qd) || (what == 2 && !qdd) || i < 0) Py_RETURN_NONE;
+    if (!q || !pf || !Rf || (what >= 1 && !qd) || (what == 2 && !qdd) || i < 0 || i > c->N) Py_RETURN_NONE;
     if (c->fk(c->s, q, qd, qdd, c->R, c->p, what >= 1 ? c->v : NULL, what == 2 ? c->a : NULL)) Py_RETURN_NONE;
     const double *R = c->R + 9 * i, *w = c->v + 6 * i, *vo = w + 3, *dw = c->a + 6 * i, *dvo = dw + 3;
     PyObject *first = new_array(what == 0 ? 2 : 1, 3, 3), *second = new_array(1, 3, 0);
@@ -204,12 +214,13 @@ static PyMethodDef Calls_methods[] = {
     {"rnea_derivatives", (PyCFunction)(void (*)(void))Calls_rnea_derivatives, METH_FASTCALL,
      "rnea_derivatives(q, qd, qdd) -> (dtau_dq, dtau_dqd, M), or None"},
     {"frame", (PyCFunction)(void (*)(void))Calls_frame, METH_FASTCALL,
-     "frame(q, qd, qdd, body, Rf (3, 3), pf (3,), what) -> pose (0), velocity (1) or acceleration (2), or None"},
+     "frame(q, qd, qdd, name, what) -> pose (0), velocity (1) or acceleration (2) of a named frame, or None"},
     {NULL, NULL, 0, NULL},
 };
 
 static void Calls_dealloc(Calls *c) {
     Py_XDECREF(c->keep);
+    Py_XDECREF(c->frames);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -222,22 +233,24 @@ static PyTypeObject CallsType = {
     .tp_dealloc = (destructor)Calls_dealloc,
 };
 
-/* bind(keep, s, nq, nv, functions (6 addresses), buffers (6 addresses)) -> Calls owned by this thread */
+/* bind(keep, frames, s, nq, nv, N, functions (6 addresses), buffers (6 addresses)) -> Calls owned by
+ * this thread; the buffers: derivatives work, qdd (nv), R, p, v, a of N + 1 bodies */
 static PyObject *bind(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *keep;
+    PyObject *keep, *frames;
     unsigned long long s, f[6], b[6];
-    Py_ssize_t nq, nv;
-    if (!PyArg_ParseTuple(args, "OKnn(KKKKKK)(KKKKKK)", &keep, &s, &nq, &nv, &f[0], &f[1], &f[2], &f[3], &f[4],
-                          &f[5], &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]))
+    Py_ssize_t nq, nv, N;
+    if (!PyArg_ParseTuple(args, "OO!Knnn(KKKKKK)(KKKKKK)", &keep, &PyDict_Type, &frames, &s, &nq, &nv, &N, &f[0],
+                          &f[1], &f[2], &f[3], &f[4], &f[5], &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]))
         return NULL;
     Calls *c = PyObject_New(Calls, &CallsType);
     if (!c) return NULL;
     Py_INCREF(keep);
-    c->keep = keep;
+    Py_INCREF(frames);
+    c->keep = keep, c->frames = frames;
     c->s = (void *)(uintptr_t)s;
     c->thread = PyThread_get_thread_ident();
-    c->nq = nq, c->nv = nv;
+    c->nq = nq, c->nv = nv, c->N = N;
     c->fd = (vec3_fn)(uintptr_t)f[0], c->id = (vec3_fn)(uintptr_t)f[1], c->crba = (crba_fn)(uintptr_t)f[2];
     c->aba_d = (aba_deriv_fn)(uintptr_t)f[3], c->rnea_d = (deriv_fn)(uintptr_t)f[4], c->fk = (fk_fn)(uintptr_t)f[5];
     double **buf[6] = {&c->work, &c->qdd, &c->R, &c->p, &c->v, &c->a};
@@ -302,8 +315,88 @@ static PyObject *bind_outputs(PyObject *self, PyObject *args) {
     return (PyObject *)o;
 }
 
+/* The Simulator's per-step calls: step(t, dt) -> mbs_sim_step_inputs(s, t, u, dt) (MBS_OK 0, MBS_DISCARD 1,
+ * MBS_ERROR 2); invariant_values() -> a new (20,) array of rows.ENGINE_COLUMNS from the instance's
+ * lazy invariants (mbs_sim_invariants: p_sys, P_sys, H_sys, R, Rdot, KE, PE, its first 17 doubles),
+ * E = KE + PE and W_in, W_diss (x's last two), as mbs_sim_outputs writes them. */
+typedef int (*step_fn)(void *s, double t, const double *u, double dt);
+typedef const double *(*invariants_fn)(void *s);
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *keep;
+    void *s;
+    const double *u, *x; /* the inputs step passes; the state (nx = n_x entries) */
+    Py_ssize_t n_x;
+    step_fn step;
+    invariants_fn invariants;
+} Stepper;
+
+static PyObject *Stepper_step(Stepper *o, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "step(t, dt) takes 2 arguments");
+    double t = PyFloat_AsDouble(args[0]), dt = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(o->step(o->s, t, o->u, dt));
+}
+
+static PyObject *Stepper_invariant_values(Stepper *o, PyObject *unused) {
+    (void)unused;
+    const double *inv = o->invariants(o->s);
+    if (!inv) return PyErr_Format(PyExc_RuntimeError, "the core instance is not valid");
+    PyObject *out = new_array(1, 20, 0);
+    if (!out) return NULL;
+    double *v = DATA(out);
+    memcpy(v, inv, 17 * sizeof(double));
+    v[17] = inv[15] + inv[16];
+    v[18] = o->x[o->n_x - 2];
+    v[19] = o->x[o->n_x - 1];
+    return out;
+}
+
+static PyMethodDef Stepper_methods[] = {
+    {"step", (PyCFunction)(void (*)(void))Stepper_step, METH_FASTCALL,
+     "step(t, dt) -> mbs_sim_step_inputs' code (0 ok, 1 discard, 2 error)"},
+    {"invariant_values", (PyCFunction)Stepper_invariant_values, METH_NOARGS,
+     "invariant_values() -> (20,) p_sys, P_sys, H_sys, R, Rdot, KE, PE, E, W_in, W_diss"},
+    {NULL, NULL, 0, NULL},
+};
+
+static void Stepper_dealloc(Stepper *o) {
+    Py_XDECREF(o->keep);
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static PyTypeObject StepperType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mbsfmu_binding.Stepper",
+    .tp_basicsize = sizeof(Stepper),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A core instance's step and invariant values for the Simulator (binding.c)",
+    .tp_methods = Stepper_methods,
+    .tp_dealloc = (destructor)Stepper_dealloc,
+};
+
+/* bind_stepper(keep, s, u, x, n_x, step, invariants) */
+static PyObject *bind_stepper(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *keep;
+    unsigned long long s, u, x, step, inv;
+    Py_ssize_t n_x;
+    if (!PyArg_ParseTuple(args, "OKKKnKK", &keep, &s, &u, &x, &n_x, &step, &inv)) return NULL;
+    if (n_x < 2) return PyErr_Format(PyExc_ValueError, "the state has W_in and W_diss: n_x >= 2");
+    Stepper *o = PyObject_New(Stepper, &StepperType);
+    if (!o) return NULL;
+    Py_INCREF(keep);
+    o->keep = keep;
+    o->s = (void *)(uintptr_t)s;
+    o->u = (const double *)(uintptr_t)u, o->x = (const double *)(uintptr_t)x;
+    o->n_x = n_x;
+    o->step = (step_fn)(uintptr_t)step, o->invariants = (invariants_fn)(uintptr_t)inv;
+    return (PyObject *)o;
+}
+
 static PyMethodDef module_methods[] = {
-    {"bind", bind, METH_VARARGS, "bind(keep, s, nq, nv, functions, buffers) -> Calls"},
+    {"bind_stepper", bind_stepper, METH_VARARGS, "bind_stepper(keep, s, u, x, n_x, step, invariants) -> Stepper"},
+    {"bind", bind, METH_VARARGS, "bind(keep, frames, s, nq, nv, N, functions, buffers) -> Calls"},
     {"bind_outputs", bind_outputs, METH_VARARGS, "bind_outputs(keep, fn, s, u, n_b, bodies, n_w, wheels, out)"},
     {NULL, NULL, 0, NULL},
 };
@@ -313,6 +406,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "mbsfmu_binding", NUL
 
 PyMODINIT_FUNC PyInit_mbsfmu_binding(void) {
     import_array();
-    if (PyType_Ready(&CallsType) < 0 || PyType_Ready(&OutputsType) < 0) return NULL;
+    if (PyType_Ready(&CallsType) < 0 || PyType_Ready(&OutputsType) < 0 || PyType_Ready(&StepperType) < 0)
+        return NULL;
     return PyModule_Create(&module);
 }

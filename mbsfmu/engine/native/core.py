@@ -151,7 +151,7 @@ class NoCalls:
     def mass_matrix(self, q):
         return None
 
-    def frame(self, q, qd, qdd, body, Rf, pf, what):
+    def frame(self, q, qd, qdd, name, what):
         return None
 
 
@@ -288,12 +288,14 @@ class Core:
         self._fbufs = None
         self._step_inputs, self._outputs = L.mbs_sim_step_inputs, L.mbs_sim_outputs
         self.u_in = self._uin[: self.n_u]  # the inputs step_inputs passes (fixed address)
+        self._inv_view = (None, None)  # (address, array) of invariant_view, made at its first call
         self._x_view = self._x.view()
         self._x_view.flags.writeable = False
 
-    def calls(self):
+    def calls(self, frames: dict | None = None):
         """This instance's per-call functions through the CPython binding (binding.c:
-        forward_dynamics, inverse_dynamics, mass_matrix, aba_derivatives, rnea_derivatives, frame),
+        forward_dynamics, inverse_dynamics, mass_matrix, aba_derivatives, rnea_derivatives, and
+        frame(q, qd, qdd, name, what) of ``frames``: {name: (body, R (3, 3), p (3,)) float64}),
         owned by the calling thread (from another thread they answer None); NO_CALLS without the
         binding. The results are those of the methods here (the same C functions)."""
         mod = binding()
@@ -310,7 +312,16 @@ class Core:
             L.mbs_fk,
         )
         bufs = (work, arrays[0], *self._kin)
-        return mod.bind((self, bufs), self._s, self.nq, self.nv, tuple(map(_address, fns)), tuple(map(_ptr, bufs)))
+        return mod.bind(
+            (self, bufs),
+            dict(frames or {}),
+            self._s,
+            self.nq,
+            self.nv,
+            self.N,
+            tuple(map(_address, fns)),
+            tuple(map(_ptr, bufs)),
+        )
 
     @property
     def model(self):
@@ -642,6 +653,27 @@ class Core:
         """``outputs(bodies, wheels, out)`` as a function of no arguments, its arguments checked
         once (for a caller that reads every output at every step); InputError when it fails."""
         self.outputs(bodies, wheels, out)  # checks the arguments (and that the call works)
+        mod = binding()
+        if mod is not None:  # the same C call without ctypes' argument conversion (binding.c)
+            fast = mod.bind_outputs(
+                (out, bodies, wheels, self),
+                _address(self._outputs),
+                self._s,
+                self._puin,
+                bodies.size,
+                _ptr(bodies),
+                wheels.size,
+                _ptr(wheels),
+                _ptr(out),
+            )
+
+            def outputs() -> np.ndarray:
+                got = fast()
+                if got is None:
+                    raise InputError(self.message)
+                return got
+
+            return outputs
         call = partial(
             self._outputs, self._s, self._puin, bodies.size, _ptr(bodies), wheels.size, _ptr(wheels), _ptr(out)
         )
@@ -690,6 +722,36 @@ class Core:
         p = self._L.mbs_sim_qdd(self._s)
         return np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (self.nv,)).copy() if self.nv else np.zeros(0)
 
+    def stepper(self):
+        """The Simulator's per-step calls of this instance: ``step(t, dt)`` (``step_inputs``'s code)
+        and ``invariant_values()`` (a new (20,) array: p_sys, P_sys, H_sys, R, Rdot, KE, PE, E = KE + PE,
+        W_in, W_diss of the current state, as ``outputs`` writes them), through the binding
+        (binding.c), else through ctypes (CtypesStepper: the same numbers)."""
+        mod = binding()
+        if mod is None:
+            return CtypesStepper(self)
+        L = self._L
+        return mod.bind_stepper(
+            self,
+            self._s,
+            self._puin,
+            L.mbs_sim_x(self._s),
+            self.nx,
+            _address(L.mbs_sim_step_inputs),
+            _address(L.mbs_sim_invariants),
+        )
+
+    def invariant_view(self) -> np.ndarray:
+        """The invariants of the current state (computed once per state) as a read-only (19,) view of
+        the instance's mbs_invariants: p_sys, P_sys, H_sys, R, Rdot (3 each), KE, PE, H_scale, E_scale;
+        its values are those of this call's state (call again after a step)."""
+        p = self._L.mbs_sim_invariants(self._s)  # the same address every time (the instance's)
+        if self._inv_view[0] != p:
+            view = np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (C.sizeof(Invariants_C) // 8,))
+            view.flags.writeable = False
+            self._inv_view = (p, view)
+        return self._inv_view[1]
+
     def invariants(self) -> Invariants_C:
         """The invariants of the current state (computed once per state)."""
         p = self._L.mbs_sim_invariants(self._s)
@@ -703,6 +765,22 @@ class Core:
             raise InputError("copy_from: the instances are of different models")
         if self._L.mbs_sim_copy(self._s, other._s):
             raise InputError("copy_from failed")
+
+
+class CtypesStepper:
+    """``Core.stepper()`` where the binding is missing: the same calls through ctypes."""
+
+    def __init__(self, core: Core):
+        self.core = core
+        self.step = core.step_inputs
+
+    def invariant_values(self) -> np.ndarray:
+        v = self.core.invariant_view()
+        out = np.empty(20)
+        out[:17] = v[:17]
+        out[17] = out[15] + out[16]
+        out[18:] = self.core.x_view[-2:]
+        return out
 
 
 _MODEL_CORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
