@@ -525,7 +525,10 @@ class Model:
         """This model's per-call functions (native.core.Core.calls of its core, this thread's), or
         NO_CALLS where the core does not load; kept for the following calls."""
         frames = {name: self._frame_arrays(name) for name in self.frames}
-        self._calls = model_core(self).calls(frames) if usable() else NO_CALLS
+        try:
+            self._calls = model_core(self).calls(frames) if usable() else NO_CALLS
+        except InputError:  # the core refuses this model: the checked paths say why, or run numpy
+            self._calls = NO_CALLS
         return self._calls
 
     def _frame_arrays(self, frame: str) -> tuple[int, Array, Array]:

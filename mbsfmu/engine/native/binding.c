@@ -1,13 +1,16 @@
 /* binding.c - the per-call face of the C core for Python: a CPython extension module (built by zig
- * like the core, build.py) whose ``Calls`` object runs one core function per Python call with no
- * argument conversion, no staging copies and no ctypes marshalling.
+ * like the core, build.py) whose objects run one core function per Python call with no argument
+ * conversion, no staging copies and no ctypes marshalling: ``Calls`` (the Model's dynamics: forward
+ * and inverse dynamics, mass matrix, ABA and RNEA derivatives, frame kinematics), ``Outputs`` and
+ * ``Stepper`` (the Simulator's outputs, step and invariant values).
  *
- * Why (docs/performance.md, "Per-call cost"): through ctypes, Model.forward_dynamics on the 7-DoF arm
- * spent ~0.3 us in ABA and ~2.4 us around it: three argument copies into fixed buffers (~0.4 us
- * each), the ctypes foreign call with six converted arguments (~1.0 us), the result copy and the
- * Python layers between. Here a call is: METH_FASTCALL dispatch, for each argument a look at the
- * array's header (float64, 1-D, its size, aligned and C-contiguous: the data are passed in place),
- * one new result array, the core function through its address.
+ * Why (docs/performance.md, "Per-call cost from Python"): through ctypes, Model.forward_dynamics on
+ * the 7-DoF arm took 2.76 us of which the C function 0.87 us: three argument copies into the
+ * instance's staging buffers (0.25 us each), the foreign call beyond the C function (0.48 us), the
+ * result copy and the Python layers between; passing an array's memory through ctypes costs more
+ * than the copy (a.ctypes.data: 0.8 us). Here a call is METH_FASTCALL dispatch, for each argument a
+ * look at the array's header (float64, its size, aligned and C-contiguous: the data are passed in
+ * place), one new result array and the core function through its address: 0.2 us around it.
  *
  * The core's functions come as addresses from the loaded core library (core.py), so this module
  * depends on no core header and the same functions compute the same bits as through ctypes. Any
