@@ -184,3 +184,18 @@ def test_a_missing_python_header_is_a_build_error(tmp_path, monkeypatch):
     monkeypatch.setattr(build.sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
     with pytest.raises(build.BuildError, match=r"Python.h, not found in"):
         build.build_binding(tmp_path / "out")
+
+
+def test_the_model_binds_its_calls_at_the_first_call(rng):
+    """The fast path is wired: after the first call the Model holds its core's Calls (binding.c),
+    whose answers are the Model's."""
+    model = load("urdf_arm7.urdf")
+    q, qd, tau, _ = state(model, rng)
+    qdd = model.forward_dynamics(q, qd, tau)
+    calls = model._calls
+    assert type(calls).__name__ == "Calls"
+    np.testing.assert_array_equal(calls.forward_dynamics(q, qd, tau), qdd)
+    frame = list(model.frames)[-1]
+    for got, want in zip(calls.frame(q, None, None, frame, 0), model.frame_pose(q, frame)):
+        np.testing.assert_array_equal(got, want)
+    assert calls.frame(q, None, None, "no_such_frame", 0) is None
