@@ -1,6 +1,9 @@
 """Install-time build of the C engine core (mbsfmu/engine/native) with zig's C compiler (PyPI ziglang,
 a build requirement): ``pip install .`` and ``pip install -e .`` need no system compiler, and the
-first simulation step has no compile wait. Everything else is in pyproject.toml."""
+first simulation step has no compile wait. The core's CPython binding (binding.c, the Model's
+per-call dynamics) is built the same way, against the installing interpreter's and numpy's headers;
+where that fails the install goes on and says so (mbsfmu then tries once more at first use, else
+takes the ctypes path). Everything else is in pyproject.toml."""
 
 import importlib.util
 from pathlib import Path
@@ -33,11 +36,19 @@ class BuildPyWithCore(build_py):
         )
         nb.remove_stale(dest)
         nb.build_library(dest, progress=lambda m: print(m, flush=True))
+        try:
+            nb.build_binding(dest, progress=lambda m: print(m, flush=True))
+        except nb.BuildError as e:
+            print(f"mbsfmu: the CPython binding was not built ({e}); the dynamics calls will use ctypes", flush=True)
 
     def get_outputs(self, include_bytecode=True):
         outs = super().get_outputs(include_bytecode)
         if not getattr(self, "editable_mode", False):
-            outs.append(str(Path(self.build_lib) / "mbsfmu" / "engine" / "native" / _native_build().library_name()))
+            native = Path(self.build_lib) / "mbsfmu" / "engine" / "native"
+            nb = _native_build()
+            outs.append(str(native / nb.library_name()))
+            if (native / nb.binding_name()).is_file():
+                outs.append(str(native / nb.binding_name()))
         return outs
 
 

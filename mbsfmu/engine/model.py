@@ -36,7 +36,7 @@ from .dynamics.rnea import rnea
 from .dynamics.singular import singular_joints
 from .inputs import real_array
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
-from .native.core import model_core, usable
+from .native.core import NO_CALLS, model_core, usable
 from .spatial import Array
 from .spec.description import Body, Joint, ModelSpec, Origin
 from .spec.repair import advice as repair_advice
@@ -46,7 +46,14 @@ from .spec.validation import check_spec, locate
 
 
 class Model:
-    """A multibody tree built from a ModelSpec; raises ModelError listing every problem."""
+    """A multibody tree built from a ModelSpec; raises ModelError listing every problem.
+
+    The dynamics calls (forward/inverse dynamics, mass matrix, derivatives, frame kinematics) run
+    in the C core through its CPython binding when their arrays are float64 of the model's sizes
+    (native.core.Core.calls: one C call, no conversion); anything else takes the checked path,
+    which converts or raises InputError naming the argument."""
+
+    _calls = None  # this model's Core.calls(), bound at the first dynamics call (_bind_calls)
 
     def __init__(
         self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None, repair_hint: str | None = None
@@ -205,22 +212,31 @@ class Model:
 
     def frame_pose(self, q: Array, frame: str) -> tuple[Array, Array]:
         """(R, p): orientation (frame axes as columns, world axes) and origin [m] of a named frame."""
-        i, fr = self._frame(frame)
+        r = (self._calls or self._bind_calls()).frame(q, None, None, frame, 0)
+        if r is not None:
+            return r
+        i, Rf, pf = self._frame_arrays(frame)
         kin = self.forward_kinematics(q)
-        return kin.R[i] @ fr.R, kin.point_position(i, fr.p)
+        return kin.R[i] @ Rf, kin.point_position(i, pf)
 
     def frame_velocity(self, q: Array, qd: Array, frame: str) -> tuple[Array, Array]:
         """(omega, v): angular velocity [rad/s] and velocity of the frame origin [m/s], world axes."""
-        i, fr = self._frame(frame)
+        r = (self._calls or self._bind_calls()).frame(q, qd, None, frame, 1)
+        if r is not None:
+            return r
+        i, Rf, pf = self._frame_arrays(frame)
         kin = self.forward_kinematics(q, qd)
-        return kin.omega_world[i], kin.point_velocity(i, fr.p)
+        return kin.omega_world[i], kin.point_velocity(i, pf)
 
     def frame_acceleration(self, q: Array, qd: Array, qdd: Array, frame: str) -> tuple[Array, Array]:
         """(omegadot, a): angular [rad/s^2] and classical linear acceleration [m/s^2] of the frame
         origin, world axes."""
-        i, fr = self._frame(frame)
+        r = (self._calls or self._bind_calls()).frame(q, qd, qdd, frame, 2)
+        if r is not None:
+            return r
+        i, Rf, pf = self._frame_arrays(frame)
         kin = self.forward_kinematics(q, qd, qdd)
-        return kin.R[i] @ kin.a[i, :3], kin.point_acceleration(i, fr.p)
+        return kin.R[i] @ kin.a[i, :3], kin.point_acceleration(i, pf)
 
     def frame_jacobian(self, q: Array, frame: str) -> Array:
         """J: (6, nv) with [omega; v] = J qd for the frame origin, world axes [angular; linear]."""
@@ -250,6 +266,10 @@ class Model:
     def mass_matrix(self, q: Array, backend: str = "auto") -> Array:
         """M(q): (nv, nv) joint-space inertia by CRBA. backend: "auto" (the C core, mbsfmu/native,
         if it loads), "native" or "python" (the numpy reference)."""
+        if backend == "auto" or backend == "native":
+            M = (self._calls or self._bind_calls()).mass_matrix(q)
+            if M is not None:
+                return M
         if _native(backend):
             return model_core(self).crba(q)
         return crba(self.tree, self.checked_vector("q", q, self.nq))
@@ -265,6 +285,10 @@ class Model:
         Trees only: InputError for closed loops (linearize them with
         mbsfmu.linear.jacobians.dynamics_jacobians, partitioned coordinates)."""
         self._check_tree_for_derivatives()
+        if f_ext is None:
+            r = (self._calls or self._bind_calls()).rnea_derivatives(q, qd, qdd)
+            if r is not None:
+                return r
         core = model_core(self)
         dq, dqd, M = core.rnea_derivatives(q, qd, qdd)
         if f_ext is not None:
@@ -278,6 +302,10 @@ class Model:
         for ABA), in the C core; f_ext as in ``rnea_derivatives`` (qdd at tau + Q, dqdd/dq +=
         M^-1 dQ/dq). Columns and refusals as ``rnea_derivatives``; [1/s^2], [1/s]."""
         self._check_tree_for_derivatives()
+        if f_ext is None:
+            r = (self._calls or self._bind_calls()).aba_derivatives(q, qd, tau)
+            if r is not None:
+                return r
         core = model_core(self)
         if f_ext is None:
             return core.aba_derivatives(q, qd, tau)[1:]
@@ -327,6 +355,10 @@ class Model:
     def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:
         """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA);
         backend as for ``mass_matrix``."""
+        if f_ext is None and (backend == "auto" or backend == "native"):
+            tau = (self._calls or self._bind_calls()).inverse_dynamics(q, qd, qdd)
+            if tau is not None:
+                return tau
         if _native(backend):
             return model_core(self).inverse_dynamics(q, qd, qdd, f_ext)
         q, qd, qdd = (
@@ -344,6 +376,10 @@ class Model:
         method: "aba" (O(N) articulated-body), "crba" (solve M qdd = tau - RNEA(q, qd, 0)) or
         "transform" (No's velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd)).
         backend (method "aba"): as for ``mass_matrix``."""
+        if f_ext is None and method == "aba" and (backend == "auto" or backend == "native"):
+            qdd = (self._calls or self._bind_calls()).forward_dynamics(q, qd, tau)
+            if qdd is not None:
+                return qdd
         if method == "aba" and _native(backend):
             return model_core(self).forward_dynamics(q, qd, tau, f_ext)
         q, qd, tau = (
@@ -491,6 +527,27 @@ class Model:
         if body not in self.body_index:
             raise InputError(f"unknown body {body!r} in model {self.source}; bodies: {', '.join(self.body_names)}")
         return self.body_index[body]
+
+    def _bind_calls(self):
+        """This model's per-call functions (native.core.Core.calls of its core, this thread's), or
+        NO_CALLS where the core does not load; kept for the following calls."""
+        frames = {name: self._frame_arrays(name) for name in self.frames}
+        try:
+            self._calls = model_core(self).calls(frames) if usable() else NO_CALLS
+        except InputError:  # the core refuses this model: the checked paths say why, or run numpy
+            self._calls = NO_CALLS
+        return self._calls
+
+    def _frame_arrays(self, frame: str) -> tuple[int, Array, Array]:
+        """(body, R (3, 3), p (3,)) of a named frame (InputError for an unknown name), made once."""
+        cache = self.__dict__.setdefault("_frame_cache", {})
+        hit = cache.get(frame)
+        if hit is None:
+            i, fr = self._frame(frame)
+            R, p = np.array(fr.R, dtype=float), np.array(fr.p, dtype=float)
+            R.flags.writeable = p.flags.writeable = False
+            hit = cache[frame] = (i, R, p)
+        return hit
 
     def _frame(self, frame: str):
         if frame not in self.frames:

@@ -28,11 +28,8 @@ ENGINE_COLUMNS = (
 
 def engine_values(sim) -> list[float]:
     """The ENGINE_COLUMNS at the current state: p_sys, P_sys, H_sys, R, Rdot (world axes), KE, PE,
-    E, W_in, W_diss [J]."""
-    inv = sim.invariants()
-    W_in, W_diss = sim.work
-    vectors = [float(v) for key in INVARIANT_VECTORS for v in getattr(inv, key)]
-    return [*vectors, inv.KE, inv.PE, inv.E, W_in, W_diss]
+    E, W_in, W_diss [J] (``Simulator.invariant_values``)."""
+    return sim.invariant_values().tolist()
 
 
 def engine_columns(sim) -> dict[str, float]:
@@ -70,7 +67,7 @@ def records_columns(sim) -> tuple[str, ...]:
 def records_values(sim, t: float | None = None) -> np.ndarray:
     """One records.csv row as an array in ``records_columns`` order: what ``records_row`` holds,
     without a mapping of ~50 entries per body (a 10,000-body row is 490,000 values)."""
-    return np.concatenate([[sim.t if t is None else t], sim.record_values(), engine_values(sim)])
+    return np.concatenate([[sim.t if t is None else t], sim.record_values(), sim.invariant_values()])
 
 
 class Rows:

@@ -34,7 +34,7 @@ from ..engine.spatial import Array
 from ..errors import InputError, MbsError, brief
 from .integrators import IntegrationError, dop853, rk4_step
 from .outputs import Invariants, body_record_names, body_record_values, engine_invariants
-from .rows import ENGINE_COLUMNS, engine_values
+from .rows import ENGINE_COLUMNS
 
 INTEGRATORS = ("rk4", "dop853")
 LOOP_METHODS = ("multipliers", "partitioning")
@@ -136,6 +136,7 @@ class Simulator:
         self._stats = [0, 0, 0.0]  # n_steps, n_rhs, h_last (python backend; the core keeps its own)
         self._dt_max = self.h_max * MAX_SUBSTEPS if self.h_max > 0 else float(np.finfo(float).max)
         self._output_names: tuple[str, ...] | None = None
+        self._output_slices: dict[str, slice] | None = None
         self._out = None  # the core's outputs call, made at the first outputs()
         self.backend, self._native = _backend(backend, integrator, model, loop_method), None
         if self.backend == "native":
@@ -144,6 +145,7 @@ class Simulator:
             self._native = Core(model)
             self._native.set_solver(integrator, self.h_max, self.rtol, self.atol)
             self._native.set_loops(loop_stabilisation in ("baumgarte", "both"), self._project, alpha, beta)
+            self._stepper = self._native.stepper()
         self._u = self._native.u_in if self._native is not None else np.zeros(len(self.input_names))
         self._x = np.zeros(self._nq + self._nv + 2)
         self.set_configuration(*model.initial_state(assemble=False))
@@ -306,7 +308,9 @@ class Simulator:
         state is then left at the start of the step)."""
         native = self._native
         if native is not None and type(dt) is float and 0.0 < dt <= self._dt_max:  # the checks below, passed
-            self._native_step(dt)
+            if self._stepper.step(self.t, dt):  # _native_step inline (the per-step path)
+                self._native_failed()
+            self.t += dt
             return
         dt = _real("dt", dt)
         if not (math.isfinite(dt) and dt > 0):
@@ -346,11 +350,16 @@ class Simulator:
         """step(dt) in the C core (the same RK4 sub-steps or DOP853 steps as above, quaternions
         renormalised alike), the state and statistics kept there; SimulationError with the core's
         message (the state left as it was)."""
-        if self._native.step_inputs(self.t, dt):
-            if not np.all(np.isfinite(self._u)):
-                raise InputError(f"inputs must be finite, got {dict(zip(self.input_names, self._u.tolist()))}")
-            raise SimulationError(self._native.message)
+        if self._stepper.step(self.t, dt):
+            self._native_failed()
         self.t += dt
+
+    def _native_failed(self) -> None:
+        """The error of a failed core step: InputError for non-finite inputs, else SimulationError
+        with the core's message."""
+        if not np.all(np.isfinite(self._u)):
+            raise InputError(f"inputs must be finite, got {dict(zip(self.input_names, self._u.tolist()))}")
+        raise SimulationError(self._native.message)
 
     def _close_loops(self, x: Array) -> Array:
         """After a step: v = H(u), vdot = B_vu udot for partitioned loops; projection of the
@@ -392,21 +401,31 @@ class Simulator:
         return forward_kinematics(self.model.tree, q, qd)
 
     def invariants(self) -> Invariants:
-        """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state."""
-        q, qd = self.q, self.qd
-        if self.backend == "native":
-            inv = self._native.invariants_at(q, qd)
+        """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state (on the native
+        backend the core's, computed once per state; ``invariant_values`` as one array)."""
+        if self._native is not None:
+            v = self._native.invariant_view()
             return Invariants(
-                p_sys=np.array(inv.p_sys),
-                P_sys=np.array(inv.P_sys),
-                H_sys=np.array(inv.H_sys),
-                R=np.array(inv.R),
-                Rdot=np.array(inv.Rdot),
-                KE=inv.KE,
-                PE=inv.PE,
+                p_sys=v[0:3].copy(),
+                P_sys=v[3:6].copy(),
+                H_sys=v[6:9].copy(),
+                R=v[9:12].copy(),
+                Rdot=v[12:15].copy(),
+                KE=float(v[15]),
+                PE=float(v[16]),
             )
+        q, qd = self.q, self.qd
         kin = self.kinematics()
         return engine_invariants(self.model, kin, q, qd, self.spring_energy(kin))
+
+    def invariant_values(self) -> Array:
+        """The engine columns (``invariant_names``: p_sys, P_sys, H_sys, R, Rdot (world axes), KE,
+        PE, E, W_in, W_diss [SI]) at the current state as a new (20,) array: on the native backend
+        from the core's invariants of this state (no dict, no per-vector arrays)."""
+        if self._native is not None:
+            return self._stepper.invariant_values()  # E = KE + PE, as Invariants.E and mbs_sim_outputs
+        inv = self.invariants()
+        return np.array([*inv.p_sys, *inv.P_sys, *inv.H_sys, *inv.R, *inv.Rdot, inv.KE, inv.PE, inv.E, *self.work])
 
     def loop_outputs(self) -> dict[str, dict]:
         """Per loop at the current state and inputs: ``phi`` = |Phi| (2-norm of its position
@@ -457,16 +476,11 @@ class Simulator:
     def record_values(self) -> Array:
         """Body, wheel and spring records at the current state, in ``record_names`` order (the
         body records by the C core on the native backend, outputs.body_record_values on numpy)."""
-        if self.backend == "native":
-            bodies, wheels = self._record_index
-            n = 49 * bodies.size + 7 * wheels.size + 24
-            q, qd = self.x[: self._nq], self.x[self._nq : self._nq + self._nv]
-            body = self._native.records_at(q, qd, bodies, wheels, np.empty(n))
-            springs = np.fromiter(self.spring_records().values(), float)
-        else:
-            kin = self.kinematics()
-            body = body_record_values(self.model, kin)
-            springs = np.fromiter(self.spring_records(kin).values(), float)
+        if self._native is not None:  # the core's records of this state: one call, no dict
+            return self.outputs()[self.output_slices["records"]].copy()
+        kin = self.kinematics()
+        body = body_record_values(self.model, kin)
+        springs = np.fromiter(self.spring_records(kin).values(), float)
         return np.concatenate([body, springs])
 
     def output_names(self) -> tuple[str, ...]:
@@ -478,6 +492,29 @@ class Simulator:
             u = tuple(f"u.{name}" for name in self.input_names)
             self._output_names = (*self.state_names[: nq + nv], *u, *qdd, *ENGINE_COLUMNS, *self.record_names())
         return self._output_names
+
+    @property
+    def output_slices(self) -> dict[str, slice]:
+        """Where each group of ``outputs`` is (fixed by the model): "q", "qd", "u", "qdd",
+        "engine" (``invariant_names``) and "records" (``record_names``): ``out[sl]`` is a view, so
+        a caller takes the names once and reads each group's values from every step's array."""
+        if self._output_slices is None:
+            sizes = (
+                ("q", self._nq),
+                ("qd", self._nv),
+                ("u", len(self.input_names)),
+                ("qdd", self._nv),
+                ("engine", len(ENGINE_COLUMNS)),
+                ("records", len(self.record_names())),
+            )
+            start, slices = 0, {}
+            for name, n in sizes:
+                slices[name] = slice(start, start + n)
+                start += n
+            self._output_slices = slices
+        return self._output_slices
+
+    invariant_names = ENGINE_COLUMNS  # the names of invariant_values and of outputs' "engine" group
 
     def outputs(self) -> Array:
         """Every output at the current state and inputs, in ``output_names`` order: q, qd, u, qdd
@@ -494,7 +531,7 @@ class Simulator:
         n_rhs = self.n_rhs
         qdd = self.rhs(self.x)[nq : nq + nv]
         self.n_rhs = n_rhs  # an output, not a step's evaluation
-        return np.concatenate([self.x[: nq + nv], self.u, qdd, engine_values(self), self.record_values()])
+        return np.concatenate([self.x[: nq + nv], self.u, qdd, self.invariant_values(), self.record_values()])
 
 
 def _real(name: str, value) -> float:

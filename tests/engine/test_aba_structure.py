@@ -6,7 +6,8 @@ inertia and of a joint's velocity (spatial.h: X_motion_ax, XT_force_add_ax, rota
 rigid_bias_force, crm_joint). The remaining terms are added in the same order, so the results
 must equal the dense products' bit for bit (``Core.set_dense``), not merely to a tolerance: for
 single calls, over whole RK4 runs, through the couplings' ABA solve (the Panda's mimic finger),
-with external wrenches, and for the forward kinematics and the momentum and energy built on it.
+with external wrenches, for the mass matrix (crba.c) and for the forward kinematics and the momentum
+and energy built on it.
 
 The same holds for the hot passes' two compiled copies (mbs_inline.h: MBS_AVX_COPIES): the AVX copy,
 run where the CPU has AVX, and the baseline (SSE2) copy give the same numbers bit for bit
@@ -58,6 +59,7 @@ def assert_same_dynamics(model, structured, dense, seed: int) -> None:
         f_ext = rng.normal(size=(model.N + 1, 6))
         np.testing.assert_array_equal(structured.aba(q, qd, tau), dense.aba(q, qd, tau))
         np.testing.assert_array_equal(structured.aba(q, qd, tau, f_ext), dense.aba(q, qd, tau, f_ext))
+        np.testing.assert_array_equal(structured.crba(q), dense.crba(q))  # crba.c's composite and column products
         qdd = rng.normal(size=model.nv)
         for got, want in zip(structured.kinematics(q, qd, qdd), dense.kinematics(q, qd, qdd)):
             np.testing.assert_array_equal(got, want)  # world poses, velocities, accelerations

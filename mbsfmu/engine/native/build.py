@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -151,13 +152,70 @@ def library(progress=None) -> Path:
 
 
 def remove_stale(dest_dir) -> None:
-    """Delete libraries of other sources in dest_dir (install-time tidy-up)."""
-    keep = library_name()
-    for p in Path(dest_dir).glob("libmbs_core-*"):
-        if p.name != keep:
+    """Delete libraries and bindings of other sources in dest_dir (install-time tidy-up)."""
+    keep = (library_name(), binding_name())
+    for p in (*Path(dest_dir).glob("libmbs_core-*"), *Path(dest_dir).glob(f"{BINDING}-*")):
+        if p.name not in keep:
             p.unlink(missing_ok=True)
+
+
+# ---- the CPython binding (binding.c): Model's per-call dynamics without ctypes -----------------
+BINDING = "mbsfmu_binding"  # the module name binding.c's PyInit_ function carries
+
+
+def _binding_includes() -> tuple[str, str]:
+    """(Python's include folder, numpy's) for binding.c; BuildError when either lacks its header."""
+    try:
+        import numpy
+    except ImportError:
+        raise BuildError("the binding needs numpy's C headers: numpy is not importable") from None
+    py, np_inc = sysconfig.get_paths()["include"], numpy.get_include()
+    for folder, header in ((py, "Python.h"), (np_inc, "numpy/arrayobject.h")):
+        if not (Path(folder) / header).is_file():
+            raise BuildError(f"the binding needs {header}, not found in {folder}")
+    return py, np_inc
+
+
+def binding_name() -> str:
+    """mbsfmu_binding-<hash of binding.c, flags, target, Python and numpy versions><EXT_SUFFIX>."""
+    try:
+        import numpy
+
+        np_version = numpy.__version__
+    except ImportError:
+        np_version = "none"
+    h = hashlib.sha256((HERE / "binding.c").read_bytes())
+    h.update(" ".join((*FLAGS, str(host_target()), sys.version, np_version)).encode())
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or (".pyd" if sys.platform == "win32" else ".so")
+    return f"{BINDING}-{h.hexdigest()[:16]}{suffix}"
+
+
+def build_binding(dest_dir, progress=None) -> Path:
+    """Build the CPython binding (binding.c, against this interpreter's and numpy's headers) into
+    dest_dir and return its path; BuildError when a header or zig is missing or it does not compile."""
+    py, np_inc = _binding_includes()
+    flags = [*FLAGS, "-shared", f"-I{py}", f"-I{np_inc}"]
+    if sys.platform == "darwin":
+        flags.append("-Wl,-undefined,dynamic_lookup")  # the interpreter provides the Python symbols
+    elif sys.platform == "win32":
+        libdir = Path(sys.base_prefix) / "libs"
+        flags += [f"-L{libdir}", f"-lpython{sys.version_info[0]}{sys.version_info[1]}"]
+    else:
+        flags.append("-fPIC")
+    return zig_cc([HERE / "binding.c"], host_target(), Path(dest_dir) / binding_name(), flags, progress)
+
+
+def binding(progress=None) -> Path:
+    """The CPython binding of the current sources and interpreter: installed beside this module,
+    or in the per-user cache; built into the cache first if neither exists."""
+    name = binding_name()
+    for d in (HERE, cache_dir()):
+        if (d / name).is_file():
+            return d / name
+    return build_binding(cache_dir(), progress)
 
 
 if __name__ == "__main__":  # python mbsfmu/engine/native/build.py [dest_dir]: build the host library
     dest = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
     print(build_library(dest))
+    print(build_binding(dest))

@@ -12,14 +12,21 @@ Arguments: float64 arrays of the model's sizes (other array-likes are converted)
 non-finite entries are reported as InputError with the Model's own messages. Results are new
 arrays, or written into ``out``. The library is loaded on first use (``build.library``: built
 at install time, or once into the per-user cache).
+
+``Core.calls()``: the same functions through the CPython binding (binding.c, ``build.binding``),
+for the Model's per-call dynamics: float64 arrays passed in place, one C call, None for anything
+else (the caller then takes the checked path here). Without the binding (no numpy headers, a
+failed build) a RuntimeWarning says why once and every call takes the ctypes path.
 """
 
 from __future__ import annotations
 
 import ctypes as C
+import os
 import threading
 import weakref
 from functools import partial
+from importlib import machinery, util
 
 import numpy as np
 
@@ -135,6 +142,61 @@ def lib() -> C.CDLL:
     return _lib
 
 
+class NoCalls:
+    """The stand-in for ``Core.calls()`` where the binding is missing (and before a Model's core
+    exists): every call answers None, so the caller takes the checked ctypes path."""
+
+    def forward_dynamics(self, q, qd, tau):
+        return None
+
+    inverse_dynamics = aba_derivatives = rnea_derivatives = forward_dynamics
+
+    def mass_matrix(self, q):
+        return None
+
+    def frame(self, q, qd, qdd, name, what):
+        return None
+
+
+NO_CALLS = NoCalls()
+_binding = None  # the binding module once loaded; False when it cannot be
+
+
+def binding():
+    """The CPython binding module (binding.c; built at install time or once into the per-user
+    cache, as the library), or None when it cannot be built or loaded: then one RuntimeWarning
+    says why and the per-call functions go through ctypes (the same results, ~2 us more a call).
+    MBSFMU_BINDING=0 in the environment: None without a warning (the ctypes path only)."""
+    global _binding
+    if _binding is None:
+        with _lock:
+            if _binding is None and os.environ.get("MBSFMU_BINDING") == "0":
+                _binding = False
+            if _binding is None:
+                try:
+                    path = build.binding()
+                    loader = machinery.ExtensionFileLoader(build.BINDING, str(path))
+                    spec = util.spec_from_file_location(build.BINDING, str(path), loader=loader)
+                    module = util.module_from_spec(spec)
+                    loader.exec_module(module)
+                    _binding = module
+                except (build.BuildError, ImportError, OSError) as e:
+                    import warnings
+
+                    warnings.warn(
+                        f"mbsfmu: the CPython binding of the C core cannot be built or loaded ({e}); the "
+                        "dynamics calls go through ctypes (the same results, slower per call)",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
+                    _binding = False
+    return _binding or None
+
+
+def _address(fn) -> int:
+    return C.cast(fn, C.c_void_p).value
+
+
 def available() -> bool:
     """True if the core library loads (or can be built); False with zig missing or a failed build."""
     try:
@@ -229,8 +291,40 @@ class Core:
         self._fbufs = None
         self._step_inputs, self._outputs = L.mbs_sim_step_inputs, L.mbs_sim_outputs
         self.u_in = self._uin[: self.n_u]  # the inputs step_inputs passes (fixed address)
+        self._inv_view = (None, None)  # (address, array) of invariant_view, made at its first call
         self._x_view = self._x.view()
         self._x_view.flags.writeable = False
+
+    def calls(self, frames: dict | None = None):
+        """This instance's per-call functions through the CPython binding (binding.c:
+        forward_dynamics, inverse_dynamics, mass_matrix, aba_derivatives, rnea_derivatives, and
+        frame(q, qd, qdd, name, what) of ``frames``: {name: (body, R (3, 3), p (3,)) float64}),
+        owned by the calling thread (from another thread they answer None); NO_CALLS without the
+        binding. The results are those of the methods here (the same C functions)."""
+        mod = binding()
+        if mod is None:
+            return NO_CALLS
+        L = self._L
+        work, arrays, _pw, _pa = self._derivative_buffers()
+        fns = (
+            L.mbs_forward_dynamics_tau,
+            L.mbs_inverse_dynamics_tau,
+            L.mbs_crba,
+            L.mbs_aba_derivatives,
+            L.mbs_rnea_derivatives,
+            L.mbs_fk,
+        )
+        bufs = (work, arrays[0], *self._kin)
+        return mod.bind(
+            (self, bufs),
+            dict(frames or {}),
+            self._s,
+            self.nq,
+            self.nv,
+            self.N,
+            tuple(map(_address, fns)),
+            tuple(map(_ptr, bufs)),
+        )
 
     @property
     def model(self):
@@ -333,12 +427,7 @@ class Core:
     def _derivatives_call(self, fn, q, qd, name: str, b, n_out: int):
         """fn(s, q, qd, b, work, *outs) into fixed buffers (derivatives.c), copies returned: the
         first n_out of qdd (nv,) and three (nv, nv) matrices."""
-        bufs = self._dbufs
-        if bufs is None:
-            nv = self.nv
-            work = np.zeros(self._L.mbs_derivatives_work(self._s))
-            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)))
-            bufs = self._dbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        bufs = self._derivative_buffers()
         self._stage(q, qd, name, b)
         _work, arrays, pw, pa = bufs
         if n_out == 4:
@@ -351,6 +440,15 @@ class Core:
         if n_out == 4:
             return qdd.copy(), A.copy(), B.copy(), M.copy()
         return A.copy(), B.copy(), M.copy()
+
+    def _derivative_buffers(self):
+        """(work, (qdd, A, B, M), pointers) of derivatives.c, made on first use."""
+        if self._dbufs is None:
+            nv = self.nv
+            work = np.zeros(self._L.mbs_derivatives_work(self._s))
+            arrays = (np.zeros(nv), np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv)))
+            self._dbufs = (work, arrays, _ptr(work), tuple(map(_ptr, arrays)))
+        return self._dbufs
 
     def rnea_derivatives(self, q, qd, qdd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dtau_dq, dtau_dqd, M) (nv, nv) of Model.inverse_dynamics without f_ext (derivatives.c)."""
@@ -571,6 +669,27 @@ class Core:
         """``outputs(bodies, wheels, out)`` as a function of no arguments, its arguments checked
         once (for a caller that reads every output at every step); InputError when it fails."""
         self.outputs(bodies, wheels, out)  # checks the arguments (and that the call works)
+        mod = binding()
+        if mod is not None:  # the same C call without ctypes' argument conversion (binding.c)
+            fast = mod.bind_outputs(
+                (out, bodies, wheels, self),
+                _address(self._outputs),
+                self._s,
+                self._puin,
+                bodies.size,
+                _ptr(bodies),
+                wheels.size,
+                _ptr(wheels),
+                _ptr(out),
+            )
+
+            def outputs() -> np.ndarray:
+                got = fast()
+                if got is None:
+                    raise InputError(self.message)
+                return got
+
+            return outputs
         call = partial(
             self._outputs, self._s, self._puin, bodies.size, _ptr(bodies), wheels.size, _ptr(wheels), _ptr(out)
         )
@@ -619,6 +738,36 @@ class Core:
         p = self._L.mbs_sim_qdd(self._s)
         return np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (self.nv,)).copy() if self.nv else np.zeros(0)
 
+    def stepper(self):
+        """The Simulator's per-step calls of this instance: ``step(t, dt)`` (``step_inputs``'s code)
+        and ``invariant_values()`` (a new (20,) array: p_sys, P_sys, H_sys, R, Rdot, KE, PE, E = KE + PE,
+        W_in, W_diss of the current state, as ``outputs`` writes them), through the binding
+        (binding.c), else through ctypes (CtypesStepper: the same numbers)."""
+        mod = binding()
+        if mod is None:
+            return CtypesStepper(self)
+        L = self._L
+        return mod.bind_stepper(
+            self,
+            self._s,
+            self._puin,
+            L.mbs_sim_x(self._s),
+            self.nx,
+            _address(L.mbs_sim_step_inputs),
+            _address(L.mbs_sim_invariants),
+        )
+
+    def invariant_view(self) -> np.ndarray:
+        """The invariants of the current state (computed once per state) as a read-only (19,) view of
+        the instance's mbs_invariants: p_sys, P_sys, H_sys, R, Rdot (3 each), KE, PE, H_scale, E_scale;
+        its values are those of this call's state (call again after a step)."""
+        p = self._L.mbs_sim_invariants(self._s)  # the same address every time (the instance's)
+        if self._inv_view[0] != p:
+            view = np.ctypeslib.as_array(C.cast(p, C.POINTER(D)), (C.sizeof(Invariants_C) // 8,))
+            view.flags.writeable = False
+            self._inv_view = (p, view)
+        return self._inv_view[1]
+
     def invariants(self) -> Invariants_C:
         """The invariants of the current state (computed once per state)."""
         p = self._L.mbs_sim_invariants(self._s)
@@ -632,6 +781,22 @@ class Core:
             raise InputError("copy_from: the instances are of different models")
         if self._L.mbs_sim_copy(self._s, other._s):
             raise InputError("copy_from failed")
+
+
+class CtypesStepper:
+    """``Core.stepper()`` where the binding is missing: the same calls through ctypes."""
+
+    def __init__(self, core: Core):
+        self.core = core
+        self.step = core.step_inputs
+
+    def invariant_values(self) -> np.ndarray:
+        v = self.core.invariant_view()
+        out = np.empty(20)
+        out[:17] = v[:17]
+        out[17] = out[15] + out[16]
+        out[18:] = self.core.x_view[-2:]
+        return out
 
 
 _MODEL_CORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
