@@ -1,7 +1,7 @@
 """ros2 launch mbsfmu_ros mbsfmu.launch.py model:=/abs/model.yaml [namespace:=robot1]
 [use_sim_time:=true] [robot_state_publisher:=false] [params_file:=/abs/params.yaml]
 [real_time_factor:=1.0] [publish_rate:=100.0] [physics_step:=0.001] [lock_step:=false]
-[command_timeout:=0.5]
+[command_timeout:=0.0]
 
 Starts the mbsfmu node (name ``mbsfmu``) in ``namespace``: its topics (joint_states, mbs/...,
 robot_description, tf) under it, /clock global. ``use_sim_time`` (default true) is set on every
@@ -24,7 +24,11 @@ ARGS = {  # name: (default, type, description)
     "publish_rate": ("100.0", float, "cycles (and joint state messages) per second of sim time [Hz]"),
     "physics_step": ("0.001", float, "integrator step [s]"),
     "lock_step": ("false", bool, "advance one cycle per command (controller in the loop)"),
-    "command_timeout": ("0.5", float, "sim time [s] without commands before the inputs drop to zero"),
+    "command_timeout": (
+        "0.0",
+        float,
+        "opt-in safety: sim time [s] without commands before the inputs drop to zero (0 = off)",
+    ),
 }
 
 

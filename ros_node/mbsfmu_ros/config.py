@@ -33,9 +33,9 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
         "in the loop); pacing is then off",
     ),
     "command_timeout": (
-        0.5,
-        "sim time [s] without a command after which the inputs drop to zero (0 = never); "
-        "also the age beyond which a stamped joint command is stale",
+        0.0,
+        "opt-in safety: sim time [s] without a command after which the inputs drop to zero "
+        "(0 = off: a command holds until the next); also the age beyond which a stamped joint command is stale",
     ),
     "integrator": ("rk4", f"one of {', '.join(INTEGRATORS)}"),
     "rtol": (1e-10, "dop853 relative tolerance"),
@@ -51,7 +51,11 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
         "and publish no /clock of its own; pacing is then the clock's",
     ),
     "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
-    "servo_kp": (100.0, "position servo stiffness kp [N m/rad or N/m] of position commands (actuator model)"),
+    "servo_kp": (
+        100.0,
+        "position servo stiffness kp [N m/rad or N/m] of position commands (actuator model: inverse-dynamics "
+        "feed-forward + PD)",
+    ),
     "servo_kd": (10.0, "position servo damping kd [N m s/rad or N s/m] of position commands"),
     "servo_kv": (10.0, "velocity servo gain kv [N m s/rad or N s/m] of velocity-only commands"),
 }
@@ -98,7 +102,7 @@ class NodeConfig:
     publish_rate: float = 100.0
     real_time_factor: float = 1.0
     lock_step: bool = False
-    command_timeout: float = 0.5
+    command_timeout: float = 0.0
     integrator: str = "rk4"
     rtol: float = 1e-10
     atol: float = 1e-12

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import rclpy
 from rosgraph_msgs.msg import Clock
 
@@ -59,19 +60,26 @@ class LoopMixin:
         """Advance one publish period and publish; False if the engine failed."""
         return self.advance(self.t_base + (self.k + 1 - self.k_base) * self.period)
 
+    def actuator_efforts(self) -> dict[str, float]:
+        """The servo-driven joints' torques now (the actuator model, ``cv.servo_efforts``): the
+        engine's inverse dynamics tau_id = RNEA(q, qd_ref, 0) as feed-forward plus the PD terms."""
+        q, qd = self.sim.q, self.sim.qd
+        qd_ref = np.asarray(cv.servo_reference_rates(self.targets, self.servos, qd))
+        tau_id = self.model.inverse_dynamics(q, qd_ref, np.zeros(self.model.nv))
+        return cv.servo_efforts(self.targets, self.servos, q, qd, *self.gains, tau_id=tau_id)
+
     def advance(self, t_end: float) -> bool:
         """Advance the episode to t_end [s] and publish; False if the engine failed. Inputs are
-        held, but for servo-driven joints (position/velocity commands), whose PD torques are
-        updated every physics_step (the actuator model, cv.servo_efforts): their work enters W_in
-        like any input's."""
+        held, but for servo-driven joints (position/velocity commands), whose torques are
+        updated every physics_step (``actuator_efforts``) and held over it: their work enters
+        W_in like any input's."""
         try:
             if self.targets:
                 h = self.config.physics_step or self.period
                 t0 = self.sim.t
                 n = max(1, math.ceil((t_end - t0) / h - 1e-9))
                 for j in range(1, n + 1):
-                    tau = cv.servo_efforts(self.targets, self.servos, self.sim.q, self.sim.qd, *self.gains)
-                    self.sim.set_inputs(tau)
+                    self.sim.set_inputs(self.actuator_efforts())
                     self.sim.advance_to(t_end if j == n else t0 + j * (t_end - t0) / n)
             else:
                 self.sim.advance_to(t_end)
