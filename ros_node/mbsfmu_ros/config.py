@@ -18,6 +18,7 @@ from mbsfmu.sim.simulator import INTEGRATORS
 from .diagnostics import CONSERVATION_CHECKS, DEFAULT_THRESHOLDS
 
 EXECUTORS = ("single", "events")
+CLOCK_CONFLICT = ("stop", "follow")  # what a node does when another one publishes /clock (clock.py)
 PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
     "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
@@ -50,6 +51,13 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
         "follow an external /clock (ros2 bag play --clock, a co-simulator): step to each time received "
         "and publish no /clock of its own; pacing is then the clock's",
     ),
+    "clock_conflict": (
+        "stop",
+        "when another node publishes /clock on the domain: stop publishing /clock (stop) or follow the "
+        "other one's (follow); either way a log error and the clock status name it",
+    ),
+    "frame_prefix": ("", "prefix of every frame name the node publishes (/tf, /tf_static, header.frame_id), e.g. r1/"),
+    "publish_tf": (True, "publish /tf and /tf_static (false when robot_state_publisher makes them)"),
     "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
     "servo_kp": (
         100.0,
@@ -112,6 +120,9 @@ class NodeConfig:
     frame_id: str = "world"
     start_paused: bool = False
     follow_clock: bool = False
+    clock_conflict: str = "stop"
+    frame_prefix: str = ""
+    publish_tf: bool = True
     executor: str = "single"
     servo_kp: float = 100.0
     servo_kd: float = 10.0
@@ -181,6 +192,8 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
     if not (isinstance(dec, int) and not isinstance(dec, bool)) or dec < 1:
         bad("invariants_decimation", "must be an integer >= 1")
         p["invariants_decimation"] = 1
+    if p["clock_conflict"] not in CLOCK_CONFLICT:
+        bad("clock_conflict", f"must be one of {', '.join(CLOCK_CONFLICT)}")
     if p["executor"] not in EXECUTORS:
         bad("executor", f"must be one of {', '.join(EXECUTORS)}")
     checks = p["checks"]

@@ -42,6 +42,7 @@ __all__ = [
     "joint_layout",
     "servo_efforts",
     "servo_reference_rates",
+    "with_frame_prefix",
     "servo_joints",
     "ns_to_stamp",
     "stamp_to_ns",
@@ -252,3 +253,26 @@ def servo_efforts(
         else:
             out[s.input] = kv * (vel - float(qd[s.iv])) + ff
     return out
+
+
+# ---- frame names ----------------------------------------------------------------------------
+def with_frame_prefix(contents: Mapping[str, dict], prefix: str) -> dict[str, dict]:
+    """``contents`` (topic -> message contents of ``mbsfmu.sim.messages``) with ``prefix`` put before
+    every frame name: each header's frame_id and each transform's frame_id and child_frame_id
+    (robot_state_publisher's frame_prefix convention: plain concatenation, ``r1/`` + ``link1``).
+    New dicts where a name changes; the input is left as it is."""
+
+    def header(h: dict) -> dict:
+        return {**h, "frame_id": prefix + h["frame_id"]}
+
+    def one(c: dict) -> dict:
+        out = dict(c)
+        if "header" in c:
+            out["header"] = header(c["header"])
+        if "child_frame_id" in c:
+            out["child_frame_id"] = prefix + c["child_frame_id"]
+        if "transforms" in c and c["transforms"] and "child_frame_id" in c["transforms"][0]:
+            out["transforms"] = [one(t) for t in c["transforms"]]
+        return out
+
+    return {topic: one(c) if prefix else c for topic, c in contents.items()}

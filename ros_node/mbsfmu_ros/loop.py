@@ -19,7 +19,9 @@ from rosgraph_msgs.msg import Clock
 
 from mbsfmu.sim.simulator import SimulationError
 
+from . import clock
 from . import conversion as cv
+from . import topics as tp
 from .pacing import MAX_LAG
 
 SPIN_MARGIN = 3e-4  # [s] before a deadline the node stops waiting in the executor and sleeps
@@ -96,6 +98,11 @@ class LoopMixin:
         wall = time.perf_counter
         budget = self.period / self.rtf if self.rtf > 0 else None
         self.stats.start(wall(), self.sim.t)
+        end = wall() + clock.STARTUP_WINDOW  # another /clock already there: yield before publishing one
+        while rclpy.ok() and tp.CLOCK in self.pubs and not self.clock_others and wall() < end:
+            self.check_clock()
+            executor.spin_once(timeout_sec=0.05)
+        next_clock_check = wall() + clock.CHECK_PERIOD
         self.publish_state()  # the initial state (and /clock) at once, whoever listens, in every mode
         next_diag = wall() + min(self.diag_period, 1e9)
         deadline = wall()
@@ -105,6 +112,9 @@ class LoopMixin:
             if now >= next_diag:
                 self.publish_diagnostics(now)
                 next_diag = max(next_diag + self.diag_period, now + 0.5 * self.diag_period)
+            if now >= next_clock_check:
+                self.check_clock()
+                next_clock_check = now + clock.CHECK_PERIOD
             if self.simulation is not None and self.simulation.run_pending_step():
                 executor.spin_once(timeout_sec=0.0)  # feedback out, cancel requests in, between steps
                 continue

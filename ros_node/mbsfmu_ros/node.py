@@ -38,6 +38,7 @@ from . import conversion as cv
 from . import diagnostics as dg
 from . import ros_messages as rm
 from . import topics as tp
+from .clock import ClockMixin
 from .commands import CommandsMixin
 from .config import DYNAMIC, ROS_OWN, ConfigError, declarations, node_config
 from .loop import LoopMixin
@@ -61,7 +62,7 @@ def _descriptor(name: str, text: str, number: bool = False) -> ParameterDescript
     return d
 
 
-class MbsNode(LoopMixin, CommandsMixin, PublishingMixin, ServicesMixin, Node):
+class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMixin, Node):
     """Publishes the engine's outputs each cycle; see docs/reference/ros-interface.md for topics and services."""
 
     def __init__(self, model: str | None = None, **kwargs):
@@ -123,9 +124,11 @@ class MbsNode(LoopMixin, CommandsMixin, PublishingMixin, ServicesMixin, Node):
         self.log_last: dict[str, float] = {}  # kind -> wall time of its last warning
         self.ref_row = dg.checker_row(self.sim)
 
-        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.frame_prefix = p.frame_prefix
+        self.qos = qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.follow_clock = p.follow_clock
         self.clock_ns: int | None = None  # the latest external /clock time not yet stepped to
+        self.init_clock()
         self.create_outputs(qos)
         if self.follow_clock:
             self.create_subscription(Clock, tp.ros_name(tp.CLOCK), self.on_clock, qos)

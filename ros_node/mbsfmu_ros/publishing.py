@@ -3,7 +3,7 @@ cycle (/clock, joint states, momentum, CM, energy, /tf), the latched URDF and fi
 /diagnostics with /mbs/real_time_factor.
 
 ``PublishingMixin`` is one part of ``MbsNode``: it uses the node's ``sim``, ``model``, ``layout``,
-``k``, ``decimation``, ``frame_id``, ``follow_clock``, the diagnostics' ``ref_row``, ``checks``,
+``k``, ``decimation``, ``frame_id``, ``frame_prefix``, ``follow_clock``, the diagnostics' ``ref_row``, ``checks``,
 ``thresholds``, ``stats`` and the run's state, and sets ``last_ns``. Message contents come from
 ``mbsfmu.sim.messages`` and ``diagnostics.py`` (pure), their rclpy form from ``ros_messages.py``.
 """
@@ -39,7 +39,7 @@ class PublishingMixin:
         self.pub_js = self.pubs[tp.JOINT_STATES]
         self.pub_diag = self.create_publisher(DiagnosticArray, tp.ros_name(tp.DIAGNOSTICS), qos)
         self.pub_rtf = self.create_publisher(Float64, tp.ros_name(tp.REAL_TIME_FACTOR), qos)
-        tf_message = rm.TFMessage
+        tf_message = rm.TFMessage if self.config.publish_tf else None
         self.pub_tf = None
         if tf_message is not None:
             self.pub_tf = self.create_publisher(tf_message, tp.ros_name(tp.TF), QoSProfile(depth=100))
@@ -53,7 +53,8 @@ class PublishingMixin:
         self.pub_description.publish(String(data=robot_description(self.model)))
         if tf_message is not None:
             self.pub_tf_static = self.create_publisher(tf_message, tp.ros_name(tp.TF_STATIC), latched)
-            self.pub_tf_static.publish(rm.BUILDERS[tp.TF](ms.tf_static(self.model, 0)))
+            static = cv.with_frame_prefix({tp.TF_STATIC: ms.tf_static(self.model, 0)}, self.frame_prefix)
+            self.pub_tf_static.publish(rm.BUILDERS[tp.TF](static[tp.TF_STATIC]))
 
     def publish_state(self) -> None:
         """/clock, the joint states, and every ``invariants_decimation``-th cycle momentum, CM,
@@ -68,10 +69,13 @@ class PublishingMixin:
             invariants=not self.k % self.decimation,
             with_tf=self.pub_tf is not None,
         )
-        if self.follow_clock:
+        if tp.CLOCK not in self.pubs:  # following another /clock, or yielded to one (clock.py)
             contents.pop(tp.CLOCK)
+        if self.frame_prefix:
+            contents = cv.with_frame_prefix(contents, self.frame_prefix)
         for topic, msg in rm.ros_messages(contents).items():
             self.pubs[topic].publish(msg)
+        self.clock_published = self.clock_published or tp.CLOCK in contents
 
     def publish_diagnostics(self, wall: float) -> None:
         """/diagnostics (conservation, constraints, real time, commands, simulation) and /mbs/real_time_factor."""
@@ -94,6 +98,7 @@ class PublishingMixin:
             )
         )
         statuses.append(self.commands_status())
+        statuses.append(self.clock_status())
         statuses.append(self.simulation_status())
         arr = DiagnosticArray()
         arr.header.stamp = rm.stamp(max(self.last_ns, 0))
