@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import yaml
+
 from mbsfmu.errors import InputError
 from mbsfmu.sim.simulator import INTEGRATORS
 
@@ -228,3 +230,17 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         raise ConfigError(f"{len(problems)} bad node parameter(s):\n  " + "\n  ".join(problems))
     # NodeConfig's fields are the parameters' names (one place to add a parameter: PARAMETERS)
     return NodeConfig(**{**p, "checks": tuple(checks)}, thresholds=thresholds)
+
+
+def launch_parameters(
+    given: Mapping[str, str], params_file: str = "", robot_state_publisher: bool = False
+) -> list[object]:
+    """The node's ``parameters`` list in the launch file (launch_ros applies its entries in order,
+    a later one winning): the params file first, if any, then a dict of the launch arguments given
+    (non-empty strings, read as YAML like ``-p name:=value``), so an explicit launch argument wins
+    over the file and one not given leaves the file's value or the node's default. With
+    ``robot_state_publisher`` (it makes /tf and /tf_static) publish_tf is false unless given."""
+    explicit: dict[str, object] = {name: yaml.safe_load(text) for name, text in given.items() if text != ""}
+    if robot_state_publisher:
+        explicit.setdefault("publish_tf", False)
+    return ([params_file] if params_file else []) + [explicit]
