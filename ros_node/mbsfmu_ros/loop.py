@@ -97,11 +97,11 @@ class LoopMixin:
         """Cycle until shutdown: paced, as fast as possible, or in lock-step (see pacing.py)."""
         wall = time.perf_counter
         budget = self.period / self.rtf if self.rtf > 0 else None
-        self.stats.start(wall(), self.sim.t)
         end = wall() + clock.STARTUP_WINDOW  # another /clock already there: yield before publishing one
         while rclpy.ok() and tp.CLOCK in self.pubs and not self.clock_others and wall() < end:
             self.check_clock()
             executor.spin_once(timeout_sec=0.05)
+        self.stats.start(wall(), self.sim.t)
         next_clock_check = wall() + clock.CHECK_PERIOD
         self.publish_state()  # the initial state (and /clock) at once, whoever listens, in every mode
         next_diag = wall() + min(self.diag_period, 1e9)
