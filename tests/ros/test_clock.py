@@ -102,3 +102,47 @@ def test_two_robots_on_one_domain_never_send_clock_backwards(tmp_path, conflict)
         assert len(followed) >= len(stamps) - 2, (len(followed), len(stamps))  # (its initial state, if heard)
     else:
         assert f"this node stopped publishing /clock: {me1} publishes it" in log2
+
+
+def test_two_robots_started_together_leave_one_clock_publisher(tmp_path):
+    """/r1 and /r2 started at once: both look for another /clock before their first. The one whose
+    look ends first publishes, the other finds it and yields (the newcomer); if they find each
+    other at once, both yield and /r1 (its name sorts first) takes over; if only later, /r2
+    (sorting later) yields. Either way exactly one publishes /clock and the other names it."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rosgraph_msgs.msg import Clock
+
+    params = {"real_time_factor": 1.0, "diagnostics_rate": 10.0}
+    logs = {ns: tmp_path / f"{ns[1:]}.log" for ns in ("/r1", "/r2")}
+    with rt.Sandbox("clock3") as sandbox:
+        procs = [rt.start_node(MODELS / "scara.yaml", params, sandbox, logs[ns], namespace=ns) for ns in logs]
+        client = rt.Client(sandbox, procs[0])
+        names = [f"{ns}/{sandbox.node_name}" for ns in logs]
+        try:
+            client.subscribe("/clock", Clock, depth=10_000)
+            client.subscribe("/diagnostics", DiagnosticArray)
+
+            def settled() -> list[str] | None:
+                """[publisher, yielded] once one publishes and the other names it."""
+                st = [clock_status(client, name) for name in names]
+                if None in st:
+                    return None
+                for i, j in ((0, 1), (1, 0)):
+                    if (st[i]["publishing"], st[j]["publishing"]) == ("true", "false"):
+                        if st[j]["other_publishers"] == names[i]:
+                            return [names[i], names[j]]
+                return None
+
+            assert client.spin_until(lambda: settled() is not None), [rt.read_log(log) for log in logs.values()]
+            publisher, yielded = settled()
+            n = len(client.msgs["/clock"])
+            assert client.spin_until(lambda: len(client.msgs["/clock"]) >= n + 100), client.failure(logs["/r1"])
+            times = [stamp_ns(m) for m in client.msgs["/clock"][n:]]
+            assert times == sorted(times)  # one publisher from then on
+            assert settled() == [publisher, yielded]
+        finally:
+            client.close()
+            codes = [rt.stop_node(p) for p in procs]
+    assert codes == [0, 0], [rt.read_log(log) for log in logs.values()]
+    log = rt.read_log(logs["/" + yielded.split("/")[1]])  # /r1/<node> -> /r1
+    assert f"this node stopped publishing /clock: {publisher} publishes it" in log
