@@ -1,49 +1,74 @@
 """ros2 launch mbsfmu_ros mbsfmu.launch.py model:=/abs/model.yaml [namespace:=robot1]
 [use_sim_time:=true] [robot_state_publisher:=false] [params_file:=/abs/params.yaml]
 [real_time_factor:=1.0] [publish_rate:=100.0] [physics_step:=0.001] [lock_step:=false]
-[command_timeout:=0.5]
+[command_timeout:=0.0] [frame_prefix:=robot1/] [publish_tf:=true] [clock_conflict:=stop]
 
 Starts the mbsfmu node (name ``mbsfmu``) in ``namespace``: its topics (joint_states, mbs/...,
 robot_description, tf) under it, /clock global. ``use_sim_time`` (default true) is set on every
 node started here, so they follow the /clock the simulator publishes. With
-``robot_state_publisher:=true`` a stock robot_state_publisher (same namespace) gets the model's
-URDF (``mbsfmu export-urdf MODEL -o -``) and makes /tf from joint_states: use it where the node's
-own /tf is off (no tf2_msgs) or where its TF conventions are wanted. Every other node parameter
-(docs/reference/ros-interface.md) comes from a parameters file: share/mbsfmu_ros/config/mbsfmu.yaml
-lists them all with their defaults."""
+``robot_state_publisher:=true`` a stock robot_state_publisher (same namespace, same
+``frame_prefix``) gets the model's URDF (``mbsfmu export-urdf MODEL -o -``) and makes /tf from
+joint_states, and the node's own /tf is off (``publish_tf`` false unless given). Every other node
+parameter (docs/reference/ros-interface.md) comes from a parameters file:
+share/mbsfmu_ros/config/mbsfmu.yaml lists them all with their defaults. A node parameter given
+as a launch argument wins over the parameters file; one not given keeps the file's value (or
+the node's default): ``mbsfmu_ros.config.launch_parameters``."""
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import Command, LaunchConfiguration, PythonExpression
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import Command, LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-ARGS = {  # name: (default, type, description)
-    "real_time_factor": ("1.0", float, "sim time / wall time; 0 = as fast as possible"),
-    "publish_rate": ("100.0", float, "cycles (and joint state messages) per second of sim time [Hz]"),
-    "physics_step": ("0.001", float, "integrator step [s]"),
-    "lock_step": ("false", bool, "advance one cycle per command (controller in the loop)"),
-    "command_timeout": ("0.5", float, "sim time [s] without commands before the inputs drop to zero"),
+from mbsfmu_ros.config import launch_parameters
+
+ARGS = {  # node parameters as launch arguments: name: description (not given = the file's or the default)
+    "real_time_factor": "sim time / wall time; 0 = as fast as possible (default 1.0)",
+    "publish_rate": "cycles (and joint state messages) per second of sim time [Hz] (default 100.0)",
+    "physics_step": "integrator step [s] (default 0.001)",
+    "lock_step": "advance one cycle per command (controller in the loop) (default false)",
+    "command_timeout": "opt-in safety: sim time [s] without commands before the inputs drop to zero (default 0: off)",
+    "frame_prefix": "prefix of every frame name the node publishes, e.g. robot1/ (default none)",
+    "publish_tf": "publish /tf and /tf_static (default true; false with robot_state_publisher:=true)",
+    "clock_conflict": "another /clock on the domain: stop publishing /clock, or follow it (default stop)",
 }
 
 
+def node_actions(context):
+    """The node (and robot_state_publisher) with the parameters as given at launch."""
+    value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
+    rsp = value("robot_state_publisher").strip().lower() == "true"
+    params = launch_parameters({name: value(name) for name in ARGS}, value("params_file"), rsp)
+    params[-1].update(model=value("model"), use_sim_time=value("use_sim_time").strip().lower() == "true")
+    actions = [
+        Node(
+            package="mbsfmu_ros",
+            executable="mbs_node",
+            name="mbsfmu",
+            namespace=value("namespace"),
+            output="screen",
+            parameters=params,
+        )
+    ]
+    if rsp:
+        urdf = ParameterValue(Command(["mbsfmu export-urdf ", value("model"), " -o -"]), value_type=str)
+        rsp_params = {"robot_description": urdf, "use_sim_time": params[-1]["use_sim_time"]}
+        prefix = params[-1].get("frame_prefix")
+        if prefix:
+            rsp_params["frame_prefix"] = prefix
+        actions.append(
+            Node(
+                package="robot_state_publisher",
+                executable="robot_state_publisher",
+                namespace=value("namespace"),
+                parameters=[rsp_params],
+                output="screen",
+            )
+        )
+    return actions
+
+
 def generate_launch_description():
-    model = LaunchConfiguration("model")
-    use_sim_time = ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
-    params = {"model": model, "use_sim_time": use_sim_time}
-    params.update(
-        {name: ParameterValue(LaunchConfiguration(name), value_type=typ) for name, (_d, typ, _t) in ARGS.items()}
-    )
-    has_file = PythonExpression(["'", LaunchConfiguration("params_file"), "' != ''"])
-    common = dict(
-        package="mbsfmu_ros",
-        executable="mbs_node",
-        name="mbsfmu",
-        namespace=LaunchConfiguration("namespace"),
-        output="screen",
-    )
-    urdf = ParameterValue(Command(["mbsfmu export-urdf ", model, " -o -"]), value_type=str)
     return LaunchDescription(
         [
             DeclareLaunchArgument("model", description="model file (YAML/JSON/URDF/overlay), absolute path"),
@@ -55,16 +80,7 @@ def generate_launch_description():
                 "robot_state_publisher", default_value="false", description="also start robot_state_publisher"
             ),
             DeclareLaunchArgument("params_file", default_value="", description="optional YAML parameters file"),
-            *[DeclareLaunchArgument(name, default_value=d, description=t) for name, (d, _typ, t) in ARGS.items()],
-            Node(**common, parameters=[params], condition=UnlessCondition(has_file)),
-            Node(**common, parameters=[params, LaunchConfiguration("params_file")], condition=IfCondition(has_file)),
-            Node(
-                package="robot_state_publisher",
-                executable="robot_state_publisher",
-                namespace=LaunchConfiguration("namespace"),
-                parameters=[{"robot_description": urdf, "use_sim_time": use_sim_time}],
-                condition=IfCondition(LaunchConfiguration("robot_state_publisher")),
-                output="screen",
-            ),
+            *[DeclareLaunchArgument(name, default_value="", description=text) for name, text in ARGS.items()],
+            OpaqueFunction(function=node_actions),
         ]
     )

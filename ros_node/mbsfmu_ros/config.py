@@ -12,12 +12,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import yaml
+
 from mbsfmu.errors import InputError
 from mbsfmu.sim.simulator import INTEGRATORS
 
 from .diagnostics import CONSERVATION_CHECKS, DEFAULT_THRESHOLDS
 
 EXECUTORS = ("single", "events")
+CLOCK_CONFLICT = ("stop", "follow")  # what a node does when another one publishes /clock (clock.py)
 PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
     "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
@@ -33,9 +36,9 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
         "in the loop); pacing is then off",
     ),
     "command_timeout": (
-        0.5,
-        "sim time [s] without a command after which the inputs drop to zero (0 = never); "
-        "also the age beyond which a stamped joint command is stale",
+        0.0,
+        "opt-in safety: sim time [s] without a command after which the inputs drop to zero "
+        "(0 = off: a command holds until the next); also the age beyond which a stamped joint command is stale",
     ),
     "integrator": ("rk4", f"one of {', '.join(INTEGRATORS)}"),
     "rtol": (1e-10, "dop853 relative tolerance"),
@@ -50,8 +53,19 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
         "follow an external /clock (ros2 bag play --clock, a co-simulator): step to each time received "
         "and publish no /clock of its own; pacing is then the clock's",
     ),
+    "clock_conflict": (
+        "stop",
+        "when another node publishes /clock on the domain: stop publishing /clock (stop) or follow the "
+        "other one's (follow); either way a log error and the clock status name it",
+    ),
+    "frame_prefix": ("", "prefix of every frame name the node publishes (/tf, /tf_static, header.frame_id), e.g. r1/"),
+    "publish_tf": (True, "publish /tf and /tf_static (false when robot_state_publisher makes them)"),
     "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
-    "servo_kp": (100.0, "position servo stiffness kp [N m/rad or N/m] of position commands (actuator model)"),
+    "servo_kp": (
+        100.0,
+        "position servo stiffness kp [N m/rad or N/m] of position commands (actuator model: inverse-dynamics "
+        "feed-forward + PD)",
+    ),
     "servo_kd": (10.0, "position servo damping kd [N m s/rad or N s/m] of position commands"),
     "servo_kv": (10.0, "velocity servo gain kv [N m s/rad or N s/m] of velocity-only commands"),
 }
@@ -98,7 +112,7 @@ class NodeConfig:
     publish_rate: float = 100.0
     real_time_factor: float = 1.0
     lock_step: bool = False
-    command_timeout: float = 0.5
+    command_timeout: float = 0.0
     integrator: str = "rk4"
     rtol: float = 1e-10
     atol: float = 1e-12
@@ -108,6 +122,9 @@ class NodeConfig:
     frame_id: str = "world"
     start_paused: bool = False
     follow_clock: bool = False
+    clock_conflict: str = "stop"
+    frame_prefix: str = ""
+    publish_tf: bool = True
     executor: str = "single"
     servo_kp: float = 100.0
     servo_kd: float = 10.0
@@ -177,6 +194,8 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
     if not (isinstance(dec, int) and not isinstance(dec, bool)) or dec < 1:
         bad("invariants_decimation", "must be an integer >= 1")
         p["invariants_decimation"] = 1
+    if p["clock_conflict"] not in CLOCK_CONFLICT:
+        bad("clock_conflict", f"must be one of {', '.join(CLOCK_CONFLICT)}")
     if p["executor"] not in EXECUTORS:
         bad("executor", f"must be one of {', '.join(EXECUTORS)}")
     checks = p["checks"]
@@ -211,3 +230,17 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         raise ConfigError(f"{len(problems)} bad node parameter(s):\n  " + "\n  ".join(problems))
     # NodeConfig's fields are the parameters' names (one place to add a parameter: PARAMETERS)
     return NodeConfig(**{**p, "checks": tuple(checks)}, thresholds=thresholds)
+
+
+def launch_parameters(
+    given: Mapping[str, str], params_file: str = "", robot_state_publisher: bool = False
+) -> list[object]:
+    """The node's ``parameters`` list in the launch file (launch_ros applies its entries in order,
+    a later one winning): the params file first, if any, then a dict of the launch arguments given
+    (non-empty strings, read as YAML like ``-p name:=value``), so an explicit launch argument wins
+    over the file and one not given leaves the file's value or the node's default. With
+    ``robot_state_publisher`` (it makes /tf and /tf_static) publish_tf is false unless given."""
+    explicit: dict[str, object] = {name: yaml.safe_load(text) for name, text in given.items() if text != ""}
+    if robot_state_publisher:
+        explicit.setdefault("publish_tf", False)
+    return ([params_file] if params_file else []) + [explicit]

@@ -41,6 +41,8 @@ __all__ = [
     "joint_command",
     "joint_layout",
     "servo_efforts",
+    "servo_reference_rates",
+    "with_frame_prefix",
     "servo_joints",
     "ns_to_stamp",
     "stamp_to_ns",
@@ -212,20 +214,65 @@ def _commanded(v, name: str, what: str) -> float | None:
     return None if math.isnan(f) else f
 
 
+def servo_reference_rates(targets: Mapping[str, JointTarget], servos: Mapping[str, ServoJoint], qd) -> list[float]:
+    """qd_ref (nv,) [rad/s or m/s] at which the actuator model evaluates its feed-forward: each
+    servo-driven joint's commanded velocity (0 for a position-only target: it is to stop there),
+    every other joint's actual rate qd."""
+    qd_ref = [float(v) for v in qd]
+    for name, t in targets.items():
+        qd_ref[servos[name].iv] = 0.0 if t.velocity is None else t.velocity
+    return qd_ref
+
+
 def servo_efforts(
-    targets: Mapping[str, JointTarget], servos: Mapping[str, ServoJoint], q, qd, kp: float, kd: float, kv: float
+    targets: Mapping[str, JointTarget],
+    servos: Mapping[str, ServoJoint],
+    q,
+    qd,
+    kp: float,
+    kd: float,
+    kv: float,
+    tau_id=None,
 ) -> dict[str, float]:
-    """The actuator model of position and velocity commands, per joint (a PD servo, the usual
-    ros2_control position/velocity interface of a simulated joint): with a position target
-    tau = kp (q_ref - q) + kd (qd_ref - qd) + tau_ff (qd_ref 0 unless commanded); with a velocity
-    target only, tau = kv (qd_ref - qd) + tau_ff. Gains [N m/rad, N m s/rad] (prismatic: N/m, N s/m)."""
+    """The actuator model of position and velocity commands, per servo-driven joint i (docs/guides/
+    ros2.md, "Commands"): the inverse-dynamics feed-forward plus a PD servo,
+    with a position target   tau_i = tau_id_i + kp (q_ref - q_i) + kd (qd_ref - qd_i) + tau_ff,
+    with a velocity target   tau_i = tau_id_i + kv (qd_ref - qd_i) + tau_ff,
+    qd_ref 0 unless commanded, tau_ff the command's effort, and tau_id (nv,) = RNEA(q, qd_ref, 0)
+    (``servo_reference_rates``; Featherstone, RBDA, Table 5.1): the forces that hold the commanded
+    motion against gravity, springs and the coupling between joints, so a held position target is
+    an exact equilibrium and a velocity target is tracked without steady-state error. None =
+    no feed-forward (a plain PD servo). Gains [N m/rad, N m s/rad] (prismatic: N/m, N s/m)."""
     out = {}
     for name, t in targets.items():
         s = servos[name]
         vel = 0.0 if t.velocity is None else t.velocity
-        ff = 0.0 if t.effort is None else t.effort
+        ff = (0.0 if t.effort is None else t.effort) + (0.0 if tau_id is None else float(tau_id[s.iv]))
         if t.position is not None:
             out[s.input] = kp * (t.position - float(q[s.iq])) + kd * (vel - float(qd[s.iv])) + ff
         else:
             out[s.input] = kv * (vel - float(qd[s.iv])) + ff
     return out
+
+
+# ---- frame names ----------------------------------------------------------------------------
+def with_frame_prefix(contents: Mapping[str, dict], prefix: str) -> dict[str, dict]:
+    """``contents`` (topic -> message contents of ``mbsfmu.sim.messages``) with ``prefix`` put before
+    every frame name: each header's frame_id and each transform's frame_id and child_frame_id
+    (robot_state_publisher's frame_prefix convention: plain concatenation, ``r1/`` + ``link1``).
+    New dicts where a name changes; the input is left as it is."""
+
+    def header(h: dict) -> dict:
+        return {**h, "frame_id": prefix + h["frame_id"]}
+
+    def one(c: dict) -> dict:
+        out = dict(c)
+        if "header" in c:
+            out["header"] = header(c["header"])
+        if "child_frame_id" in c:
+            out["child_frame_id"] = prefix + c["child_frame_id"]
+        if "transforms" in c and c["transforms"] and "child_frame_id" in c["transforms"][0]:
+            out["transforms"] = [one(t) for t in c["transforms"]]
+        return out
+
+    return {topic: one(c) if prefix else c for topic, c in contents.items()}

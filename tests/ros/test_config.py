@@ -149,3 +149,63 @@ def test_the_shipped_parameters_file_lists_every_parameter_with_its_default():
         params.update({f"thresholds.{check}.{level}": v for level, v in levels.items()})
     expected = {name: default for name, default, _text, _num in declarations() if name != "model"}
     assert params == expected
+
+
+def test_launch_arguments_given_win_over_the_params_file():
+    """The launch file's parameter list: the params file first, then the launch arguments given
+    (launch_ros applies them in order, a later one winning); arguments not given (empty) are left
+    out, so the file's value stands; with robot_state_publisher the node's /tf is off unless given."""
+    from mbsfmu_ros.config import launch_parameters
+
+    given = {"publish_rate": "200.0", "real_time_factor": "", "lock_step": "true", "frame_prefix": ""}
+    assert launch_parameters(given, "/abs/p.yaml") == ["/abs/p.yaml", {"publish_rate": 200.0, "lock_step": True}]
+    assert launch_parameters({"publish_rate": ""}) == [{}]
+    assert launch_parameters({}, "", robot_state_publisher=True) == [{"publish_tf": False}]
+    assert launch_parameters({"publish_tf": "true"}, "", robot_state_publisher=True) == [{"publish_tf": True}]
+
+
+@pytest.mark.integration
+def test_the_node_started_as_the_launch_file_starts_it_takes_the_explicit_argument(tmp_path):
+    """What launch_ros makes of ``launch_parameters``: one ``--params-file`` per entry, in order
+    (a dict written to a temporary parameters file under ``/**``). The file sets publish_rate 50
+    and frame_prefix f/, the launch argument publish_rate:=200: the node runs at 200 Hz (stamps
+    5 ms apart; the file would give 20 ms) and keeps the file's frame_prefix (header frame f/world)."""
+    pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy")
+    import subprocess
+    import sys
+
+    import yaml
+    from sensor_msgs.msg import JointState
+
+    from mbsfmu_ros.config import launch_parameters
+    from tests.support import ros_sandbox as rt
+    from tests.support.paths import MODELS
+    from tests.support.ros_interfaces import interfaces_loaded
+
+    params_file = tmp_path / "params.yaml"
+    params_file.write_text(yaml.safe_dump({"/**": {"ros__parameters": {"publish_rate": 50.0, "frame_prefix": "f/"}}}))
+    args = []
+    for k, entry in enumerate(launch_parameters({"publish_rate": "200.0", "frame_prefix": ""}, str(params_file))):
+        if isinstance(entry, dict):
+            path = tmp_path / f"launch_{k}.yaml"
+            path.write_text(yaml.safe_dump({"/**": {"ros__parameters": entry}}))
+            entry = str(path)
+        args += ["--params-file", entry]
+    interfaces_loaded()
+    log = tmp_path / "node.log"
+    with rt.Sandbox("launchargs") as sandbox:
+        cmd = [sys.executable, "-m", "mbsfmu_ros", str(MODELS / "scara.yaml"), "--ros-args", *args, *sandbox.ros_args()]
+        with open(log, "w") as out:
+            proc = subprocess.Popen(cmd, env=sandbox.env(), stdout=out, stderr=subprocess.STDOUT)
+        client = rt.Client(sandbox, proc)
+        try:
+            client.subscribe("/joint_states", JointState)
+            assert client.spin_until(lambda: len(client.msgs["/joint_states"]) >= 5), client.failure(log)
+        finally:
+            code = rt.stop_node(proc)
+            client.close()
+    assert code == 0, rt.read_log(log)
+    js = client.msgs["/joint_states"]
+    stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in js]
+    assert {b - a for a, b in zip(stamps, stamps[1:])} == {5_000_000}
+    assert {m.header.frame_id for m in js} == {"f/world"}

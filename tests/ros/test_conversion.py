@@ -227,3 +227,27 @@ def test_joint_command_position_velocity_effort_by_the_topic_based_convention():
     ):
         with pytest.raises(cv.CommandError, match=re.escape(fragment)):
             cv.joint_command(names, pos, vel, eff, aliases, servos)
+
+
+def test_the_actuator_feed_forward_makes_a_position_target_an_exact_equilibrium():
+    """At rest on its target under gravity, the actuator model's torque (PD terms 0, feed-forward
+    tau_id = RNEA(q, 0, 0)) gives qdd = 0 through the engine's forward dynamics (ABA): the target
+    is an equilibrium, so a held position command has no steady-state error. Without the
+    feed-forward (a plain PD servo) gravity accelerates the arm. Tolerance: ABA of RNEA's result
+    returns qdd to ~1e-12 on this 2-joint arm (sums of a few terms of size ~30 N m, float64)."""
+    model = mbsfmu.load_model(MODELS / "scara.yaml")  # vertical plane, gravity along -y
+    inputs = ["q1.tau", "q2.tau"]
+    aliases, servos = cv.command_aliases(model, inputs), cv.servo_joints(model, inputs)
+    _, targets = cv.joint_command(["q1", "q2"], [0.5, -0.3], [], [], aliases, servos)
+    q, qd = np.array([0.5, -0.3]), np.array([0.0, 0.7])  # q2 still moving: its actual rate is not the reference
+    qd_ref = cv.servo_reference_rates(targets, servos, qd)
+    assert qd_ref == [0.0, 0.0]  # a position-only target: to stop there
+    tau_id = model.inverse_dynamics(q, np.array(qd_ref), np.zeros(2))
+    tau = cv.servo_efforts(targets, servos, q, np.zeros(2), 100.0, 10.0, 3.0, tau_id=tau_id)
+    qdd = model.forward_dynamics(q, np.zeros(2), np.array([tau["q1.tau"], tau["q2.tau"]]))
+    np.testing.assert_allclose(qdd, 0.0, rtol=0, atol=1e-12)
+    plain = cv.servo_efforts(targets, servos, q, np.zeros(2), 100.0, 10.0, 3.0)
+    assert np.abs(model.forward_dynamics(q, np.zeros(2), np.array(list(plain.values())))).max() > 1.0
+    # a velocity target: the feed-forward is evaluated at the commanded rate; other joints at their own
+    _, targets = cv.joint_command(["q1"], [], [1.0], [], aliases, servos)
+    assert cv.servo_reference_rates(targets, servos, qd) == [1.0, 0.7]

@@ -115,7 +115,7 @@ def test_topics_types_names_and_frame(ros):
     names = {s.name for s in ros.msgs["/diagnostics"][-1].status}
     assert names == {
         f"/{ros.sandbox.node_name}: {n}"
-        for n in ("p_sys_zero", "energy_balance", "engine_agreement", "real_time", "commands", "simulation")
+        for n in ("p_sys_zero", "energy_balance", "engine_agreement", "real_time", "commands", "clock", "simulation")
     }
     assert all(s.hardware_id == "scara" for s in ros.msgs["/diagnostics"][-1].status)
 

@@ -1,0 +1,171 @@
+"""The simulation loop (docs/guides/ros2.md, "Timing"): the node steps the engine one publish
+period at a time, paced against the wall clock (``pacing.py``), as fast as possible, in
+lock-step with a controller, or following an external /clock, and lets the executor handle
+commands and services between cycles.
+
+``LoopMixin`` is one part of ``MbsNode``: it uses the node's ``sim``, ``config``, ``period``,
+``rtf``, ``lock_step``, ``follow_clock``, ``targets`` (``actuator_efforts()``), the run's state,
+``publish_state()``, ``publish_diagnostics()`` and ``check_timeout()``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import rclpy
+from rosgraph_msgs.msg import Clock
+
+from mbsfmu.sim.simulator import SimulationError
+
+from . import clock
+from . import conversion as cv
+from . import topics as tp
+from .pacing import MAX_LAG
+
+SPIN_MARGIN = 3e-4  # [s] before a deadline the node stops waiting in the executor and sleeps
+
+
+class LoopMixin:
+    """Sim time, cycles and ``run()`` of MbsNode."""
+
+    def now_ns(self) -> int:
+        """Published sim time of the current state [ns]: reset offset + episode time."""
+        return self.offset_ns + cv.time_to_ns(self.sim.t)
+
+    def warn_throttled(self, kind: str, text: str) -> None:
+        """A warning, at most one per ``kind`` per second of wall time."""
+        now = time.monotonic()
+        if now - self.log_last.get(kind, -math.inf) >= 1.0:
+            self.log_last[kind] = now
+            self.get_logger().warning(text)
+
+    def on_clock(self, msg: Clock) -> None:
+        """An external /clock time: the loop steps the engine to it (the latest one wins)."""
+        t = cv.stamp_to_ns(msg.clock.sec, msg.clock.nanosec)
+        if t < self.now_ns():
+            self.warn_throttled(
+                "clock",
+                f"/clock went back to t = {t / cv.NS:.9f} s (the simulation is at {self.now_ns() / cv.NS:.9f} s): "
+                "ignored; ~/reset restarts the episode",
+            )
+            return
+        self.clock_ns = t
+
+    def follow(self) -> bool:
+        """Step to the latest external /clock time and publish; False if the engine failed."""
+        t_ns, self.clock_ns = self.clock_ns, None
+        return self.advance((t_ns - self.offset_ns) / cv.NS)
+
+    def cycle(self) -> bool:
+        """Advance one publish period and publish; False if the engine failed."""
+        return self.advance(self.t_base + (self.k + 1 - self.k_base) * self.period)
+
+    def actuator_efforts(self) -> dict[str, float]:
+        """The servo-driven joints' torques now (the actuator model, ``cv.servo_efforts``): the
+        engine's inverse dynamics tau_id = RNEA(q, qd_ref, 0) as feed-forward plus the PD terms."""
+        q, qd = self.sim.q, self.sim.qd
+        qd_ref = np.asarray(cv.servo_reference_rates(self.targets, self.servos, qd))
+        tau_id = self.model.inverse_dynamics(q, qd_ref, np.zeros(self.model.nv))
+        return cv.servo_efforts(self.targets, self.servos, q, qd, *self.gains, tau_id=tau_id)
+
+    def advance(self, t_end: float) -> bool:
+        """Advance the episode to t_end [s] and publish; False if the engine failed. Inputs are
+        held, but for servo-driven joints (position/velocity commands), whose torques are
+        updated every physics_step (``actuator_efforts``) and held over it: their work enters
+        W_in like any input's."""
+        try:
+            if self.targets:
+                h = self.config.physics_step or self.period
+                t0 = self.sim.t
+                n = max(1, math.ceil((t_end - t0) / h - 1e-9))
+                for j in range(1, n + 1):
+                    self.sim.set_inputs(self.actuator_efforts())
+                    self.sim.advance_to(t_end if j == n else t0 + j * (t_end - t0) / n)
+            else:
+                self.sim.advance_to(t_end)
+        except SimulationError as e:
+            self.error = str(e)
+            self.get_logger().error(f"engine stopped: {e}; ~/reset restarts it")
+            return False
+        self.k += 1
+        self.publish_state()
+        return True
+
+    def run(self, executor) -> None:
+        """Cycle until shutdown: paced, as fast as possible, or in lock-step (see pacing.py)."""
+        wall = time.perf_counter
+        budget = self.period / self.rtf if self.rtf > 0 else None
+        end = wall() + clock.STARTUP_WINDOW  # another /clock already there: yield before publishing one
+        while rclpy.ok() and tp.CLOCK in self.pubs and not self.clock_others and wall() < end:
+            self.check_clock()
+            executor.spin_once(timeout_sec=0.05)
+        self.stats.start(wall(), self.sim.t)
+        next_clock_check = wall() + clock.CHECK_PERIOD
+        self.publish_state()  # the initial state (and /clock) at once, whoever listens, in every mode
+        next_diag = wall() + min(self.diag_period, 1e9)
+        deadline = wall()
+        spun = False
+        while rclpy.ok():
+            now = wall()
+            if now >= next_diag:
+                self.publish_diagnostics(now)
+                next_diag = max(next_diag + self.diag_period, now + 0.5 * self.diag_period)
+            if now >= next_clock_check:
+                self.check_clock()
+                next_clock_check = now + clock.CHECK_PERIOD
+            if self.simulation is not None and self.simulation.run_pending_step():
+                executor.spin_once(timeout_sec=0.0)  # feedback out, cancel requests in, between steps
+                continue
+            if self.paused or self.error:
+                executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                self.reanchor = True
+                continue
+            if self.follow_clock:
+                if self.clock_ns is not None and self.clock_ns > self.last_ns:
+                    self.check_timeout()
+                    self.follow()
+                else:
+                    executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                continue
+            if self.lock_step:
+                n = self.pub_js.get_subscription_count()
+                if n > self.lock_subscribers:
+                    self.publish_state()  # (re)announce the current state to a new controller
+                self.lock_subscribers = n
+                if self.lock_go:
+                    self.lock_go = False
+                    t0 = wall()
+                    self.cycle()
+                    self.stats.record(0.0, wall() - t0, None)
+                else:
+                    executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                continue
+            budget = self.period / self.rtf if self.rtf > 0 else None  # parameters may change at run time
+            if self.reanchor:
+                deadline, self.reanchor = now + (budget or 0.0), False
+            if budget is not None:
+                wait = deadline - now
+                if wait > SPIN_MARGIN:
+                    executor.spin_once(timeout_sec=wait - SPIN_MARGIN)
+                    spun = True
+                    continue
+                if wait > 0:
+                    time.sleep(wait)
+                start = wall()
+                lateness = start - deadline
+            else:
+                start, lateness = wall(), 0.0
+            self.check_timeout()
+            self.cycle()
+            end = wall()
+            self.stats.record(lateness, end - start, budget)
+            if budget is not None:
+                deadline += budget
+                if end - deadline > MAX_LAG:
+                    self.stats.slip()
+                    deadline = end
+            if not spun:
+                executor.spin_once(timeout_sec=0.0)
+            spun = False
