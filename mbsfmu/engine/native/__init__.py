@@ -1,2 +1,2 @@
 """The C engine core (mbs_core.h and its sources), its build (build.py), Python binding (core.py),
-model tables (tables.py) and the Python-free FMU (fmu.py, fmi2_slave.c)."""
+model tables (tables.py) and the Python-free FMU (mbsfmu/fmu/native.py, fmu_instance.c)."""
