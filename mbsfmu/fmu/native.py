@@ -207,9 +207,9 @@ def compile_target(
     """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform, with
     the core's one zig invocation (``build.zig_cc``) per zig target; darwin64's two slices joined
     into one universal binary (``macho.fat_binary``) when ``fat``, else left apart (FMI 3.0 has a
-    folder per architecture). progress: told when a target is compiled for the first time on this
-    machine (zig then builds its C library cache for it, minutes, once) and when that target is
-    done, with the elapsed time. Returns {zig target: its binary}."""
+    folder per architecture). progress: told when each target's compile starts (the first time on
+    this machine, that zig builds its C library cache for it: minutes, once) and when it is done,
+    with the elapsed time. Returns {zig target: its binary}."""
     from ..engine.native import build
 
     targets, _suffix, libs = TARGETS[platform]
@@ -224,16 +224,18 @@ def compile_target(
         marker = zig_cache_dir() / f"mbsfmu-libc-{target}.ok"
         first = not marker.exists()
         start = time.monotonic()
-        if first and progress:
+        if progress:
             progress(
                 f"{platform} ({target}): building zig's C library cache for this target, once per machine "
                 "(a few minutes; later builds take seconds)..."
+                if first
+                else f"{platform} ({target}): compiling {len(c_files)} C files..."
             )
         try:
             build.zig_cc([srcdir / f for f in c_files], target, part, flags, progress=lambda _msg: None)
         except build.BuildError as e:
             raise NativeBuildError(f"compiling the FMU for {platform} failed (zig cc -target {target}): {e}") from None
-        if first and progress:
+        if progress:
             progress(f"{platform} ({target}): done in {time.monotonic() - start:.0f} s")
         try:
             marker.parent.mkdir(parents=True, exist_ok=True)
