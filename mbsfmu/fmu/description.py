@@ -168,7 +168,8 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
             ET.SubElement(node, "Unknown", attrs)
     # Model Exchange: the derivatives of the states, in the states' order (the vector x of
     # fmi2SetContinuousStates), each with the inputs and states it depends on
-    derivatives = sorted((v for v in table if v.derivative), key=lambda v: state_index(table, v))
+    position = state_positions(table)
+    derivatives = sorted((v for v in table if v.derivative), key=lambda v: position[v.derivative])
     if derivatives:
         node = ET.SubElement(ms, "Derivatives")
         for v in derivatives:
@@ -188,14 +189,13 @@ def model_description(raw_xml: bytes, table: list[FmuVariable], info: dict) -> b
     return ET.tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
 
 
-def state_index(table: list[FmuVariable], v: FmuVariable) -> int:
-    """The position in the state vector x = [q, qd, W_in, W_diss] of the state whose derivative is
-    ``v`` (its source ``("x", k)``, or W_in, W_diss after them)."""
-    state = next(w for w in table if w.name == v.derivative)
-    if state.source[0] == "x":
-        return int(state.source[1])
+def state_positions(table: list[FmuVariable]) -> dict[str, int]:
+    """{state variable's name: its position in the state vector x = [q, qd, W_in, W_diss]} (the
+    sources ``("x", k)``, then W_in and W_diss after them)."""
     n_x = sum(1 for w in table if w.source[0] == "x")
-    return n_x + ("W_in", "W_diss").index(state.source[1])
+    out = {w.name: int(w.source[1]) for w in table if w.source[0] == "x"}
+    out.update({w.name: n_x + ("W_in", "W_diss").index(w.source[1]) for w in table if w.source[0] == "energy"})
+    return out
 
 
 # ModelExchange capability flags (FMI 2.0 section 3.3.1) of the native runtime
@@ -265,6 +265,6 @@ __all__ = [
     "native_description",
     "now",
     "skeleton",
-    "state_index",
+    "state_positions",
     "xsd_double",
 ]

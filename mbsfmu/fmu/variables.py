@@ -414,23 +414,24 @@ def state_derivatives(model, table: list[FmuVariable], inputs: list[str]) -> lis
         if a > 0 and b > 0:
             joined[find(root[a])] = find(root[b])
 
-    def group(i: int) -> list[int]:
-        if model.loops:
-            return list(range(1, model.N + 1))
-        mine = find(root[i])
-        return [b for b in range(1, model.N + 1) if find(root[b]) == mine]
-
-    def states_of(bodies) -> tuple[str, ...]:
+    members: dict[int, list[int]] = {}  # each coupled group's bodies, once (0: every body, with loops)
+    for b in range(1, model.N + 1):
+        members.setdefault(0 if model.loops else find(root[b]), []).append(b)
+    group_states: dict[int, tuple[str, ...]] = {}
+    for key, bodies in members.items():
         ks = [int(t.iq[b]) + k for b in bodies for k in range(int(t.nq[b]))]
         ks += [nq + int(t.iv[b]) + k for b in bodies for k in range(int(t.nv[b]))]
-        return tuple(x_name[k] for k in sorted(ks))
+        group_states[key] = tuple(x_name[k] for k in sorted(ks))
+    body_of_dof = {int(t.iv[b]) + k: b for b in range(1, model.N + 1) for k in range(int(t.nv[b]))}
+
+    def states_of(i: int) -> tuple[str, ...]:
+        return group_states[0 if model.loops else find(root[i])]
 
     out = []
     for v in table:
         src = v.source
         if src[0] == "qdd":
-            i = _body_of_dof(model, int(src[1]))
-            v = replace(v, derivative=x_name[nq + int(src[1])], state_deps=states_of(group(i)))
+            v = replace(v, derivative=x_name[nq + int(src[1])], state_deps=states_of(body_of_dof[int(src[1])]))
         elif v.causality == "output" and src[0] == "x":
             v = replace(v, state_deps=(v.name,))
         elif v.causality == "output" and src[0] == "energy":
