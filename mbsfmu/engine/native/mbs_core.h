@@ -194,7 +194,8 @@ int mbs_input_response(mbs_sim *s, const double *q, const double *du, double *dq
 
 /* ---- the state as a host's integrator holds it (FMI Model Exchange; host_state.c) ------------ */
 /* Take the host's state xh (nx,): the instance's x is xh with every quaternion divided by its
- * norm; MBS_ERROR (reason in err) if xh is not finite or a quaternion has norm 0. */
+ * norm; MBS_ERROR (reason in err, the instance unchanged) if xh is not finite or a quaternion has
+ * norm 0. */
 int mbs_sim_set_host_x(mbs_sim *s, const double *xh, char *err, size_t n_err);
 /* xdot (nx,) of the host's state xh (set by mbs_sim_set_host_x): f(x, u) at the normalised x (the
  * lazy rhs of mbs_sim_qdd: computed once per state), each quaternion's rows as

@@ -504,10 +504,9 @@ static int take_states(Instance *I, const char *fn, const double x[])
     char err[512];
     if (mbs_sim_set_host_x(I->sim, x, err, sizeof err) != MBS_OK) {
         mbsfmu_log(I, FMU_ERROR, "%s: the states are refused (the instance keeps the previous ones): %s", fn, err);
-        mbs_sim_set_host_x(I->sim, I->xh, err, sizeof err);
-        return FMU_ERROR;
+        return FMU_ERROR;                  /* mbs_sim_set_host_x checks before it changes anything */
     }
-    if (x != I->xh) memcpy(I->xh, x, sizeof(double) * (size_t)I->sz.nx);
+    memcpy(I->xh, x, sizeof(double) * (size_t)I->sz.nx);
     return FMU_OK;
 }
 
