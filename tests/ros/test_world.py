@@ -135,3 +135,17 @@ def test_names_and_namespaces():
     assert name_problem("scara_2") is None and name_problem("2scara") and name_problem("a/b") and name_problem("")
     assert namespace_problem("/a/b_1") is None and namespace_problem("a") is None
     assert namespace_problem("a//b") and namespace_problem("/") and namespace_problem("a b")
+
+
+def test_node_parameters_of_a_world():
+    from mbsfmu_ros.config import ConfigError, node_config
+
+    assert node_config({"world": "w.yaml"}).world == "w.yaml"  # no model needed
+    with pytest.raises(ConfigError) as e:
+        node_config({"world": "w.yaml", "model": "m.yaml", "lock_step": True})
+    text = str(e.value)
+    assert "world = 'w.yaml': give a model (m.yaml) or a world, not both" in text
+    assert "lock_step = True: lock-step follows one robot's commands: not with a world" in text
+    with pytest.raises(ConfigError) as e:
+        node_config({})
+    assert "(or a world file as world:=PATH)" in str(e.value)

@@ -1,0 +1,250 @@
+"""A world of several robots in one node (mbsfmu_ros world mode), over real DDS on loopback from
+this separate process: the bundled world's three robots (SCARA, 7-DoF URDF arm, spacecraft) under
+one /clock that never goes back, each robot's joint states in its namespace with prefixed frames,
+its base pose on /tf_static, commands per namespace; the entity services (spawn from a file, a
+URDF string, a bundled spawnable; delete; names and resources refused with their .srv codes;
+entity states, info, bounds) and the world services (current, available, unload, load)."""
+
+import math
+
+import pytest
+
+pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
+
+from tests.support import ros_sandbox as rt
+from tests.support.paths import MODELS, ROOT
+from tests.support.ros_interfaces import interfaces_loaded
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+NS = "/w"
+WORLD = ROOT / "scenarios" / "worlds" / "three_robots.yaml"
+ROBOTS = ("scara", "arm7", "spacecraft")
+
+
+def stamp_ns(header) -> int:
+    return header.stamp.sec * 10**9 + header.stamp.nanosec
+
+
+def test_three_robots_in_one_world(tmp_path):
+    interfaces_loaded()
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures, SpawnResult
+    from simulation_interfaces.srv import (
+        DeleteEntity,
+        GetAvailableWorlds,
+        GetCurrentWorld,
+        GetEntities,
+        GetEntitiesStates,
+        GetEntityBounds,
+        GetEntityInfo,
+        GetEntityState,
+        GetSimulationState,
+        GetSimulatorFeatures,
+        GetSpawnables,
+        LoadWorld,
+        SetEntityInfo,
+        SetEntityState,
+        SpawnEntities,
+        SpawnEntity,
+        UnloadWorld,
+    )
+    from std_msgs.msg import Float64MultiArray
+    from tf2_msgs.msg import TFMessage
+
+    OK = Result.RESULT_OK
+    params = {"world": str(WORLD), "publish_rate": 100.0, "real_time_factor": 1.0}
+    with rt.Sandbox("world") as sandbox:
+        log = tmp_path / "node.log"
+        proc = rt.start_node(None, params, sandbox, log, namespace=NS)
+        client = rt.Client(sandbox, proc)
+        try:
+
+            def call(srv, name, request=None, **fields):
+                response = client.call(srv, f"{NS}/{name}", request if request is not None else srv.Request(**fields))
+                assert response is not None, client.failure(log)
+                return response
+
+            clock = []
+            client.node.create_subscription(Clock, sandbox.topic("/clock"), clock.append, 1000)
+            js = {name: [] for name in (*ROBOTS, "pend", "arm_b", "scara_b")}
+            for name, got in js.items():
+                client.node.create_subscription(JointState, f"{NS}/{name}/joint_states", got.append, 1000)
+            static = []
+            from rclpy.qos import DurabilityPolicy, QoSProfile
+
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            client.node.create_subscription(TFMessage, f"{NS}/tf_static", static.append, latched)
+            tf = []
+            client.node.create_subscription(TFMessage, f"{NS}/tf", tf.append, 100)
+
+            # the three robots run: each its joint states in its namespace, frames prefixed
+            assert client.spin_until(lambda: all(len(js[r]) >= 10 for r in ROBOTS)), client.failure(log)
+            assert [m.name for m in (js["scara"][-1],)] == [["q1", "q2"]]
+            assert js["arm7"][-1].name[:7] == [f"panda_joint{k}" for k in range(1, 8)]  # and the fingers
+            for r in ROBOTS:
+                assert {m.header.frame_id for m in js[r]} == {f"{r}/world"}
+            # one step for all: the robots' joint states share their stamps, one /clock per step
+            stamps = {r: {stamp_ns(m.header) for m in js[r]} for r in ROBOTS}
+            common = stamps["scara"] & stamps["arm7"] & stamps["spacecraft"]
+            assert len(common) >= 5, stamps
+            clock_ns = lambda: {c.clock.sec * 10**9 + c.clock.nanosec for c in clock}  # noqa: E731
+            assert client.spin_until(lambda: common <= clock_ns()), client.failure(log)  # topics race
+            # /tf: every robot's bodies, prefixed; /tf_static: each base pose in the world
+            assert client.spin_until(lambda: tf and static), client.failure(log)
+            children = {t.child_frame_id for t in tf[-1].transforms}
+            assert {"scara/link1", "spacecraft/hub"} <= children and "arm7/panda_link1" in children
+            base = {t.child_frame_id: t for t in static[-1].transforms if t.header.frame_id == "world"}
+            assert set(base) == {f"{r}/world" for r in ROBOTS}
+            sc = base["spacecraft/world"].transform
+            assert [sc.translation.x, sc.translation.y, sc.translation.z] == [0.0, 4.0, 2.0]
+            assert sc.rotation.z == pytest.approx(2**-0.5, rel=0, abs=1e-15)
+
+            # commands in a robot's namespace reach that robot only (effort = the held input)
+            pub = client.node.create_publisher(Float64MultiArray, f"{NS}/scara/mbs/effort_commands", 10)
+            assert client.spin_until(lambda: pub.get_subscription_count() > 0), client.failure(log)
+            pub.publish(Float64MultiArray(data=[1.5, -0.5]))
+            assert client.spin_until(lambda: list(js["scara"][-1].effort) == [1.5, -0.5]), client.failure(log)
+            assert not any(any(m.effort) for m in js["arm7"][-20:])
+
+            features = call(GetSimulatorFeatures, "get_simulator_features").features
+            want = {SimulatorFeatures.SPAWNING, SimulatorFeatures.DELETING, SimulatorFeatures.WORLD_LOADING}
+            assert want <= set(features.features) and "urdf" in features.spawn_formats
+
+            # entities: the robots, by name filter, category, tags
+            assert call(GetEntities, "get_entities").entities == list(ROBOTS)
+            r = call(GetEntities, "get_entities", filters=GetEntities.Request().filters.__class__(filter="^s"))
+            assert r.entities == ["scara", "spacecraft"]
+            info = call(GetEntityInfo, "get_entity_info", entity="arm7")
+            assert info.result.result == OK and info.info.category.category == 1  # CATEGORY_ROBOT
+            req = SetEntityInfo.Request(entity="arm7", info=info.info)
+            req.info.tags = ["arm", "urdf"]
+            assert call(SetEntityInfo, "set_entity_info", req).result.result == OK
+            q = GetEntities.Request()
+            q.filters.tags.tags = ["urdf"]
+            assert call(GetEntities, "get_entities", q).entities == ["arm7"]
+            assert call(GetEntityInfo, "get_entity_info", entity="nope").result.result == Result.RESULT_NOT_FOUND
+
+            # base states: a fixed base is its placement; setting it moves the robot (on /tf_static)
+            s = call(GetEntityState, "get_entity_state", entity="arm7")
+            assert s.result.result == OK and [s.state.pose.position.x, s.state.pose.position.y] == [2.0, 0.0]
+            move = SetEntityState.Request(entity="arm7", set_pose=True)
+            move.state.pose.position.x, move.state.pose.position.y = 2.0, 1.0
+            assert call(SetEntityState, "set_entity_state", move).result.result == OK
+            assert call(GetEntityState, "get_entity_state", entity="arm7").state.pose.position.y == 1.0
+
+            def arm_moved():
+                return any(
+                    t.child_frame_id == "arm7/world" and t.transform.translation.y == 1.0 for t in static[-1].transforms
+                )
+
+            assert client.spin_until(arm_moved), client.failure(log)
+            spin = SetEntityState.Request(entity="arm7", set_twist=True)
+            spin.state.twist.angular.z = 1.0
+            r = call(SetEntityState, "set_entity_state", spin)
+            assert r.result.result == Result.RESULT_OPERATION_FAILED, r.result.error_message
+            # the floating base: the hub's state in the world (placement o hub pose)
+            states = call(GetEntitiesStates, "get_entities_states")
+            assert states.entities == list(ROBOTS) and len(states.states) == 3
+            hub = states.states[2].pose
+            # the hub starts at its origin's place in the spacecraft frame, within a few cm of it
+            # (its initial velocity is ~mm/s): the world pose puts it near (0, 4, 2)
+            assert math.dist([hub.position.x, hub.position.y, hub.position.z], [0.0, 4.0, 2.0]) < 0.5
+            put = SetEntityState.Request(entity="spacecraft", set_pose=True)
+            put.state.pose.position.x, put.state.pose.position.y, put.state.pose.position.z = 1.0, 2.0, 3.0
+            assert call(SetEntityState, "set_entity_state", put).result.result == OK
+            got = call(GetEntityState, "get_entity_state", entity="spacecraft").state.pose
+            # the loop may step between the two calls: |v| dt with |v| < 0.01 m/s and dt of a few cycles
+            assert [got.position.x, got.position.y, got.position.z] == pytest.approx([1.0, 2.0, 3.0], abs=1e-2)
+            bounds = call(GetEntityBounds, "get_entity_bounds", entity="scara").bounds
+            assert bounds.type == 1 and len(bounds.points) == 2  # TYPE_BOX: upper, lower corner
+            up, lo = bounds.points
+            # the box holds the base's origin and link2's, 1 m from it (the SCARA's first link)
+            assert all(a <= 0.0 <= b for a, b in zip([lo.x, lo.y, lo.z], [up.x, up.y, up.z]))
+            assert math.dist([up.x, up.y, up.z], [lo.x, lo.y, lo.z]) >= 1.0 - 1e-12
+
+            # spawn: from a file, a URDF string, a bundled spawnable; refusals with their codes
+            def spawn(**fields):
+                req = SpawnEntity.Request(**{k: v for k, v in fields.items() if k not in ("uri", "text")})
+                req.entity_resource.uri = fields.get("uri", "")
+                req.entity_resource.resource_string = fields.get("text", "")
+                return call(SpawnEntity, "spawn_entity", req)
+
+            r = spawn(name="pend", uri=str(MODELS / "compound_pendulum.yaml"))
+            assert r.result.result == OK and r.entity_name == "pend", r.result.error_message
+            assert client.spin_until(lambda: js["pend"]), client.failure(log)
+            assert js["pend"][-1].header.frame_id == "pend/world" and js["pend"][-1].name == ["q1"]
+            assert spawn(name="pend", uri=str(MODELS / "scara.yaml")).result.result == SpawnResult.NAME_NOT_UNIQUE
+            r = spawn(name="pend", allow_renaming=True, uri=(MODELS / "scara.yaml").as_uri())
+            assert r.result.result == OK and r.entity_name == "pend_2"
+            assert spawn(name="2x", uri=str(MODELS / "scara.yaml")).result.result == SpawnResult.NAME_INVALID
+            r = spawn(name="x", uri=str(tmp_path / "missing.yaml"))
+            assert r.result.result == Result.RESULT_NOT_FOUND
+            r = spawn(name="x", uri="package://robot/urdf/robot.urdf")
+            assert r.result.result == SpawnResult.UNSUPPORTED_FORMAT
+            assert spawn(name="x").result.result == SpawnResult.NO_RESOURCE
+            r = spawn(name="x", text="bodies: [1, 2]\n")
+            assert r.result.result == SpawnResult.RESOURCE_PARSE_ERROR and "resource_string" in r.result.error_message
+            assert spawn(name="x", entity_namespace="a//b", uri=str(MODELS / "scara.yaml")).result.result == (
+                SpawnResult.NAMESPACE_INVALID
+            )
+            r = spawn(name="arm_b", text=(MODELS / "urdf_arm7.urdf").read_text())
+            assert r.result.result == OK, r.result.error_message
+            assert client.spin_until(lambda: js["arm_b"]), client.failure(log)
+            assert js["arm_b"][-1].name == js["arm7"][-1].name
+            spawnables = call(GetSpawnables, "get_spawnables").spawnables
+            (scara,) = [s.entity_resource.uri for s in spawnables if s.entity_resource.uri.endswith("/scara.yaml")]
+            r = spawn(name="scara_b", uri=scara)
+            assert r.result.result == OK, r.result.error_message
+            assert client.spin_until(lambda: js["scara_b"]), client.failure(log)
+            many = SpawnEntities.Request(spawn_requests=[SpawnEntity.Request(name="y"), SpawnEntity.Request(name="2")])
+            many.spawn_requests[0].entity_resource.uri = str(MODELS / "scara.yaml")
+            r = call(SpawnEntities, "spawn_entities", many)
+            assert r.result.result == SpawnEntities.Response.ENTITIES_SPAWN_FAILED
+            assert [x.result.result for x in r.results] == [OK, SpawnResult.NAME_INVALID]
+            entities = call(GetEntities, "get_entities").entities
+            assert entities == [*ROBOTS, "pend", "pend_2", "arm_b", "scara_b", "y"]
+            assert call(DeleteEntity, "delete_entity", entity="pend").result.result == OK
+            assert call(DeleteEntity, "delete_entity", entity="pend").result.result == Result.RESULT_NOT_FOUND
+            assert "pend" not in call(GetEntities, "get_entities").entities
+            assert client.spin_until(lambda: client.node.count_publishers(f"{NS}/pend/joint_states") == 0)
+
+            # worlds: current, available, unload, load (stopped afterwards), refusals
+            current = call(GetCurrentWorld, "get_current_world")
+            assert current.result.result == OK and current.world.name == "three_robots"
+            assert current.world.world_resource.uri == WORLD.as_uri()
+            available = call(GetAvailableWorlds, "get_available_worlds").worlds
+            assert WORLD.as_uri() in [w.world_resource.uri for w in available]
+            assert call(UnloadWorld, "unload_world").result.result == OK
+            assert call(GetEntities, "get_entities").entities == []
+            assert call(UnloadWorld, "unload_world").result.result == UnloadWorld.Response.NO_WORLD_LOADED
+            assert call(GetCurrentWorld, "get_current_world").result.result == GetCurrentWorld.Response.NO_WORLD_LOADED
+
+            def load(uri):
+                req = LoadWorld.Request()
+                req.world_resource.uri = uri
+                return call(LoadWorld, "load_world", req)
+
+            bad = tmp_path / "bad.yaml"
+            bad.write_text("robots:\n  - name: a\n")
+            r = load(str(bad))
+            assert r.result.result == LoadWorld.Response.RESOURCE_PARSE_ERROR and "bad.yaml:2" in r.result.error_message
+            assert load(str(tmp_path / "none.yaml")).result.result == Result.RESULT_NOT_FOUND
+            assert load("package://w/worlds/x.yaml").result.result == LoadWorld.Response.UNSUPPORTED_FORMAT
+            assert call(LoadWorld, "load_world").result.result == LoadWorld.Response.NO_RESOURCE
+            r = load(WORLD.as_uri())
+            assert r.result.result == OK and r.world.name == "three_robots", r.result.error_message
+            assert call(GetEntities, "get_entities").entities == list(ROBOTS)
+            state = call(GetSimulationState, "get_simulation_state").state.state
+            assert state == SimulationState.STATE_STOPPED
+            s = call(GetEntityState, "get_entity_state", entity="arm7")  # the world file's pose again
+            assert [s.state.pose.position.x, s.state.pose.position.y] == [2.0, 0.0]
+
+            # one /clock, never backwards, across spawning, deleting, unloading and loading
+            t = [c.clock.sec * 10**9 + c.clock.nanosec for c in clock]
+            assert len(t) > 20 and all(b >= a for a, b in zip(t, t[1:]))
+            assert client.node.count_publishers(sandbox.topic("/clock")) == 1
+        finally:
+            client.close()
+            rt.stop_node(proc)
