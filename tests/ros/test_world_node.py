@@ -7,7 +7,10 @@ entity states, info, bounds) and the world services (current, available, unload,
 
 import math
 
+import numpy as np
 import pytest
+
+from mbsfmu.engine.spatial import quat_to_R
 
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
@@ -46,6 +49,7 @@ def test_three_robots_in_one_world(tmp_path):
         LoadWorld,
         SetEntityInfo,
         SetEntityState,
+        SetSimulationState,
         SpawnEntities,
         SpawnEntity,
         UnloadWorld,
@@ -126,6 +130,10 @@ def test_three_robots_in_one_world(tmp_path):
             assert call(GetEntities, "get_entities", q).entities == ["arm7"]
             assert call(GetEntityInfo, "get_entity_info", entity="nope").result.result == Result.RESULT_NOT_FOUND
 
+            # paused from here on: states read back are the states set (no step in between)
+            paused = call(SetSimulationState, "set_simulation_state", state=SimulationState(state=2))
+            assert paused.result.result == OK
+
             # base states: a fixed base is its placement; setting it moves the robot (on /tf_static)
             s = call(GetEntityState, "get_entity_state", entity="arm7")
             assert s.result.result == OK and [s.state.pose.position.x, s.state.pose.position.y] == [2.0, 0.0]
@@ -151,12 +159,33 @@ def test_three_robots_in_one_world(tmp_path):
             # the hub starts at its origin's place in the spacecraft frame, within a few cm of it
             # (its initial velocity is ~mm/s): the world pose puts it near (0, 4, 2)
             assert math.dist([hub.position.x, hub.position.y, hub.position.z], [0.0, 4.0, 2.0]) < 0.5
+            # the floating base: set its world pose (a 0.6 rad turn about x, in a frame placed by a
+            # quarter turn about z), read it back, and find it again as /tf_static's placement
+            # composed with /tf's hub transform (float64 round-off of a few products: 1e-12)
             put = SetEntityState.Request(entity="spacecraft", set_pose=True)
-            put.state.pose.position.x, put.state.pose.position.y, put.state.pose.position.z = 1.0, 2.0, 3.0
+            p, o = put.state.pose.position, put.state.pose.orientation
+            p.x, p.y, p.z = 1.0, 2.0, 3.0
+            o.x, o.w = math.sin(0.3), math.cos(0.3)
+            tf.clear()
             assert call(SetEntityState, "set_entity_state", put).result.result == OK
             got = call(GetEntityState, "get_entity_state", entity="spacecraft").state.pose
-            # the loop may step between the two calls: |v| dt with |v| < 0.01 m/s and dt of a few cycles
-            assert [got.position.x, got.position.y, got.position.z] == pytest.approx([1.0, 2.0, 3.0], abs=1e-2)
+            assert [got.position.x, got.position.y, got.position.z] == pytest.approx([1.0, 2.0, 3.0], rel=0, abs=1e-12)
+            assert [got.orientation.x, got.orientation.y, got.orientation.z, got.orientation.w] == pytest.approx(
+                [o.x, 0.0, 0.0, o.w], rel=0, abs=1e-12
+            )
+            assert client.spin_until(
+                lambda: any(t.child_frame_id == "spacecraft/hub" for m in tf for t in m.transforms)
+            )
+            (hub_tf,) = [t.transform for m in tf[-1:] for t in m.transforms if t.child_frame_id == "spacecraft/hub"]
+            R_w = quat_to_R(np.array([sc.rotation.w, sc.rotation.x, sc.rotation.y, sc.rotation.z]))
+            h = hub_tf.translation
+            p_hub = np.array([sc.translation.x, sc.translation.y, sc.translation.z]) + R_w @ np.array([h.x, h.y, h.z])
+            assert p_hub.tolist() == pytest.approx([1.0, 2.0, 3.0], rel=0, abs=1e-12)
+            r = hub_tf.rotation
+            R = R_w @ quat_to_R(np.array([r.w, r.x, r.y, r.z]))
+            assert R.ravel().tolist() == pytest.approx(
+                quat_to_R(np.array([o.w, o.x, 0.0, 0.0])).ravel().tolist(), abs=1e-12
+            )
             bounds = call(GetEntityBounds, "get_entity_bounds", entity="scara").bounds
             assert bounds.type == 1 and len(bounds.points) == 2  # TYPE_BOX: upper, lower corner
             up, lo = bounds.points
