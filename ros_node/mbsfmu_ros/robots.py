@@ -62,6 +62,7 @@ class Robot:
         self.aliases = cv.command_aliases(model, self.sim.input_names)
         self.servos = cv.servo_joints(model, self.sim.input_names)
         self.targets: dict[str, cv.JointTarget] = {}
+        self.last_command_ns: int | None = None  # sim time of the last command still held [ns]
         self.checks = dg.resolve_checks(list(p.checks), model)
         self.ref_row = dg.checker_row(self.sim)
         self.tags: list[str] = []
@@ -83,21 +84,45 @@ class Robot:
     # ---- commands ----------------------------------------------------------------------------
     def on_effort(self, msg: Float64MultiArray) -> None:
         try:
-            self.sim.set_inputs(cv.effort_command_inputs(msg.data, self.sim.input_names))
+            values = cv.effort_command_inputs(msg.data, self.sim.input_names)
         except cv.CommandError as e:
-            self.node.warn_throttled(f"effort {self.name}", f"{self.name}: effort command: {e}")
+            return self.node.reject(f"effort {self.name}", f"{self.name}: effort command: {e}")
+        self.apply(values)
 
     def on_joint_command(self, msg: JointState) -> None:
+        n = self.node
         try:
+            cv.check_command_stamp(
+                cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec), n.now_ns(), n.timeout_ns, False
+            )
             efforts, targets = cv.joint_command(
                 list(msg.name), msg.position, msg.velocity, msg.effort, self.aliases, self.servos
             )
         except cv.CommandError as e:
-            return self.node.warn_throttled(f"joint {self.name}", f"{self.name}: joint command: {e}")
+            return n.reject(f"joint {self.name}", f"{self.name}: joint command: {e}")
         for name in msg.name:
             self.targets.pop(name, None)
         self.targets.update(targets)
-        self.sim.set_inputs(efforts)
+        self.apply(efforts)
+
+    def apply(self, values: dict[str, float]) -> None:
+        """Set the inputs of an accepted command (held until the next one or the timeout),
+        counted in the node's ``commands`` status."""
+        self.sim.set_inputs(values)
+        self.last_command_ns = self.node.now_ns()
+        c = self.node.cmd
+        c["accepted"] += 1
+        c["last_ns"], c["active"], c["timed_out"] = self.last_command_ns, True, False
+
+    def check_timeout(self, now_ns: int, timeout_ns: int) -> bool:
+        """Zero the inputs and drop the servo targets after timeout_ns [ns] of sim time without
+        a command (as the one-model node's ``command_timeout``); True when it did."""
+        if self.last_command_ns is None or now_ns - self.last_command_ns <= timeout_ns:
+            return False
+        self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
+        self.targets.clear()
+        self.last_command_ns = None
+        return True
 
     def actuator_efforts(self) -> dict[str, float]:
         """The servo-driven joints' torques now (as the one-model node's ``actuator_efforts``)."""
@@ -130,6 +155,7 @@ class Robot:
         self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
         self.sim.t = t
         self.targets.clear()
+        self.last_command_ns = None
         self.position, self.orientation = tuple(self.spec.position), tuple(self.spec.orientation)
         self.ref_row = dg.checker_row(self.sim)
 

@@ -141,6 +141,22 @@ class WorldMixin:
             return super().hardware_id()
         return self.world.spec.name if self.world.spec is not None else "world"
 
+    # ---- commands -------------------------------------------------------------------------
+    def check_timeout(self) -> None:
+        """``command_timeout`` per robot: a robot without a command for longer has its inputs
+        zeroed and its servo targets dropped."""
+        if self.world is None:
+            return super().check_timeout()
+        if not self.timeout_ns:
+            return
+        now = self.now_ns()
+        for r in self.world.robots.values():
+            if r.check_timeout(now, self.timeout_ns):
+                self.cmd.update(active=False, timed_out=True)
+                self.get_logger().warning(
+                    f"{r.name}: no command for more than {self.timeout_ns / cv.NS:g} s of sim time: inputs set to zero"
+                )
+
     # ---- reset ----------------------------------------------------------------------------
     def reset(self) -> None:
         """Every robot to its initial state and base pose; sim time goes on as in the one-model

@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 NS = "/w"
 WORLD = ROOT / "scenarios" / "worlds" / "three_robots.yaml"
 ROBOTS = ("scara", "arm7", "spacecraft")
+TIMEOUT = 0.2  # command_timeout [s of sim time]
 
 
 def stamp_ns(header) -> int:
@@ -31,6 +32,7 @@ def stamp_ns(header) -> int:
 
 def test_three_robots_in_one_world(tmp_path):
     interfaces_loaded()
+    from diagnostic_msgs.msg import DiagnosticArray
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
     from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures, SpawnResult
@@ -58,7 +60,8 @@ def test_three_robots_in_one_world(tmp_path):
     from tf2_msgs.msg import TFMessage
 
     OK = Result.RESULT_OK
-    params = {"world": str(WORLD), "publish_rate": 100.0, "real_time_factor": 1.0}
+    params = {"world": str(WORLD), "publish_rate": 100.0, "real_time_factor": 1.0, "command_timeout": TIMEOUT}
+    params["diagnostics_rate"] = 10.0
     with rt.Sandbox("world") as sandbox:
         log = tmp_path / "node.log"
         proc = rt.start_node(None, params, sandbox, log, namespace=NS)
@@ -82,6 +85,8 @@ def test_three_robots_in_one_world(tmp_path):
             client.node.create_subscription(TFMessage, f"{NS}/tf_static", static.append, latched)
             tf = []
             client.node.create_subscription(TFMessage, f"{NS}/tf", tf.append, 100)
+            diag = []
+            client.node.create_subscription(DiagnosticArray, sandbox.topic("/diagnostics"), diag.append, 100)
 
             # the three robots run: each its joint states in its namespace, frames prefixed
             assert client.spin_until(lambda: all(len(js[r]) >= 10 for r in ROBOTS)), client.failure(log)
@@ -105,12 +110,20 @@ def test_three_robots_in_one_world(tmp_path):
             assert [sc.translation.x, sc.translation.y, sc.translation.z] == [0.0, 4.0, 2.0]
             assert sc.rotation.z == pytest.approx(2**-0.5, rel=0, abs=1e-15)
 
-            # commands in a robot's namespace reach that robot only (effort = the held input)
+            # commands in a robot's namespace reach that robot only (effort = the held input), and
+            # drop to zero after command_timeout of sim time without another
             pub = client.node.create_publisher(Float64MultiArray, f"{NS}/scara/mbs/effort_commands", 10)
             assert client.spin_until(lambda: pub.get_subscription_count() > 0), client.failure(log)
             pub.publish(Float64MultiArray(data=[1.5, -0.5]))
-            assert client.spin_until(lambda: list(js["scara"][-1].effort) == [1.5, -0.5]), client.failure(log)
-            assert not any(any(m.effort) for m in js["arm7"][-20:])
+            held = lambda: [m for m in js["scara"] if list(m.effort) == [1.5, -0.5]]  # noqa: E731
+            assert client.spin_until(lambda: held() and js["scara"][-1] is not held()[-1]), client.failure(log)
+            assert list(js["scara"][-1].effort) == [0.0, 0.0]
+            span = stamp_ns(held()[-1].header) - stamp_ns(held()[0].header)
+            assert TIMEOUT * 1e9 - 20e6 <= span <= TIMEOUT * 1e9 + 20e6  # +- a cycle each end (10 ms)
+            assert not any(any(m.effort) for m in js["arm7"])
+            pub.publish(Float64MultiArray(data=[1.0]))  # one entry for two inputs: rejected
+            status = lambda: [s for m in diag for s in m.status if s.name.endswith(": commands")]  # noqa: E731
+            assert client.spin_until(lambda: any("scara: effort command" in s.message for s in status()))
 
             features = call(GetSimulatorFeatures, "get_simulator_features").features
             want = {SimulatorFeatures.SPAWNING, SimulatorFeatures.DELETING, SimulatorFeatures.WORLD_LOADING}
