@@ -33,6 +33,7 @@ def stamp_ns(header) -> int:
 def test_three_robots_in_one_world(tmp_path):
     interfaces_loaded()
     from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import Vector3
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
     from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures, SpawnResult
@@ -49,6 +50,7 @@ def test_three_robots_in_one_world(tmp_path):
         GetSimulatorFeatures,
         GetSpawnables,
         LoadWorld,
+        ResetSimulation,
         SetEntityInfo,
         SetEntityState,
         SetSimulationState,
@@ -56,7 +58,7 @@ def test_three_robots_in_one_world(tmp_path):
         SpawnEntity,
         UnloadWorld,
     )
-    from std_msgs.msg import Float64MultiArray
+    from std_msgs.msg import Float64MultiArray, String
     from tf2_msgs.msg import TFMessage
 
     OK = Result.RESULT_OK
@@ -161,6 +163,9 @@ def test_three_robots_in_one_world(tmp_path):
                 )
 
             assert client.spin_until(arm_moved), client.failure(log)
+            q = GetEntities.Request()
+            q.filters.bounds.type, q.filters.bounds.points = 3, [Vector3(), Vector3(x=1.0)]  # a sphere
+            assert call(GetEntities, "get_entities", q).result.result == Result.RESULT_FEATURE_UNSUPPORTED
             spin = SetEntityState.Request(entity="arm7", set_twist=True)
             spin.state.twist.angular.z = 1.0
             r = call(SetEntityState, "set_entity_state", spin)
@@ -172,6 +177,10 @@ def test_three_robots_in_one_world(tmp_path):
             # the hub starts at its origin's place in the spacecraft frame, within a few cm of it
             # (its initial velocity is ~mm/s): the world pose puts it near (0, 4, 2)
             assert math.dist([hub.position.x, hub.position.y, hub.position.z], [0.0, 4.0, 2.0]) < 0.5
+            description = []
+            client.node.create_subscription(String, f"{NS}/arm7/robot_description", description.append, latched)
+            assert client.spin_until(lambda: description) and "panda_joint7" in description[0].data
+
             # the floating base: set its world pose (a 0.6 rad turn about x, in a frame placed by a
             # quarter turn about z), read it back, and find it again as /tf_static's placement
             # composed with /tf's hub transform (float64 round-off of a few products: 1e-12)
@@ -199,6 +208,10 @@ def test_three_robots_in_one_world(tmp_path):
             assert R.ravel().tolist() == pytest.approx(
                 quat_to_R(np.array([o.w, o.x, 0.0, 0.0])).ravel().tolist(), abs=1e-12
             )
+            # reset: every robot to its initial state and its world-file base pose
+            assert call(ResetSimulation, "reset_simulation").result.result == OK
+            s = call(GetEntityState, "get_entity_state", entity="arm7").state.pose.position
+            assert [s.x, s.y, s.z] == [2.0, 0.0, 0.0]
             bounds = call(GetEntityBounds, "get_entity_bounds", entity="scara").bounds
             assert bounds.type == 1 and len(bounds.points) == 2  # TYPE_BOX: upper, lower corner
             up, lo = bounds.points
@@ -207,19 +220,31 @@ def test_three_robots_in_one_world(tmp_path):
             assert math.dist([up.x, up.y, up.z], [lo.x, lo.y, lo.z]) >= 1.0 - 1e-12
 
             # spawn: from a file, a URDF string, a bundled spawnable; refusals with their codes
+            PoseStamped = SpawnEntity.Request().initial_pose.__class__
+
             def spawn(**fields):
                 req = SpawnEntity.Request(**{k: v for k, v in fields.items() if k not in ("uri", "text")})
                 req.entity_resource.uri = fields.get("uri", "")
                 req.entity_resource.resource_string = fields.get("text", "")
                 return call(SpawnEntity, "spawn_entity", req)
 
-            r = spawn(name="pend", uri=str(MODELS / "compound_pendulum.yaml"))
+            r = spawn(name="pend", uri=str(MODELS / "compound_pendulum.yaml"), initial_pose=PoseStamped())
             assert r.result.result == OK and r.entity_name == "pend", r.result.error_message
             assert client.spin_until(lambda: js["pend"]), client.failure(log)
             assert js["pend"][-1].header.frame_id == "pend/world" and js["pend"][-1].name == ["q1"]
             assert spawn(name="pend", uri=str(MODELS / "scara.yaml")).result.result == SpawnResult.NAME_NOT_UNIQUE
-            r = spawn(name="pend", allow_renaming=True, uri=(MODELS / "scara.yaml").as_uri())
+            at = PoseStamped()
+            at.pose.position.x, at.pose.orientation.z, at.pose.orientation.w = -3.0, 0.6, 0.8
+            r = spawn(name="pend", allow_renaming=True, uri=(MODELS / "scara.yaml").as_uri(), initial_pose=at)
             assert r.result.result == OK and r.entity_name == "pend_2"
+            s = call(GetEntityState, "get_entity_state", entity="pend_2").state.pose
+            assert [s.position.x, s.orientation.z, s.orientation.w] == [-3.0, 0.6, 0.8]
+            at.header.frame_id = "elsewhere"
+            r = spawn(name="z", uri=str(MODELS / "scara.yaml"), initial_pose=at)
+            assert r.result.result == SpawnResult.INVALID_POSE
+            at.header.frame_id, at.pose.orientation.w = "", 0.9
+            r = spawn(name="z", uri=str(MODELS / "scara.yaml"), initial_pose=at)
+            assert r.result.result == SpawnResult.INVALID_POSE
             assert spawn(name="2x", uri=str(MODELS / "scara.yaml")).result.result == SpawnResult.NAME_INVALID
             r = spawn(name="x", uri=str(tmp_path / "missing.yaml"))
             assert r.result.result == Result.RESULT_NOT_FOUND
@@ -235,7 +260,14 @@ def test_three_robots_in_one_world(tmp_path):
             assert r.result.result == OK, r.result.error_message
             assert client.spin_until(lambda: js["arm_b"]), client.failure(log)
             assert js["arm_b"][-1].name == js["arm7"][-1].name
+            extra = tmp_path / "models"
+            extra.mkdir()
+            (extra / "mine.urdf").write_text((MODELS / "urdf_arm7.urdf").read_text())
+            r = call(GetSpawnables, "get_spawnables", sources=[str(extra), "nowhere"])
+            assert r.result.result == OK and "nowhere" in r.result.error_message  # named, no failure
+            assert (extra / "mine.urdf").as_uri() in [s.entity_resource.uri for s in r.spawnables]
             spawnables = call(GetSpawnables, "get_spawnables").spawnables
+            assert (extra / "mine.urdf").as_uri() not in [s.entity_resource.uri for s in spawnables]
             (scara,) = [s.entity_resource.uri for s in spawnables if s.entity_resource.uri.endswith("/scara.yaml")]
             r = spawn(name="scara_b", uri=scara)
             assert r.result.result == OK, r.result.error_message
@@ -258,6 +290,21 @@ def test_three_robots_in_one_world(tmp_path):
             assert current.world.world_resource.uri == WORLD.as_uri()
             available = call(GetAvailableWorlds, "get_available_worlds").worlds
             assert WORLD.as_uri() in [w.world_resource.uri for w in available]
+            worlds = tmp_path / "worlds"
+            worlds.mkdir()
+            (worlds / "one.yaml").write_text(f"robots:\n  - {{name: solo, model: {MODELS / 'scara.yaml'}}}\n")
+            (worlds / "notes.yaml").write_text("just: notes\n")  # not a world file: left out
+            r = call(GetAvailableWorlds, "get_available_worlds", additional_sources=[str(worlds)])
+            assert r.result.result == OK and "notes.yaml" in r.result.error_message
+            assert [w.name for w in r.worlds if w.world_resource.uri == (worlds / "one.yaml").as_uri()] == ["one"]
+            r = call(GetAvailableWorlds, "get_available_worlds", additional_sources=["nowhere"])
+            assert r.result.result == GetAvailableWorlds.Response.DEFAULT_SOURCES_FAILED
+            r = call(GetAvailableWorlds, "get_available_worlds", additional_sources=["nowhere"], continue_on_error=True)
+            assert r.result.result == OK and WORLD.as_uri() in [w.world_resource.uri for w in r.worlds]
+            q = GetAvailableWorlds.Request()
+            q.filter.tags = ["indoor"]
+            r = call(GetAvailableWorlds, "get_available_worlds", q)
+            assert r.result.result == Result.RESULT_FEATURE_UNSUPPORTED
             assert call(UnloadWorld, "unload_world").result.result == OK
             assert call(GetEntities, "get_entities").entities == []
             assert call(UnloadWorld, "unload_world").result.result == UnloadWorld.Response.NO_WORLD_LOADED
