@@ -38,6 +38,7 @@ from mbsfmu.errors import MbsError
 
 from . import conversion as cv
 from . import entity_state as es
+from .simulation_services import result
 from .world import RobotSpec, name_problem, namespace_problem, pose_problem
 
 MODEL_SUFFIXES = (".yaml", ".yml", ".json", ".urdf")
@@ -51,10 +52,6 @@ class SpawnRefusal(Exception):
     def __init__(self, code: int, message: str):
         super().__init__(message)
         self.code = code
-
-
-def result(code: int, message: str = "") -> Result:
-    return Result(result=code, error_message=message)
 
 
 def uri_path(uri: str) -> Path:

@@ -45,8 +45,8 @@ class WorldError(ModelError):
 
 @dataclass(frozen=True)
 class RobotSpec:
-    """One robot of a world: entity ``name``; ``model`` file (absolute path, or a file name with
-    ``text`` for a model given as a string); topics under ``namespace``; every frame it publishes
+    """One robot of a world: entity ``name``; ``model`` file (absolute path; for a model spawned
+    from a string, the temporary file it was read from); topics under ``namespace``; every frame it publishes
     prefixed by ``frame_prefix``; ``position`` [m] and ``orientation`` (x, y, z, w) of its world
     frame (``<frame_prefix><frame_id>``) in the world frame."""
 

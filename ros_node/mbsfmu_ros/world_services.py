@@ -15,7 +15,8 @@ from simulation_interfaces.srv import GetAvailableWorlds, GetCurrentWorld, LoadW
 
 from mbsfmu.errors import MbsError
 
-from .entity_services import SPAWN_FORMATS, EntityServices, result
+from .entity_services import SPAWN_FORMATS, EntityServices
+from .simulation_services import result
 from .world import WorldError, WorldSpec, load_world
 
 WORLD_SUFFIXES = (".yaml", ".yml", ".json")
@@ -87,10 +88,7 @@ class WorldServices:
         try:
             spec = load_world(path)
             self.node.open_world(spec)
-        except WorldError as e:
-            response.result = result(R.RESOURCE_PARSE_ERROR, str(e))
-            return response
-        except MbsError as e:  # a robot's model file
+        except MbsError as e:  # the world file (WorldError) or a robot's model file
             response.result = result(R.RESOURCE_PARSE_ERROR, str(e))
             return response
         n = self.node
