@@ -2,6 +2,6 @@
 
 ``mbsfmu_ros.config``, ``mbsfmu_ros.conversion``, ``mbsfmu_ros.diagnostics``, ``mbsfmu_ros.pacing`` and
 ``mbsfmu_ros.world`` (world files) are pure Python and import without ROS (message contents:
-``mbsfmu.sim.messages``, shared with the MCAP recorder); ``mbsfmu_ros.node`` needs rclpy (a sourced ROS 2 installation, Jazzy or newer,
-or the PyPI wheels of the ``ros`` extra: ``pip install "mbsfmu[ros]"``).
+``mbsfmu.sim.messages``, shared with the MCAP recorder); ``mbsfmu_ros.node`` needs rclpy (a sourced
+ROS 2 installation, Jazzy or newer, or the PyPI wheels of the ``ros`` extra: ``pip install "mbsfmu[ros]"``).
 """
