@@ -10,7 +10,9 @@ import math
 import numpy as np
 import pytest
 
+import mbsfmu
 from mbsfmu.engine.spatial import quat_to_R
+from mbsfmu.sim.simulator import Simulator
 
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
@@ -102,6 +104,17 @@ def test_three_robots_in_one_world(tmp_path):
             assert len(common) >= 5, stamps
             clock_ns = lambda: {c.clock.sec * 10**9 + c.clock.nanosec for c in clock}  # noqa: E731
             assert client.spin_until(lambda: common <= clock_ns()), client.failure(log)  # topics race
+            # each robot as if alone: its joint states are those of its own Simulator advanced
+            # cycle by cycle (the same integrator and steps: float64 round-off only, 1e-12)
+            # (the SCARA's q1, q2 and the arm's seven joints lead their q and qd)
+            for name, file, n in (("scara", "scara.yaml", 2), ("arm7", "urdf_arm7.urdf", 7)):
+                sim = Simulator(mbsfmu.load_model(MODELS / file), integrator="rk4", h_max=1e-3)
+                for m in js[name][:8]:
+                    if stamp_ns(m.header):
+                        sim.advance_to(stamp_ns(m.header) / 1e9)
+                    assert list(m.position[:n]) == pytest.approx(sim.q[:n].tolist(), rel=0, abs=1e-12)
+                    assert list(m.velocity[:n]) == pytest.approx(sim.qd[:n].tolist(), rel=0, abs=1e-12)
+                assert sim.t > 0.05  # the robot moved: its state changed along these messages
             # /tf: every robot's bodies, prefixed; /tf_static: each base pose in the world
             assert client.spin_until(lambda: tf and static), client.failure(log)
             children = {t.child_frame_id for t in tf[-1].transforms}
