@@ -121,7 +121,8 @@ def load_world(path: str | Path) -> WorldSpec:
             if robot is None:
                 continue
             value = getattr(robot, field)
-            if value in seen:
+            derived = field not in entries[k] and robot.name == robots[seen.get(value, k)].name
+            if value in seen and not derived:  # (a defaulted namespace or prefix of a taken name: said once)
                 r.problem(("robots", k, field), f"{value!r} is taken by robots[{seen[value]}]: one per robot")
             seen.setdefault(value, k)
     if r.problems:

@@ -69,10 +69,9 @@ def test_every_problem_in_one_error_with_line_and_field(tmp_path):
         load_world(path)
     text = str(e.value)
     lines = text.splitlines()
-    assert lines[0] == f"9 problem(s) in world {path}:"  # every one of them, in file order
+    assert lines[0] == f"8 problem(s) in world {path}:"  # every one of them, in file order
     expected = [
-        (6, "robots[1].name", "'a' is taken by robots[0]"),
-        (6, "robots[1].frame_prefix", "'a/' is taken by robots[0]"),  # the default prefix, name + /
+        (6, "robots[1].name", "'a' is taken by robots[0]"),  # (not again for its default prefix, a/)
         (8, "robots[1].namespace", "'a' is taken by robots[0]"),
         (9, "robots[2].name", "is no entity name"),
         (10, "robots[2].model", "no model file 'missing.yaml'"),

@@ -350,3 +350,21 @@ def test_three_robots_in_one_world(tmp_path):
         finally:
             client.close()
             rt.stop_node(proc)
+
+
+def test_a_bad_world_file_stops_the_node_with_its_problems(tmp_path):
+    world = tmp_path / "bad.yaml"
+    scara = MODELS / "scara.yaml"
+    world.write_text(f"robots:\n  - name: a\n    model: {scara}\n  - name: a\n    model: nothere.yaml\n")
+    with rt.Sandbox("badworld") as sandbox:
+        log = tmp_path / "node.log"
+        proc = rt.start_node(None, {"world": str(world)}, sandbox, log)
+        try:
+            assert proc.wait(rt.PATIENCE) == 2
+        finally:
+            rt.stop_node(proc)
+        text = rt.read_log(log)
+    assert f"mbsfmu ros: error: 2 problem(s) in world {world}:" in text, text
+    assert f"{world}:4: robots[1].name: 'a' is taken by robots[0]" in text
+    assert f"{world}:5: robots[1].model: no model file 'nothere.yaml'" in text
+    assert "Traceback" not in text
