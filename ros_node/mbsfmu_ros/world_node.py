@@ -13,7 +13,7 @@ clock, pacing, pause, step and the simulation services run unchanged.
 from __future__ import annotations
 
 import mbsfmu
-from mbsfmu.errors import MbsError
+from mbsfmu.errors import MbsError, Problem
 from mbsfmu.sim import messages as ms
 
 from . import conversion as cv
@@ -21,7 +21,7 @@ from . import diagnostics as dg
 from . import ros_messages as rm
 from . import topics as tp
 from .robots import LATCHED, Robot, World
-from .world import RobotSpec, WorldSpec, load_world
+from .world import RobotSpec, WorldError, WorldSpec, load_world
 
 
 class WorldMixin:
@@ -51,13 +51,16 @@ class WorldMixin:
 
     def open_world(self, spec: WorldSpec) -> None:
         """Replace the robots by those of ``spec``: every model is loaded first, so a model that
-        does not load (MbsError, naming its robot) leaves the current robots as they are."""
-        models = {}
-        for r in spec.robots:
+        does not load (WorldError naming its robot and the model's problems) leaves the current
+        robots as they are."""
+        models, problems = {}, []
+        for k, r in enumerate(spec.robots):
             try:
                 models[r.name] = mbsfmu.load_model(r.model)
             except MbsError as e:
-                raise type(e)(f"robot {r.name!r} of world {spec.source}: {e}") from None
+                problems.append(Problem(("robots", k, "model"), f"the model does not load: {e}"))
+        if problems:
+            raise WorldError(problems, spec.source)
         self.close_world()
         for r in spec.robots:
             self.robot(r, models[r.name])

@@ -318,15 +318,26 @@ def test_three_robots_in_one_world(tmp_path):
             q.filter.tags = ["indoor"]
             r = call(GetAvailableWorlds, "get_available_worlds", q)
             assert r.result.result == Result.RESULT_FEATURE_UNSUPPORTED
-            assert call(UnloadWorld, "unload_world").result.result == OK
-            assert call(GetEntities, "get_entities").entities == []
-            assert call(UnloadWorld, "unload_world").result.result == UnloadWorld.Response.NO_WORLD_LOADED
-            assert call(GetCurrentWorld, "get_current_world").result.result == GetCurrentWorld.Response.NO_WORLD_LOADED
 
             def load(uri):
                 req = LoadWorld.Request()
                 req.world_resource.uri = uri
                 return call(LoadWorld, "load_world", req)
+
+            before = call(GetEntities, "get_entities").entities
+            broken = tmp_path / "broken_model.yaml"
+            broken.write_text("bodies: [1]\n")
+            (tmp_path / "two.yaml").write_text(f"robots:\n  - {{name: a, model: {MODELS / 'scara.yaml'}}}\n"
+                                               f"  - {{name: b, model: {broken}}}\n")  # fmt: skip
+            r = load(str(tmp_path / "two.yaml"))
+            assert r.result.result == LoadWorld.Response.RESOURCE_PARSE_ERROR
+            assert "robots[1].model: the model does not load:" in r.result.error_message
+            assert str(broken) in r.result.error_message
+            assert call(GetEntities, "get_entities").entities == before and "scara" in before  # it stays
+            assert call(UnloadWorld, "unload_world").result.result == OK
+            assert call(GetEntities, "get_entities").entities == []
+            assert call(UnloadWorld, "unload_world").result.result == UnloadWorld.Response.NO_WORLD_LOADED
+            assert call(GetCurrentWorld, "get_current_world").result.result == GetCurrentWorld.Response.NO_WORLD_LOADED
 
             bad = tmp_path / "bad.yaml"
             bad.write_text("robots:\n  - name: a\n")
