@@ -199,7 +199,10 @@ class EntityServices:
             position=position,
             orientation=tuple(v / norm for v in orientation),
         )
-        n.robot(spec, model)
+        try:
+            n.robot(spec, model)
+        except MbsError as e:  # a model the engine cannot simulate (its Simulator refuses it)
+            raise SpawnRefusal(Result.RESULT_OPERATION_FAILED, str(e)) from None
         n.publish_static()
         n.publish_state()
         return name

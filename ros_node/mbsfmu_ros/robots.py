@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from mbsfmu.engine.spatial import R_to_quat, quat_to_R
+from mbsfmu.errors import MbsError
 from mbsfmu.io.urdf_export import robot_description
 from mbsfmu.sim import messages as ms
 from mbsfmu.sim.simulator import SimulationError, Simulator
@@ -56,6 +57,11 @@ class Robot:
     def __init__(self, node, spec: RobotSpec, model):
         p = node.config
         self.node, self.spec, self.name, self.model = node, spec, spec.name, model
+        try:  # a model with closed loops has no URDF (one tree): no robot_description then
+            urdf = robot_description(model)
+        except MbsError as e:
+            urdf = None
+            node.get_logger().warning(f"{spec.name}: no robot_description: {e}")
         self.sim = Simulator(model, integrator=p.integrator, h_max=p.physics_step, rtol=p.rtol, atol=p.atol)
         self.position, self.orientation = tuple(spec.position), tuple(spec.orientation)
         self.layout = cv.joint_layout(model)
@@ -75,7 +81,8 @@ class Robot:
             if topic in ROBOT_TOPICS
         }
         self.pub_description = node.create_publisher(String, robot_topic(ns, tp.ROBOT_DESCRIPTION), LATCHED)
-        self.pub_description.publish(String(data=robot_description(model)))
+        if urdf is not None:
+            self.pub_description.publish(String(data=urdf))
         self.subs = [
             node.create_subscription(Float64MultiArray, robot_topic(ns, tp.EFFORT_COMMANDS), self.on_effort, node.qos),
             node.create_subscription(JointState, robot_topic(ns, tp.JOINT_COMMANDS), self.on_joint_command, node.qos),

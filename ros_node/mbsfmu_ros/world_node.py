@@ -127,13 +127,15 @@ class WorldMixin:
 
     # ---- diagnostics ----------------------------------------------------------------------
     def engine_statuses(self) -> list[dg.Status]:
-        """Each robot's conservation statuses, named ``<robot>: <check>``."""
+        """Each robot's conservation and constraint statuses, named ``<robot>: <check>``."""
         if self.world is None:
             return super().engine_statuses()
         out = []
         for r in self.world.robots.values():
             try:
-                for s in dg.conservation_statuses(r.ref_row, dg.checker_row(r.sim), r.checks, self.thresholds):
+                statuses = dg.conservation_statuses(r.ref_row, dg.checker_row(r.sim), r.checks, self.thresholds)
+                c = dg.constraint_status(r.sim.loop_outputs(), *self.thresholds["constraints"])
+                for s in statuses + ([c] if c is not None else []):
                     out.append(dg.Status(f"{r.name}: {s.name}", s.level, s.message, s.values))
             except (MbsError, FloatingPointError, ValueError) as e:
                 out.append(dg.Status(f"{r.name}: conservation", dg.ERROR, f"checker failed: {e}"))

@@ -139,6 +139,8 @@ def test_three_robots_in_one_world(tmp_path):
             pub.publish(Float64MultiArray(data=[1.0]))  # one entry for two inputs: rejected
             status = lambda: [s for m in diag for s in m.status if s.name.endswith(": commands")]  # noqa: E731
             assert client.spin_until(lambda: any("scara: effort command" in s.message for s in status()))
+            names = {s.name.split(": ", 1)[1] for m in diag for s in m.status}  # after the node's name
+            assert {"scara: energy_balance", "arm7: energy_balance", "spacecraft: H_sys_constant"} <= names, names
 
             features = call(GetSimulatorFeatures, "get_simulator_features").features
             want = {SimulatorFeatures.SPAWNING, SimulatorFeatures.DELETING, SimulatorFeatures.WORLD_LOADING}
@@ -290,8 +292,12 @@ def test_three_robots_in_one_world(tmp_path):
             r = call(SpawnEntities, "spawn_entities", many)
             assert r.result.result == SpawnEntities.Response.ENTITIES_SPAWN_FAILED
             assert [x.result.result for x in r.results] == [OK, SpawnResult.NAME_INVALID]
+            assert spawn(name="fb", uri=str(MODELS / "fourbar.yaml")).result.result == OK  # a loop
             entities = call(GetEntities, "get_entities").entities
-            assert entities == [*ROBOTS, "pend", "pend_2", "arm_b", "scara_b", "y"]
+            assert entities == [*ROBOTS, "pend", "pend_2", "arm_b", "scara_b", "y", "fb"]
+            n = len(diag)  # its loop closure in /diagnostics, named by the robot
+            fb = lambda: [s for m in diag[n:] for s in m.status if s.name.endswith(": fb: constraints")]  # noqa: E731
+            assert client.spin_until(fb), client.failure(log)
             assert call(DeleteEntity, "delete_entity", entity="pend").result.result == OK
             assert call(DeleteEntity, "delete_entity", entity="pend").result.result == Result.RESULT_NOT_FOUND
             assert "pend" not in call(GetEntities, "get_entities").entities
