@@ -230,9 +230,18 @@ def test_three_robots_in_one_world(tmp_path):
             bounds = call(GetEntityBounds, "get_entity_bounds", entity="scara").bounds
             assert bounds.type == 1 and len(bounds.points) == 2  # TYPE_BOX: upper, lower corner
             up, lo = bounds.points
-            # the box holds the base's origin and link2's, 1 m from it (the SCARA's first link)
-            assert all(a <= 0.0 <= b for a, b in zip([lo.x, lo.y, lo.z], [up.x, up.y, up.z]))
-            assert math.dist([up.x, up.y, up.z], [lo.x, lo.y, lo.z]) >= 1.0 - 1e-12
+
+            # closed form at the initial q = (0.3, -0.5) (reset, paused), scenarios/models/scara.yaml's
+            # numbers: the origins, centres of mass and frames (elbow, tip) of the planar SCARA
+            def rot(a, x, y):
+                return np.array([math.cos(a) * x - math.sin(a) * y, math.sin(a) * x + math.cos(a) * y, 0.0])
+
+            q1, q12 = 0.3, 0.3 - 0.5
+            o2 = rot(q1, 1.0, 0.0)
+            points = [np.zeros(3), o2, rot(q1, 0.5, 0.02), o2 + rot(q12, 0.4, 0.05), o2 + rot(q12, 0.8, 0.0)]
+            P = np.array(points)
+            assert [up.x, up.y, up.z] == pytest.approx(P.max(axis=0).tolist(), rel=0, abs=1e-12)
+            assert [lo.x, lo.y, lo.z] == pytest.approx(P.min(axis=0).tolist(), rel=0, abs=1e-12)
 
             # spawn: from a file, a URDF string, a bundled spawnable; refusals with their codes
             PoseStamped = SpawnEntity.Request().initial_pose.__class__
