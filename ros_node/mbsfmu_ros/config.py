@@ -23,6 +23,9 @@ EXECUTORS = ("single", "events")
 CLOCK_CONFLICT = ("stop", "follow")  # what a node does when another one publishes /clock (clock.py)
 PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     "model": ("", "model file (YAML/JSON/URDF); also the first command-line argument"),
+    "world": ("", "world file (YAML: robots with model, base pose, namespace, frame_prefix) instead of one model"),
+    "worlds_folder": ("", "folder of world files GetAvailableWorlds lists (besides the bundled ones)"),
+    "spawnables_folder": ("", "folder of model files GetSpawnables lists (besides the bundled models)"),
     "physics_step": (1e-3, "integrator step h_max [s] (rk4: fixed sub-step; dop853: largest step, 0 = free)"),
     "publish_rate": (
         100.0,
@@ -107,7 +110,10 @@ class NodeConfig:
     """The node's validated parameters (units and meaning: ``PARAMETERS``); thresholds maps each
     diagnostics check to (warn, error)."""
 
-    model: str
+    model: str = ""
+    world: str = ""
+    worlds_folder: str = ""
+    spawnables_folder: str = ""
     physics_step: float = 1e-3
     publish_rate: float = 100.0
     real_time_factor: float = 1.0
@@ -175,8 +181,15 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
         elif isinstance(default, str) and not isinstance(v, str):
             bad(name, "must be a string")
             p[name] = default
-    if not p["model"]:
-        problems.append("model: no model file: pass it as the first argument or as parameter model:=PATH")
+    if not p["model"] and not p["world"]:
+        problems.append(
+            "model: no model file: pass it as the first argument or as parameter model:=PATH "
+            "(or a world file as world:=PATH)"
+        )
+    if p["model"] and p["world"]:
+        bad("world", f"give a model ({p['model']}) or a world, not both")
+    if p["world"] and p["lock_step"]:
+        bad("lock_step", "lock-step follows one robot's commands: not with a world")
     if p["integrator"] not in INTEGRATORS:
         bad("integrator", f"must be one of {', '.join(INTEGRATORS)}")
     for key in ("publish_rate", "physics_step"):

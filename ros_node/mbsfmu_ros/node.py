@@ -46,6 +46,7 @@ from .pacing import PacingStats
 from .publishing import PublishingMixin
 from .ros_messages import BUILDERS, MESSAGE_CLASSES, bind_interfaces, ros_messages
 from .services import ServicesMixin
+from .world_node import WorldMixin
 
 __all__ = ["BUILDERS", "MESSAGE_CLASSES", "NODE_NAME", "MbsNode", "bind_interfaces", "main", "ros_messages"]
 
@@ -62,7 +63,7 @@ def _descriptor(name: str, text: str, number: bool = False) -> ParameterDescript
     return d
 
 
-class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMixin, Node):
+class MbsNode(WorldMixin, LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMixin, Node):
     """Publishes the engine's outputs each cycle; see docs/reference/ros-interface.md for topics and services."""
 
     def __init__(self, model: str | None = None, **kwargs):
@@ -82,12 +83,15 @@ class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMix
         for name, default, text, number in declarations():
             self.declare_parameter(name, default, _descriptor(name, text, number))
         self.thresholds = dict(p.thresholds)
-        self.model = mbsfmu.load_model(p.model)
-        self.sim = Simulator(self.model, integrator=p.integrator, h_max=p.physics_step, rtol=p.rtol, atol=p.atol)
-        self.checks = dg.resolve_checks(list(p.checks), self.model)
-        self.layout = cv.joint_layout(self.model)
-        self.aliases = cv.command_aliases(self.model, self.sim.input_names)
-        self.servos = cv.servo_joints(self.model, self.sim.input_names)
+        if p.world:
+            self.init_world()  # world_node.py: the robots of a world file, loaded once the node is wired
+        else:
+            self.model = mbsfmu.load_model(p.model)
+            self.sim = Simulator(self.model, integrator=p.integrator, h_max=p.physics_step, rtol=p.rtol, atol=p.atol)
+            self.checks = dg.resolve_checks(list(p.checks), self.model)
+            self.layout = cv.joint_layout(self.model)
+            self.aliases = cv.command_aliases(self.model, self.sim.input_names)
+            self.servos = cv.servo_joints(self.model, self.sim.input_names)
         self.targets: dict[str, cv.JointTarget] = {}  # joints driven by position/velocity commands
         self.gains = (p.servo_kp, p.servo_kd, p.servo_kv)
         self.period = p.period
@@ -122,7 +126,7 @@ class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMix
             "last_rejection_wall": -math.inf,
         }
         self.log_last: dict[str, float] = {}  # kind -> wall time of its last warning
-        self.ref_row = dg.checker_row(self.sim)
+        self.ref_row = dg.checker_row(self.sim) if self.world is None else {}
 
         self.frame_prefix = p.frame_prefix
         self.qos = qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -132,8 +136,9 @@ class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMix
         self.create_outputs(qos)
         if self.follow_clock:
             self.create_subscription(Clock, tp.ros_name(tp.CLOCK), self.on_clock, qos)
-        self.create_subscription(Float64MultiArray, tp.ros_name(tp.EFFORT_COMMANDS), self.on_effort, qos)
-        self.create_subscription(JointState, tp.ros_name(tp.JOINT_COMMANDS), self.on_joint_command, qos)
+        if self.world is None:  # in a world, each robot takes its commands in its namespace
+            self.create_subscription(Float64MultiArray, tp.ros_name(tp.EFFORT_COMMANDS), self.on_effort, qos)
+            self.create_subscription(JointState, tp.ros_name(tp.JOINT_COMMANDS), self.on_joint_command, qos)
         self.create_service(Trigger, "~/reset", self.srv_reset)
         self.create_service(SetBool, "~/pause", self.srv_pause)
         self.create_service(Trigger, "~/step", self.srv_step)
@@ -142,8 +147,18 @@ class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMix
             from .simulation_services import SimulationServices
 
             self.simulation = SimulationServices(self)
+        if self.world is not None:
+            self.load_world_file(p.world)
+            if rm.INTERFACES_MISSING is None:
+                from .world_services import serve_world
+
+                serve_world(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
+        if self.world is not None:
+            robots = ", ".join(f"{r.name} ({r.model.name}, {r.spec.namespace})" for r in self.world.robots.values())
+            self.get_logger().info(f"world {self.world.spec.name} ({p.world}): robots {robots}; cycle {self.period:g}")
+            return
         multi = ", ".join(self.layout.multi_names)
         mode = (
             "lock-step"

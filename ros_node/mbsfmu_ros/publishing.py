@@ -79,14 +79,7 @@ class PublishingMixin:
 
     def publish_diagnostics(self, wall: float) -> None:
         """/diagnostics (conservation, constraints, real time, commands, simulation) and /mbs/real_time_factor."""
-        statuses: list[dg.Status] = []
-        try:
-            statuses += dg.conservation_statuses(self.ref_row, dg.checker_row(self.sim), self.checks, self.thresholds)
-            c = dg.constraint_status(self.sim.loop_outputs(), *self.thresholds["constraints"])
-            if c is not None:
-                statuses.append(c)
-        except (MbsError, FloatingPointError, ValueError) as e:
-            statuses.append(dg.Status("conservation", dg.ERROR, f"checker failed: {e}"))
+        statuses = self.engine_statuses()
         summary = self.stats.summary(wall, self.sim.t)
         statuses.append(
             dg.real_time_status(
@@ -108,7 +101,7 @@ class PublishingMixin:
                     level=bytes([s.level]),
                     name=f"{self.get_fully_qualified_name()}: {s.name}",
                     message=s.message,
-                    hardware_id=self.model.name,
+                    hardware_id=self.hardware_id(),
                     values=[KeyValue(key=k, value=v) for k, v in s.values.items()],
                 )
             )
@@ -116,6 +109,22 @@ class PublishingMixin:
         rtf = summary["real_time_factor"]
         if math.isfinite(rtf):
             self.pub_rtf.publish(Float64(data=float(rtf)))
+
+    def engine_statuses(self) -> list[dg.Status]:
+        """The engine's diagnostics: conservation checks and constraint drift."""
+        statuses: list[dg.Status] = []
+        try:
+            statuses += dg.conservation_statuses(self.ref_row, dg.checker_row(self.sim), self.checks, self.thresholds)
+            c = dg.constraint_status(self.sim.loop_outputs(), *self.thresholds["constraints"])
+            if c is not None:
+                statuses.append(c)
+        except (MbsError, FloatingPointError, ValueError) as e:
+            statuses.append(dg.Status("conservation", dg.ERROR, f"checker failed: {e}"))
+        return statuses
+
+    def hardware_id(self) -> str:
+        """hardware_id of the diagnostics: the model's name."""
+        return self.model.name
 
     def simulation_status(self) -> dg.Status:
         values = {

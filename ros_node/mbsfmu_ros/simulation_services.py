@@ -73,9 +73,11 @@ class SimulationServices:
         srv(StepSimulation, "step_simulation", self.step_simulation)
         srv(GetSimulationState, "get_simulation_state", self.get_simulation_state)
         srv(SetSimulationState, "set_simulation_state", self.set_simulation_state)
-        srv(GetEntities, "get_entities", self.get_entities)
-        srv(GetEntityState, "get_entity_state", self.get_entity_state)
-        srv(SetEntityState, "set_entity_state", self.set_entity_state)
+        if node.world is None:  # a world's entities are its robots: world_services.py serves them
+            srv(GetEntities, "get_entities", self.get_entities)
+            srv(GetEntityState, "get_entity_state", self.get_entity_state)
+            srv(SetEntityState, "set_entity_state", self.set_entity_state)
+        self.more_features = None  # world_services.py: adds a world's features to the answer
         self.action = ActionServer(
             node,
             SimulateSteps,
@@ -92,6 +94,8 @@ class SimulationServices:
             "mbsfmu: one step = one node cycle (1/publish_rate of sim time); every body is an entity, "
             "the floating base's state can be set; reset keeps sim time increasing (episode time restarts)"
         )
+        if self.more_features is not None:
+            self.more_features(response.features)
         return response
 
     def reset_simulation(self, request, response):

@@ -151,7 +151,7 @@ def param_args(params: Mapping[str, object]) -> list[str]:
 
 
 def start_node(
-    model: str | os.PathLike,
+    model: str | os.PathLike | None,
     params: Mapping[str, object],
     sandbox: Sandbox,
     log: str | os.PathLike,
@@ -160,10 +160,12 @@ def start_node(
     """``python -m mbsfmu_ros MODEL --ros-args -r ... -p ...`` in a subprocess inside ``sandbox``
     (its domain, node name and topic prefix), stdout and stderr to ``log``. With ``namespace``
     (``/robot1``) the node runs in it: its relative topics are ``/robot1/joint_states``..., which
-    the sandbox's prefix rules (names in the root namespace) leave alone."""
+    the sandbox's prefix rules (names in the root namespace) leave alone. ``model`` None: none on
+    the command line (a world file given as parameter ``world``)."""
     interfaces_loaded()  # built once here, so no node spends its start building tf2_msgs and simulation_interfaces
     ns = ["-r", f"__ns:={namespace}"] if namespace else []
-    cmd = [sys.executable, "-m", "mbsfmu_ros", str(model), *param_args(params), *sandbox.ros_args(), *ns]
+    given = [] if model is None else [str(model)]
+    cmd = [sys.executable, "-m", "mbsfmu_ros", *given, *param_args(params), *sandbox.ros_args(), *ns]
     with open(log, "w") as out:
         return subprocess.Popen(cmd, env=sandbox.env(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
