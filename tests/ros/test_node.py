@@ -15,6 +15,7 @@ pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[
 import mbsfmu
 from mbsfmu.sim.simulator import Simulator
 from mbsfmu_ros import conversion as cv
+from mbsfmu_ros.pacing import MAX_LAG
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS
 
@@ -122,15 +123,18 @@ def test_topics_types_names_and_frame(ros):
 
 def test_paced_at_wall_clock_and_the_real_time_factor_reports_it(ros):
     """real_time_factor 1: over >= 2 s of wall time (arrival times of /clock in this process) the
-    node advances sim time by 0.5 to 1.05 x the wall time elapsed: the pace is the least-squares
-    slope of sim time over arrival time of every /clock message, so a late delivery of a few
-    messages to this process (starved on a loaded machine) moves it little, where the two end
-    messages alone could move it by 10 %. Upper bound: a paced node never runs ahead of the wall
-    clock; 5 % covers the remaining delivery jitter. Lower bound: this machine's load may starve
-    the node (a 2-core machine shared with other jobs), but a node at half speed or less is broken,
-    not loaded. A node 10x too fast or too slow fails. /mbs/real_time_factor published in the same
-    window reports what was measured (within 0.1: its 0.25 s windows are offset from ours at the
-    two ends)."""
+    node advances sim time by 0.5 to 1.05 x the wall time elapsed. The pace is the median, over the
+    pairs of /clock messages half the window apart, of sim time over arrival time elapsed (Theil-Sen
+    on fixed-lag pairs): this process starved on a loaded machine receives some messages late and in
+    a burst, which moves the pairs it touches and not their median (a least-squares slope over all
+    messages read 1.11-1.17 after a 0.2 s burst at the start, at load 13). Upper bound: a paced node
+    never runs ahead of the wall clock; 5 % covers the remaining delivery jitter over 1.25 s. Lower
+    bound: this machine's load may starve the node (a 2-core machine shared with other jobs), but a
+    node at half speed or less is broken, not loaded. A node 10x too fast or too slow fails.
+    /mbs/real_time_factor published in the same window reports what was measured (within 0.1: its
+    0.25 s windows are offset from ours at the two ends); one window may read above 1 after a stall,
+    as the node catches up at most MAX_LAG of wall time (pacing.py) before it re-anchors: at most
+    1 + MAX_LAG / 0.25 s, +5 % jitter."""
     n_clock, n_rtf = len(ros.msgs["/clock"]), len(ros.msgs["/mbs/real_time_factor"])
     ros.spin_for(2.5)
     clock = ros.msgs["/clock"][n_clock:]
@@ -138,11 +142,12 @@ def test_paced_at_wall_clock_and_the_real_time_factor_reports_it(ros):
     sim = np.array([(ns(m.clock) - ns(clock[0].clock)) / cv.NS for m in clock])
     wall = arrivals[-1] - arrivals[0]
     assert wall >= 2.0, wall
-    measured = float(np.polyfit(arrivals - arrivals[0], sim, 1)[0])
+    lag = len(sim) // 2
+    measured = float(np.median((sim[lag:] - sim[:-lag]) / (arrivals[lag:] - arrivals[:-lag])))
     assert 0.5 <= measured <= 1.05, f"sim {sim[-1]:.3f} s in wall {wall:.3f} s, pace {measured:.3f}"
     rtf = [m.data for m in ros.msgs["/mbs/real_time_factor"][n_rtf + 1 :]]  # the first window began before ours
     assert len(rtf) >= 5, rtf
-    assert all(0.5 <= r <= 1.05 for r in rtf), rtf
+    assert all(0.5 <= r <= 1.05 + MAX_LAG / 0.25 for r in rtf), rtf
     assert abs(sum(rtf) / len(rtf) - measured) <= 0.1, (rtf, measured)
 
 
