@@ -50,7 +50,10 @@ class PublishingMixin:
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         self.pub_description = self.create_publisher(String, tp.ros_name(tp.ROBOT_DESCRIPTION), latched)
-        self.pub_description.publish(String(data=robot_description(self.model)))
+        try:  # a model with closed loops has no URDF (one tree): it runs without robot_description
+            self.pub_description.publish(String(data=robot_description(self.model)))
+        except MbsError as e:
+            self.get_logger().warning(f"no robot_description: {e}")
         if tf_message is not None:
             self.pub_tf_static = self.create_publisher(tf_message, tp.ros_name(tp.TF_STATIC), latched)
             static = cv.with_frame_prefix({tp.TF_STATIC: ms.tf_static(self.model, 0)}, self.frame_prefix)

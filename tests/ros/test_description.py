@@ -45,3 +45,30 @@ def test_robot_description_reaches_a_late_subscriber(tmp_path, model, expected):
             code = rt.stop_node(proc)
             client.close()
     assert code == 0, rt.read_log(log)
+
+
+def test_a_loop_model_runs_without_robot_description(tmp_path):
+    """A model with closed loops has no URDF (one tree): the node runs it, says why there is no
+    robot_description, and publishes its joint states and loop-closure diagnostics (it refused to
+    start before)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+
+    with rt.Sandbox("description-loop") as sandbox:
+        log = tmp_path / "node.log"
+        proc = rt.start_node(MODELS / "fourbar.yaml", {"real_time_factor": 0.0, "diagnostics_rate": 10.0}, sandbox, log)
+        client = rt.Client(sandbox, proc)
+        try:
+            client.subscribe("/joint_states", JointState)
+            client.subscribe("/diagnostics", DiagnosticArray)
+
+            def running() -> bool:
+                loop = [s for m in client.msgs["/diagnostics"] for s in m.status if s.name.endswith(": constraints")]
+                return len(client.msgs["/joint_states"]) >= 3 and bool(loop)
+
+            assert client.spin_until(running), client.failure(log)
+        finally:
+            code = rt.stop_node(proc)
+            client.close()
+    assert code == 0, rt.read_log(log)
+    assert "no robot_description" in rt.read_log(log) and "closed loops" in rt.read_log(log)
