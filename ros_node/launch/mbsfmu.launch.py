@@ -1,11 +1,12 @@
-"""ros2 launch mbsfmu_ros mbsfmu.launch.py model:=/abs/model.yaml [namespace:=robot1]
+"""ros2 launch mbsfmu_ros mbsfmu.launch.py model:=/abs/model.yaml | world:=/abs/world.yaml [namespace:=robot1]
 [use_sim_time:=true] [robot_state_publisher:=false] [params_file:=/abs/params.yaml]
 [real_time_factor:=1.0] [publish_rate:=100.0] [physics_step:=0.001] [lock_step:=false]
 [command_timeout:=0.0] [frame_prefix:=robot1/] [publish_tf:=true] [clock_conflict:=stop]
 
-Starts the mbsfmu node (name ``mbsfmu``) in ``namespace``: its topics (joint_states, mbs/...,
-robot_description, tf) under it, /clock global. ``use_sim_time`` (default true) is set on every
-node started here, so they follow the /clock the simulator publishes. With
+Starts the mbsfmu node (name ``mbsfmu``) on one model, or on a world file of several robots (each
+under its own namespace: docs/guides/ros2.md, "A world of several robots"), in ``namespace``: its
+topics (joint_states, mbs/..., robot_description, tf) under it, /clock global. ``use_sim_time``
+(default true) is set on every node started here, so they follow the /clock the simulator publishes. With
 ``robot_state_publisher:=true`` a stock robot_state_publisher (same namespace, same
 ``frame_prefix``) gets the model's URDF (``mbsfmu export-urdf MODEL -o -``) and makes /tf from
 joint_states, and the node's own /tf is off (``publish_tf`` false unless given). Every other node
@@ -39,7 +40,9 @@ def node_actions(context):
     value = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
     rsp = value("robot_state_publisher").strip().lower() == "true"
     params = launch_parameters({name: value(name) for name in ARGS}, value("params_file"), rsp)
-    params[-1].update(model=value("model"), use_sim_time=value("use_sim_time").strip().lower() == "true")
+    params[-1].update(
+        model=value("model"), world=value("world"), use_sim_time=value("use_sim_time").strip().lower() == "true"
+    )
     actions = [
         Node(
             package="mbsfmu_ros",
@@ -50,7 +53,7 @@ def node_actions(context):
             parameters=params,
         )
     ]
-    if rsp:
+    if rsp and value("model"):  # a world publishes each robot's robot_description in its namespace
         urdf = ParameterValue(Command(["mbsfmu export-urdf ", value("model"), " -o -"]), value_type=str)
         rsp_params = {"robot_description": urdf, "use_sim_time": params[-1]["use_sim_time"]}
         prefix = params[-1].get("frame_prefix")
@@ -71,7 +74,12 @@ def node_actions(context):
 def generate_launch_description():
     return LaunchDescription(
         [
-            DeclareLaunchArgument("model", description="model file (YAML/JSON/URDF/overlay), absolute path"),
+            DeclareLaunchArgument(
+                "model", default_value="", description="model file (YAML/JSON/URDF/overlay), absolute path"
+            ),
+            DeclareLaunchArgument(
+                "world", default_value="", description="world file (several robots) instead of a model, absolute path"
+            ),
             DeclareLaunchArgument("namespace", default_value="", description="namespace of the robot's topics"),
             DeclareLaunchArgument(
                 "use_sim_time", default_value="true", description="nodes follow the simulator's /clock"

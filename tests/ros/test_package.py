@@ -79,7 +79,7 @@ def test_launch_file_declares_the_model_use_sim_time_and_starts_the_node():
     names = {getattr(c.func, "id", getattr(c.func, "attr", "")) for c in calls}
     assert {"DeclareLaunchArgument", "Node", "LaunchDescription"} <= names
     text = ast.unparse(tree)
-    assert "'use_sim_time'" in text and "'model'" in text
+    assert "'use_sim_time'" in text and "'model'" in text and "'world'" in text
     executables = {ast.literal_eval(k["executable"]) for k in kw if "executable" in k}
     packages = {ast.literal_eval(k["package"]) for k in kw if "package" in k}
     assert "mbs_node" in executables and "mbsfmu_ros" in packages
