@@ -139,9 +139,11 @@ class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMix
         self.create_service(Trigger, "~/step", self.srv_step)
         self.simulation = None  # simulation_interfaces services, where the package imports
         if rm.INTERFACES_MISSING is None:
+            from .named_pose_services import NamedPoseServices
             from .simulation_services import SimulationServices
 
             self.simulation = SimulationServices(self)
+            self.named_pose_services = NamedPoseServices(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         multi = ", ".join(self.layout.multi_names)

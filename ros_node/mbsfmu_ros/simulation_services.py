@@ -32,6 +32,8 @@ from mbsfmu_ros import diagnostics as dg
 from mbsfmu_ros import entity_state as es
 
 FEATURES = (
+    SimulatorFeatures.NAMED_POSES,  # named_pose_services.py
+    SimulatorFeatures.POSE_BOUNDS,
     SimulatorFeatures.ENTITY_STATE_GETTING,
     SimulatorFeatures.ENTITY_STATE_SETTING,
     SimulatorFeatures.SIMULATION_RESET,
