@@ -168,6 +168,9 @@ class SimulationServices:
             response.result = result(R.STATE_TRANSITION_ERROR, f"engine stopped: {n.error}; reset first")
             return response
         if target == S.STATE_QUITTING:
+            if self.goal is not None:  # a SimulateSteps goal ends with the node: aborted, answered
+                self.goal.handle.abort()
+                self.finish(Result.RESULT_OPERATION_FAILED, f"quitting after {self.goal.completed} steps")
             n.quit()
             response.result = result(Result.RESULT_OK, "quitting: the node ends")
             return response

@@ -2,7 +2,8 @@
 define them, over real DDS from a client in this process (the node in a subprocess, a leased
 domain): SCOPE_STATE keeps sim time increasing, SCOPE_TIME restarts it with the state kept,
 SCOPE_DEFAULT (= ALL) restarts both, SCOPE_SPAWNED is not supported; STOPPED -> PAUSED is
-INCORRECT_TRANSITION; QUITTING answers, then the node ends with exit code 0."""
+INCORRECT_TRANSITION; QUITTING answers, aborts a running SimulateSteps goal, then the node ends
+with exit code 0."""
 
 import pytest
 
@@ -20,6 +21,8 @@ RATE = 100.0  # publish_rate [Hz]: one step = 0.01 s = 10_000_000 ns of sim time
 
 def test_reset_scopes_transitions_and_quitting(tmp_path):
     interfaces_loaded()
+    from rclpy.action import ActionClient
+    from simulation_interfaces.action import SimulateSteps
     from simulation_interfaces.msg import Result, SimulationState
     from simulation_interfaces.srv import (
         GetEntityState,
@@ -93,8 +96,19 @@ def test_reset_scopes_transitions_and_quitting(tmp_path):
             ok(set_state(SimulationState.STATE_PLAYING))
             ok(set_state(SimulationState.STATE_PAUSED))
 
-            # QUITTING: answered, then the node ends by itself, exit code 0
+            # QUITTING while a SimulateSteps goal runs: answered, the goal aborted, then the node ends by
+            # itself, exit code 0
+            action = ActionClient(client.node, SimulateSteps, f"{NS}/simulate_steps")
+            assert action.wait_for_server(timeout_sec=rt.PATIENCE)
+            sent = action.send_goal_async(SimulateSteps.Goal(steps=10**9))
+            assert client.spin_until(sent.done) and sent.result().accepted
+            done = sent.result().get_result_async()  # asked before the node goes
+            t = now()[0]
+            assert any(now()[0] > t for _ in range(10_000)), client.failure(log)  # the goal steps
             ok(set_state(SimulationState.STATE_QUITTING))
+            assert client.spin_until(done.done), client.failure(log)
+            assert done.result().status == 6  # action_msgs/GoalStatus.STATUS_ABORTED
+            assert "quitting after" in done.result().result.result.error_message
             assert proc.wait(rt.PATIENCE) == 0, rt.read_log(log)
             assert "quitting" in rt.read_log(log)
         finally:
