@@ -126,3 +126,11 @@ def test_overlay_names_its_srdf(tmp_path):
     overlay.write_text("version: 1\nurdf: urdf_arm7.urdf\nsrdf: missing.srdf\n")
     with pytest.raises(ModelError, match=r"arm.yaml:3: srdf: SRDF file .*missing.srdf' does not exist"):
         mbsfmu.load_model(overlay)
+
+
+def test_urdf_export_lists_the_named_poses_as_dropped():
+    """A URDF has no place for them: export-urdf says so instead of losing them silently."""
+    from mbsfmu.io.urdf_export import export_urdf
+
+    out = export_urdf(mbsfmu.load_model(MODELS / "scara.yaml"))
+    assert "the named poses stretched, hanging, folded (an SRDF carries them, a URDF cannot)" in out.dropped
