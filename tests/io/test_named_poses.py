@@ -134,3 +134,8 @@ def test_urdf_export_lists_the_named_poses_as_dropped():
 
     out = export_urdf(mbsfmu.load_model(MODELS / "scara.yaml"))
     assert "the named poses stretched, hanging, folded (an SRDF carries them, a URDF cannot)" in out.dropped
+
+
+def test_info_lists_the_named_poses(run_cli):
+    out = run_cli("info", str(MODELS / "urdf_arm7.urdf"))
+    assert out.returncode == 0 and "named poses: ready, extended, open, closed\n" in out.stdout, out
