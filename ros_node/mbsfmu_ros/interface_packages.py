@@ -4,13 +4,16 @@ Python packages, as colcon would: the rosidl generators of the ``ros`` extra's w
 C, Fast DDS (``rosidl_typesupport_fastrtps_c``) and Python sources, and zig's C/C++ compiler
 (PyPI ``ziglang``, as for our C core) compiles them against the wheels' headers and libraries.
 
-The C type support is built for ``rosidl_typesupport_fastrtps_c`` alone, the type support
-rmw_fastrtps_cpp serialises with: with one implementation the rosidl_typesupport_c generator
-links it directly instead of looking a library up on LD_LIBRARY_PATH at run time, and every
-library carries the run paths ($ORIGIN and the wheels' lib folder) it needs, so the packages
-import with no environment set. The result goes to a per-user cache folder named by a hash of
-the definitions, the generator wheels' versions and the Python ABI; ``ensure()`` builds what is
-missing and puts the folder on ``sys.path``.
+The C type support is built for ``rosidl_typesupport_fastrtps_c`` (what rmw_fastrtps_cpp
+serialises with) and ``rosidl_typesupport_introspection_c`` (what Fast DDS asks for when it
+registers a type: without it every process printed an rcutils error block), and the
+rosidl_typesupport_c dispatch between them finds each by its library name: both are linked to the
+package's rosidl_typesupport_c library, so they are loaded with it and nothing is looked up on
+LD_LIBRARY_PATH; every library carries the run paths ($ORIGIN and the wheels' lib folder) it
+needs. The result goes to a per-user cache folder named by a hash of the definitions, the
+generator wheels' versions and the Python ABI; ``ensure()`` builds what is missing and puts the
+folder on ``sys.path`` (the node needs no environment; a client needs PYTHONPATH alone:
+``client_env.py``).
 """
 
 from __future__ import annotations
@@ -197,7 +200,8 @@ def generator_arguments(package: str, idl_files: list[str], idl_root: Path, out:
 
 def generate(package: str, deps, work: Path) -> dict[str, Path]:
     """Run rosidl_adapter (.msg/.srv/.action to .idl), the type-description hasher and the C, Fast
-    DDS C, C type-support and Python generators; return their output folders by generator."""
+    DDS C, introspection C, C type-support and Python generators; return their output folders by
+    generator."""
     from rosidl_adapter.action import convert_action_to_idl
     from rosidl_adapter.msg import convert_msg_to_idl
     from rosidl_adapter.srv import convert_srv_to_idl
@@ -268,7 +272,8 @@ def visibility(package: str, generator: str, path: Path) -> None:
 
 def build_package(package: str, deps, work: Path, dest: Path, numpy_include: str, say) -> None:
     """Generate ``package`` in ``work`` and compile it into the Python package folder ``dest``:
-    lib<package>__rosidl_generator_c/_typesupport_fastrtps_c/_typesupport_c/_generator_py.so and
+    lib<package>__rosidl_generator_c/_typesupport_fastrtps_c/_typesupport_introspection_c/
+    _typesupport_c/_generator_py.so and
     the extension module <package>_s__rosidl_typesupport_c that rclpy imports."""
     with contextlib.redirect_stdout(io.StringIO()):  # rosidl_adapter prints a line per file
         out = generate(package, deps, work)
