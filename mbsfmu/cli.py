@@ -138,6 +138,9 @@ def _info(args) -> int:
             print(f"  {body}: {', '.join(names)}" + (f" {more_names}" if more_names else ""))
         if more:
             print(f"  {more}")
+    if m.named_poses:
+        names, more = _first(list(m.named_poses), INFO_NAMES, args, "named poses")
+        print(f"named poses: {', '.join(names)}" + (f" {more}" if more else ""))
     couplings, more = _first(list(m.spec.couplings), INFO_ROWS, args, "couplings")
     for c in couplings:
         print(f"coupling: {c.follower} = {c.multiplier:g} * {c.leader} + {c.offset:g} (follower is not an input)")

@@ -167,6 +167,22 @@ class Model:
             qd[self.v_slice(name)] = val
         return q, qd
 
+    @property
+    def named_poses(self) -> tuple[str, ...]:
+        """Names of the model's named joint configurations (``named_poses``, SRDF group states)."""
+        return tuple(self.spec.named_poses)
+
+    def named_configuration(self, name: str) -> Array:
+        """q (nq,) of the named pose ``name``: its joints' values over the file's initial q (as
+        given: not assembled for loop closures). InputError naming the poses for an unknown name."""
+        if name not in self.spec.named_poses:
+            poses = ", ".join(self.spec.named_poses) or "none"
+            raise InputError(f"no named pose {name!r} in model {self.source}; named poses: {poses}")
+        q = self.initial_state(assemble=False)[0]
+        for joint, val in self.spec.named_poses[name].q.items():
+            q[self.q_slice(joint)] = val
+        return q
+
     def random_state(self, rng: np.random.Generator) -> tuple[Array, Array]:
         """(q, qd) with angles/offsets ~ U(-1, 1), random unit quaternions, rates ~ U(-1, 1)."""
         q = rng.uniform(-1.0, 1.0, self.nq)

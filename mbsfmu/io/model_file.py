@@ -27,7 +27,7 @@ from yaml.events import (
     StreamStartEvent,
 )
 
-from ..engine.spec.description import Body, Joint, ModelSpec, Origin, Spring
+from ..engine.spec.description import Body, Joint, ModelSpec, NamedPose, Origin, Spring
 from ..engine.spec.elements import parse_forces, parse_wheels
 from ..engine.spec.loops import parse_loops
 from ..engine.spec.repair import OPTION as REPAIR_OPTION
@@ -40,7 +40,7 @@ from ..files import read_text
 from .reader import Reader, describe
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial", REPAIR_OPTION)
+TOP_KEYS = ("version", "name", "gravity", "bodies", "forces", "loops", "initial", "named_poses", REPAIR_OPTION)
 BODY_KEYS = ("name", "parent", "joint", "mass", "com", "inertia", "frames", "wheels")
 JOINT_KEYS = ("name", "type", "axis", "origin", "spring", "actuated")
 ORIGIN_KEYS = ("xyz", "rpy")
@@ -316,6 +316,7 @@ def spec_from_dict(
         gravity=gravity,
         initial_q=initial_state(r, init.get("q", {}), ("initial", "q")),
         initial_qd=initial_state(r, init.get("qd", {}), ("initial", "qd")),
+        named_poses=named_poses(r, doc.get("named_poses", {}), ("named_poses",)),
         forces=parse_forces(r, doc["forces"]) if "forces" in doc else (),
         loops=parse_loops(r, doc["loops"]) if "loops" in doc else (),
     )
@@ -418,6 +419,23 @@ def _inertia(r: Reader, raw, at):
     m = r.mapping(raw, at, INERTIA_KEYS)
     v = {k: r.number(m.get(k, 0.0), at + (k,)) for k in INERTIA_KEYS}
     return ((v["Ixx"], v["Ixy"], v["Ixz"]), (v["Ixy"], v["Iyy"], v["Iyz"]), (v["Ixz"], v["Iyz"], v["Izz"]))
+
+
+def named_poses(r: Reader, raw, at) -> dict[str, NamedPose]:
+    """A ``named_poses`` section ({pose name: {joint: value or [values]}}) as {name: NamedPose};
+    problems go to r."""
+    if not isinstance(raw, dict):
+        r.problem(at, f"expected a mapping of pose name to {{joint: value}}, got {describe(raw)}")
+        return {}
+    out = {}
+    for name, q in raw.items():
+        if not isinstance(name, str) or not name:
+            r.problem(at + (name,), f"pose names must be non-empty text, got {describe(name)}")
+        elif not isinstance(q, dict) or not q:
+            r.problem(at + (name,), f"expected a non-empty mapping of joint name to value(s), got {describe(q)}")
+        else:
+            out[name] = NamedPose(q=initial_state(r, q, at + (name,)))
+    return out
 
 
 def initial_state(r: Reader, raw, at) -> dict:

@@ -53,6 +53,8 @@ from ..errors import ModelError, Problem, did_you_mean
 from ..files import read_bytes
 from .model_file import initial_state
 from .reader import Reader, describe
+from .srdf import read_srdf
+from .xml_lines import parse_xml
 
 if TYPE_CHECKING:  # the Model is built from this package's output: import it lazily at run time
     from ..engine.model import Model
@@ -70,7 +72,8 @@ AXIS_MIN = 1e-12  # shortest joint axis [-] taken as a direction (as the model's
 
 OVERLAY_VERSION = 1
 OVERLAY_KEYS = (
-    "version", "urdf", "name", "floating_base", "repair_inertia", "gravity", "joints", "wheels", "forces", "initial",
+    "version", "urdf", "srdf", "name", "floating_base", "repair_inertia", "gravity", "joints", "wheels", "forces",
+    "initial",
 )  # fmt: skip
 OVERLAY_JOINT_KEYS = ("spring", "actuated")
 SPRING_KEYS = ("k", "d", "q0")
@@ -175,7 +178,19 @@ def load_urdf(
     spec, where, problems = dynamics_spec(spec, where, lump_fixed, repair_inertia)
     if problems:
         raise ModelError(_sorted([_map(p, where, None, None) for p in problems]), str(path))
+    srdf = Path(path).with_suffix(".srdf")
+    if srdf.is_file():  # MoveIt's semantic description beside the URDF: its group states are named poses
+        spec = with_srdf(spec, srdf)
     return _build(spec, where, source=str(path), urdf_label=None, overlay_lines=None)
+
+
+def with_srdf(spec: ModelSpec, srdf: Path) -> ModelSpec:
+    """spec with the group states of the SRDF file ``srdf`` as its named poses; ModelError (naming
+    the SRDF's lines) if any is wrong."""
+    poses, problems = read_srdf(srdf, spec)
+    if problems:
+        raise ModelError(_sorted(problems), str(srdf))
+    return replace(spec, named_poses=poses)
 
 
 def load_overlay(
@@ -198,6 +213,11 @@ def load_overlay(
         )
     urdf_rel = r.string(doc.get("urdf"), ("urdf",))
     urdf_path = path.parent / urdf_rel
+    srdf = urdf_path.with_suffix(".srdf")  # MoveIt's semantic description: beside the URDF, or named
+    if "srdf" in doc:
+        srdf = path.parent / r.string(doc["srdf"], ("srdf",))
+        if isinstance(doc["srdf"], str) and doc["srdf"] and not srdf.is_file():
+            r.problem(("srdf",), f"SRDF file {str(srdf)!r} does not exist")
     floating = doc.get("floating_base", False)
     if not isinstance(floating, bool):
         r.problem(("floating_base",), f"expected true or false, got {describe(floating)}")
@@ -230,27 +250,9 @@ def load_overlay(
                     problems.append(_map(p, where, label, lines))
     if r.problems or problems:
         raise ModelError(_sorted(r.problems + problems), str(path))
+    if srdf.is_file():
+        spec = with_srdf(spec, srdf)
     return _build(spec, where, source=str(path), urdf_label=label, overlay_lines=lines)
-
-
-# ---- XML with line numbers --------------------------------------------------------------------
-
-
-def _parse_xml(data: bytes) -> tuple[ET.Element, dict]:
-    """The element tree of ``data`` and the 1-based line of every element (expat events feed an
-    ElementTree TreeBuilder, which keeps no positions itself)."""
-    builder = ET.TreeBuilder()
-    parser = expat.ParserCreate()
-    lines: dict = {}
-
-    def start(tag, attrs):
-        lines[builder.start(tag, attrs)] = parser.CurrentLineNumber
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = builder.end
-    parser.CharacterDataHandler = builder.data
-    parser.Parse(data, True)
-    return builder.close(), lines
 
 
 class _Elements:
@@ -303,7 +305,7 @@ def _read(path: Path) -> tuple[UrdfRobot | None, list[Problem]]:
     except OSError as e:
         return None, [Problem((), f"cannot read the URDF file: {e.strerror or e}")]
     try:
-        root, lines = _parse_xml(data)
+        root, lines = parse_xml(data)
     except expat.ExpatError as e:
         return None, [Problem((), f"broken XML: {expat.errors.messages[e.code]} (column {e.offset + 1})", e.lineno)]
     except RecursionError:

@@ -115,6 +115,8 @@ def export_urdf(
         raise ModelError(problems, label)
     writer = _Writer(spec, limits or {}, Path(source).name if source else None)
     text = writer.document()
+    if spec.named_poses:  # MoveIt keeps them in an SRDF beside the URDF (srdf.py reads its group states)
+        writer.dropped.append(f"the named poses {', '.join(spec.named_poses)} (an SRDF carries them, a URDF cannot)")
     return UrdfExport(text, tuple(writer.dropped), tuple(writer.overlaid), writer.floating_root, tuple(writer.joints))
 
 

@@ -13,6 +13,11 @@ the URDF links lumped into a body, on their bodies): so Foxglove shows the robot
 any recording, ROS installed or not. Not the node's /diagnostics and /mbs/real_time_factor, which
 describe a live run (wall-clock pacing, commands) and whose checks a scenario run writes to
 report.json instead.
+
+Each channel carries, as rosbag2 writes it, the QoS the node's publisher offers (channel metadata
+``offered_qos_profiles``: a YAML list of profiles in rosbag2's metadata version 9 form, policies by
+name): ``ros2 bag play`` offers that QoS again, so /robot_description and /tf_static are
+republished transient local (latched) and a late robot_state_publisher or RViz still gets them.
 """
 
 from __future__ import annotations
@@ -82,7 +87,38 @@ def msgdef(dtype: str) -> str:
     return DEFS[name][0] + "".join(SEP + d + "\n" + DEFS[d][0] for d in seen)
 
 
+INFINITE = "    sec: 9223372036\n    nsec: 854775807\n"  # RMW_DURATION_INFINITE as rmw reports an unset one
+
+
+def offered_qos_profiles(topic: str) -> str:
+    """The ``offered_qos_profiles`` channel metadata of ``topic``: the node's publisher's QoS (reliable,
+    keep last; transient local with depth LATCHED_DEPTH for the latched topics, else volatile), as
+    rosbag2_storage's YAML encoder writes it (metadata version 9: policies by name)."""
+    latched = topic in ms.LATCHED_TOPICS
+    depth = ms.LATCHED_DEPTH if latched else ms.TF_DEPTH if topic == ms.TF else ms.STATE_DEPTH
+    return (
+        f"- history: keep_last\n  depth: {depth}\n  reliability: reliable\n"
+        f"  durability: {'transient_local' if latched else 'volatile'}\n"
+        f"  deadline:\n{INFINITE}  lifespan:\n{INFINITE}  liveliness: automatic\n"
+        f"  liveliness_lease_duration:\n{INFINITE}  avoid_ros_namespace_conventions: false"
+    )
+
+
 MSGDEFS = {dtype: msgdef(dtype) for dtype in (*ms.STATE_TOPICS.values(), *ms.LATCHED_TOPICS.values())}
+
+
+def ros2_writer(stream):
+    """An mcap_ros2 Writer on ``stream`` whose ``register_channel`` adds a channel with metadata
+    (mcap_ros2's ``write_message`` registers channels without any)."""
+    from mcap_ros2.writer import Writer
+
+    class ChannelWriter(Writer):
+        def register_channel(self, topic: str, schema, metadata: dict[str, str]) -> None:
+            self._channel_ids[topic] = self._writer.register_channel(
+                topic=topic, message_encoding="cdr", schema_id=schema.id, metadata=metadata
+            )
+
+    return ChannelWriter(stream)
 
 
 class McapRecorder:
@@ -90,16 +126,16 @@ class McapRecorder:
     errors, so a failed run's recording up to the failure stays readable)."""
 
     def __init__(self, path: str | Path, model, frame_id: str = ms.WORLD):
-        from mcap_ros2.writer import Writer
-
         self.layout = ms.joint_layout(model)
         self.frame_id = frame_id
         self._file = open(path, "wb")
-        self._writer = Writer(self._file)
+        self._writer = ros2_writer(self._file)
         self._schemas = {
             topic: self._writer.register_msgdef(dtype, MSGDEFS[dtype])
             for topic, dtype in (*ms.state_topics(self.layout).items(), *ms.LATCHED_TOPICS.items())
         }
+        for topic, schema in self._schemas.items():
+            self._writer.register_channel(topic, schema, {"offered_qos_profiles": offered_qos_profiles(topic)})
         self._seq = 0
         self.model = model
 

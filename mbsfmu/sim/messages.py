@@ -77,6 +77,11 @@ LATCHED_TOPICS = {  # topic -> type of what is published once (transient local: 
     ROBOT_DESCRIPTION: "std_msgs/msg/String",
     TF_STATIC: "tf2_msgs/msg/TFMessage",
 }
+# history depths the node's publishers offer (all reliable, keep last): the latched topics keep their
+# one message, transient local; the state topics are volatile; the MCAP recorder writes the same QoS
+LATCHED_DEPTH = 1
+STATE_DEPTH = 10
+TF_DEPTH = 100
 
 ENERGY_LABELS = ("KE", "PE", "E", "W_in", "W_diss")
 ENERGY_LAYOUT_LABEL = ",".join(ENERGY_LABELS)  # Float64MultiArray layout.dim[0].label of /mbs/energy

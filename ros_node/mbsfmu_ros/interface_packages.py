@@ -4,13 +4,16 @@ Python packages, as colcon would: the rosidl generators of the ``ros`` extra's w
 C, Fast DDS (``rosidl_typesupport_fastrtps_c``) and Python sources, and zig's C/C++ compiler
 (PyPI ``ziglang``, as for our C core) compiles them against the wheels' headers and libraries.
 
-The C type support is built for ``rosidl_typesupport_fastrtps_c`` alone, the type support
-rmw_fastrtps_cpp serialises with: with one implementation the rosidl_typesupport_c generator
-links it directly instead of looking a library up on LD_LIBRARY_PATH at run time, and every
-library carries the run paths ($ORIGIN and the wheels' lib folder) it needs, so the packages
-import with no environment set. The result goes to a per-user cache folder named by a hash of
-the definitions, the generator wheels' versions and the Python ABI; ``ensure()`` builds what is
-missing and puts the folder on ``sys.path``.
+The C type support is built for ``rosidl_typesupport_fastrtps_c`` (what rmw_fastrtps_cpp
+serialises with) and ``rosidl_typesupport_introspection_c`` (what Fast DDS asks for when it
+registers a type: without it every process printed an rcutils error block), and the
+rosidl_typesupport_c dispatch between them finds each by its library name: both are linked to the
+package's rosidl_typesupport_c library, so they are loaded with it and nothing is looked up on
+LD_LIBRARY_PATH; every library carries the run paths ($ORIGIN and the wheels' lib folder) it
+needs. The result goes to a per-user cache folder named by a hash of the definitions, the
+generator wheels' versions and the Python ABI; ``ensure()`` builds what is missing and puts the
+folder on ``sys.path`` (the node needs no environment; a client needs PYTHONPATH alone:
+``client_env.py``).
 """
 
 from __future__ import annotations
@@ -51,11 +54,13 @@ WHEELS = (
     "ros-rosidl-generator-type-description",
     "ros-rosidl-typesupport-c",
     "ros-rosidl-typesupport-fastrtps-c",
+    "ros-rosidl-typesupport-introspection-c",
     "ros-rosidl-runtime-c",
     "ros-fastcdr",
     "ros-rclpy",
 )
 TYPESUPPORT = "rosidl_typesupport_fastrtps_c"
+INTROSPECTION = "rosidl_typesupport_introspection_c"
 FLAGS = ("-O2", "-g0", "-fPIC", "-shared", "-w")
 
 
@@ -143,9 +148,10 @@ def build(directory: Path, progress=None) -> Path:
         import rosidl_generator_py  # noqa: F401
         import rosidl_typesupport_c  # noqa: F401
         import rosidl_typesupport_fastrtps_c  # noqa: F401
+        import rosidl_typesupport_introspection_c  # noqa: F401
     except ImportError as e:
         raise BuildError(f"building ROS interface packages needs the rosidl generator wheels ({e.name})") from None
-    for include in ("rosidl_runtime_c", "rosidl_typesupport_fastrtps_c", "fastcdr", *PACKAGES["simulation_interfaces"]):
+    for include in ("rosidl_runtime_c", TYPESUPPORT, INTROSPECTION, "fastcdr", *PACKAGES["simulation_interfaces"]):
         if not (prefix() / "include" / include).is_dir():
             raise BuildError(f"building ROS interface packages needs the headers of {include} under {prefix()}/include")
     say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
@@ -194,7 +200,8 @@ def generator_arguments(package: str, idl_files: list[str], idl_root: Path, out:
 
 def generate(package: str, deps, work: Path) -> dict[str, Path]:
     """Run rosidl_adapter (.msg/.srv/.action to .idl), the type-description hasher and the C, Fast
-    DDS C, C type-support and Python generators; return their output folders by generator."""
+    DDS C, introspection C, C type-support and Python generators; return their output folders by
+    generator."""
     from rosidl_adapter.action import convert_action_to_idl
     from rosidl_adapter.msg import convert_msg_to_idl
     from rosidl_adapter.srv import convert_srv_to_idl
@@ -203,6 +210,7 @@ def generate(package: str, deps, work: Path) -> dict[str, Path]:
     from rosidl_generator_type_description import generate_type_hash
     from rosidl_typesupport_c import generate_c as generate_typesupport_c
     from rosidl_typesupport_fastrtps_c import generate_typesupport_fastrtps_c
+    from rosidl_typesupport_introspection_c import generate_c as generate_introspection_c
 
     convert = {".msg": convert_msg_to_idl, ".srv": convert_srv_to_idl, ".action": convert_action_to_idl}
     idl_root = work / "idl"
@@ -210,7 +218,7 @@ def generate(package: str, deps, work: Path) -> dict[str, Path]:
     for rel in definition_files(package):
         convert[rel.suffix](DEFINITIONS / package, package, rel, idl_root / rel.parent)
         idl_files.append(str(rel.with_suffix(".idl")))
-    out = {k: work / k for k in ("type_description", "c", "fastrtps_c", "typesupport_c", "py")}
+    out = {k: work / k for k in ("type_description", "c", "fastrtps_c", "introspection_c", "typesupport_c", "py")}
     hashes = generate_type_hash(
         generator_arguments(
             package, idl_files, idl_root, out["type_description"], "rosidl_generator_type_description", deps
@@ -240,9 +248,12 @@ def generate(package: str, deps, work: Path) -> dict[str, Path]:
     visibility(
         package, "rosidl_typesupport_fastrtps_c", ts_out / "msg" / "rosidl_typesupport_fastrtps_c__visibility_control.h"
     )
+    in_out = out["introspection_c"] / package
+    generate_introspection_c(generator_arguments(package, idl_files, idl_root, in_out, INTROSPECTION, deps))
+    visibility(package, INTROSPECTION, in_out / "msg" / f"{INTROSPECTION}__visibility_control.h")
     generate_typesupport_c(
         generator_arguments(package, idl_files, idl_root, out["typesupport_c"], "rosidl_typesupport_c", deps),
-        [TYPESUPPORT],
+        [TYPESUPPORT, INTROSPECTION],
     )
     generate_py(
         generator_arguments(package, idl_files, idl_root, out["py"], "rosidl_generator_py", deps),
@@ -261,14 +272,15 @@ def visibility(package: str, generator: str, path: Path) -> None:
 
 def build_package(package: str, deps, work: Path, dest: Path, numpy_include: str, say) -> None:
     """Generate ``package`` in ``work`` and compile it into the Python package folder ``dest``:
-    lib<package>__rosidl_generator_c/_typesupport_fastrtps_c/_typesupport_c/_generator_py.so and
+    lib<package>__rosidl_generator_c/_typesupport_fastrtps_c/_typesupport_introspection_c/
+    _typesupport_c/_generator_py.so and
     the extension module <package>_s__rosidl_typesupport_c that rclpy imports."""
     with contextlib.redirect_stdout(io.StringIO()):  # rosidl_adapter prints a line per file
         out = generate(package, deps, work)
     shutil.copytree(out["py"], dest)
     lib = prefix() / "lib"
     includes = [f"-I{p}" for p in (prefix() / "include", *sorted((prefix() / "include").iterdir())) if p.is_dir()]
-    includes += [f"-I{out['c']}", f"-I{out['fastrtps_c']}", f"-I{numpy_include}"]
+    includes += [f"-I{out['c']}", f"-I{out['fastrtps_c']}", f"-I{out['introspection_c']}", f"-I{numpy_include}"]
     includes.append(f"-I{sysconfig.get_paths()['include']}")
     rpath = ("-Wl,-rpath,$ORIGIN", f"-Wl,-rpath,{lib}", f"-L{lib}", f"-L{dest}")
 
@@ -312,6 +324,22 @@ def build_package(package: str, deps, work: Path, dest: Path, numpy_include: str
         say,
         driver="c++",
     )
+    introspection = dest / f"lib{package}__{INTROSPECTION}.so"
+    zig_cc(
+        sorted((out["introspection_c"] / package).rglob("*.c")),
+        None,
+        introspection,
+        (
+            *FLAGS,
+            *includes,
+            *rpath,
+            f"-l{package}__rosidl_generator_c",
+            *deps_libs(INTROSPECTION),
+            *deps_libs("rosidl_generator_c"),
+            *link(INTROSPECTION, "rosidl_runtime_c", "rcutils"),
+        ),
+        say,
+    )
     ts_c = dest / f"lib{package}__rosidl_typesupport_c.so"
     zig_cc(
         sorted(out["typesupport_c"].rglob("*.cpp")),
@@ -322,7 +350,10 @@ def build_package(package: str, deps, work: Path, dest: Path, numpy_include: str
             "-std=c++17",
             *includes,
             *rpath,
+            "-Wl,--no-as-needed",  # both loaded with this library: the dispatch finds them by name
             f"-l{package}__{TYPESUPPORT}",
+            f"-l{package}__{INTROSPECTION}",
+            "-Wl,--as-needed",
             f"-l{package}__rosidl_generator_c",
             *deps_libs("rosidl_typesupport_c"),
             *link("rosidl_typesupport_c", "rosidl_runtime_c", "rcutils"),

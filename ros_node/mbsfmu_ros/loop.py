@@ -107,7 +107,7 @@ class LoopMixin:
         next_diag = wall() + min(self.diag_period, 1e9)
         deadline = wall()
         spun = False
-        while rclpy.ok():
+        while rclpy.ok() and not self.quitting:
             now = wall()
             if now >= next_diag:
                 self.publish_diagnostics(now)
@@ -169,3 +169,5 @@ class LoopMixin:
             if not spun:
                 executor.spin_once(timeout_sec=0.0)
             spun = False
+        if self.quitting:
+            self.serve_until_gone(executor)

@@ -144,9 +144,11 @@ class MbsNode(WorldMixin, LoopMixin, ClockMixin, CommandsMixin, PublishingMixin,
         self.create_service(Trigger, "~/step", self.srv_step)
         self.simulation = None  # simulation_interfaces services, where the package imports
         if rm.INTERFACES_MISSING is None:
+            from .named_pose_services import NamedPoseServices
             from .simulation_services import SimulationServices
 
             self.simulation = SimulationServices(self)
+            self.named_pose_services = NamedPoseServices(self)
         if self.world is not None:
             self.load_world_file(p.world)
             if rm.INTERFACES_MISSING is None:
@@ -253,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
             executor = SingleThreadedExecutor()
         executor.add_node(node)
         node.run(executor)
+        if node.quitting:  # simulation_interfaces' STATE_QUITTING: said as a signal's stop is
+            print(
+                f"mbsfmu ros: quit by set_simulation_state (STATE_QUITTING) at t = {node.now_ns() / 1e9:.9g} s",
+                file=sys.stderr,
+            )
     except (KeyboardInterrupt, ExternalShutdownException):  # SIGINT or SIGTERM (rclpy handles both)
         if node is not None:  # what ran, said as `mbsfmu run` says it (issue 20, item 3)
             print(f"mbsfmu ros: stopped by a signal (Ctrl-C or SIGTERM) at t = {node.sim.t:.9g} s", file=sys.stderr)

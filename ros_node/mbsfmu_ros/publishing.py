@@ -42,12 +42,12 @@ class PublishingMixin:
         tf_message = rm.TFMessage if self.config.publish_tf else None
         self.pub_tf = None
         if tf_message is not None:
-            self.pub_tf = self.create_publisher(tf_message, tp.ros_name(tp.TF), QoSProfile(depth=100))
+            self.pub_tf = self.create_publisher(tf_message, tp.ros_name(tp.TF), QoSProfile(depth=ms.TF_DEPTH))
             self.pubs[tp.TF] = self.pub_tf
         # once, for late joiners too (transient local): the URDF (RViz, robot_state_publisher) and the
         # fixed frames (URDF links lumped into their bodies) on their bodies
         latched = QoSProfile(
-            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            depth=ms.LATCHED_DEPTH, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         self.pub_description = self.create_publisher(String, tp.ros_name(tp.ROBOT_DESCRIPTION), latched)
         try:  # a model with closed loops has no URDF (one tree): it runs without robot_description

@@ -32,10 +32,13 @@ from mbsfmu_ros import diagnostics as dg
 from mbsfmu_ros import entity_state as es
 
 FEATURES = (
+    SimulatorFeatures.NAMED_POSES,  # named_pose_services.py
+    SimulatorFeatures.POSE_BOUNDS,
     SimulatorFeatures.ENTITY_STATE_GETTING,
     SimulatorFeatures.ENTITY_STATE_SETTING,
     SimulatorFeatures.SIMULATION_RESET,
     SimulatorFeatures.SIMULATION_RESET_STATE,
+    SimulatorFeatures.SIMULATION_RESET_TIME,
     SimulatorFeatures.SIMULATION_STATE_GETTING,
     SimulatorFeatures.SIMULATION_STATE_SETTING,
     SimulatorFeatures.SIMULATION_STATE_PAUSE,
@@ -43,7 +46,22 @@ FEATURES = (
     SimulatorFeatures.STEP_SIMULATION_MULTIPLE,
     SimulatorFeatures.STEP_SIMULATION_ACTION,
 )
-RESET_SCOPES = ResetSimulation.Request.SCOPE_STATE  # the scopes a reset covers (bit field)
+SCOPES = {"TIME": ResetSimulation.Request.SCOPE_TIME, "STATE": ResetSimulation.Request.SCOPE_STATE}
+
+
+def features(follow_clock: bool) -> tuple[int, ...]:
+    """The SimulatorFeatures served; no SIMULATION_RESET_TIME while time follows an external /clock."""
+    return tuple(f for f in FEATURES if not (follow_clock and f == SimulatorFeatures.SIMULATION_RESET_TIME))
+
+
+def reset_scopes(follow_clock: bool) -> int:
+    """ResetSimulation scope bits the node resets: STATE, and TIME unless it follows a /clock."""
+    return SCOPES["STATE"] | (0 if follow_clock else SCOPES["TIME"])
+
+
+def scope_names(scope: int) -> str:
+    """'TIME|STATE' for the known bits of ``scope``."""
+    return "|".join(name for name, bit in SCOPES.items() if scope & bit) or "nothing"
 
 
 def result(code: int, message: str = "") -> Result:
@@ -89,27 +107,36 @@ class SimulationServices:
 
     # ---- features, reset, state -----------------------------------------------------------
     def get_simulator_features(self, request, response):
-        response.features.features = list(FEATURES)
+        response.features.features = list(features(self.node.follow_clock))
         response.features.custom_info = (
             "mbsfmu: one step = one node cycle (1/publish_rate of sim time); every body is an entity, "
-            "the floating base's state can be set; reset keeps sim time increasing (episode time restarts)"
+            "the floating base's state can be set; ResetSimulation with SCOPE_STATE alone keeps sim time "
+            "increasing (episode time restarts), SCOPE_TIME (and DEFAULT/ALL) restarts it at 0"
         )
         if self.more_features is not None:
             self.more_features(response.features)
         return response
 
     def reset_simulation(self, request, response):
-        scope = request.scope
-        if scope not in (ResetSimulation.Request.SCOPE_DEFAULT, ResetSimulation.Request.SCOPE_ALL) and (
-            scope & ~RESET_SCOPES
-        ):
+        """ResetSimulation by its scope bits: STATE the initial state (sim time goes on), TIME sim
+        time back to 0 (refused while it follows an external /clock), DEFAULT = ALL every scope the
+        node has; SPAWNED and unknown bits: RESULT_FEATURE_UNSUPPORTED."""
+        n, R = self.node, ResetSimulation.Request
+        scope = R.SCOPE_ALL if request.scope == R.SCOPE_DEFAULT else request.scope
+        supported = reset_scopes(n.follow_clock)
+        if scope != R.SCOPE_ALL and scope & ~supported:
+            why = "the node follows an external /clock" if scope & R.SCOPE_TIME and n.follow_clock else "not supported"
             response.result = result(
                 Result.RESULT_FEATURE_UNSUPPORTED,
-                f"scope {scope}: only SCOPE_STATE (with DEFAULT/ALL) is supported; sim time never goes back",
+                f"scope {scope}: {why}; this node resets {scope_names(supported)} (or DEFAULT/ALL)",
             )
             return response
-        self.node.reset()
-        response.result = result(Result.RESULT_OK, f"reset {self.node.resets}: initial state, episode time 0")
+        scope &= supported
+        if scope & R.SCOPE_STATE:
+            n.reset(with_time=bool(scope & R.SCOPE_TIME))
+        else:
+            n.restart_time()
+        response.result = result(Result.RESULT_OK, f"reset {scope_names(scope)}: t = {n.now_ns() / cv.NS:.9f} s")
         return response
 
     def state(self) -> int:
@@ -124,16 +151,35 @@ class SimulationServices:
         return response
 
     def set_simulation_state(self, request, response):
+        """SetSimulationState.srv: STOPPED resets (state and time, as ResetSimulation ALL) and
+        pauses; STOPPED -> PAUSED is INCORRECT_TRANSITION (the .srv's "pausing when in stopped
+        state"); PLAYING after an engine failure is STATE_TRANSITION_ERROR (reset first); QUITTING
+        stops and ends the node once the answer is out."""
         n, target, now = self.node, request.state.state, self.state()
-        S = SimulationState
-        if target not in (S.STATE_STOPPED, S.STATE_PLAYING, S.STATE_PAUSED):
+        S, R = SimulationState, SetSimulationState.Response
+        if target not in (S.STATE_STOPPED, S.STATE_PLAYING, S.STATE_PAUSED, S.STATE_QUITTING):
             response.result = result(Result.RESULT_FEATURE_UNSUPPORTED, f"state {target} is not supported")
             return response
         if target == now:
-            response.result = result(SetSimulationState.Response.ALREADY_IN_TARGET_STATE, "")
+            response.result = result(R.ALREADY_IN_TARGET_STATE, "")
+            return response
+        if target == S.STATE_PAUSED and now == S.STATE_STOPPED:
+            response.result = result(
+                R.INCORRECT_TRANSITION, "pausing when stopped: set STATE_PLAYING, or step (StepSimulation) from here"
+            )
+            return response
+        if target == S.STATE_PLAYING and n.error:
+            response.result = result(R.STATE_TRANSITION_ERROR, f"engine stopped: {n.error}; reset first")
+            return response
+        if target == S.STATE_QUITTING:
+            if self.goal is not None:  # a SimulateSteps goal ends with the node: aborted, answered
+                self.goal.handle.abort()
+                self.finish(Result.RESULT_OPERATION_FAILED, f"quitting after {self.goal.completed} steps")
+            n.quit()
+            response.result = result(Result.RESULT_OK, "quitting: the node ends")
             return response
         if target == S.STATE_STOPPED:
-            n.reset()
+            n.reset(with_time=not n.follow_clock)
             n.paused, n.stopped = True, True
         else:
             n.paused, n.stopped = target == S.STATE_PAUSED, False

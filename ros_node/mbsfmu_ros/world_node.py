@@ -163,12 +163,15 @@ class WorldMixin:
                 )
 
     # ---- reset ----------------------------------------------------------------------------
-    def reset(self) -> None:
+    def reset(self, with_time: bool = False) -> None:
         """Every robot to its initial state and base pose; sim time goes on as in the one-model
-        reset (``services.py``): from the last published stamp plus one cycle."""
+        reset (``services.py``): from the last published stamp plus one cycle, or with
+        ``with_time`` restarts at 0 (ResetSimulation's SCOPE_TIME)."""
         if self.world is None:
-            return super().reset()
-        self.offset_ns = max(self.last_ns, self.now_ns()) + self.period_ns
+            return super().reset(with_time)
+        self.offset_ns = 0 if with_time else max(self.last_ns, self.now_ns()) + self.period_ns
+        if with_time:
+            self.last_ns = -1
         self.world.t = 0.0
         for r in self.world.robots.values():
             r.restart(0.0)
@@ -183,4 +186,21 @@ class WorldMixin:
             f"at t = {self.now_ns() / cv.NS:.9f} s"
         )
         self.publish_static()
+        self.publish_state()
+
+    def restart_time(self) -> None:
+        """Sim time back to 0 with every robot's state kept (ResetSimulation's SCOPE_TIME alone),
+        as the one-model node's ``restart_time``; each robot's diagnostics take its state as their
+        new reference."""
+        if self.world is None:
+            return super().restart_time()
+        self.offset_ns, self.last_ns = 0, -1
+        self.world.t = 0.0
+        for r in self.world.robots.values():
+            r.sim.t = 0.0
+            r.ref_row = dg.checker_row(r.sim)
+        self.k = 0
+        self.t_base, self.k_base = 0.0, 0
+        self.reanchor = True
+        self.get_logger().info("sim time restarts at t = 0 s; every robot's state is kept")
         self.publish_state()

@@ -92,7 +92,7 @@ class WorldServices:
             response.result = result(R.RESOURCE_PARSE_ERROR, str(e))
             return response
         n = self.node
-        n.reset()
+        n.reset(with_time=True)  # STATE_STOPPED: paused after a reset of every scope, time too
         n.paused, n.stopped, n.reanchor = True, True, True
         response.world = world_resource(spec)
         response.result = result(Result.RESULT_OK, f"{len(spec.robots)} robot(s); simulation stopped")

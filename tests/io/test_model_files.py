@@ -517,7 +517,7 @@ def test_unreadable_file(tmp_path, make, fragment):
         (
             "",
             "(top level): expected a mapping with keys version, name, gravity, bodies, forces, loops, initial, "
-            "repair_inertia, got nothing",
+            "named_poses, repair_inertia, got nothing",
         ),
         ("- version: 1\n", "(top level): expected a mapping"),
         ("version: 1\nbodies: []\n", "bodies: expected a non-empty list of bodies, got a list"),

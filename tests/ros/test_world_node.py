@@ -16,6 +16,7 @@ from mbsfmu.sim.simulator import Simulator
 
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
+from mbsfmu_ros import named_poses as nps
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS, ROOT
 from tests.support.ros_interfaces import interfaces_loaded
@@ -48,6 +49,8 @@ def test_three_robots_in_one_world(tmp_path):
         GetEntityBounds,
         GetEntityInfo,
         GetEntityState,
+        GetNamedPoseBounds,
+        GetNamedPoses,
         GetSimulationState,
         GetSimulatorFeatures,
         GetSpawnables,
@@ -145,6 +148,22 @@ def test_three_robots_in_one_world(tmp_path):
             features = call(GetSimulatorFeatures, "get_simulator_features").features
             want = {SimulatorFeatures.SPAWNING, SimulatorFeatures.DELETING, SimulatorFeatures.WORLD_LOADING}
             assert want <= set(features.features) and "urdf" in features.spawn_formats
+
+            # named poses: every robot's, named <robot>/<pose>, placed where the robot stands
+            poses = {p.name: p for p in call(GetNamedPoses, "get_named_poses").poses}
+            arm_poses = ("ready", "extended", "open", "closed")
+            assert list(poses) == [f"scara/{n}" for n in ("stretched", "hanging", "folded")] + [
+                f"arm7/{n}" for n in arm_poses
+            ]
+            ready = poses["arm7/ready"].pose.position
+            assert (ready.x, ready.y, ready.z) == (2.0, 0.0, 0.0)  # a fixed base at its placement
+            box = call(
+                GetNamedPoseBounds, "get_named_pose_bounds", GetNamedPoseBounds.Request(name="arm7/ready")
+            ).bounds.points
+            lower, upper = nps.pose_bounds(mbsfmu.load_model(MODELS / "urdf_arm7.urdf"), "ready")  # not turned
+            np.testing.assert_allclose([[box[0].x, box[0].y, box[0].z], [box[1].x, box[1].y, box[1].z]], [upper, lower])
+            r = call(GetNamedPoseBounds, "get_named_pose_bounds", GetNamedPoseBounds.Request(name="ready"))
+            assert r.result.result == Result.RESULT_NOT_FOUND
 
             # entities: the robots, by name filter, category, tags
             assert call(GetEntities, "get_entities").entities == list(ROBOTS)
@@ -369,9 +388,12 @@ def test_three_robots_in_one_world(tmp_path):
             s = call(GetEntityState, "get_entity_state", entity="arm7")  # the world file's pose again
             assert [s.state.pose.position.x, s.state.pose.position.y] == [2.0, 0.0]
 
-            # one /clock, never backwards, across spawning, deleting, unloading and loading
+            # one /clock across spawning, deleting, unloading and loading, back only where time was
+            # reset (ResetSimulation's default scope, LoadWorld's STATE_STOPPED: to 0, as relaunched)
             t = [c.clock.sec * 10**9 + c.clock.nanosec for c in clock]
-            assert len(t) > 20 and all(b >= a for a, b in zip(t, t[1:]))
+            back = [b for a, b in zip(t, t[1:]) if b < a]
+            assert len(t) > 20 and back and set(back) == {0}, back
+            assert t[-1] == 0  # stopped since LoadWorld
             assert client.node.count_publishers(sandbox.topic("/clock")) == 1
         finally:
             client.close()

@@ -177,17 +177,28 @@ class Coupling:
 
 
 @dataclass(frozen=True)
+class NamedPose:
+    """A named joint configuration (MoveIt's SRDF ``group_state``): values q by joint name [rad or m;
+    nq per joint, quaternions (w, x, y, z) last], the joints not named keeping their initial values;
+    ``group``: the SRDF planning group it was given for ("" in a model file)."""
+
+    q: dict[str, tuple[float, ...]]
+    group: str = ""
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """Everything a model file says: bodies in any order, gravity [m/s^2] in world axes,
-    initial joint values by joint (or wheel) name, force elements, loop-closure joints, joint
-    couplings (URDF mimic joints); ``notes``: the reader's remarks (e.g. URDF elements read but not
-    modelled, inertia repairs)."""
+    initial joint values by joint (or wheel) name, named joint configurations (``named_poses``),
+    force elements, loop-closure joints, joint couplings (URDF mimic joints); ``notes``: the
+    reader's remarks (e.g. URDF elements read but not modelled, inertia repairs)."""
 
     name: str
     bodies: tuple[Body, ...]
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
     initial_qd: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    named_poses: dict[str, NamedPose] = field(default_factory=dict)
     forces: tuple[SpringDamper | Thruster | BodyWrench, ...] = ()
     loops: tuple[Loop, ...] = ()
     couplings: tuple[Coupling, ...] = ()

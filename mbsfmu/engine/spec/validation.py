@@ -288,32 +288,41 @@ def _mass_clean(bodies, welded: set[str]) -> np.ndarray:
 
 
 def _check_initial(spec: ModelSpec) -> list[Problem]:
-    """Initial q and qd by joint (or wheel) name: nq or nv finite values, unit quaternions."""
+    """Initial q and qd by joint (or wheel) name, and each named pose's q: nq or nv finite values,
+    unit quaternions."""
     jtypes = {b.joint.name: b.joint.type for b in spec.bodies}
     jtypes |= {w.name: "revolute" for b in spec.bodies for w in b.wheels}
     out: list[Problem] = []
     for key, values, size in (("q", spec.initial_q, joints.NQ), ("qd", spec.initial_qd, joints.NV)):
-        for name, val in values.items():
-            at = ("initial", key, name)
-            if name not in jtypes:
-                out.append(Problem(at, f"unknown joint {name!r}" + did_you_mean(name, jtypes)))
-                continue
-            if jtypes[name] not in joints.JOINT_TYPES:
-                continue
-            jt = joints.JOINT_TYPES[jtypes[name]]
-            vals = tuple(val) if isinstance(val, (list, tuple)) else (val,)
-            x = _array(vals, (len(vals),), at, out)
-            if x is not None and x.shape != (size[jt],):
+        out += _check_joint_values(values, ("initial", key), key, size, jtypes)
+    for name, pose in spec.named_poses.items():
+        out += _check_joint_values(pose.q, ("named_poses", name), "q", joints.NQ, jtypes)
+    return out
+
+
+def _check_joint_values(values: dict, where: tuple, key: str, size, jtypes: dict) -> list[Problem]:
+    """Problems of joint values ``values`` (by joint name) found at ``where``: unknown joints,
+    wrong counts (``size`` per joint type), non-unit quaternions (key "q")."""
+    out: list[Problem] = []
+    for name, val in values.items():
+        at = (*where, name)
+        if name not in jtypes:
+            out.append(Problem(at, f"unknown joint {name!r}" + did_you_mean(name, jtypes)))
+            continue
+        if jtypes[name] not in joints.JOINT_TYPES:
+            continue
+        jt = joints.JOINT_TYPES[jtypes[name]]
+        vals = tuple(val) if isinstance(val, (list, tuple)) else (val,)
+        x = _array(vals, (len(vals),), at, out)
+        if x is not None and x.shape != (size[jt],):
+            what = f"joint {name!r} ({jtypes[name]}) takes {size[jt]} value(s) for {key}, got {x.size}"
+            out.append(Problem(at, what))
+        elif x is not None and key == "q" and jt in (joints.SPHERICAL, joints.FREE):
+            if abs(np.linalg.norm(x[-4:]) - 1.0) > 1e-9:
                 out.append(
-                    Problem(at, f"joint {name!r} ({jtypes[name]}) takes {size[jt]} value(s) for {key}, got {x.size}")
-                )
-            elif x is not None and key == "q" and jt in (joints.SPHERICAL, joints.FREE):
-                if abs(np.linalg.norm(x[-4:]) - 1.0) > 1e-9:
-                    out.append(
-                        Problem(
-                            at,
-                            f"quaternion (w, x, y, z) {x[-4:].tolist()} has norm "
-                            f"{np.linalg.norm(x[-4:]):.12g}, must be 1",
-                        )
+                    Problem(
+                        at,
+                        f"quaternion (w, x, y, z) {x[-4:].tolist()} has norm {np.linalg.norm(x[-4:]):.12g}, must be 1",
                     )
+                )
     return out
