@@ -23,11 +23,27 @@ def _outputs(eq: Equations) -> list[tuple[str, sp.Matrix]]:
     return out
 
 
+def needed(eq: Equations, exprs) -> list[tuple[sp.Symbol, sp.Expr]]:
+    """The intermediate variables (``Equations.assignments``) that exprs use, directly or through
+    others, in the order they are defined."""
+    want: set = set()
+    for e in exprs:
+        want |= e.free_symbols
+    out = []
+    for s, e in reversed(eq.assignments):
+        if s in want:
+            out.append((s, e))
+            want |= e.free_symbols
+    return out[::-1]
+
+
 def cse_blocks(eq: Equations, names: tuple[str, ...]):
-    """(temporaries [(symbol, expr)], {name: matrix of reduced expressions}) for the outputs in names."""
+    """(temporaries [(symbol, expr)], {name: matrix of reduced expressions}) for the outputs in names:
+    the intermediate variables they use, in order, then the outputs' common subexpressions."""
     mats = [(n, m) for n, m in _outputs(eq) if n in names]
     flat = [e for _, m in mats for e in m]
     temps, reduced = sp.cse(flat, symbols=sp.numbered_symbols("t_"), order="none")
+    temps = needed(eq, flat) + temps
     out, k = {}, 0
     for n, m in mats:
         out[n] = sp.Matrix(m.rows, m.cols, reduced[k : k + m.rows * m.cols])

@@ -69,7 +69,8 @@ def _eq_in(name: str, **subs):
     by_name = {str(s): s for s in eq.params}
     assert set(subs) == set(by_name), f"parameters {sorted(by_name)}"
     rule = {by_name[n]: e for n, e in subs.items()}
-    return eq.M.subs(rule), eq.h.subs(rule), eq.f.subs(rule), eq.q, eq.qd, eq.u
+    M, h, f = eq.expanded()
+    return M.subs(rule), h.subs(rule), f.subs(rule), eq.q, eq.qd, eq.u
 
 
 def _zero(expr) -> bool:
