@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import sympy as sp
+from sympy.printing.c import C99CodePrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from .scheme import Equations
@@ -74,7 +75,7 @@ def _unpack(eq: Equations, lang: str, temps, mats: dict) -> list[str]:
 def numpy_source(eq: Equations) -> str:
     """A Python module (NumPy) with ``PARAMS``, ``eom(q, qd, u, p)``, ``forward_dynamics`` (tree
     models) and ``constraints(q, qd, p)`` (models with loops)."""
-    printer = PythonCodePrinter({"fully_qualified_modules": False, "standard": "python3"})
+    printer = PythonCodePrinter({"fully_qualified_modules": False, "standard": "python3", "order": "none"})
     L = [
         f'"""Equations of motion of {eq.name!r}: M qdd + h = f (PyMbs explicit scheme, seed 004 Eq. 9).',
         "",
@@ -183,6 +184,8 @@ def c_source(eq: Equations, prefix: str | None = None) -> tuple[str, str]:
         "",
     ]
 
+    printer = C99CodePrinter({"order": "none"})  # terms in SymPy's internal order: no sort per sum
+
     def function(sig: str, outs: tuple[str, ...], args: tuple[str, ...]) -> None:
         temps, mats = cse_blocks(eq, outs)
         c.append(sig + " {")
@@ -191,12 +194,12 @@ def c_source(eq: Equations, prefix: str | None = None) -> tuple[str, str]:
         unused = [a for a in args if not any(f"= {a}[" in s for s in unpack)]
         c.extend(f"    (void){a}; /* not used by this model */" for a in unused)
         for s, e in temps:
-            c.append(f"    const double {s} = {sp.ccode(e, standard='c99')};")
+            c.append(f"    const double {s} = {printer.doprint(e)};")
         for n in outs:
             mat = mats[n]
             for r in range(mat.rows):
                 for k in range(mat.cols):
-                    c.append(f"    {n}[{r * mat.cols + k}] = {sp.ccode(mat[r, k], standard='c99')};")
+                    c.append(f"    {n}[{r * mat.cols + k}] = {printer.doprint(mat[r, k])};")
         c.append("}")
         c.append("")
 
@@ -256,10 +259,15 @@ def text_form(eq: Equations) -> str:
     out += [f"# qd{k} = d/dt of {n}" for k, n in enumerate(eq.qd_names)]
     out += [f"# u{k} = {n}" for k, n in enumerate(eq.u_names)]
     out += [f"{s} = {v!r}" for s, v in eq.params.items()]
-    out += [f"{s} = {sp.sstr(e)}" for s, e in temps]
+    out += [f"{s} = {sp.sstr(e, order='none')}" for s, e in temps]
     for n in names:
         m = mats[n]
-        out += [f"{n}[{r},{c}] = {sp.sstr(m[r, c])}" for r in range(m.rows) for c in range(m.cols) if m[r, c] != 0]
+        out += [
+            f"{n}[{r},{c}] = {sp.sstr(m[r, c], order='none')}"
+            for r in range(m.rows)
+            for c in range(m.cols)
+            if m[r, c] != 0
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -271,12 +279,12 @@ def latex_form(eq: Equations) -> str:
         f"% Equations of motion of {eq.name!r}: M \\ddot q + h = f (PyMbs explicit scheme, seed 004 Eq. 9)",
         "\\begin{align*}",
     ]
-    out += [f"{sp.latex(s)} &= {sp.latex(e)} \\\\" for s, e in temps]
+    out += [f"{sp.latex(s)} &= {sp.latex(e, order='none')} \\\\" for s, e in temps]
     for n in names:
         m = mats[n]
         sym = {"gamma": "\\gamma", "Phi": "\\Phi"}.get(n, n)
         out += [
-            f"{sym}_{{{r + 1}{',' + str(c + 1) if m.cols > 1 else ''}}} &= {sp.latex(m[r, c])} \\\\"
+            f"{sym}_{{{r + 1}{',' + str(c + 1) if m.cols > 1 else ''}}} &= {sp.latex(m[r, c], order='none')} \\\\"
             for r in range(m.rows)
             for c in range(m.cols)
             if m[r, c] != 0

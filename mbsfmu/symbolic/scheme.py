@@ -1,23 +1,23 @@
-"""The explicit scheme of PyMbs (seed 004_0c0a19c83fa138a1.txt, "Explicit Scheme", Eq. 2-9) in SymPy.
+"""M_red qdd + h_red = f_red of PyMbs (seed 004_0c0a19c83fa138a1.txt, "Explicit Scheme", Eq. 2-9) in
+SymPy, generated the way the seed's "Recursive Scheme" does it: each body's quantities are new symbols
+defined in terms of its parent's (``Assignments``, PyMbs' intermediate "sym" variables), so no
+expression is ever expanded and the statements grow with the bodies, not tenfold per joint in series.
 
-Every body's CoM velocity v_c (world axes) and angular velocity omega (body axes) are built as
-expressions linear in the joint rates qd, so (Eq. 5-6)
+Eq. 8 reduces the body equations (Eq. 2, about the CoM: m a_c = f_e, I wdot + w x I w = m_e) by the
+Jacobian J of every body's velocities: M_red = J^T M J, h_red = J^T (M Jdot qd + h), f_red = J^T f.
+Summed body by body over each joint's subtree, with spatial vectors in the inertial frame at the world
+origin (Featherstone, RBDA Sec. 2.7; the seed's backward loop F^M, L^M, F^C, L^C), this is
 
-    J_T = d v_c / d qd,  J_R = d omega / d qd,
-    zdot_1 = J_T qdd + gamma_T,  zdot_2 = J_R qdd + gamma_R,  gamma = d(J qd)/dq . qdot(q, qd),
+    M_red[k, l] = S_k^T Ic_j S_l       (CRBA, RBDA Sec. 6.2; Ic_j the subtree's spatial inertia),
+    h_red[k]    = S_k^T sum_i (I_i A_i + V_i x* I_i V_i)   (RNEA at qdd = 0, RBDA Table 5.1),
+    f_red[k]    = S_k^T sum_i (F_grav,i + F_ext,i) + tau(u) - k (q - q0) - d qd,
 
-with qdot the configuration rate (qd for 1-DoF joints, 1/2 q (x) (0, w) for quaternions), and the
-body equations (Eq. 2, about the CoM: m a_c = f_e, I wdot + w x I w = m_e) reduced by J^T (Eq. 7-8):
-
-    M_red = sum_i  m_i J_T,i^T J_T,i + J_R,i^T I_i J_R,i
-    h_red = sum_i  J_T,i^T m_i gamma_T,i + J_R,i^T (I_i gamma_R,i + w_i x I_i w_i)
-    f_red = sum_i  J_T,i^T m_i g + tau(u) - k (q - q0) - d qd + sum_e J_e^T F_e
-
-so that M_red qdd + h_red = f_red (Eq. 9). J_e maps the rates to the velocity of a force
-element's point of application (thrusters, body wrenches, point spring-dampers), as in the
-engine's force elements (mbsfmu/engine/forces.py). Closed loops add the cut-joint constraints
-Phi(q) = 0 of mbsfmu/engine/dynamics/closed_loops.py with A = d Phidot / d qd and
-gamma = -d(A qd)/dq . qdot (PyMbs Background, Eq. 10).
+with S_k the joint rate k's column (a rate of joint j, l one of j's or inboard of it), V_i, A_i body
+i's spatial velocity and bias acceleration (qdd = 0) from the forward loop (``recursive_kinematics``),
+and the force elements (thrusters, body wrenches, point spring-dampers; mbsfmu/engine/forces.py) as
+spatial forces at the world origin. Closed loops add the cut-joint constraints Phi(q) = 0 of
+mbsfmu/engine/dynamics/closed_loops.py with A = d Phidot / d qd and gamma = -d(A qd)/dq . qdot
+(PyMbs Background, Eq. 10), from the expanded kinematics of ``motions`` (differentiated in q).
 
 Parameters: every non-zero mass, CoM coordinate, inertia entry, joint offset, gravity component
 and joint spring constant is a symbol (named after its body or joint, values in ``params``); a zero
@@ -451,8 +451,9 @@ def derive(model, max_series: int = MAX_SERIES, max_nv: int = MAX_NV, progress=N
         ac = X.vector(f"ac_{tag}", B.a0 + B.alpha.cross(cw))
         l_mom = X.vector(f"hl_{tag}", m * vc)  # linear momentum
         a_mom = X.vector(f"ha_{tag}", Iw * B.w + cw.cross(l_mom))  # angular momentum about the origin
-        f_lin = X.vector(f"fl_{tag}", m * ac + B.w.cross(l_mom))
-        f_ang = X.vector(f"fa_{tag}", Iw * B.alpha + cw.cross(m * ac) + B.w.cross(a_mom) + B.v0.cross(l_mom))
+        m_ac = X.vector(f"mac_{tag}", m * ac)
+        f_lin = X.vector(f"fl_{tag}", m_ac + B.w.cross(l_mom))  # I A + V x* I V (RBDA Eq. 2.67, 5.9)
+        f_ang = X.vector(f"fa_{tag}", Iw * B.alpha + cw.cross(m_ac) + B.w.cross(a_mom) + B.v0.cross(l_mom))
         F_bias[i] = (f_ang, f_lin)
         mg = m * g
         F_app[i] = (cw.cross(mg), mg)

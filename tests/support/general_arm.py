@@ -4,6 +4,8 @@ inertial frames; deterministic for a seed. n = 7 is the general 7-DoF arm, n = 3
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 
@@ -61,3 +63,10 @@ def general_arm_urdf(n: int, seed: int = 7, name: str | None = None) -> str:
         ]
     lines += ["</robot>", ""]
     return "\n".join(lines)
+
+
+def write_general_arm(directory: Path, n: int, seed: int = 7) -> Path:
+    """``general_arm_urdf(n, seed)`` written to directory/general_arm<n>.urdf; its path."""
+    path = Path(directory) / f"general_arm{n}.urdf"
+    path.write_text(general_arm_urdf(n, seed), encoding="utf-8")
+    return path
