@@ -48,8 +48,10 @@ class Equations:
     """M_red(q) qdd + h_red(q, qd) = f_red(q, qd, u) (seed 004 Eq. 9) and the loop constraints.
 
     q (nq,), qd (nv,), u (nu,): the symbols of the coordinates, rates and inputs, in the model's
-    order (``q_names`` ...); M (nv, nv), h (nv, 1), f (nv, 1) SymPy matrices; with loops, Phi (m, 1),
-    A (m, nv) = dPhidot/dqd and gamma (m, 1) = -Adot qd, else None; params: {symbol: value}."""
+    order (``q_names`` ...); M (nv, nv), h (nv, 1), f (nv, 1) SymPy matrices in the intermediate
+    variables ``assignments`` ((symbol, expression) in the order they are defined, each in q, qd, u,
+    the parameters and earlier symbols); with loops, Phi (m, 1), A (m, nv) = dPhidot/dqd and gamma
+    (m, 1) = -Adot qd in q, qd and the parameters, else None; params: {symbol: value}."""
 
     name: str
     q: tuple
