@@ -341,7 +341,7 @@ def _joint_rotation(X: Assignments, jt: int, qi, Rt: sp.Matrix, a, tag: str) -> 
     return numbers(Rt)
 
 
-def recursive_kinematics(model, q, qd, P: Parameters, X: Assignments, p_tree: list, progress=None):
+def recursive_kinematics(model, q, qd, X: Assignments, p_tree: list, progress=None) -> tuple[list, list, list]:
     """(bodies, columns, path): every body's ``Body`` (world row 0 first), the motion subspace columns
     S_k = (e_k, v0_k) (world axes, at the world origin) of every joint rate k, and each body's rates
     from the world to it (path[i]); each body's quantities new symbols in its parent's (seed 004,
@@ -374,7 +374,7 @@ def recursive_kinematics(model, q, qd, P: Parameters, X: Assignments, p_tree: li
             e = X.vector(f"e_{tag}", h.R * Rt_a)
             cols = [(e, X.vector(f"v0_{tag}", p.cross(e)))]
         elif jt == joints.PRISMATIC:
-            tv = X.vector(f"e_{tag}", h.R * Rt_a)
+            tv = X.vector(f"t_{tag}", h.R * Rt_a)  # the translation direction
             p = X.vector(f"p_{tag}", pj + tv * qi[0])
             cols = [(zero, tv)]
         elif jt == joints.SPHERICAL:
@@ -428,7 +428,7 @@ def derive(model, max_series: int = MAX_SERIES, max_nv: int = MAX_NV, progress=N
     X = Assignments(P)
     g = P.vector("g", t.a_grav[3:])
     p_tree = [None] + [P.vector(f"p_{model.bodies[i - 1].joint.name}", t.p_tree[i]) for i in range(1, model.N + 1)]
-    bodies, S, path = recursive_kinematics(model, q, qd, P, X, p_tree, say)
+    bodies, S, path = recursive_kinematics(model, q, qd, X, p_tree, say)
     zero = sp.zeros(3, 1)
     nv, N = model.nv, model.N
     F_bias = [(zero, zero) for _ in range(N + 1)]  # I_i A_i + V_i x* I_i V_i, (moment at the origin, force)
