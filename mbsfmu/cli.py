@@ -164,8 +164,9 @@ def _run(args) -> int:
         T = scn.duration if duration is None else duration
         check_run_length(T, scn.dt, scn.integrator, controller=bool(scn.controller))
         wall, how = estimate_wall(scn, T)
+        est = "none" if wall is None else _duration_text(wall)
         print(
-            f"scenario {scn.name}: {T:g} s to simulate, estimated wall time {_duration_text(wall)} ({how})",
+            f"scenario {scn.name}: {T:g} s to simulate, estimated wall time {est} ({how})",
             file=sys.stderr,
             flush=True,
         )
@@ -297,8 +298,8 @@ def _list(args) -> int:
     paths = sorted(p for p in here.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
     if args.estimate:
         print(
-            "est. wall: the first output intervals simulated for ~0.3 s of wall time, extrapolated to the "
-            "duration (the dynamics may speed up or slow down later)"
+            "est. wall: the output intervals after the first simulated for ~0.3 s of wall time, extrapolated "
+            "to the duration (the dynamics may speed up or slow down later)"
         )
     models = []
     for path in paths:
@@ -315,7 +316,8 @@ def _list(args) -> int:
         est = ""
         if args.estimate:
             try:
-                est = f"  est. wall {_duration_text(estimate_wall(scn)[0])}"
+                wall, how = estimate_wall(scn)
+                est = f"  est. wall: none ({how})" if wall is None else f"  est. wall {_duration_text(wall)}"
             except MbsError as e:
                 est = f"  est. wall: none ({str(e).splitlines()[0]})"
         print(f"{path!s:<44} {scn.duration:>6g} s{est}  {scn.description}")

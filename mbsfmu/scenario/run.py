@@ -4,6 +4,7 @@ row (and an MCAP recording), then the report (report.py); and the wall-time esti
 
 from __future__ import annotations
 
+import tempfile
 import time as wallclock
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +14,7 @@ from ..engine.model import Model
 from ..engine.native.core import value_formatter
 from ..errors import MbsError
 from ..sim.pid import JointPID
-from ..sim.rows import Rows, records_values, trajectory_row
+from ..sim.rows import Rows
 from ..sim.simulator import SimulationError, Simulator
 from .grid import check_run_length, sample_times
 from .progress import Progress
@@ -194,32 +195,71 @@ def run_scenario(
     )
 
 
-def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 0.3) -> tuple[float, str]:
-    """(estimated wall time [s], how) of ``run_scenario`` over ``duration`` (default: the
-    scenario's): the run's own loop (inputs, step, one trajectory row per output time) is timed
-    on this machine over its first output intervals for about ``budget`` s of wall time, after one
-    untimed interval (imports, compilation, the integrator's first step size), and the wall time
-    per simulated second is extrapolated to the duration. The dynamics may get faster or slower
-    later (an adaptive step follows them), so this is an estimate, not a promise."""
+FIRST_CAP = 5.0  # [s] of wall time: a first output interval longer than this gets no estimate
+MIN_TIMED = 2  # output intervals timed after the first, whatever the budget (one alone varied 0.2-0.8 s)
+
+
+def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 0.3) -> tuple[float | None, str]:
+    """(estimated wall time [s] or None, how) of ``run_scenario`` over ``duration`` (default: the
+    scenario's): the run's own loop (inputs, the rows formatted and written, step) is timed on
+    this machine over its output intervals after the first for about ``budget`` s of wall time, at
+    least MIN_TIMED of them, and the wall time per simulated second is extrapolated to the duration. The
+    first interval is never counted: it carries the start-up (imports, compilation, the integrator's
+    first step size), which made the extrapolation 5-8x high where it was all there was (issue 37
+    item 8: fourbar_partitioning). A first interval longer than FIRST_CAP gets no estimate (None): a
+    second one would cost as much again. The dynamics may get faster or slower later (an adaptive
+    step follows them), so this is an estimate, not a promise."""
     T = scn.duration if duration is None else duration
+    with tempfile.TemporaryDirectory(prefix="mbsfmu-estimate-") as tmp:
+        return _probe(scn, T, budget, Path(tmp))
+
+
+def _probe(scn: Scenario, T: float, budget: float, tmp: Path) -> tuple[float | None, str]:
+    """estimate_wall's timing: the run loop's work per output interval (inputs, the rows formatted
+    and written unbuffered to files in tmp, as run_scenario writes them, the step)."""
+    from ..sim.rows import RECORDS_FILE, TRAJECTORY_FILE
+    from ..trajectory import TrajectoryWriter
+
     times = sample_times(T, scn.dt)
     sim = build_simulator(scn)
+    rows = Rows(sim)
+    fmt = value_formatter()
+    writer = TrajectoryWriter(tmp / TRAJECTORY_FILE, rows.trajectory_columns, fmt)
+    records = TrajectoryWriter(tmp / RECORDS_FILE, rows.records_columns, fmt) if scn.records else None
 
     def interval(k: int) -> None:
         for name, sched in scn.inputs.items():
             sim.set_input(name, sched(times[k]))
-        trajectory_row(sim)
-        if scn.records:
-            records_values(sim)
+        row, record = rows.values()
+        writer.write(row)
+        if records is not None:
+            records.write(record)
         sim.advance_to(times[k + 1])
 
+    try:
+        return _timed(interval, times, T, budget)
+    finally:
+        writer.close()
+        if records is not None:
+            records.close()
+
+
+def _timed(interval, times, T: float, budget: float) -> tuple[float | None, str]:
+    """estimate_wall's (wall, how) from interval(k), which runs output interval k of times."""
     n = len(times) - 1
     try:
         t0 = wallclock.perf_counter()
         interval(0)
-        start = k = wallclock.perf_counter()
+        start = wallclock.perf_counter()
+        if n == 1:  # the probe was the whole run
+            return start - t0, "measured: the probe ran the whole duration"
+        if start - t0 > FIRST_CAP:
+            return None, (
+                f"not estimated: the first output interval alone took {start - t0:.2g} s of wall time; the "
+                "progress bar shows the time left once the run is under way"
+            )
         k = 1
-        while k < n and wallclock.perf_counter() - t0 < budget:
+        while k < n and (k <= MIN_TIMED or wallclock.perf_counter() - start < budget):
             interval(k)
             k += 1
     except SimulationError as e:
@@ -227,13 +267,8 @@ def estimate_wall(scn: Scenario, duration: float | None = None, budget: float = 
     end = wallclock.perf_counter()
     if k == n:  # the probe was the whole run: its time, the first interval included
         return end - t0, "measured: the probe ran the whole duration"
-    if k == 1:  # the first interval alone took the budget (a large model): it is all there is to go by
-        return (end - t0) * n, (
-            f"extrapolated from the first output interval ({end - t0:.2g} s of wall time, start-up "
-            "included: an upper estimate)"
-        )
     wall = end - start
     return wall / (times[k] - times[1]) * T, (
-        f"extrapolated from {times[k]:.3g} s simulated in {wall:.2g} s of wall time on this "
+        f"extrapolated from {times[k] - times[1]:.3g} s simulated in {wall:.2g} s of wall time on this "
         f"machine, first interval not counted"
     )

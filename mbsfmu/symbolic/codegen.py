@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import sympy as sp
+from sympy.printing.c import C99CodePrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from .scheme import Equations
@@ -23,11 +24,27 @@ def _outputs(eq: Equations) -> list[tuple[str, sp.Matrix]]:
     return out
 
 
+def needed(eq: Equations, exprs) -> list[tuple[sp.Symbol, sp.Expr]]:
+    """The intermediate variables (``Equations.assignments``) that exprs use, directly or through
+    others, in the order they are defined."""
+    want: set = set()
+    for e in exprs:
+        want |= e.free_symbols
+    out = []
+    for s, e in reversed(eq.assignments):
+        if s in want:
+            out.append((s, e))
+            want |= e.free_symbols
+    return out[::-1]
+
+
 def cse_blocks(eq: Equations, names: tuple[str, ...]):
-    """(temporaries [(symbol, expr)], {name: matrix of reduced expressions}) for the outputs in names."""
+    """(temporaries [(symbol, expr)], {name: matrix of reduced expressions}) for the outputs in names:
+    the intermediate variables they use, in order, then the outputs' common subexpressions."""
     mats = [(n, m) for n, m in _outputs(eq) if n in names]
     flat = [e for _, m in mats for e in m]
     temps, reduced = sp.cse(flat, symbols=sp.numbered_symbols("t_"), order="none")
+    temps = needed(eq, flat) + temps
     out, k = {}, 0
     for n, m in mats:
         out[n] = sp.Matrix(m.rows, m.cols, reduced[k : k + m.rows * m.cols])
@@ -58,7 +75,7 @@ def _unpack(eq: Equations, lang: str, temps, mats: dict) -> list[str]:
 def numpy_source(eq: Equations) -> str:
     """A Python module (NumPy) with ``PARAMS``, ``eom(q, qd, u, p)``, ``forward_dynamics`` (tree
     models) and ``constraints(q, qd, p)`` (models with loops)."""
-    printer = PythonCodePrinter({"fully_qualified_modules": False, "standard": "python3"})
+    printer = PythonCodePrinter({"fully_qualified_modules": False, "standard": "python3", "order": "none"})
     L = [
         f'"""Equations of motion of {eq.name!r}: M qdd + h = f (PyMbs explicit scheme, seed 004 Eq. 9).',
         "",
@@ -167,6 +184,8 @@ def c_source(eq: Equations, prefix: str | None = None) -> tuple[str, str]:
         "",
     ]
 
+    printer = C99CodePrinter({"order": "none"})  # terms in SymPy's internal order: no sort per sum
+
     def function(sig: str, outs: tuple[str, ...], args: tuple[str, ...]) -> None:
         temps, mats = cse_blocks(eq, outs)
         c.append(sig + " {")
@@ -175,12 +194,12 @@ def c_source(eq: Equations, prefix: str | None = None) -> tuple[str, str]:
         unused = [a for a in args if not any(f"= {a}[" in s for s in unpack)]
         c.extend(f"    (void){a}; /* not used by this model */" for a in unused)
         for s, e in temps:
-            c.append(f"    const double {s} = {sp.ccode(e, standard='c99')};")
+            c.append(f"    const double {s} = {printer.doprint(e)};")
         for n in outs:
             mat = mats[n]
             for r in range(mat.rows):
                 for k in range(mat.cols):
-                    c.append(f"    {n}[{r * mat.cols + k}] = {sp.ccode(mat[r, k], standard='c99')};")
+                    c.append(f"    {n}[{r * mat.cols + k}] = {printer.doprint(mat[r, k])};")
         c.append("}")
         c.append("")
 
@@ -240,10 +259,15 @@ def text_form(eq: Equations) -> str:
     out += [f"# qd{k} = d/dt of {n}" for k, n in enumerate(eq.qd_names)]
     out += [f"# u{k} = {n}" for k, n in enumerate(eq.u_names)]
     out += [f"{s} = {v!r}" for s, v in eq.params.items()]
-    out += [f"{s} = {sp.sstr(e)}" for s, e in temps]
+    out += [f"{s} = {sp.sstr(e, order='none')}" for s, e in temps]
     for n in names:
         m = mats[n]
-        out += [f"{n}[{r},{c}] = {sp.sstr(m[r, c])}" for r in range(m.rows) for c in range(m.cols) if m[r, c] != 0]
+        out += [
+            f"{n}[{r},{c}] = {sp.sstr(m[r, c], order='none')}"
+            for r in range(m.rows)
+            for c in range(m.cols)
+            if m[r, c] != 0
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -255,12 +279,12 @@ def latex_form(eq: Equations) -> str:
         f"% Equations of motion of {eq.name!r}: M \\ddot q + h = f (PyMbs explicit scheme, seed 004 Eq. 9)",
         "\\begin{align*}",
     ]
-    out += [f"{sp.latex(s)} &= {sp.latex(e)} \\\\" for s, e in temps]
+    out += [f"{sp.latex(s)} &= {sp.latex(e, order='none')} \\\\" for s, e in temps]
     for n in names:
         m = mats[n]
         sym = {"gamma": "\\gamma", "Phi": "\\Phi"}.get(n, n)
         out += [
-            f"{sym}_{{{r + 1}{',' + str(c + 1) if m.cols > 1 else ''}}} &= {sp.latex(m[r, c])} \\\\"
+            f"{sym}_{{{r + 1}{',' + str(c + 1) if m.cols > 1 else ''}}} &= {sp.latex(m[r, c], order='none')} \\\\"
             for r in range(m.rows)
             for c in range(m.cols)
             if m[r, c] != 0

@@ -19,6 +19,16 @@ from .limits import MAX_NV, MAX_SERIES
 CHECK_STATES = 3  # random consistent states at which the generated code must equal the engine
 
 
+def progress_line(t0: float):
+    """A function printing ``derive: <message> (<elapsed> s)`` to stderr, flushed (the command's
+    progress while it works: one line per stage and per body; elapsed wall time since t0, measured)."""
+
+    def say(message: str) -> None:
+        print(f"derive: {message} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+
+    return say
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
     """``mbsfmu derive MODEL -o DIR [--max-series N] [--max-nv N]``."""
     p = sub.add_parser(
@@ -35,8 +45,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "--max-series",
         type=positive_count,
         default=MAX_SERIES,
-        help=f"most moving joints in series to derive (default {MAX_SERIES}: past it the expressions "
-        "grow about tenfold per joint)",
+        help=f"most moving joints in series to derive (default {MAX_SERIES})",
     )
     p.add_argument(
         "--max-nv", type=positive_count, default=MAX_NV, help=f"most joint rates to derive (default {MAX_NV})"
@@ -54,21 +63,26 @@ def run(args) -> int:
 
     model = load_model(args.model)
     t0 = time.perf_counter()
+    say = progress_line(t0)
     try:
-        eq = derive(model, args.max_series, args.max_nv)
+        eq = derive(model, args.max_series, args.max_nv, progress=say)
     except SymbolicLimitError as e:
         raise InputError(str(e)) from None
+    say(f"{len(eq.assignments)} intermediate variables; writing the NumPy code")
     py = numpy_source(eq)
+    say("writing the C code")
     header, csrc = c_source(eq)
     t1 = time.perf_counter()
     ns = load_numpy(py)
     worst, failed = 0.0, []
+    say(f"checking against the numeric engine at {CHECK_STATES} random states")
     for q, qd, u in random_states(model, CHECK_STATES):
         for name, (mine, engine, atol) in engine_pairs(model, ns, q, qd, u).items():
             err = float(np.max(np.abs(np.asarray(mine) - engine))) if np.size(engine) else 0.0
             worst = max(worst, err / atol)
             if not err <= atol:
                 failed.append(f"{name}: max |difference| {err:.3g} > {atol:.3g}")
+    say("writing the text and LaTeX forms")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{identifier(eq.name)}_eom"

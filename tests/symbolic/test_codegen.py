@@ -14,6 +14,7 @@ from mbsfmu.engine.native.build import host_target, zig_cc
 from mbsfmu.symbolic.codegen import c_source, identifier, load_numpy, numpy_source
 from mbsfmu.symbolic.scheme import derive
 from mbsfmu.symbolic.verify import engine_pairs, random_states
+from tests.support.general_arm import write_general_arm
 
 MODELS = "scenarios/models/"
 CFLAGS = ("-shared", "-fPIC", "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-lm")
@@ -66,9 +67,10 @@ def _c_namespace(eq, tmp_path) -> dict:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("name", ["scara", "fourbar", "spacecraft", "crank_slider"])
+@pytest.mark.parametrize("name", ["scara", "fourbar", "spacecraft", "crank_slider", "general_arm7"])
 def test_generated_c_equals_the_engine_and_the_numpy_code(tmp_path, name):
-    model = mbsfmu.load_model(f"{MODELS}{name}.yaml")
+    path = write_general_arm(tmp_path, 7) if name == "general_arm7" else f"{MODELS}{name}.yaml"
+    model = mbsfmu.load_model(path)
     eq = derive(model)
     c_ns, py_ns = _c_namespace(eq, tmp_path), load_numpy(numpy_source(eq))
     for q, qd, u in random_states(model, 3):
@@ -99,8 +101,12 @@ def test_forward_dynamics_refuses_an_indefinite_mass_matrix(tmp_path):
 
 def test_derive_command_writes_checked_code(tmp_path, capsys):
     assert main(["derive", f"{MODELS}trolley_pendulum.yaml", "-o", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "checked against the numeric engine at 3 random states" in out
+    progress = [line.rsplit(" (", 1)[0] for line in captured.err.splitlines()]  # without the elapsed time
+    assert progress[:2] == ["derive: body 1/2 (trolley): kinematics", "derive: body 2/2 (pendulum): kinematics"]
+    assert "derive: checking against the numeric engine at 3 random states" in progress
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [f"trolley_pendulum_eom.{e}" for e in ("c", "h", "py", "tex", "txt")]
     spec = importlib.util.spec_from_file_location("tp_eom", tmp_path / "trolley_pendulum_eom.py")
@@ -115,10 +121,22 @@ def test_derive_command_writes_checked_code(tmp_path, capsys):
 
 
 def test_derive_refuses_a_model_past_the_limit_at_once(tmp_path, capsys):
-    assert main(["derive", f"{MODELS}urdf_arm7.urdf", "-o", str(tmp_path / "x")]) == 2
+    assert main(["derive", f"{MODELS}urdf_arm7.urdf", "-o", str(tmp_path / "x"), "--max-series", "7"]) == 2
     err = capsys.readouterr().err
     assert "8 moving joints in series" in err and "--max-series" in err
+    assert "derive: body" not in err  # refused before any algebra
     assert not (tmp_path / "x").exists()
+
+
+def test_derive_command_takes_the_panda_with_the_defaults(tmp_path, capsys):
+    """urdf_arm7 (8 joints in series) was refused by the defaults and took 26 s past them (issue 37
+    item 8); every body reports its progress."""
+    assert main(["derive", f"{MODELS}urdf_arm7.urdf", "-o", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "checked against the numeric engine" in captured.out
+    model = mbsfmu.load_model(f"{MODELS}urdf_arm7.urdf")
+    for i, body in enumerate(model.bodies, start=1):
+        assert f"derive: body {i}/{model.N} ({body.name}): kinematics" in captured.err
 
 
 @pytest.mark.parametrize("option", ["--max-nv", "--max-series"])

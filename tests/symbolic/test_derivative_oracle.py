@@ -33,7 +33,8 @@ MODELS = "scenarios/models/"
 def exact_jacobians(eq):
     """numeric functions (q, qd, u) -> (qdd, dqdd/dq, dqdd/dqd, dqdd/du) from the scheme's M, h, f."""
     q, qd, u = sp.Matrix(eq.q), sp.Matrix(eq.qd), sp.Matrix(eq.u)
-    M, r = eq.M.subs(eq.params), (eq.f - eq.h).subs(eq.params)
+    M, h, f = eq.expanded()
+    M, r = M.subs(eq.params), (f - h).subs(eq.params)
     args = (list(eq.q), list(eq.qd), list(eq.u))
     fM = sp.lambdify(args, M, "numpy")
     fr = sp.lambdify(args, r, "numpy")

@@ -11,6 +11,7 @@ import mbsfmu
 from mbsfmu.symbolic.codegen import load_numpy, numpy_source
 from mbsfmu.symbolic.scheme import SymbolicLimitError, check_size, derive, joints_in_series
 from mbsfmu.symbolic.verify import engine_pairs, random_states
+from tests.support.general_arm import write_general_arm
 
 MODELS = "scenarios/models/"
 
@@ -24,10 +25,23 @@ def _compare_with_engine(path: str, states: int = 4) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["compound_pendulum", "spring_pendulum", "trolley_pendulum", "scara", "fourbar", "crank_slider"]
+    "name",
+    ["compound_pendulum", "spring_pendulum", "trolley_pendulum", "scara", "fourbar", "crank_slider", "urdf_arm7"],
 )
 def test_small_models_equal_the_engine(name):
-    _compare_with_engine(f"{MODELS}{name}.yaml")
+    """urdf_arm7 (a Panda: 8 joints in series) with the default limits (issue 37 item 8)."""
+    _compare_with_engine(f"{MODELS}{name}.urdf" if name.startswith("urdf") else f"{MODELS}{name}.yaml")
+
+
+def test_general_7dof_arm_equals_the_engine(tmp_path):
+    """Axes along no coordinate axis, rpy joint origins, full inertia tensors in rotated inertial
+    frames (issue 37 item 10: the case that ran 15 min without finishing)."""
+    _compare_with_engine(write_general_arm(tmp_path, 7))
+
+
+@pytest.mark.slow
+def test_30_body_chain_equals_the_engine(tmp_path):
+    _compare_with_engine(write_general_arm(tmp_path, 30), states=2)
 
 
 @pytest.mark.slow
@@ -35,21 +49,56 @@ def test_small_models_equal_the_engine(name):
     "path",
     [
         "spacecraft.yaml",  # free joint, reaction wheels, thrusters, joint springs
-        "chain7.yaml",  # 7 joints in series (the limit)
+        "chain7.yaml",  # 7 joints in series
         "rssr.yaml",  # spherical joint in a spatial loop
         "branched_robot.yaml",  # every joint type
         "urdf_quadruped.urdf",
         "urdf_quadruped_overlay.yaml",  # free base, body wrenches
     ],
 )
-def test_every_bundled_model_within_the_limit_equals_the_engine(path):
+def test_every_bundled_model_equals_the_engine(path):
     _compare_with_engine(MODELS + path, states=2)
 
 
-def test_models_past_the_limit_are_refused_before_any_algebra():
-    model = mbsfmu.load_model(MODELS + "urdf_arm7.urdf")
-    assert joints_in_series(model) == 8
-    with pytest.raises(SymbolicLimitError, match=r"8 moving joints in series.*at most 7 in series"):
+def _ops(expr) -> int:
+    """Arithmetic operations of an expression tree: n - 1 per sum or product of n terms, one per power
+    or function (sin, cos, sqrt)."""
+    n = 0
+    for node in sp.preorder_traversal(expr):
+        if node.is_Add or node.is_Mul:
+            n += len(node.args) - 1
+        elif node.is_Pow or node.is_Function:
+            n += 1
+    return n
+
+
+def test_generated_statements_grow_linearly_with_the_bodies(tmp_path):
+    """Each body's quantities are intermediate variables in its parent's (seed 004, Recursive Scheme):
+    from 10 to 20 bodies in series the variables and their operations grow about 2x (bound 2.5; the
+    expanded explicit scheme grew about tenfold per joint), and every entry of M is one product
+    S_k^T (Ic S_l) of two 6-vectors (at most 6 products and 5 sums), so M's operations grow only
+    with its nv (nv + 1) / 2 entries."""
+    eqs = {n: derive(mbsfmu.load_model(write_general_arm(tmp_path, n))) for n in (10, 20)}
+    n_vars = {n: len(eq.assignments) for n, eq in eqs.items()}
+    n_ops = {n: sum(_ops(e) for _, e in eq.assignments) for n, eq in eqs.items()}
+    assert n_vars[20] / n_vars[10] < 2.5, n_vars
+    assert n_ops[20] / n_ops[10] < 2.5, n_ops
+    for eq in eqs.values():
+        assert max(_ops(e) for e in eq.M) <= 11
+        assert max(_ops(e) for e in eq.h) <= 11
+
+
+def test_progress_is_reported_per_body_and_stage():
+    lines = []
+    derive(mbsfmu.load_model(MODELS + "scara.yaml"), progress=lines.append)
+    assert lines[:2] == ["body 1/2 (link1): kinematics", "body 2/2 (link2): kinematics"]
+    assert "body 2/2 (link2): inertia" in lines and lines[-1] == "M, h, f from the subtrees"
+
+
+def test_models_past_the_limit_are_refused_before_any_algebra(tmp_path):
+    model = mbsfmu.load_model(write_general_arm(tmp_path, 65))
+    assert joints_in_series(model) == 65
+    with pytest.raises(SymbolicLimitError, match=r"65 moving joints in series.*at most 64 in series"):
         check_size(model)
     with pytest.raises(SymbolicLimitError, match="--max-series"):
         derive(model)
@@ -69,7 +118,8 @@ def _eq_in(name: str, **subs):
     by_name = {str(s): s for s in eq.params}
     assert set(subs) == set(by_name), f"parameters {sorted(by_name)}"
     rule = {by_name[n]: e for n, e in subs.items()}
-    return eq.M.subs(rule), eq.h.subs(rule), eq.f.subs(rule), eq.q, eq.qd, eq.u
+    M, h, f = eq.expanded()
+    return M.subs(rule), h.subs(rule), f.subs(rule), eq.q, eq.qd, eq.u
 
 
 def _zero(expr) -> bool:
