@@ -181,7 +181,7 @@ def _steps(sim: Simulator, n_steps, dt, times) -> tuple[Array, int, float | None
 def _array(name: str, x) -> Array:
     """x as a float64 array; InputError naming ``name`` for what is not numbers."""
     try:
-        return np.ascontiguousarray(real_array(name, x), dtype=np.float64)
+        return np.asarray(real_array(name, x), dtype=np.float64, order="C")
     except (TypeError, ValueError):
         raise InputError(f"rollout: {name} must be an array of numbers, got {type(x).__name__}") from None
 
