@@ -20,7 +20,7 @@ from ...errors import InputError
 from .core import ERR, Core, lib
 
 OK, DISCARD, ERROR, STOPPED, NOT_RUN = 0, 1, 2, 3, 4  # mbs_rollout.h's per-run status
-MSG = 256  # bytes of each run's message
+MSG = 512  # bytes of each run's message (instance.h MBS_MSG: a step's whole message)
 
 
 class RolloutArgs_C(C.Structure):
