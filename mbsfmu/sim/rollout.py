@@ -44,8 +44,8 @@ STATUS = {
 class Rollout:
     """The result of ``rollout``: n_runs runs of n_steps steps.
 
-    time: (n_steps + 1,) [s] the times of the rows (the template's t, then as Simulator.step adds dt,
-    or ``times``); x: (n_runs, n_steps + 1, nx) states [q, qd, W_in, W_diss] (None with
+    ``time``: (n_steps + 1,) [s] the times of the rows (the template's t, then as Simulator.step adds
+    dt, or ``times``); x: (n_runs, n_steps + 1, nx) states [q, qd, W_in, W_diss] (None with
     states=False); y: (n_runs, n_steps + 1, len(output_names)) the chosen outputs
     (Simulator.output_names); rows after a run's failure are NaN. status: (n_runs,) "ok", "failed"
     (a step failed: ``messages``), "bad input" (an initial state or input the core refused),
@@ -53,7 +53,9 @@ class Rollout:
     n_int_steps, n_rhs: (n_runs,) the integrator's internal steps and right-hand-side evaluations
     (as Simulator.n_steps, n_rhs at the end)."""
 
-    time: Array
+    t0: float
+    dt: float | None
+    times: Array | None
     x: Array | None
     y: Array
     output_names: tuple[str, ...]
@@ -62,6 +64,17 @@ class Rollout:
     n_int_steps: Array
     n_rhs: Array
     messages: tuple[str, ...]
+
+    @property
+    def time(self) -> Array:
+        """(n_steps + 1,) [s] the rows' times: ``times``, or t0 and then t += dt as Simulator.step."""
+        if self.times is not None:
+            return self.times
+        return np.cumsum(np.r_[self.t0, np.full(self.n_steps, self.dt)])  # sequential sums: t += dt
+
+    @property
+    def n_steps(self) -> int:
+        return self.y.shape[1] - 1
 
     @property
     def ok(self) -> Array:
@@ -114,7 +127,7 @@ def rollout(
     for k, s in enumerate(sims[1:], 1):
         if (s.core.nx, s.core.n_u, s.core.N) != (nx, n_u, first.core.N):
             raise InputError(f"rollout: simulator {k} is of another model than simulator 0 (its sizes differ)")
-    t, n_steps, dt = _steps(first, n_steps, dt, times)
+    t, n_steps, dt = _steps(n_steps, dt, times)
     x0 = _initial(first, x0, q0, qd0, nq, nv, nx)
     u = _inputs(u, n_steps, n_u, first.input_names)
     n_runs = _n_runs(sims, x0, u)
@@ -125,26 +138,37 @@ def rollout(
         threads = native.default_threads()
     if not (isinstance(threads, int) and threads >= 1):
         raise InputError(f"rollout: threads must be a positive integer, got {threads!r}")
-    got = native.run_rollouts(
-        [s.core for s in sims],
-        n_runs,
-        n_steps,
-        dt=0.0 if dt is None else dt,
-        t=t if times is not None else None,
-        x0=x0,
-        u=u,
-        sel=sel,
-        bodies=bodies,
-        wheels=wheels,
-        threads=threads,
-        states=states,
-    )
+    try:
+        got = native.run_rollouts(
+            [s.core for s in sims],
+            n_runs,
+            n_steps,
+            dt=0.0 if dt is None else dt,
+            t=t,
+            x0=x0,
+            u=u,
+            sel=sel,
+            bodies=bodies,
+            wheels=wheels,
+            threads=threads,
+            states=states,
+        )
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM (stops.py): what was computed goes on with it
+        if isinstance(getattr(e, "rollout", None), dict):
+            e.rollout = _result(e.rollout, first.t, dt, t, names)
+        raise
     bad = np.flatnonzero(got["status"] == native.ERROR)
     if bad.size:
         listed = "; ".join(f"run {r}: {got['messages'][r]}" for r in bad[:5])
         raise InputError(f"rollout: {bad.size} run(s) refused their initial state or inputs: {listed}")
+    return _result(got, first.t, dt, t, names)
+
+
+def _result(got: dict, t0: float, dt: float | None, times: Array | None, names: tuple[str, ...]) -> Rollout:
     return Rollout(
-        time=t,
+        t0=float(times[0]) if times is not None else t0,
+        dt=dt,
+        times=times,
         x=got["x"],
         y=got["y"],
         output_names=names,
@@ -156,8 +180,8 @@ def rollout(
     )
 
 
-def _steps(sim: Simulator, n_steps, dt, times) -> tuple[Array, int, float | None]:
-    """(row times (n_steps + 1,), n_steps, dt or None)."""
+def _steps(n_steps, dt, times) -> tuple[Array | None, int, float | None]:
+    """(the row times (n_steps + 1,) or None, n_steps, dt or None)."""
     if times is not None:
         if n_steps is not None or dt is not None:
             raise InputError("rollout: give times, or n_steps and dt, not both")
@@ -174,8 +198,7 @@ def _steps(sim: Simulator, n_steps, dt, times) -> tuple[Array, int, float | None
     dt = float(_array("dt", dt))
     if not (np.isfinite(dt) and dt > 0):
         raise InputError(f"rollout: dt must be a positive, finite time step [s], got {dt!r}")
-    t = np.cumsum(np.r_[sim.t, np.full(int(n_steps), dt)])  # sequential sums: Simulator.step's t += dt
-    return t, int(n_steps), dt
+    return None, int(n_steps), dt
 
 
 def _array(name: str, x) -> Array:
@@ -191,7 +214,7 @@ def _finite(name: str, a: Array, columns: Sequence[str] | None = None) -> None:
     if bad.size:
         where = tuple(int(i) for i in bad[0])
         what = f" ({columns[where[-1]]})" if columns is not None else ""
-        raise InputError(f"rollout: {name}{list(where)}{what} is {a[where]!r}: must be finite ({len(bad)} such)")
+        raise InputError(f"rollout: {name}{list(where)}{what} is {float(a[where])!r}: must be finite ({len(bad)} such)")
 
 
 def _initial(sim: Simulator, x0, q0, qd0, nq: int, nv: int, nx: int) -> Array | None:

@@ -20,6 +20,7 @@ from ...errors import InputError
 from .core import ERR, Core, lib
 
 OK, DISCARD, ERROR, STOPPED, NOT_RUN = 0, 1, 2, 3, 4  # mbs_rollout.h's per-run status
+WAKE = 0.05  # [s] between looks at the signals while the core runs (a finished call ends the wait at once)
 MSG = 512  # bytes of each run's message (instance.h MBS_MSG: a step's whole message)
 
 
@@ -131,9 +132,15 @@ def run_rollouts(
     err = C.create_string_buffer(ERR)
     work = np.empty(max(n_work, 8) // 8 + 1)
     rc = [None]
+    done = threading.Event()
 
     def call() -> None:
-        rc[0] = L.mbs_rollout(handles, len(cores), C.addressof(args), threads, work.ctypes.data, work.nbytes, err, ERR)
+        try:
+            rc[0] = L.mbs_rollout(
+                handles, len(cores), C.addressof(args), threads, work.ctypes.data, work.nbytes, err, ERR
+            )
+        finally:
+            done.set()
 
     def result() -> dict:
         if rc[0] != OK:
@@ -144,15 +151,18 @@ def run_rollouts(
     if threading.current_thread() is not threading.main_thread():
         call()  # signals reach the main thread only: nothing to watch for here
         return result()
-    runner = threading.Thread(target=call, name="mbsfmu-rollout", daemon=True)
-    runner.start()
+    # the call on a thread of its own, this one waiting on its end (the GIL is free while the core runs)
+    # and looking at the signals every WAKE s: a signal the kernel gives another thread wakes no wait.
+    # Not Thread.join: interrupted, Python 3.11's marks a running thread as ended.
+    threading.Thread(target=call, name="mbsfmu-rollout", daemon=True).start()
     try:
-        runner.join()  # interruptible: a signal's handler runs here (the GIL is free while the core runs)
+        while not done.wait(WAKE):
+            pass
     except KeyboardInterrupt as e:
         stop[0] = 1  # every run ends after its current step; the runs not begun are marked so
-        while runner.is_alive():
+        while not done.is_set():
             try:
-                runner.join()
+                done.wait(WAKE)
             except KeyboardInterrupt:
                 continue
         e.rollout = result()
