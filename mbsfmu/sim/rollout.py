@@ -138,6 +138,9 @@ def rollout(
         threads = native.default_threads()
     if not (isinstance(threads, int) and threads >= 1):
         raise InputError(f"rollout: threads must be a positive integer, got {threads!r}")
+    if u is None:  # the inputs each Simulator's next step would pass its core (Simulator.u)
+        for s in sims:
+            s.core.set_inputs(s.u)
     try:
         got = native.run_rollouts(
             [s.core for s in sims],

@@ -154,8 +154,8 @@ def run_rollouts(
     # the call on a thread of its own, this one waiting on its end (the GIL is free while the core runs)
     # and looking at the signals every WAKE s: a signal the kernel gives another thread wakes no wait.
     # Not Thread.join: interrupted, Python 3.11's marks a running thread as ended.
-    threading.Thread(target=call, name="mbsfmu-rollout", daemon=True).start()
     try:
+        threading.Thread(target=call, name="mbsfmu-rollout", daemon=True).start()  # waits for the thread to run
         while not done.wait(WAKE):
             pass
     except KeyboardInterrupt as e:
