@@ -27,6 +27,8 @@ LAZY = {
     "Origin": ".engine.spec",
     "Spring": ".engine.spec",
     "linearize": ".linear.statespace",
+    "rollout": ".sim.rollout",
+    "Rollout": ".sim.rollout",
 }
 
 

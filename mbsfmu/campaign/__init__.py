@@ -97,13 +97,14 @@ def run_montecarlo(
     trajectories: bool = False,
     progress: bool = True,
     stop=None,
+    batched: bool = True,
 ) -> CampaignResult:
     """A Monte Carlo campaign of ``runs`` runs seeded by ``seed`` (see ``montecarlo_design``) on a
     Dask cluster (``scheduler`` address, or a LocalCluster of ``workers`` processes) or, with
     ``serial``, in this process (``cluster_timeout`` [s]: see ``Dask``; ``run_timeout`` [s]: see
     ``run_campaign``; ``batch``: runs per Dask task, see ``Dask``; ``scheduler`` may also be an existing
     ``distributed.Client``; ``rerun``: ``"failed"`` or run indices to run again with their trajectories,
-    see ``run_campaign``); writes ``out``
+    see ``run_campaign``; ``batched``: see ``run_campaign``); writes ``out``
     (campaign.parquet/.csv, statistics.csv, campaign.png, runs.jsonl, campaign.json;
     trajectories/run_NNNN.csv with ``trajectories``)."""
     design, file_outputs = montecarlo_design(scenario, runs, seed, dispersions, campaign_file)
@@ -125,4 +126,5 @@ def run_montecarlo(
         stop=stop,
         run_timeout=run_timeout,
         rerun=rerun,
+        batched=batched,
     )

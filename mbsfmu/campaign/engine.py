@@ -12,7 +12,7 @@ import time as wallclock
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .runner import RunSpec, run_one
+from .runner import Runs, RunSpec, run_one
 from .table import (
     JOURNAL,
     MANIFEST,
@@ -147,6 +147,7 @@ def run_campaign(
     stop=None,
     run_timeout: float | None = None,
     rerun: str | tuple[int, ...] | None = None,
+    batched: bool = True,
 ) -> CampaignResult:
     """Run every point of ``design`` (mbsfmu/campaign/dispersions.py) on ``execution``
     (mbsfmu/campaign/execution.py; default: a LocalCluster, one worker per CPU) and write ``out``
@@ -161,7 +162,9 @@ def run_campaign(
     it). run_timeout [s]: each run's wall-time limit (mbsfmu/campaign/runner.py); a run over it is
     a row with a Timeout error. rerun: ``"failed"`` or run indices: run those runs of the campaign
     in ``out`` again (the same points: run i's point depends on i and the design only), writing their
-    trajectories; their new rows replace the old."""
+    trajectories; their new rows replace the old. batched: the runs that can run batched in the C core
+    (runner.run_batch: no input schedules, controller, co-simulation, run timeout or closed loops; the
+    same rows bit for bit), False: every run by itself (runner.run_one)."""
     from ..errors import InputError
     from ..scenario.spec import load_scenario
     from ..trajectory import save_trajectory
@@ -238,7 +241,7 @@ def run_campaign(
             bar.slots = execution.slots
             execution.check_workers({str(Path(p).resolve()): h for p, h in hashes.items()})
             started = True
-            for spec, record in execution.imap_unordered(run_one, todo, n_todo):
+            for spec, record in execution.imap_unordered(Runs() if batched else run_one, todo, n_todo):
                 if stop is not None and stop():
                     raise KeyboardInterrupt
                 if trajectories is not None and record.get("trajectory"):

@@ -64,8 +64,10 @@ def batched(specs: Iterator, size: int, ramp: bool = True) -> Iterator[tuple]:
 
 
 def run_each(fn: Callable, specs: tuple) -> list:
-    """A batch's task on a worker: [fn(spec) for spec in specs]."""
-    return [fn(spec) for spec in specs]
+    """A batch's task on a worker: ``fn.batch(specs)`` where ``fn`` has one (runner.Runs: the
+    batched path), else [fn(spec) for spec in specs]."""
+    many = getattr(fn, "batch", None)
+    return many(specs) if many is not None else [fn(spec) for spec in specs]
 
 
 class ClusterError(MbsError):
@@ -126,8 +128,13 @@ class Serial:
         """Nothing to prove: the runs execute in this process."""
 
     def imap_unordered(self, fn: Callable, specs: Iterator, n: int | None = None) -> Iterator:
-        for spec in specs:
-            yield spec, fn(spec)
+        """(spec, fn(spec)) one by one; with ``fn.batch`` in batches of 1, 2, 4, ... MAX_BATCH runs."""
+        if getattr(fn, "batch", None) is None:
+            for spec in specs:
+                yield spec, fn(spec)
+            return
+        for batch in batched(specs, MAX_BATCH):
+            yield from zip(batch, run_each(fn, batch))
 
 
 class Dask:

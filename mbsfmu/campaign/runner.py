@@ -125,13 +125,20 @@ def run_here(spec: RunSpec) -> dict:
     except Exception as e:  # noqa: BLE001 - the campaign boundary above
         text = str(e).strip().splitlines()
         return failed_row(spec, f"{type(e).__name__}: {' / '.join(text[:3])}"[:500], wallclock.perf_counter() - start)
+    return result_of(spec, report, traj, wallclock.perf_counter() - start)
+
+
+def result_of(spec: RunSpec, report: dict, traj, wall: float) -> dict:
+    """The result of run ``spec`` from its report (report.py: "passed", "error", "check_error",
+    "solver", "checks", "references", "final") and its trajectory (None: no row written), ``wall`` [s]
+    of wall time."""
     error = report.get("error") or report.get("check_error") or ""
     row = {
         "run": spec.index,
         **spec.point,
         "passed": bool(report["passed"]),
         "error": error,
-        "wall_time_s": wallclock.perf_counter() - start,
+        "wall_time_s": wall,
         "t_end": float(traj.time[-1]) if traj is not None else math.nan,
         "n_steps": report["solver"]["n_steps"],
     }
@@ -161,6 +168,107 @@ def run_here(spec: RunSpec) -> dict:
         if spec.trajectory:
             trajectory = {name: traj[name].tolist() for name in traj.names}
     return {"row": row, "series": series, "trajectory": trajectory}
+
+
+class Runs:
+    """What a campaign's execution calls (execution.run_each): one run as ``run_one``, a batch of
+    runs as ``run_batch`` (the batched path)."""
+
+    def __call__(self, spec: RunSpec) -> dict:
+        return run_one(spec)
+
+    def batch(self, specs: tuple) -> list[dict]:
+        return run_batch(specs)
+
+
+def batch_reason(scn, spec: RunSpec) -> str:
+    """Why run ``spec`` of scenario ``scn`` (its point applied) cannot take the batched path of
+    ``run_batch``, or "" if it can (docs/guides/campaigns.md lists the same)."""
+    if spec.timeout is not None:
+        return "a run time limit (run_timeout) runs each run in a process of its own"
+    if scn.cosim is not None:
+        return "co-simulation"
+    if scn.controller:
+        return "a sampled controller (computed in Python at every output step)"
+    if scn.inputs:
+        return "input schedules"
+    return ""
+
+
+def run_batch(specs: tuple) -> list[dict]:
+    """The results of a batch of runs, in the order of ``specs``: the runs that can (``batch_reason``;
+    a simulator on the native backend, a tree: no loop columns) in one rollout of the C core per
+    output grid (mbsfmu/engine/native/rollout.c, on this thread), each the same result as ``run_one``
+    gives, bit for bit but ``wall_time_s`` (its build, its share of the rollout, its checks); every
+    other run, and a run whose rows hold a NaN (the files would say "nan"), by ``run_one``."""
+    import numpy as np
+
+    from ..engine.native.rollout import run_rollouts
+    from ..scenario.grid import check_run_length, sample_times
+    from ..scenario.report import verdict
+    from ..scenario.run import build_simulator
+    from ..sim.rows import Rows
+    from ..trajectory import RECORDS_FILE, TRAJECTORY_FILE, join_trajectories, written_trajectory
+    from .points import apply_point
+
+    results: list = [None] * len(specs)
+    groups: dict = {}  # (times, model sizes) -> [(k, scn, sim, rows, seconds spent)]
+    for k, spec in enumerate(specs):
+        start = wallclock.perf_counter()
+        try:
+            scn = apply_point(load_cached(spec.scenario), spec.point)
+            if batch_reason(scn, spec):
+                results[k] = run_one(spec)
+                continue
+            T = scn.duration if spec.duration is None else spec.duration
+            check_run_length(T, scn.dt, scn.integrator)
+            times = tuple(sample_times(T, scn.dt))
+            sim = build_simulator(scn)
+        # whatever fails here fails run_one the same way, and its row says so: run it that way
+        except Exception:  # noqa: BLE001 - the campaign boundary of run_here
+            results[k] = run_one(spec)
+            continue
+        if sim.core is None or sim.loops:
+            results[k] = run_one(spec)
+            continue
+        key = (times, sim.core.nx, sim.core.n_u, sim.core.N)  # a campaign's points change numbers, not names
+        groups.setdefault(key, []).append((k, scn, sim, wallclock.perf_counter() - start))
+    for (times, *_sizes), runs in groups.items():
+        start = wallclock.perf_counter()
+        sim0 = runs[0][2]
+        rows = Rows(sim0)  # the columns of every run of the group (the same model but for its numbers)
+        bodies, wheels = sim0.record_index
+        n_steps = len(times) - 1
+        got = run_rollouts(
+            [r[2].core for r in runs],
+            len(runs),
+            n_steps,
+            t=np.array(times),
+            sel=np.arange(len(sim0.output_names()), dtype=np.int32),
+            bodies=bodies,
+            wheels=wheels,
+            threads=1,  # a worker is one process of one thread (execution.py)
+            states=False,
+        )
+        share = (wallclock.perf_counter() - start) / len(runs)
+        for j, (k, scn, _sim, spent) in enumerate(runs):
+            start = wallclock.perf_counter()
+            n = int(got["n_done"][j]) + 1
+            status = int(got["status"][j])
+            error = None if status == 0 else got["messages"][j]
+            split = [rows.split(got["y"][j, i], times[i]) for i in range(n)]
+            traj = written_trajectory(TRAJECTORY_FILE, rows.trajectory_columns, [a for a, _b in split])
+            full = traj
+            if traj is not None and scn.records:
+                rec = written_trajectory(RECORDS_FILE, rows.records_columns, [b for _a, b in split])
+                full = None if rec is None else join_trajectories(traj, rec)
+            if full is None or status not in (0, 1):  # a NaN in a row (the files keep no NaN's bits), a stop
+                results[k] = run_one(specs[k])
+                continue
+            report = {"error": error, "solver": {"n_steps": int(got["stats"][j, 0])}}
+            verdict(scn, full, error, report)
+            results[k] = result_of(specs[k], report, traj, spent + share + wallclock.perf_counter() - start)
+    return results
 
 
 def _num(x) -> float:

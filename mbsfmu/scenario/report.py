@@ -104,7 +104,6 @@ def finish_run(
 
 def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kinds, written, at: dict) -> dict:
     """finish_run's stages; ``at`` tells which stage runs and holds the report once it exists."""
-    from ..checker.conservation import conservation_report
     from ..trajectory import TrajectoryError, join_trajectories, read_trajectory
 
     t_end = None
@@ -141,6 +140,41 @@ def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kin
         **(extra or {}),
     }
     at["report"] = report
+    verdict(scn, traj, error, report, skip_checks, series)
+    try:
+        write_json(out / "report.json", report)
+    except OSError as e:
+        report["write_error"] = f"cannot write {out / 'report.json'}: {e.strerror or e}"
+        return report
+    if scn.plots and traj is not None and not report.get("interrupted"):
+        from .plots import plot_run
+
+        at["stage"] = "writing the plots (the checks are in this report)"
+        checks = {name: (series.get(name), e) for name, e in report["checks"].items()}
+        try:
+            report["plots"] = [
+                str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name, kinds, checks)
+            ]
+        except Exception as e:  # noqa: BLE001 - a plot is never worth the report: say why and go on
+            report["plot_error"] = f"{type(e).__name__}: {e}"
+        try:
+            write_json(out / "report.json", report)
+        except OSError as e:
+            report["write_error"] = f"cannot write {out / 'report.json'}: {e.strerror or e}"
+    return report
+
+
+def verdict(
+    scn: Scenario, traj, error: str | None, report: dict, skip_checks: str | None = None, series: dict | None = None
+) -> dict:
+    """The judged part of a run's report, added to ``report`` (and returned): "checks" (the
+    conservation checks on ``traj``, or with ``skip_checks`` = the reason none, "skipped_checks"
+    saying why; "check_error" when they cannot be computed), "references", "final", "passed" (every
+    check held and the run completed: ``error`` None) and "checked". traj: the run's trajectory
+    (joined with its records), or None when it wrote no row. series: filled with the checks'
+    per-row values (for the plots)."""
+    from ..checker.conservation import conservation_report
+
     if skip_checks is not None or traj is None:
         why = skip_checks or "no trajectory rows"
         report.update({"checks": {}, "passed": True, "skipped_checks": {name: why for name in scn.checks}})
@@ -165,26 +199,6 @@ def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kin
         and all(e["passed"] for e in (*report["references"].values(), *report["final"].values()))
     )
     report["checked"] = bool(report["checks"] or report["references"] or report["final"])
-    try:
-        write_json(out / "report.json", report)
-    except OSError as e:
-        report["write_error"] = f"cannot write {out / 'report.json'}: {e.strerror or e}"
-        return report
-    if scn.plots and traj is not None and not report.get("interrupted"):
-        from .plots import plot_run
-
-        at["stage"] = "writing the plots (the checks are in this report)"
-        checks = {name: (series.get(name), e) for name, e in report["checks"].items()}
-        try:
-            report["plots"] = [
-                str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name, kinds, checks)
-            ]
-        except Exception as e:  # noqa: BLE001 - a plot is never worth the report: say why and go on
-            report["plot_error"] = f"{type(e).__name__}: {e}"
-        try:
-            write_json(out / "report.json", report)
-        except OSError as e:
-            report["write_error"] = f"cannot write {out / 'report.json'}: {e.strerror or e}"
     return report
 
 

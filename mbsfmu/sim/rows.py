@@ -94,19 +94,29 @@ class Rows:
     def values(self, t: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(trajectory row, records row) at the simulator's current state; time ``t`` or its own."""
         sim = self.sim
-        out = sim.outputs()
-        time = sim.t if t is None else t
-        traj = np.empty(len(self.trajectory_columns))
-        traj[0] = time
-        traj[1 : 1 + self._traj.size] = out[self._traj]
+        traj, rec = self.split(sim.outputs(), sim.t if t is None else t)
         if self._n_loop:
             traj[1 + self._traj.size :] = [
                 v for o in sim.loop_outputs().values() for v in (o["phi"], o["phidot"], *o["lambda"])
             ]
+        return traj, rec
+
+    def split(self, out: np.ndarray, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """(trajectory row, records row) at ``time`` [s] from one array of ``Simulator.outputs``
+        (a rollout's row: mbsfmu/sim/rollout.py); the loop columns, which ``outputs`` does not hold,
+        left unset (``has_loops``)."""
+        traj = np.empty(len(self.trajectory_columns))
+        traj[0] = time
+        traj[1 : 1 + self._traj.size] = out[self._traj]
         rec = np.empty(len(self.records_columns))
         rec[0] = time
         rec[1:] = out[self._rec]
         return traj, rec
+
+    @property
+    def has_loops(self) -> bool:
+        """True if the trajectory has closed-loop columns (Simulator.loop_outputs, not in ``outputs``)."""
+        return self._n_loop > 0
 
 
 __all__ = [

@@ -150,6 +150,16 @@ class Simulator:
         self._x = np.zeros(self._nq + self._nv + 2)
         self.set_configuration(*model.initial_state(assemble=False))
 
+    @property
+    def core(self):
+        """The C core instance (engine.native.core.Core) the native backend steps; None on python."""
+        return self._native
+
+    @property
+    def record_index(self) -> tuple[Array, Array]:
+        """(rigid bodies, wheel rotors): the int32 body indices of the body records (outputs.py order)."""
+        return self._record_index
+
     # ---- state and inputs ---------------------------------------------------------------
     @property
     def x(self) -> Array:

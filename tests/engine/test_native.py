@@ -492,7 +492,7 @@ def test_tables_hash_and_c_source():
 def test_library_name_follows_the_sources(tmp_path, monkeypatch):
     """A binary of other sources is never used: the library's name carries their hash."""
     name = build.library_name()
-    for f in (*build.SOURCES, *build.HEADERS):
+    for f in (*build.SOURCES, *build.HEADERS, *build.HOST_SOURCES, *build.HOST_HEADERS):
         shutil.copy(build.HERE / f, tmp_path / f)
     monkeypatch.setattr(build, "HERE", tmp_path)
     assert build.library_name() == name
@@ -653,7 +653,7 @@ def test_two_seconds_of_rk4_match_the_python_simulator(name, rng):
 def test_missing_library_is_built_into_the_cache(tmp_path, monkeypatch):
     """No installed binary of the current sources: library() builds into the per-user cache
     (build_library recorded here, not run), and then finds the cached one without building."""
-    for f in (*build.SOURCES, *build.HEADERS):
+    for f in (*build.SOURCES, *build.HEADERS, *build.HOST_SOURCES, *build.HOST_HEADERS):
         shutil.copy(build.HERE / f, tmp_path / f)
     monkeypatch.setattr(build, "HERE", tmp_path)
     monkeypatch.setenv("MBSFMU_CACHE_DIR", str(tmp_path / "cache"))

@@ -51,6 +51,9 @@ HEADERS = (
     "derivatives.h",
     "force_derivatives.h",
 )
+# in the host library for Python only, not in the FMU (which compiles SOURCES): batched rollouts on threads
+HOST_SOURCES = ("rollout.c",)
+HOST_HEADERS = ("mbs_rollout.h",)
 # -ffp-contract=off: no fused multiply-adds, so every target rounds as the numpy reference does
 FLAGS = (
     "-std=c99",
@@ -78,7 +81,7 @@ def host_target() -> str | None:
 def library_name() -> str:
     """libmbs_core-<hash of sources, headers, flags, target>.<so|dylib|dll>."""
     h = hashlib.sha256()
-    for name in (*SOURCES, *HEADERS):
+    for name in (*SOURCES, *HEADERS, *HOST_SOURCES, *HOST_HEADERS):
         h.update(name.encode() + b"\0" + (HERE / name).read_bytes())
     h.update(" ".join((*FLAGS, str(host_target()))).encode())
     ext = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
@@ -137,8 +140,11 @@ def zig_cc(sources, target: str | None, output, flags=(), progress=None, driver:
 
 def build_library(dest_dir, progress=None) -> Path:
     """Build the host library into dest_dir (named by ``library_name``) and return its path."""
-    flags = (*FLAGS, "-Werror", "-shared", "-fPIC", "-lm") if sys.platform != "win32" else (*FLAGS, "-shared")
-    return zig_cc([HERE / s for s in SOURCES], host_target(), Path(dest_dir) / library_name(), flags, progress)
+    flags = (
+        (*FLAGS, "-Werror", "-shared", "-fPIC", "-lm", "-lpthread") if sys.platform != "win32" else (*FLAGS, "-shared")
+    )
+    sources = [HERE / s for s in (*SOURCES, *HOST_SOURCES)]
+    return zig_cc(sources, host_target(), Path(dest_dir) / library_name(), flags, progress)
 
 
 def library(progress=None) -> Path:

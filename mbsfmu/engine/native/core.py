@@ -125,6 +125,8 @@ SIGNATURES = {
     "mbs_wrench_derivatives": (I, [P, P, P, P, P, P]),
     "mbs_state_jacobian_work": (SZ, [P]),
     "mbs_state_jacobian": (I, [P, P, P, D, P, P, P]),
+    "mbs_rollout_work": (SZ, [P, I, P, I]),
+    "mbs_rollout": (I, [P, I, P, I, P, SZ, P, SZ]),
 }
 
 
@@ -325,6 +327,12 @@ class Core:
             tuple(map(_address, fns)),
             tuple(map(_ptr, bufs)),
         )
+
+    @property
+    def handle(self) -> int:
+        """The address of the core instance (an mbs_sim *), for C functions taking instances
+        (rollout.c); valid while this Core lives."""
+        return self._s
 
     @property
     def model(self):
