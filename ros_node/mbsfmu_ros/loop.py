@@ -4,8 +4,8 @@ lock-step with a controller, or following an external /clock, and lets the execu
 commands and services between cycles.
 
 ``LoopMixin`` is one part of ``MbsNode``: it uses the node's ``sim``, ``config``, ``period``,
-``rtf``, ``lock_step``, ``follow_clock``, ``targets`` (``actuator_efforts()``), the run's state,
-``publish_state()``, ``publish_diagnostics()`` and ``check_timeout()``.
+``rtf``, ``lock_step``, ``follow_clock``, ``targets`` and ``trajectory`` (``actuator_efforts()``),
+the run's state, ``publish_state()``, ``publish_diagnostics()`` and ``check_timeout()``.
 """
 
 from __future__ import annotations
@@ -62,12 +62,16 @@ class LoopMixin:
         """Advance one publish period and publish; False if the engine failed."""
         return self.advance(self.t_base + (self.k + 1 - self.k_base) * self.period)
 
-    def actuator_efforts(self) -> dict[str, float]:
-        """The servo-driven joints' torques now (the actuator model, ``cv.servo_efforts``): the
-        engine's inverse dynamics tau_id = RNEA(q, qd_ref, 0) as feed-forward plus the PD terms."""
+    def actuator_efforts(self, h: float = 0.0) -> dict[str, float]:
+        """The servo-driven joints' torques over the next physics step of h [s] (the actuator
+        model, ``cv.servo_efforts``): the engine's inverse dynamics tau_id = RNEA(q_ref, qd_ref,
+        qdd_ref) as feed-forward plus the PD terms; a followed trajectory first sets its joints'
+        targets (``trajectory_controller``)."""
+        if self.trajectory is not None:
+            self.trajectory.step(h)
         q, qd = self.sim.q, self.sim.qd
-        qd_ref = np.asarray(cv.servo_reference_rates(self.targets, self.servos, qd))
-        tau_id = self.model.inverse_dynamics(q, qd_ref, np.zeros(self.model.nv))
+        q_ref, qd_ref, qdd_ref = (np.asarray(a) for a in cv.servo_reference_state(self.targets, self.servos, q, qd))
+        tau_id = self.model.inverse_dynamics(q_ref, qd_ref, qdd_ref)
         return cv.servo_efforts(self.targets, self.servos, q, qd, *self.gains, tau_id=tau_id)
 
     def advance(self, t_end: float) -> bool:
@@ -81,8 +85,9 @@ class LoopMixin:
                 t0 = self.sim.t
                 n = max(1, math.ceil((t_end - t0) / h - 1e-9))
                 for j in range(1, n + 1):
-                    self.sim.set_inputs(self.actuator_efforts())
-                    self.sim.advance_to(t_end if j == n else t0 + j * (t_end - t0) / n)
+                    t_next = t_end if j == n else t0 + j * (t_end - t0) / n
+                    self.sim.set_inputs(self.actuator_efforts(t_next - self.sim.t))
+                    self.sim.advance_to(t_next)
             else:
                 self.sim.advance_to(t_end)
         except SimulationError as e:

@@ -142,6 +142,11 @@ class MbsNode(LoopMixin, ClockMixin, CommandsMixin, PublishingMixin, ServicesMix
             from .simulation_services import SimulationServices
 
             self.simulation = SimulationServices(self)
+        self.trajectory = None  # joint_trajectory_controller's topic and action, where control_msgs imports
+        if rm.INTERFACES_MISSING is None:
+            from .trajectory_controller import TrajectoryController
+
+            self.trajectory = TrajectoryController(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         multi = ", ".join(self.layout.multi_names)

@@ -1,0 +1,276 @@
+"""Trajectories into the node as ros2_control's joint_trajectory_controller takes them (over real DDS
+on loopback, a leased domain, the node in its own namespace): the 7-DoF arm (the bundled Panda
+URDF) follows a control_msgs/FollowJointTrajectory goal within its tolerances, with a feedback
+stream whose desired state is the cubic spline of the goal's points (scipy's CubicHermiteSpline as
+the reference); a goal naming an unknown joint is rejected; a path tolerance violation aborts with
+PATH_TOLERANCE_VIOLATED; cancel stops the arm and holds it; a new goal preempts the running one;
+a trajectory_msgs/JointTrajectory on the topic is followed."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
+
+from tests.support import ros_sandbox as rt
+from tests.support.paths import MODELS
+from tests.support.ros_interfaces import interfaces_loaded
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+NS = "/arm"
+ARM = [f"panda_joint{i}" for i in range(1, 8)]
+FINGERS = ["panda_finger_joint1", "panda_finger_joint2"]
+ACTION = f"{NS}/joint_trajectory_controller/follow_joint_trajectory"
+TOPIC = f"{NS}/joint_trajectory_controller/joint_trajectory"
+SUCCEEDED, CANCELED, ABORTED = 4, 5, 6  # action_msgs/GoalStatus
+
+
+def sim_time(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def duration(t: float):
+    from builtin_interfaces.msg import Duration
+
+    ns = round(t * 1e9)
+    return Duration(sec=ns // 10**9, nanosec=ns % 10**9)
+
+
+def trajectory(points, stamp_zero=True):
+    """A JointTrajectory of the arm: points as (time_from_start [s], positions, velocities or None)."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    msg = JointTrajectory(joint_names=list(ARM))
+    for t, q, qd in points:
+        p = JointTrajectoryPoint(positions=list(q), time_from_start=duration(t))
+        if qd is not None:
+            p.velocities = list(qd)
+        msg.points.append(p)
+    return msg
+
+
+# a reach through two waypoints to a rest, positions and velocities given: cubic segments
+REACH = [
+    (0.5, [0.2, -0.3, 0.1, -0.5, 0.2, 0.4, -0.2], [0.3] * 7),
+    (1.0, [0.4, -0.5, 0.3, -0.9, 0.1, 0.8, 0.3], [0.1, 0.0, -0.2, 0.0, 0.1, 0.3, 0.0]),
+    (1.5, [0.3, -0.2, 0.0, -1.2, 0.0, 1.0, 0.5], [0.0] * 7),
+]
+HOME = [(0.8, [0.0, -0.4, 0.0, -1.0, 0.0, 0.6, 0.0], [0.0] * 7)]
+
+
+@pytest.fixture(scope="module")
+def arm(tmp_path_factory):
+    """The Panda arm node in /arm, as fast as possible (the tests wait on sim time, not wall time),
+    default servo gains; started paused, every joint held at the initial pose by one joint command,
+    then resumed."""
+    interfaces_loaded()
+    from control_msgs.action import FollowJointTrajectory
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rcl_interfaces.msg import Log
+    from rclpy.action import ActionClient
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import SetBool
+
+    tmp = tmp_path_factory.mktemp("trajectory")
+    params = {"real_time_factor": 0.0, "start_paused": True, "diagnostics_rate": 20.0}
+    with rt.Sandbox("trajectory") as sandbox:
+        log = tmp / "node.log"
+        proc = rt.start_node(MODELS / "urdf_arm7.urdf", params, sandbox, log, namespace=NS)
+        client = rt.Client(sandbox, proc)
+        client.log = log
+        try:
+            client.subscribe(f"{NS}/joint_states", JointState, depth=1_000_000)
+            client.subscribe("/diagnostics", DiagnosticArray)
+            client.subscribe("/rosout", Log)
+            assert client.spin_until(lambda: client.msgs["/diagnostics"]), client.failure(log)
+            pub = client.publisher(f"{NS}/mbs/joint_commands", JointState)
+            assert client.spin_until(lambda: pub.get_subscription_count() >= 1), client.failure(log)
+            pub.publish(JointState(name=ARM + FINGERS, position=[0.0] * 9))
+
+            def accepted() -> bool:
+                for arr in reversed(client.msgs["/diagnostics"]):
+                    for st in arr.status:
+                        if st.name.endswith(": commands"):
+                            return int({kv.key: kv.value for kv in st.values}["accepted"]) >= 1
+                return False
+
+            assert client.spin_until(accepted), client.failure(log)
+            client.action = ActionClient(client.node, FollowJointTrajectory, ACTION)
+            assert client.action.wait_for_server(timeout_sec=rt.PATIENCE), client.failure(log)
+            r = client.call(SetBool, f"{NS}/{sandbox.node_name}/pause", SetBool.Request(data=False))  # ~/pause
+            assert r is not None and r.success, client.failure(log)
+            warm_up(client)
+            yield client
+        finally:
+            code = rt.stop_node(proc)
+            client.close()
+        assert code == 0, rt.read_log(log)
+
+
+def goal(points, path=(), goal_tol=(), goal_time=0.0):
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
+
+    g = FollowJointTrajectory.Goal(trajectory=trajectory(points), goal_time_tolerance=duration(goal_time))
+    g.path_tolerance = [JointTolerance(name=n, position=p) for n, p in path]
+    g.goal_tolerance = [JointTolerance(name=n, position=p, velocity=v) for n, p, v in goal_tol]
+    return g
+
+
+def send(client, g):
+    """Send goal ``g``; (its handle, its feedback list)."""
+    feedback = []
+    sent = client.action.send_goal_async(g, feedback_callback=lambda m: feedback.append(m.feedback))
+    assert client.spin_until(sent.done), client.failure(client.log)
+    return sent.result(), feedback
+
+
+def result(client, handle):
+    done = handle.get_result_async()
+    assert client.spin_until(done.done), client.failure(client.log)
+    return done.result()
+
+
+def warm_up(client) -> None:
+    """Short goals until one's feedback arrives: the node's feedback writer has matched this
+    client's reader (a volatile topic: feedback sent before is lost; see test_simulation_services)."""
+    for _ in range(50):
+        handle, feedback = send(client, goal(HOME))
+        assert handle.accepted
+        got = client.spin_until(lambda fb=feedback: fb, timeout=5.0)
+        assert result(client, handle).status == SUCCEEDED
+        if got:
+            return
+    raise AssertionError("no feedback from the node: " + client.failure(client.log))
+
+
+def joint_states(client):
+    return client.msgs[f"{NS}/joint_states"]
+
+
+def arm_q(msg) -> np.ndarray:
+    return np.array([msg.position[list(msg.name).index(n)] for n in ARM])
+
+
+def arm_qd(msg) -> np.ndarray:
+    return np.array([msg.velocity[list(msg.name).index(n)] for n in ARM])
+
+
+def wait_sim(client, seconds: float) -> None:
+    """Spin until the node's joint states have advanced ``seconds`` of sim time."""
+    js = joint_states(client)
+    t0 = sim_time(js[-1].header.stamp)
+    assert client.spin_until(lambda: sim_time(js[-1].header.stamp) >= t0 + seconds), client.failure(client.log)
+
+
+def test_the_arm_follows_a_goal_within_its_tolerances(arm):
+    """A three-point goal (cubic segments) with path tolerance 0.01 rad and goal tolerance 1e-4 rad
+    per joint: SUCCEEDED; the desired state of every feedback past the first point is scipy's
+    CubicHermiteSpline of the points at the feedback's time (float64 to 1e-9: the stamp is rounded
+    to the ns, times qd <= 2 rad/s); the tracking error the feedback reports stays below 1e-4 rad
+    (the feed-forward is the inverse dynamics of the desired motion at each physics step's midpoint:
+    measured 2e-6 rad); feedback stamps increase; the arm ends on the last point."""
+    from scipy.interpolate import CubicHermiteSpline
+
+    tols = [(n, 1e-4, 0.0) for n in ARM]
+    handle, feedback = send(arm, goal(REACH, path=[(n, 0.01) for n in ARM], goal_tol=tols, goal_time=1.0))
+    assert handle.accepted
+    T_end = REACH[-1][0]
+    assert arm.spin_until(lambda: feedback and sim_time(feedback[-1].desired.time_from_start) >= T_end), arm.failure(
+        arm.log
+    )
+    res = result(arm, handle)
+    assert res.status == SUCCEEDED and res.result.error_code == 0, res.result.error_string
+    stamps = [sim_time(f.header.stamp) for f in feedback]
+    assert all(b > a for a, b in zip(stamps, stamps[1:])) and len(feedback) >= 100
+    assert all(list(f.joint_names) == ARM for f in feedback)
+    t = np.array([p[0] for p in REACH])
+    spline = CubicHermiteSpline(t, np.array([p[1] for p in REACH]), np.array([p[2] for p in REACH]))
+    checked = 0
+    for f in feedback:
+        s = sim_time(f.desired.time_from_start)
+        if t[0] <= s <= t[-1]:
+            assert np.abs(np.array(f.desired.positions) - spline(s)).max() <= 1e-9
+            assert np.abs(np.array(f.desired.velocities) - spline(s, 1)).max() <= 1e-8
+            assert f.index == int(np.searchsorted(t, s, side="right")) or s == t[-1]
+            checked += 1
+        e = np.array(f.error.positions)
+        assert np.allclose(e, np.array(f.desired.positions) - np.array(f.actual.positions), rtol=0, atol=1e-15)
+        assert np.abs(e).max() <= 1e-4, (s, np.abs(e).max())
+    assert checked >= 80
+    wait_sim(arm, 0.5)
+    q = arm_q(joint_states(arm)[-1])
+    assert np.abs(q - REACH[-1][1]).max() <= 1e-4, np.abs(q - REACH[-1][1]).max()
+
+
+def test_a_goal_with_an_unknown_joint_is_rejected(arm):
+    g = goal(HOME)
+    g.trajectory.joint_names[6] = "panda_joint9"
+    n = len(arm.msgs["/rosout"])
+    handle, _ = send(arm, g)
+    assert not handle.accepted
+    assert arm.spin_until(lambda: any("panda_joint9" in m for m in arm.node_logs(n)))
+    text = next(m for m in arm.node_logs(n) if "panda_joint9" in m)
+    assert "unknown joint(s) 'panda_joint9' (did you mean 'panda_joint1'?)" in text and "goal rejected" in text
+
+
+def test_a_path_tolerance_violation_aborts_and_holds(arm):
+    """A path tolerance of 1e-9 rad on joint 4 (the tracking error is ~1e-6 rad): ABORTED with
+    PATH_TOLERANCE_VIOLATED naming the joint, then the arm holds still where it was."""
+    far = [(2.0, [0.5, -0.8, 0.4, -1.8, 0.3, 1.2, 0.6], [0.0] * 7)]
+    handle, _ = send(arm, goal(far, path=[("panda_joint4", 1e-9)]))
+    assert handle.accepted
+    res = result(arm, handle)
+    assert res.status == ABORTED
+    assert res.result.error_code == -4, res.result.error_string  # PATH_TOLERANCE_VIOLATED
+    assert "panda_joint4: position error" in res.result.error_string
+    wait_sim(arm, 3.0)
+    js = joint_states(arm)
+    assert np.abs(arm_qd(js[-1])).max() <= 1e-3  # at rest, far short of the goal
+    assert np.abs(arm_q(js[-1]) - far[0][1]).max() > 0.5
+
+
+def test_cancel_stops_and_holds_and_a_new_goal_preempts(arm):
+    """A long goal canceled after its first feedback: CANCELED, the arm brought to rest and held
+    (q constant to 1e-6 rad over 1 s of sim time once settled). Another long goal preempted by a
+    short one: ABORTED with INVALID_GOAL ("preempted"), the short one SUCCEEDED on its point."""
+    slow = [(60.0, [0.8, -0.2, 0.5, -1.5, 0.4, 1.0, 0.8], [0.0] * 7)]
+    handle, feedback = send(arm, goal(slow))
+    assert handle.accepted and arm.spin_until(lambda: len(feedback) >= 3)
+    canceling = handle.cancel_goal_async()
+    assert arm.spin_until(canceling.done)
+    assert result(arm, handle).status == CANCELED
+    wait_sim(arm, 3.0)
+    js = joint_states(arm)
+    t1 = sim_time(js[-1].header.stamp)
+    q1 = arm_q(js[-1])
+    wait_sim(arm, 1.0)
+    assert np.abs(arm_q(js[-1]) - q1).max() <= 1e-6 and np.abs(arm_qd(js[-1])).max() <= 1e-5
+    assert sim_time(js[-1].header.stamp) < t1 + 30.0  # the slow goal did not go on
+    assert np.abs(q1 - slow[0][1]).max() > 0.3
+
+    first, fb = send(arm, goal(slow))
+    assert first.accepted and arm.spin_until(lambda: len(fb) >= 3)
+    second, _ = send(arm, goal(HOME, goal_tol=[(n, 1e-4, 0.0) for n in ARM]))
+    assert second.accepted
+    r1 = result(arm, first)
+    assert r1.status == ABORTED and r1.result.error_code == -1 and "preempted" in r1.result.error_string
+    r2 = result(arm, second)
+    assert r2.status == SUCCEEDED, r2.result.error_string
+    assert np.abs(arm_q(joint_states(arm)[-1]) - HOME[0][1]).max() <= 1e-3
+
+
+def test_a_trajectory_on_the_topic_is_followed(arm):
+    """JointTrajectory on <ns>/joint_trajectory_controller/joint_trajectory (no goal): the arm
+    reaches the last point and stays there (1e-4 rad)."""
+    from trajectory_msgs.msg import JointTrajectory
+
+    pub = arm.publisher(TOPIC, JointTrajectory)
+    assert arm.spin_until(lambda: pub.get_subscription_count() >= 1), arm.failure(arm.log)
+    target = np.array(REACH[-1][1])
+    js = joint_states(arm)
+    assert np.abs(arm_q(js[-1]) - target).max() > 0.1
+    pub.publish(trajectory(REACH))
+    assert arm.spin_until(lambda: np.abs(arm_q(js[-1]) - target).max() <= 1e-4), arm.failure(arm.log)
+    wait_sim(arm, 1.0)
+    assert np.abs(arm_q(js[-1]) - target).max() <= 1e-4
