@@ -6,6 +6,8 @@ the reference); a goal naming an unknown joint is rejected; a path tolerance vio
 PATH_TOLERANCE_VIOLATED; cancel stops the arm and holds it; a new goal preempts the running one;
 a trajectory_msgs/JointTrajectory on the topic is followed."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -156,20 +158,33 @@ def arm_qd(msg) -> np.ndarray:
     return np.array([msg.velocity[list(msg.name).index(n)] for n in ARM])
 
 
+def wait_until(client, condition) -> None:
+    assert client.spin_until(condition), client.failure(client.log)
+
+
 def wait_sim(client, seconds: float) -> None:
-    """Spin until the node's joint states have advanced ``seconds`` of sim time."""
+    """Spin until the node's joint states have advanced ``seconds`` of sim time past the latest
+    one received. (The node runs as fast as it can and the client may lag behind it: a wait for
+    the state after an event waits for a stamp known to be after it.)"""
     js = joint_states(client)
     t0 = sim_time(js[-1].header.stamp)
-    assert client.spin_until(lambda: sim_time(js[-1].header.stamp) >= t0 + seconds), client.failure(client.log)
+    wait_until(client, lambda: sim_time(js[-1].header.stamp) >= t0 + seconds)
+
+
+def at_rest_after(client, t: float) -> None:
+    """Spin until a joint state stamped at or after sim time t [s] shows the arm at rest (|qd| <= 1e-6 rad/s)."""
+    js = joint_states(client)
+    wait_until(client, lambda: sim_time(js[-1].header.stamp) >= t and np.abs(arm_qd(js[-1])).max() <= 1e-6)
 
 
 def test_the_arm_follows_a_goal_within_its_tolerances(arm):
     """A three-point goal (cubic segments) with path tolerance 0.01 rad and goal tolerance 1e-4 rad
     per joint: SUCCEEDED; the desired state of every feedback past the first point is scipy's
-    CubicHermiteSpline of the points at the feedback's time (float64 to 1e-9: the stamp is rounded
-    to the ns, times qd <= 2 rad/s); the tracking error the feedback reports stays below 1e-4 rad
-    (the feed-forward is the inverse dynamics of the desired motion at each physics step's midpoint:
-    measured 2e-6 rad); feedback stamps increase; the arm ends on the last point."""
+    CubicHermiteSpline of the points at the feedback's time_from_start (to 1e-8 rad and 1e-7
+    rad/s: that time is rounded to the ns, times |qd| <= 3 rad/s and |qdd| <= 30 rad/s^2 here);
+    the tracking error the feedback reports stays below 1e-4 rad (the feed-forward is the inverse
+    dynamics of the desired motion at each physics step's midpoint: measured 2e-6 rad offline);
+    feedback stamps increase; the arm ends on the last point."""
     from scipy.interpolate import CubicHermiteSpline
 
     tols = [(n, 1e-4, 0.0) for n in ARM]
@@ -182,7 +197,9 @@ def test_the_arm_follows_a_goal_within_its_tolerances(arm):
     res = result(arm, handle)
     assert res.status == SUCCEEDED and res.result.error_code == 0, res.result.error_string
     stamps = [sim_time(f.header.stamp) for f in feedback]
-    assert all(b > a for a, b in zip(stamps, stamps[1:])) and len(feedback) >= 100
+    # one feedback per 10 ms cycle (150 here); the node runs as fast as it can, and rclpy's action
+    # client keeps the last 10 feedbacks: some are dropped when the client falls behind
+    assert all(b > a for a, b in zip(stamps, stamps[1:])) and len(feedback) >= 20
     assert all(list(f.joint_names) == ARM for f in feedback)
     t = np.array([p[0] for p in REACH])
     spline = CubicHermiteSpline(t, np.array([p[1] for p in REACH]), np.array([p[2] for p in REACH]))
@@ -190,15 +207,16 @@ def test_the_arm_follows_a_goal_within_its_tolerances(arm):
     for f in feedback:
         s = sim_time(f.desired.time_from_start)
         if t[0] <= s <= t[-1]:
-            assert np.abs(np.array(f.desired.positions) - spline(s)).max() <= 1e-9
-            assert np.abs(np.array(f.desired.velocities) - spline(s, 1)).max() <= 1e-8
-            assert f.index == int(np.searchsorted(t, s, side="right")) or s == t[-1]
+            assert np.abs(np.array(f.desired.positions) - spline(s)).max() <= 1e-8
+            assert np.abs(np.array(f.desired.velocities) - spline(s, 1)).max() <= 1e-7
+            assert f.index in {int(np.searchsorted(t, s + ds, side="right")) for ds in (-1e-8, 1e-8)} | {2}
             checked += 1
         e = np.array(f.error.positions)
         assert np.allclose(e, np.array(f.desired.positions) - np.array(f.actual.positions), rtol=0, atol=1e-15)
         assert np.abs(e).max() <= 1e-4, (s, np.abs(e).max())
-    assert checked >= 80
-    wait_sim(arm, 0.5)
+    assert checked >= 10
+    js = joint_states(arm)
+    wait_until(arm, lambda: sim_time(js[-1].header.stamp) >= sim_time(feedback[-1].header.stamp) + 0.5)
     q = arm_q(joint_states(arm)[-1])
     assert np.abs(q - REACH[-1][1]).max() <= 1e-4, np.abs(q - REACH[-1][1]).max()
 
@@ -209,55 +227,65 @@ def test_a_goal_with_an_unknown_joint_is_rejected(arm):
     n = len(arm.msgs["/rosout"])
     handle, _ = send(arm, g)
     assert not handle.accepted
-    assert arm.spin_until(lambda: any("panda_joint9" in m for m in arm.node_logs(n)))
-    text = next(m for m in arm.node_logs(n) if "panda_joint9" in m)
-    assert "unknown joint(s) 'panda_joint9' (did you mean 'panda_joint1'?)" in text and "goal rejected" in text
+
+    def said():  # the node's /rosout entries (named <namespace>.<node> in a namespace)
+        return [m.msg for m in arm.msgs["/rosout"][n:] if m.name.endswith(arm.sandbox.node_name) and "joint9" in m.msg]
+
+    assert arm.spin_until(said), arm.failure(arm.log)
+    text = said()[0]
+    assert "unknown joint(s) 'panda_joint9' (did you mean 'panda_joint" in text and "goal rejected" in text
 
 
 def test_a_path_tolerance_violation_aborts_and_holds(arm):
     """A path tolerance of 1e-9 rad on joint 4 (the tracking error is ~1e-6 rad): ABORTED with
     PATH_TOLERANCE_VIOLATED naming the joint, then the arm holds still where it was."""
     far = [(2.0, [0.5, -0.8, 0.4, -1.8, 0.3, 1.2, 0.6], [0.0] * 7)]
+    q0 = arm_q(joint_states(arm)[-1])
     handle, _ = send(arm, goal(far, path=[("panda_joint4", 1e-9)]))
     assert handle.accepted
     res = result(arm, handle)
     assert res.status == ABORTED
     assert res.result.error_code == -4, res.result.error_string  # PATH_TOLERANCE_VIOLATED
     assert "panda_joint4: position error" in res.result.error_string
-    wait_sim(arm, 3.0)
+    t_abort = float(re.search(r"at t = ([0-9.]+) s", res.result.error_string).group(1))
+    at_rest_after(arm, t_abort + 0.1)
     js = joint_states(arm)
-    assert np.abs(arm_qd(js[-1])).max() <= 1e-3  # at rest, far short of the goal
-    assert np.abs(arm_q(js[-1]) - far[0][1]).max() > 0.5
+    assert np.abs(arm_q(js[-1]) - q0).max() <= 1e-3  # where it was: it stopped at once
+    assert np.abs(arm_q(js[-1]) - far[0][1]).max() > 0.3
 
 
 def test_cancel_stops_and_holds_and_a_new_goal_preempts(arm):
-    """A long goal canceled after its first feedback: CANCELED, the arm brought to rest and held
-    (q constant to 1e-6 rad over 1 s of sim time once settled). Another long goal preempted by a
-    short one: ABORTED with INVALID_GOAL ("preempted"), the short one SUCCEEDED on its point."""
+    """A long goal canceled after its first feedbacks: CANCELED, the arm brought to rest and held
+    (once |qd| <= 1e-6 rad/s, q constant to 1e-6 rad over 1 s of sim time) near where it was.
+    Another long goal preempted by a short one: ABORTED with INVALID_GOAL ("preempted"), the short
+    one SUCCEEDED on its point."""
     slow = [(60.0, [0.8, -0.2, 0.5, -1.5, 0.4, 1.0, 0.8], [0.0] * 7)]
+    q0 = arm_q(joint_states(arm)[-1])
     handle, feedback = send(arm, goal(slow))
     assert handle.accepted and arm.spin_until(lambda: len(feedback) >= 3)
+    t_cancel = sim_time(feedback[-1].header.stamp)  # the goal ran then: the arm moved (|qd| ~ 0.01 rad/s)
     canceling = handle.cancel_goal_async()
     assert arm.spin_until(canceling.done)
     assert result(arm, handle).status == CANCELED
-    wait_sim(arm, 3.0)
+    at_rest_after(arm, t_cancel)
     js = joint_states(arm)
-    t1 = sim_time(js[-1].header.stamp)
     q1 = arm_q(js[-1])
     wait_sim(arm, 1.0)
-    assert np.abs(arm_q(js[-1]) - q1).max() <= 1e-6 and np.abs(arm_qd(js[-1])).max() <= 1e-5
-    assert sim_time(js[-1].header.stamp) < t1 + 30.0  # the slow goal did not go on
-    assert np.abs(q1 - slow[0][1]).max() > 0.3
+    assert np.abs(arm_q(js[-1]) - q1).max() <= 1e-6
+    assert np.abs(q1 - q0).max() <= 0.05 and np.abs(q1 - slow[0][1]).max() > 0.3  # the slow goal did not go on
 
     first, fb = send(arm, goal(slow))
     assert first.accepted and arm.spin_until(lambda: len(fb) >= 3)
-    second, _ = send(arm, goal(HOME, goal_tol=[(n, 1e-4, 0.0) for n in ARM]))
+    second, fb2 = send(arm, goal(HOME, goal_tol=[(n, 1e-4, 0.0) for n in ARM]))
     assert second.accepted
     r1 = result(arm, first)
     assert r1.status == ABORTED and r1.result.error_code == -1 and "preempted" in r1.result.error_string
+    wait_until(arm, lambda: fb2 and sim_time(fb2[-1].desired.time_from_start) >= HOME[0][0])
     r2 = result(arm, second)
     assert r2.status == SUCCEEDED, r2.result.error_string
-    assert np.abs(arm_q(joint_states(arm)[-1]) - HOME[0][1]).max() <= 1e-3
+    js = joint_states(arm)
+    wait_until(arm, lambda: sim_time(js[-1].header.stamp) >= sim_time(fb2[-1].header.stamp))
+    assert np.abs(arm_q(js[-1]) - HOME[0][1]).max() <= 1e-4
 
 
 def test_a_trajectory_on_the_topic_is_followed(arm):
