@@ -44,6 +44,7 @@ class Running:
     handle: object = None
     done: Future = field(default_factory=Future)
     fed_k: int = -1  # node cycle of the last feedback sent
+    fed_end: bool = False  # a feedback at or after the last point's time was sent
 
 
 def seconds(d) -> float:
@@ -216,26 +217,27 @@ class TrajectoryController:
 
     def step(self, h: float) -> None:
         """Called by the loop before each physics step of h [s]: start a pending trajectory whose
-        time has come, set the targets, check the tolerances, send feedback once per cycle, end
-        the goal."""
+        time has come, set the targets, check the tolerances, send feedback once per cycle (and
+        when the last point's time is reached), end the goal."""
         t = self.now()
         if self.pending is not None and self.pending.traj.start <= t:
-            run, self.pending = self.pending, None
-            run.traj = replace(run.traj, anchor=tj.Point(t, *self.state(run.traj.joint_names)))
+            run, self.pending = self.pending, None  # from its start time (less than one step ago)
+            run.traj = replace(run.traj, anchor=tj.Point(run.traj.start, *self.state(run.traj.joint_names)))
             if self.running is not None:
                 self.preempt(self.running, "a trajectory that started")
             self.running = run
         run = self.running
         if run is None:
             return
+        self.node.cmd["last_ns"] = self.node.now_ns()  # the command timeout counts from the end (JTC's cmd_timeout)
         d = self.drive(run, t, h)
         names, tol = run.traj.joint_names, run.tolerances
         s = self.node.servos
         q = np.array([self.node.sim.q[s[n].iq] for n in names])
         qd = np.array([self.node.sim.qd[s[n].iv] for n in names])
         e_q, e_qd = d.q - q, d.qd - qd
-        if run.handle is not None and run.fed_k != self.node.k:
-            run.fed_k = self.node.k
+        if run.handle is not None and (run.fed_k != self.node.k or (d.done and not run.fed_end)):
+            run.fed_k, run.fed_end = self.node.k, d.done  # once per cycle, and at the end
             run.handle.publish_feedback(self.feedback(run, t, d, q, qd))
         if not d.done:
             bad = tj.violations(names, e_q, e_qd, tol.path_q, tol.path_qd)

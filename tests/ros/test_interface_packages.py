@@ -148,12 +148,20 @@ def trajectory_feedback():
     from control_msgs.action import FollowJointTrajectory
     from trajectory_msgs.msg import JointTrajectoryPoint
 
+    # every float64 array filled: for an empty one the wheels' Fast DDS type support counts the
+    # 8-byte alignment of its elements in the serialized size (rclpy's serialize_message of a wheel's
+    # sensor_msgs/JointState() shows it too), bytes that rosbags refuses as trailing
+    def point(q, qd, qdd, tau):
+        return JointTrajectoryPoint(positions=q, velocities=qd, accelerations=qdd, effort=tau)
+
     fb = FollowJointTrajectory.Feedback(joint_names=["j1", "j2"], index=3)
     fb.header.stamp.sec, fb.header.stamp.nanosec = 7, 5
-    fb.desired = JointTrajectoryPoint(positions=[0.1, -0.2], velocities=[1.5, 0.0], accelerations=[math.pi, 2.0])
+    fb.desired = point([0.1, -0.2], [1.5, 0.0], [math.pi, 2.0], [0.0, 1.0])
     fb.desired.time_from_start.sec, fb.desired.time_from_start.nanosec = 1, 250_000_000
-    fb.actual = JointTrajectoryPoint(positions=[0.1 + 1e-7, -0.2], velocities=[1.5, 1e-9])
-    fb.error = JointTrajectoryPoint(positions=[-1e-7, 0.0], velocities=[0.0, -1e-9])
+    fb.actual = point([0.1 + 1e-7, -0.2], [1.5, 1e-9], [3.0, 2.0], [0.5, 1.0])
+    fb.error = point([-1e-7, 0.0], [0.0, -1e-9], [0.1, 0.0], [-0.5, 0.0])
+    for p in (fb.multi_dof_desired, fb.multi_dof_actual, fb.multi_dof_error):
+        p.time_from_start.nanosec = 1
     return fb
 
 
