@@ -116,7 +116,7 @@ class LoopMixin:
     def run(self, executor) -> None:
         """Cycle until shutdown: paced, as fast as possible, or in lock-step (see pacing.py)."""
         wall = time.perf_counter
-        timeout_object = getattr(rclpy.executors, "TimeoutObject", None)  # rclpy >= 7.1 (Jazzy)
+        timeout_object = getattr(rclpy.executors, "TimeoutObject", None)  # where this rclpy has it
         self.spin_timeout = None if timeout_object is None else timeout_object(0.0)
         budget = self.period / self.rtf if self.rtf > 0 else None
         end = wall() + clock.STARTUP_WINDOW  # another /clock already there: yield before publishing one
