@@ -58,6 +58,8 @@ class CommandsMixin:
             )
         except cv.CommandError as e:
             return self.reject("joint", f"/mbs/joint_commands: {e}")
+        if self.trajectory is not None:  # a joint command takes its joints from a trajectory
+            self.trajectory.stop("a joint command", msg.name)
         for name in msg.name:  # a joint commanded anew leaves the servo unless it has a target again
             self.targets.pop(name, None)
         self.targets.update(targets)
@@ -71,6 +73,8 @@ class CommandsMixin:
         if self.now_ns() - c["last_ns"] > self.timeout_ns:
             self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
             self.targets.clear()
+            if self.trajectory is not None:
+                self.trajectory.stop("the command timeout")
             c["active"], c["timed_out"] = False, True
             self.get_logger().warning(
                 f"no command for more than {self.timeout_ns / cv.NS:g} s of sim time "

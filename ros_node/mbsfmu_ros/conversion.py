@@ -131,11 +131,15 @@ class ServoJoint:
 @dataclass(frozen=True)
 class JointTarget:
     """What one command asks of a joint: position q_ref [rad or m], velocity qd_ref [rad/s or
-    m/s], feed-forward effort [N m or N]; None where not commanded."""
+    m/s], feed-forward effort [N m or N]; None where not commanded. ``feedforward``: the (q, qd,
+    qdd) [rad, rad/s, rad/s^2 or m, m/s, m/s^2] at which the inverse-dynamics feed-forward is
+    evaluated for this joint (a trajectory's desired state in the middle of the physics step);
+    None: the actual q, the commanded velocity (else 0) and zero acceleration."""
 
     position: float | None = None
     velocity: float | None = None
     effort: float | None = None
+    feedforward: tuple[float, float, float] | None = None
 
 
 def servo_joints(model, input_names: Sequence[str]) -> dict[str, ServoJoint]:
@@ -224,6 +228,23 @@ def servo_reference_rates(targets: Mapping[str, JointTarget], servos: Mapping[st
     return qd_ref
 
 
+def servo_reference_state(
+    targets: Mapping[str, JointTarget], servos: Mapping[str, ServoJoint], q, qd
+) -> tuple[list[float], list[float], list[float]]:
+    """(q_ref (nq,), qd_ref (nv,), qdd_ref (nv,)) at which the actuator model evaluates its
+    feed-forward: ``servo_reference_rates`` with the actual q and zero acceleration, but for the
+    joints whose target gives a ``feedforward`` state (a followed trajectory), which replaces
+    theirs."""
+    q_ref = [float(v) for v in q]
+    qd_ref = servo_reference_rates(targets, servos, qd)
+    qdd_ref = [0.0] * len(qd_ref)
+    for name, t in targets.items():
+        if t.feedforward is not None:
+            s = servos[name]
+            q_ref[s.iq], qd_ref[s.iv], qdd_ref[s.iv] = t.feedforward
+    return q_ref, qd_ref, qdd_ref
+
+
 def servo_efforts(
     targets: Mapping[str, JointTarget],
     servos: Mapping[str, ServoJoint],
@@ -238,8 +259,9 @@ def servo_efforts(
     ros2.md, "Commands"): the inverse-dynamics feed-forward plus a PD servo,
     with a position target   tau_i = tau_id_i + kp (q_ref - q_i) + kd (qd_ref - qd_i) + tau_ff,
     with a velocity target   tau_i = tau_id_i + kv (qd_ref - qd_i) + tau_ff,
-    qd_ref 0 unless commanded, tau_ff the command's effort, and tau_id (nv,) = RNEA(q, qd_ref, 0)
-    (``servo_reference_rates``; Featherstone, RBDA, Table 5.1): the forces that hold the commanded
+    qd_ref 0 unless commanded, tau_ff the command's effort, and tau_id (nv,) = RNEA(q_ref, qd_ref,
+    qdd_ref) (``servo_reference_state``: the actual q, qd_ref and zero acceleration, or a followed
+    trajectory's desired state; Featherstone, RBDA, Table 5.1): the forces that hold the commanded
     motion against gravity, springs and the coupling between joints, so a held position target is
     an exact equilibrium and a velocity target is tracked without steady-state error. None =
     no feed-forward (a plain PD servo). Gains [N m/rad, N m s/rad] (prismatic: N/m, N s/m)."""

@@ -1,8 +1,9 @@
-"""Builds the ROS 2 interface packages that have no PyPI wheel (tf2_msgs, simulation_interfaces)
-from their vendored definitions (``definitions/<package>/``, with their licence) into importable
-Python packages, as colcon would: the rosidl generators of the ``ros`` extra's wheels write the
-C, Fast DDS (``rosidl_typesupport_fastrtps_c``) and Python sources, and zig's C/C++ compiler
-(PyPI ``ziglang``, as for our C core) compiles them against the wheels' headers and libraries.
+"""Builds the ROS 2 interface packages that have no PyPI wheel (tf2_msgs, simulation_interfaces,
+trajectory_msgs, control_msgs) from their vendored definitions (``definitions/<package>/``, with
+their licence) into importable Python packages, as colcon would: the rosidl generators of the
+``ros`` extra's wheels write the C, Fast DDS (``rosidl_typesupport_fastrtps_c``) and Python
+sources, and zig's C/C++ compiler (PyPI ``ziglang``, as for our C core) compiles them against the
+wheels' headers and libraries.
 
 The C type support is built for ``rosidl_typesupport_fastrtps_c`` (what rmw_fastrtps_cpp
 serialises with) and ``rosidl_typesupport_introspection_c`` (what Fast DDS asks for when it
@@ -10,10 +11,11 @@ registers a type: without it every process printed an rcutils error block), and 
 rosidl_typesupport_c dispatch between them finds each by its library name: both are linked to the
 package's rosidl_typesupport_c library, so they are loaded with it and nothing is looked up on
 LD_LIBRARY_PATH; every library carries the run paths ($ORIGIN and the wheels' lib folder) it
-needs. The result goes to a per-user cache folder named by a hash of the definitions, the
-generator wheels' versions and the Python ABI; ``ensure()`` builds what is missing and puts the
-folder on ``sys.path`` (the node needs no environment; a client needs PYTHONPATH alone:
-``client_env.py``).
+needs. A package may use one built before it (control_msgs uses trajectory_msgs): each built
+package keeps its .idl, type-description .json and C headers in ``rosidl/`` for those built after
+it. The result goes to a per-user cache folder named by a hash of the definitions, the generator
+wheels' versions and the Python ABI; ``ensure()`` builds what is missing and puts the folder on
+``sys.path`` (the node needs no environment; a client needs PYTHONPATH alone: ``client_env.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,18 @@ PACKAGES = {
         "action_msgs",
         "service_msgs",
     ),
+    "trajectory_msgs": ("builtin_interfaces", "std_msgs", "geometry_msgs"),
+    "control_msgs": (  # after trajectory_msgs, which it uses (LOCAL)
+        "builtin_interfaces",
+        "std_msgs",
+        "geometry_msgs",
+        "trajectory_msgs",
+        "unique_identifier_msgs",
+        "action_msgs",
+        "service_msgs",
+    ),
 }
+LOCAL = "rosidl"  # a built package's folder of .idl/.json (and include/: C headers) for later packages
 # the wheels whose generators and libraries the build uses: their versions name the cache folder
 WHEELS = (
     "ros-rosidl-adapter",
@@ -151,7 +164,8 @@ def build(directory: Path, progress=None) -> Path:
         import rosidl_typesupport_introspection_c  # noqa: F401
     except ImportError as e:
         raise BuildError(f"building ROS interface packages needs the rosidl generator wheels ({e.name})") from None
-    for include in ("rosidl_runtime_c", TYPESUPPORT, INTROSPECTION, "fastcdr", *PACKAGES["simulation_interfaces"]):
+    wheel_deps = {d for deps in PACKAGES.values() for d in deps if d not in PACKAGES}
+    for include in ("rosidl_runtime_c", TYPESUPPORT, INTROSPECTION, "fastcdr", *sorted(wheel_deps)):
         if not (prefix() / "include" / include).is_dir():
             raise BuildError(f"building ROS interface packages needs the headers of {include} under {prefix()}/include")
     say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
@@ -165,7 +179,7 @@ def build(directory: Path, progress=None) -> Path:
         )
         with tempfile.TemporaryDirectory(prefix=f"{package}-", dir=directory) as tmp:
             staged = Path(tmp) / package
-            build_package(package, deps, Path(tmp), staged, numpy.get_include(), lambda m: None)  # one line per package
+            build_package(package, deps, Path(tmp), staged, numpy.get_include(), lambda m: None, directory)
             for args in staged.rglob("*.args.json"):
                 args.unlink()
             (staged / "__init__.py").touch()
@@ -179,7 +193,17 @@ def build(directory: Path, progress=None) -> Path:
     return directory
 
 
-def generator_arguments(package: str, idl_files: list[str], idl_root: Path, out: Path, template: str, deps, **extra):
+def dependency_share(dep: str, built: Path | None) -> Path:
+    """The folder holding ``dep``'s msg/*.idl and *.json: a wheel's share/<dep>, or the ``LOCAL``
+    folder of a package built before into ``built``."""
+    if built is not None and dep in PACKAGES:
+        return built / dep / LOCAL
+    return prefix() / "share" / dep
+
+
+def generator_arguments(
+    package: str, idl_files: list[str], idl_root: Path, out: Path, template: str, deps, built=None, **extra
+):
     """Write the JSON argument file the rosidl generators read; return its path."""
     share = prefix() / "share"
     args = {
@@ -187,9 +211,9 @@ def generator_arguments(package: str, idl_files: list[str], idl_root: Path, out:
         "output_dir": str(out),
         "template_dir": str(share / template / "resource"),
         "idl_tuples": [f"{idl_root}:{f}" for f in idl_files],
-        "ros_interface_dependencies": [f"{d}:{share / d}" for d in deps],
+        "ros_interface_dependencies": [f"{d}:{dependency_share(d, built)}" for d in deps],
         "target_dependencies": [],
-        "include_paths": [f"{d}:{share / d}" for d in deps],
+        "include_paths": [f"{d}:{dependency_share(d, built)}" for d in deps],
         **extra,
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -198,10 +222,11 @@ def generator_arguments(package: str, idl_files: list[str], idl_root: Path, out:
     return str(path)
 
 
-def generate(package: str, deps, work: Path) -> dict[str, Path]:
+def generate(package: str, deps, work: Path, built: Path | None = None) -> dict[str, Path]:
     """Run rosidl_adapter (.msg/.srv/.action to .idl), the type-description hasher and the C, Fast
     DDS C, introspection C, C type-support and Python generators; return their output folders by
-    generator."""
+    generator (and "idl"). ``built``: the folder of the packages built before (dependencies not in
+    the wheels)."""
     from rosidl_adapter.action import convert_action_to_idl
     from rosidl_adapter.msg import convert_msg_to_idl
     from rosidl_adapter.srv import convert_srv_to_idl
@@ -221,7 +246,7 @@ def generate(package: str, deps, work: Path) -> dict[str, Path]:
     out = {k: work / k for k in ("type_description", "c", "fastrtps_c", "introspection_c", "typesupport_c", "py")}
     hashes = generate_type_hash(
         generator_arguments(
-            package, idl_files, idl_root, out["type_description"], "rosidl_generator_type_description", deps
+            package, idl_files, idl_root, out["type_description"], "rosidl_generator_type_description", deps, built
         )
     )
     by_name = {(Path(h).parent.name, Path(h).stem): h for h in hashes}  # msg/SpawnEntity, srv/SpawnEntity
@@ -236,6 +261,7 @@ def generate(package: str, deps, work: Path) -> dict[str, Path]:
             c_out,
             "rosidl_generator_c",
             deps,
+            built,
             type_description_tuples=described,
             ros_interface_files=interfaces,
         )
@@ -243,22 +269,23 @@ def generate(package: str, deps, work: Path) -> dict[str, Path]:
     visibility(package, "rosidl_generator_c", c_out / "msg" / "rosidl_generator_c__visibility_control.h")
     ts_out = out["fastrtps_c"] / package
     generate_typesupport_fastrtps_c(
-        generator_arguments(package, idl_files, idl_root, ts_out, "rosidl_typesupport_fastrtps_c", deps)
+        generator_arguments(package, idl_files, idl_root, ts_out, "rosidl_typesupport_fastrtps_c", deps, built)
     )
     visibility(
         package, "rosidl_typesupport_fastrtps_c", ts_out / "msg" / "rosidl_typesupport_fastrtps_c__visibility_control.h"
     )
     in_out = out["introspection_c"] / package
-    generate_introspection_c(generator_arguments(package, idl_files, idl_root, in_out, INTROSPECTION, deps))
+    generate_introspection_c(generator_arguments(package, idl_files, idl_root, in_out, INTROSPECTION, deps, built))
     visibility(package, INTROSPECTION, in_out / "msg" / f"{INTROSPECTION}__visibility_control.h")
     generate_typesupport_c(
-        generator_arguments(package, idl_files, idl_root, out["typesupport_c"], "rosidl_typesupport_c", deps),
+        generator_arguments(package, idl_files, idl_root, out["typesupport_c"], "rosidl_typesupport_c", deps, built),
         [TYPESUPPORT, INTROSPECTION],
     )
     generate_py(
-        generator_arguments(package, idl_files, idl_root, out["py"], "rosidl_generator_py", deps),
+        generator_arguments(package, idl_files, idl_root, out["py"], "rosidl_generator_py", deps, built),
         ["rosidl_typesupport_c"],
     )
+    out["idl"] = idl_root
     return out
 
 
@@ -270,19 +297,39 @@ def visibility(package: str, generator: str, path: Path) -> None:
     path.write_text(text)
 
 
-def build_package(package: str, deps, work: Path, dest: Path, numpy_include: str, say) -> None:
+def keep_for_dependents(out: dict[str, Path], dest: Path) -> None:
+    """Copy a generated package's .idl, type-description .json and C headers into ``dest/LOCAL``
+    (laid out as a wheel's share/<package> and include/), for the packages built after it."""
+    local = dest / LOCAL
+    for root in (out["idl"], out["type_description"]):
+        for f in root.rglob("*"):
+            if f.suffix in (".idl", ".json") and not f.name.endswith(".args.json"):
+                (local / f.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, local / f.relative_to(root))
+    for root in (out["c"], out["fastrtps_c"], out["introspection_c"]):
+        for f in root.rglob("*.h"):
+            (local / "include" / f.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, local / "include" / f.relative_to(root))
+
+
+def build_package(package: str, deps, work: Path, dest: Path, numpy_include: str, say, built=None) -> None:
     """Generate ``package`` in ``work`` and compile it into the Python package folder ``dest``:
     lib<package>__rosidl_generator_c/_typesupport_fastrtps_c/_typesupport_introspection_c/
-    _typesupport_c/_generator_py.so and
-    the extension module <package>_s__rosidl_typesupport_c that rclpy imports."""
+    _typesupport_c/_generator_py.so and the extension module <package>_s__rosidl_typesupport_c that
+    rclpy imports. ``built``: the folder of the packages built before, which ``deps`` may name
+    (their ``LOCAL`` folders)."""
     with contextlib.redirect_stdout(io.StringIO()):  # rosidl_adapter prints a line per file
-        out = generate(package, deps, work)
+        out = generate(package, deps, work, built)
     shutil.copytree(out["py"], dest)
+    keep_for_dependents(out, dest)
+    local_deps = [d for d in deps if built is not None and d in PACKAGES]
     lib = prefix() / "lib"
     includes = [f"-I{p}" for p in (prefix() / "include", *sorted((prefix() / "include").iterdir())) if p.is_dir()]
     includes += [f"-I{out['c']}", f"-I{out['fastrtps_c']}", f"-I{out['introspection_c']}", f"-I{numpy_include}"]
+    includes += [f"-I{built / d / LOCAL / 'include'}" for d in local_deps]
     includes.append(f"-I{sysconfig.get_paths()['include']}")
     rpath = ("-Wl,-rpath,$ORIGIN", f"-Wl,-rpath,{lib}", f"-L{lib}", f"-L{dest}")
+    rpath += tuple(f for d in local_deps for f in (f"-Wl,-rpath,$ORIGIN/../{d}", f"-L{built / d}"))
 
     def link(*names):
         return [f"-l{n}" for n in names]

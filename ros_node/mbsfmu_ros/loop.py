@@ -4,8 +4,8 @@ lock-step with a controller, or following an external /clock, and lets the execu
 commands and services between cycles.
 
 ``LoopMixin`` is one part of ``MbsNode``: it uses the node's ``sim``, ``config``, ``period``,
-``rtf``, ``lock_step``, ``follow_clock``, ``targets`` (``actuator_efforts()``), the run's state,
-``publish_state()``, ``publish_diagnostics()`` and ``check_timeout()``.
+``rtf``, ``lock_step``, ``follow_clock``, ``targets`` and ``trajectory`` (``actuator_efforts()``),
+the run's state, ``publish_state()``, ``publish_diagnostics()`` and ``check_timeout()``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import rclpy
+import rclpy.executors
 from rosgraph_msgs.msg import Clock
 
 from mbsfmu.sim.simulator import SimulationError
@@ -62,12 +63,16 @@ class LoopMixin:
         """Advance one publish period and publish; False if the engine failed."""
         return self.advance(self.t_base + (self.k + 1 - self.k_base) * self.period)
 
-    def actuator_efforts(self) -> dict[str, float]:
-        """The servo-driven joints' torques now (the actuator model, ``cv.servo_efforts``): the
-        engine's inverse dynamics tau_id = RNEA(q, qd_ref, 0) as feed-forward plus the PD terms."""
+    def actuator_efforts(self, h: float = 0.0) -> dict[str, float]:
+        """The servo-driven joints' torques over the next physics step of h [s] (the actuator
+        model, ``cv.servo_efforts``): the engine's inverse dynamics tau_id = RNEA(q_ref, qd_ref,
+        qdd_ref) as feed-forward plus the PD terms; a followed trajectory first sets its joints'
+        targets (``trajectory_controller``)."""
+        if self.trajectory is not None:
+            self.trajectory.step(h)
         q, qd = self.sim.q, self.sim.qd
-        qd_ref = np.asarray(cv.servo_reference_rates(self.targets, self.servos, qd))
-        tau_id = self.model.inverse_dynamics(q, qd_ref, np.zeros(self.model.nv))
+        q_ref, qd_ref, qdd_ref = (np.asarray(a) for a in cv.servo_reference_state(self.targets, self.servos, q, qd))
+        tau_id = self.model.inverse_dynamics(q_ref, qd_ref, qdd_ref)
         return cv.servo_efforts(self.targets, self.servos, q, qd, *self.gains, tau_id=tau_id)
 
     def advance(self, t_end: float) -> bool:
@@ -81,8 +86,9 @@ class LoopMixin:
                 t0 = self.sim.t
                 n = max(1, math.ceil((t_end - t0) / h - 1e-9))
                 for j in range(1, n + 1):
-                    self.sim.set_inputs(self.actuator_efforts())
-                    self.sim.advance_to(t_end if j == n else t0 + j * (t_end - t0) / n)
+                    t_next = t_end if j == n else t0 + j * (t_end - t0) / n
+                    self.sim.set_inputs(self.actuator_efforts(t_next - self.sim.t))
+                    self.sim.advance_to(t_next)
             else:
                 self.sim.advance_to(t_end)
         except SimulationError as e:
@@ -93,14 +99,30 @@ class LoopMixin:
         self.publish_state()
         return True
 
+    def spin(self, executor, timeout: float) -> None:
+        """``executor.spin_once`` waiting at most ``timeout`` [s]. rclpy's executor starts a new
+        round of ready work, coroutines in progress first, whenever spin_once's arguments differ
+        from the last call's: with an action's execute callback awaiting (a trajectory goal) a
+        float timeout that changes from call to call would resume that coroutine on every call
+        and never reach the subscriptions and services. One ``TimeoutObject`` (rclpy's own means
+        for this, as its spin_until_future_complete) keeps the arguments equal; the events
+        executor takes a float."""
+        if self.spin_timeout is None or not isinstance(executor, rclpy.executors.Executor):
+            executor.spin_once(timeout_sec=timeout)
+            return
+        self.spin_timeout.timeout = timeout
+        executor.spin_once(timeout_sec=self.spin_timeout)
+
     def run(self, executor) -> None:
         """Cycle until shutdown: paced, as fast as possible, or in lock-step (see pacing.py)."""
         wall = time.perf_counter
+        timeout_object = getattr(rclpy.executors, "TimeoutObject", None)  # where this rclpy has it
+        self.spin_timeout = None if timeout_object is None else timeout_object(0.0)
         budget = self.period / self.rtf if self.rtf > 0 else None
         end = wall() + clock.STARTUP_WINDOW  # another /clock already there: yield before publishing one
         while rclpy.ok() and tp.CLOCK in self.pubs and not self.clock_others and wall() < end:
             self.check_clock()
-            executor.spin_once(timeout_sec=0.05)
+            self.spin(executor, 0.05)
         self.stats.start(wall(), self.sim.t)
         next_clock_check = wall() + clock.CHECK_PERIOD
         self.publish_state()  # the initial state (and /clock) at once, whoever listens, in every mode
@@ -116,10 +138,10 @@ class LoopMixin:
                 self.check_clock()
                 next_clock_check = now + clock.CHECK_PERIOD
             if self.simulation is not None and self.simulation.run_pending_step():
-                executor.spin_once(timeout_sec=0.0)  # feedback out, cancel requests in, between steps
+                self.spin(executor, 0.0)  # feedback out, cancel requests in, between steps
                 continue
             if self.paused or self.error:
-                executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                self.spin(executor, max(0.0, min(0.05, next_diag - now)))
                 self.reanchor = True
                 continue
             if self.follow_clock:
@@ -127,7 +149,7 @@ class LoopMixin:
                     self.check_timeout()
                     self.follow()
                 else:
-                    executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                    self.spin(executor, max(0.0, min(0.05, next_diag - now)))
                 continue
             if self.lock_step:
                 n = self.pub_js.get_subscription_count()
@@ -140,7 +162,7 @@ class LoopMixin:
                     self.cycle()
                     self.stats.record(0.0, wall() - t0, None)
                 else:
-                    executor.spin_once(timeout_sec=max(0.0, min(0.05, next_diag - now)))
+                    self.spin(executor, max(0.0, min(0.05, next_diag - now)))
                 continue
             budget = self.period / self.rtf if self.rtf > 0 else None  # parameters may change at run time
             if self.reanchor:
@@ -148,7 +170,7 @@ class LoopMixin:
             if budget is not None:
                 wait = deadline - now
                 if wait > SPIN_MARGIN:
-                    executor.spin_once(timeout_sec=wait - SPIN_MARGIN)
+                    self.spin(executor, wait - SPIN_MARGIN)
                     spun = True
                     continue
                 if wait > 0:
@@ -167,7 +189,7 @@ class LoopMixin:
                     self.stats.slip()
                     deadline = end
             if not spun:
-                executor.spin_once(timeout_sec=0.0)
+                self.spin(executor, 0.0)
             spun = False
         if self.quitting:
             self.serve_until_gone(executor)

@@ -134,8 +134,8 @@ class Robot:
     def actuator_efforts(self) -> dict[str, float]:
         """The servo-driven joints' torques now (as the one-model node's ``actuator_efforts``)."""
         q, qd = self.sim.q, self.sim.qd
-        qd_ref = np.asarray(cv.servo_reference_rates(self.targets, self.servos, qd))
-        tau_id = self.model.inverse_dynamics(q, qd_ref, np.zeros(self.model.nv))
+        q_ref, qd_ref, qdd_ref = (np.asarray(a) for a in cv.servo_reference_state(self.targets, self.servos, q, qd))
+        tau_id = self.model.inverse_dynamics(q_ref, qd_ref, qdd_ref)
         return cv.servo_efforts(self.targets, self.servos, q, qd, *self.node.gains, tau_id=tau_id)
 
     # ---- stepping and state ------------------------------------------------------------------

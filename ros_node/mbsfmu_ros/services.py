@@ -61,6 +61,8 @@ class ServicesMixin:
         self.sim.set_configuration(q, qd)
         self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
         self.targets.clear()
+        if self.trajectory is not None:
+            self.trajectory.stop("a reset")
         self.sim.t = 0.0
         self.k = 0
         self.t_base, self.k_base = 0.0, 0

@@ -27,6 +27,8 @@ DIAGNOSTICS = "/diagnostics"
 REAL_TIME_FACTOR = "/mbs/real_time_factor"
 EFFORT_COMMANDS = "/mbs/effort_commands"
 JOINT_COMMANDS = "/mbs/joint_commands"
+JOINT_TRAJECTORY = "/joint_trajectory_controller/joint_trajectory"  # ros2_control's JTC names
+FOLLOW_JOINT_TRAJECTORY = "/joint_trajectory_controller/follow_joint_trajectory"  # an action
 
 OUTPUTS = (
     CLOCK,
@@ -42,7 +44,7 @@ OUTPUTS = (
     TF_STATIC,
     ROBOT_DESCRIPTION,
 )
-INPUTS = (EFFORT_COMMANDS, JOINT_COMMANDS)
+INPUTS = (EFFORT_COMMANDS, JOINT_COMMANDS, JOINT_TRAJECTORY)
 ALL = OUTPUTS + INPUTS
 
 GLOBAL = (CLOCK, DIAGNOSTICS)  # the same for every namespace

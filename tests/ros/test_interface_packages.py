@@ -1,7 +1,7 @@
-"""The interface packages mbsfmu_ros.interface_packages builds (tf2_msgs, simulation_interfaces):
-they import, carry the type hashes ROS 2 publishes for them, and their Fast DDS serialisation is
-the CDR an independent implementation (rosbags' serialiser, built from the same definitions)
-writes and reads, both ways. Building them takes minutes once per version (then cached)."""
+"""The interface packages mbsfmu_ros.interface_packages builds (tf2_msgs, simulation_interfaces,
+trajectory_msgs, control_msgs): they import, carry the type hashes ROS 2 publishes for them, and
+their Fast DDS serialisation is the CDR an independent implementation (rosbags' serialiser, built
+from the same definitions) writes and reads, both ways. Building them takes minutes once per version (then cached)."""
 
 import importlib.metadata
 import math
@@ -45,6 +45,13 @@ def test_vendored_definitions_cover_the_node():
     assert [str(p) for p in ip.definition_files("tf2_msgs")] == ["msg/TFMessage.msg"]
     names = {p.stem for p in ip.definition_files("simulation_interfaces")}
     assert {"GetSimulatorFeatures", "SimulateSteps", "GetEntityState", "SimulationState", "Result"} <= names
+    assert {p.stem for p in ip.definition_files("trajectory_msgs")} >= {"JointTrajectory", "JointTrajectoryPoint"}
+    assert {str(p) for p in ip.definition_files("control_msgs")} == {
+        "action/FollowJointTrajectory.action",
+        "msg/JointTolerance.msg",
+        "msg/JointComponentTolerance.msg",
+    }
+    assert list(ip.PACKAGES).index("trajectory_msgs") < list(ip.PACKAGES).index("control_msgs")  # built first
     for package in ip.PACKAGES:
         assert (ip.DEFINITIONS / package / "LICENSE").is_file()
 
@@ -75,14 +82,22 @@ def test_packages_import_with_published_type_hash():
         node.create_publisher(TFMessage, "mbsfmu_hash_probe_tf", 1)
         (info,) = node.get_publishers_info_by_topic(f"{node.get_namespace().rstrip('/')}/mbsfmu_hash_probe_tf")
         assert str(info.topic_type_hash) == TF_MESSAGE_HASH
+        # trajectory_msgs (vendored, no wheel): the hash rosbags' Kilted type store computes
+        from rosbags.typesys import Stores, get_typestore
+        from trajectory_msgs.msg import JointTrajectory
+
+        node.create_publisher(JointTrajectory, "mbsfmu_hash_probe_trajectory", 1)
+        (info,) = node.get_publishers_info_by_topic(f"{node.get_namespace().rstrip('/')}/mbsfmu_hash_probe_trajectory")
+        name = "trajectory_msgs/msg/JointTrajectory"
+        assert str(info.topic_type_hash) == get_typestore(Stores.ROS2_KILTED).hash_rihs01(name)
         node.destroy_node()
     finally:
         rclpy.shutdown(context=ctx)
 
 
 def rosbags_store():
-    """rosbags' typestore (Kilted) with simulation_interfaces' message types added from the vendored
-    definitions: rosbags' own CDR (de)serialiser, no ROS code."""
+    """rosbags' typestore (Kilted) with simulation_interfaces' and control_msgs' message types added
+    from the vendored definitions: rosbags' own CDR (de)serialiser, no ROS code."""
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.ROS2_KILTED)
@@ -91,6 +106,14 @@ def rosbags_store():
         if rel.parent.name == "msg":
             text = (ip.DEFINITIONS / "simulation_interfaces" / rel).read_text()
             types.update(get_types_from_msg(text, f"simulation_interfaces/msg/{rel.stem}"))
+    # control_msgs: its messages and FollowJointTrajectory's feedback (the .action's third part)
+    for rel in ip.definition_files("control_msgs"):
+        text = (ip.DEFINITIONS / "control_msgs" / rel).read_text()
+        if rel.parent.name == "msg":
+            types.update(get_types_from_msg(text, f"control_msgs/msg/{rel.stem}"))
+        else:
+            feedback = text.split("\n---\n")[2]
+            types.update(get_types_from_msg(feedback, f"control_msgs/action/{rel.stem}_Feedback"))
     store.register(types)
     return store
 
@@ -121,12 +144,37 @@ def entity_state():
     return s
 
 
+def trajectory_feedback():
+    from control_msgs.action import FollowJointTrajectory
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    # every float64 array filled: for an empty one the wheels' Fast DDS type support counts the
+    # 8-byte alignment of its elements in the serialized size (rclpy's serialize_message of a wheel's
+    # sensor_msgs/JointState() shows it too), bytes that rosbags refuses as trailing
+    def point(q, qd, qdd, tau):
+        return JointTrajectoryPoint(positions=q, velocities=qd, accelerations=qdd, effort=tau)
+
+    fb = FollowJointTrajectory.Feedback(joint_names=["j1", "j2"], index=3)
+    fb.header.stamp.sec, fb.header.stamp.nanosec = 7, 5
+    fb.desired = point([0.1, -0.2], [1.5, 0.0], [math.pi, 2.0], [0.0, 1.0])
+    fb.desired.time_from_start.sec, fb.desired.time_from_start.nanosec = 1, 250_000_000
+    fb.actual = point([0.1 + 1e-7, -0.2], [1.5, 1e-9], [3.0, 2.0], [0.5, 1.0])
+    fb.error = point([-1e-7, 0.0], [0.0, -1e-9], [0.1, 0.0], [-0.5, 0.0])
+    for p in (fb.multi_dof_desired, fb.multi_dof_actual, fb.multi_dof_error):
+        p.time_from_start.nanosec = 1
+    return fb
+
+
 @pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize(
     "make, name",
-    [(tf_message, "tf2_msgs/msg/TFMessage"), (entity_state, "simulation_interfaces/msg/EntityState")],
-    ids=["TFMessage", "EntityState"],
+    [
+        (tf_message, "tf2_msgs/msg/TFMessage"),
+        (entity_state, "simulation_interfaces/msg/EntityState"),
+        (trajectory_feedback, "control_msgs/action/FollowJointTrajectory_Feedback"),
+    ],
+    ids=["TFMessage", "EntityState", "FollowJointTrajectoryFeedback"],
 )
 def test_cdr_agrees_with_rosbags_both_ways(make, name):
     interfaces_loaded()
