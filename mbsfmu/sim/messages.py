@@ -297,9 +297,18 @@ def energy(inv, work: tuple[float, float]) -> dict:
     }
 
 
+def transform_frames(model) -> list[tuple[str, str]]:
+    """[(parent frame, child frame)] of every body, in ``transforms`` order: its parent body's
+    frame (WORLD for roots) and its own, each named like its body."""
+    return [
+        (WORLD if int(model.L[i]) == 0 else model.body_names[int(model.L[i]) - 1], model.body_names[i - 1])
+        for i in range(1, model.N + 1)
+    ]
+
+
 def transforms(model, kin) -> list[tuple[str, str, list[float], list[float]]]:
     """[(parent frame, child frame, translation [m], rotation quaternion x, y, z, w)] of every
-    body relative to its parent body (WORLD for roots). Each body frame is named like its body."""
+    body relative to its parent body (WORLD for roots; ``transform_frames``)."""
     out = []
     for i in range(1, model.N + 1):
         p = int(model.L[i])

@@ -5,7 +5,8 @@ cycle (/clock, joint states, momentum, CM, energy, /tf), the latched URDF and fi
 ``PublishingMixin`` is one part of ``MbsNode``: it uses the node's ``sim``, ``model``, ``layout``,
 ``k``, ``decimation``, ``frame_id``, ``frame_prefix``, ``follow_clock``, the diagnostics' ``ref_row``, ``checks``,
 ``thresholds``, ``stats`` and the run's state, and sets ``last_ns``. Message contents come from
-``mbsfmu.sim.messages`` and ``diagnostics.py`` (pure), their rclpy form from ``ros_messages.py``.
+``mbsfmu.sim.messages`` and ``diagnostics.py`` (pure), their rclpy form from ``ros_messages.py``
+(the state topics': ``state_messages.py``, filled in place).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from . import conversion as cv
 from . import diagnostics as dg
 from . import ros_messages as rm
 from . import topics as tp
+from .state_messages import StateMessages
 
 
 class PublishingMixin:
@@ -58,27 +60,20 @@ class PublishingMixin:
             self.pub_tf_static = self.create_publisher(tf_message, tp.ros_name(tp.TF_STATIC), latched)
             static = cv.with_frame_prefix({tp.TF_STATIC: ms.tf_static(self.model, 0)}, self.frame_prefix)
             self.pub_tf_static.publish(rm.BUILDERS[tp.TF](static[tp.TF_STATIC]))
+        with_tf = tf_message is not None
+        self.state_msgs = StateMessages(self.model, self.layout, self.frame_id, self.frame_prefix, with_tf)
 
     def publish_state(self) -> None:
         """/clock, the joint states, and every ``invariants_decimation``-th cycle momentum, CM,
-        energy, /tf: contents from ``mbsfmu.sim.messages`` (as the MCAP recorder's)."""
+        energy, /tf: the contents of ``mbsfmu.sim.messages`` (as the MCAP recorder's), filled into
+        messages built once (``state_messages.py``)."""
         ns = self.now_ns()
         self.last_ns = ns
-        contents = ms.state_messages(
-            self.sim,
-            self.layout,
-            ns,
-            self.frame_id,
-            invariants=not self.k % self.decimation,
-            with_tf=self.pub_tf is not None,
-        )
-        if tp.CLOCK not in self.pubs:  # following another /clock, or yielded to one (clock.py)
-            contents.pop(tp.CLOCK)
-        if self.frame_prefix:
-            contents = cv.with_frame_prefix(contents, self.frame_prefix)
-        for topic, msg in rm.ros_messages(contents).items():
+        with_clock = tp.CLOCK in self.pubs  # not when following another /clock, or yielded to one (clock.py)
+        msgs = self.state_msgs.fill(self.sim, ns, invariants=not self.k % self.decimation, with_clock=with_clock)
+        for topic, msg in msgs.items():
             self.pubs[topic].publish(msg)
-        self.clock_published = self.clock_published or tp.CLOCK in contents
+        self.clock_published = self.clock_published or with_clock
 
     def publish_diagnostics(self, wall: float) -> None:
         """/diagnostics (conservation, constraints, real time, commands, simulation) and /mbs/real_time_factor."""
