@@ -115,6 +115,40 @@ def R_to_quat(R: Array) -> Array:
     return q if q[0] >= 0 else -q
 
 
+def R_to_quat_many(R: Array) -> Array:
+    """``R_to_quat`` of each rotation matrix of R (n, 3, 3): (n, 4) quaternions (w, x, y, z), w >= 0,
+    by the same formulas in the same order (so equal bit for bit), as array operations."""
+    R = np.asarray(R, dtype=np.float64)
+    t = R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]
+    if (t > 0).all():  # the common case, without masks
+        s = 2.0 * np.sqrt(1.0 + t)
+        q = np.stack(
+            (0.25 * s, (R[:, 2, 1] - R[:, 1, 2]) / s, (R[:, 0, 2] - R[:, 2, 0]) / s, (R[:, 1, 0] - R[:, 0, 1]) / s),
+            axis=1,
+        )
+        return q
+    q = np.empty((len(R), 4))
+    m = t > 0
+    s = 2.0 * np.sqrt(1.0 + t[m])
+    q[m, 0] = 0.25 * s
+    q[m, 1] = (R[m, 2, 1] - R[m, 1, 2]) / s
+    q[m, 2] = (R[m, 0, 2] - R[m, 2, 0]) / s
+    q[m, 3] = (R[m, 1, 0] - R[m, 0, 1]) / s
+    largest = np.argmax(np.diagonal(R, axis1=1, axis2=2), axis=1)
+    for i in range(3):
+        m = (t <= 0) & (largest == i)
+        if not m.any():
+            continue
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[m, i, i] - R[m, j, j] - R[m, k, k])
+        q[m, 0] = (R[m, k, j] - R[m, j, k]) / s
+        q[m, 1 + i] = 0.25 * s
+        q[m, 1 + j] = (R[m, j, i] + R[m, i, j]) / s
+        q[m, 1 + k] = (R[m, k, i] + R[m, i, k]) / s
+    q[q[:, 0] < 0] *= -1.0
+    return q
+
+
 def quat_mul(a: Array, b: Array) -> Array:
     """Hamilton product a (x) b of quaternions (w, x, y, z)."""
     w1, x1, y1, z1 = a

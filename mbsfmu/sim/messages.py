@@ -46,7 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.joints import FREE, SPHERICAL
-from ..engine.spatial import R_to_quat
+from ..engine.spatial import R_to_quat, R_to_quat_many
 from ..errors import InputError
 
 Array = NDArray[np.float64]
@@ -306,25 +306,26 @@ def transform_frames(model) -> list[tuple[str, str]]:
     ]
 
 
+def relative_poses(model, R: Array, p: Array) -> tuple[Array, Array]:
+    """(translation (N, 3) [m], rotation quaternions (N, 4) x, y, z, w) of every body relative to
+    its parent body, in ``transform_frames`` order, from the world poses R (N+1, 3, 3), p (N+1, 3)
+    of the bodies (entry 0 the world): rotation R_parent^T R_i, translation R_parent^T (p_i -
+    p_parent), parent the world (R = I, p = 0) for roots; quaternions by ``R_to_quat_many``."""
+    parent = np.asarray(model.L[1:], dtype=np.int64)
+    Rp, pp = R[parent].copy(), p[parent].copy()
+    Rp[parent == 0], pp[parent == 0] = np.eye(3), 0.0
+    E = np.einsum("nji,njk->nik", Rp, R[1:])
+    xyz = np.einsum("nji,nj->ni", Rp, p[1:] - pp)
+    return xyz, R_to_quat_many(E)[:, [1, 2, 3, 0]]
+
+
 def transforms(model, kin) -> list[tuple[str, str, list[float], list[float]]]:
     """[(parent frame, child frame, translation [m], rotation quaternion x, y, z, w)] of every
-    body relative to its parent body (WORLD for roots; ``transform_frames``)."""
-    out = []
-    for i in range(1, model.N + 1):
-        p = int(model.L[i])
-        Rp, pp = (np.eye(3), np.zeros(3)) if p == 0 else (kin.R[p], kin.p[p])
-        R = Rp.T @ kin.R[i]
-        xyz = Rp.T @ (kin.p[i] - pp)
-        w, x, y, z = R_to_quat(R)
-        out.append(
-            (
-                WORLD if p == 0 else model.body_names[p - 1],
-                model.body_names[i - 1],
-                [float(v) for v in xyz],
-                [float(x), float(y), float(z), float(w)],
-            )
-        )
-    return out
+    body relative to its parent body (WORLD for roots; ``transform_frames``, ``relative_poses``)."""
+    xyz, quat = relative_poses(model, kin.R, kin.p)
+    return [
+        (parent, child, t, r) for (parent, child), t, r in zip(transform_frames(model), xyz.tolist(), quat.tolist())
+    ]
 
 
 def tf_static(model, ns: int) -> dict:

@@ -410,6 +410,16 @@ class Simulator:
             return _native_kinematics(self.model, self._native, q, qd)
         return forward_kinematics(self.model.tree, q, qd)
 
+    def body_poses(self) -> tuple[Array, Array]:
+        """World poses of every body at the current state: R (N+1, 3, 3) body-to-world rotations,
+        p (N+1, 3) origins [m], entry 0 the world; ``kinematics()``'s R and p without the rest."""
+        q, qd = self.x[: self._nq], self.x[self._nq : self._nq + self._nv]
+        if self.backend == "native":
+            R, p, _, _ = self._native.kinematics(q, qd)
+            return R, p
+        kin = forward_kinematics(self.model.tree, q, qd)
+        return kin.R, kin.p
+
     def invariants(self) -> Invariants:
         """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state (on the native
         backend the core's, computed once per state; ``invariant_values`` as one array)."""

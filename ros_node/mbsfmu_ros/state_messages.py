@@ -78,6 +78,7 @@ class StateMessages:
             ),
         )
         self.tf = None
+        self.translations, self.rotations = [], []  # of each transform in /tf, filled each cycle
         if with_tf and rm.TFMessage is not None:
             self.tf = _new(
                 rm.TFMessage,
@@ -91,6 +92,8 @@ class StateMessages:
                     for parent, child in ms.transform_frames(model)
                 ],
             )
+            self.translations = [t.transform.translation for t in self.tf.transforms]
+            self.rotations = [t.transform.rotation for t in self.tf.transforms]
 
     def fill(self, sim, ns: int, invariants: bool, with_clock: bool) -> dict:
         """topic -> message of the simulator's current state stamped ns [ns]: /clock (``with_clock``),
@@ -125,10 +128,9 @@ class StateMessages:
         out[tp.COM_VELOCITY] = self.com_velocity
         out[tp.ENERGY] = self.energy
         if self.tf is not None:
-            for msg, (_, _, xyz, quat) in zip(self.tf.transforms, ms.transforms(self.model, sim.kinematics())):
-                tr = msg.transform
-                _set_xyz(tr.translation, xyz)
-                rot = tr.rotation
-                rot.x, rot.y, rot.z, rot.w = quat
+            xyz, quat = ms.relative_poses(self.model, *sim.body_poses())
+            for v, rot, t, r in zip(self.translations, self.rotations, xyz.tolist(), quat.tolist()):
+                v.x, v.y, v.z = t
+                rot.x, rot.y, rot.z, rot.w = r
             out[tp.TF] = self.tf
         return out

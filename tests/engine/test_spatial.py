@@ -15,6 +15,18 @@ def test_quaternion_round_trip_and_product(rng):
         np.testing.assert_allclose(sp.quat_to_R(sp.quat_mul(qa, qb)), Ra @ Rb, atol=1e-13)
 
 
+def test_quaternions_of_many_rotations_equal_one_by_one(rng):
+    """R_to_quat_many equals R_to_quat bit for bit in every branch of Shepperd's method: trace > 0,
+    and each of the three largest diagonal entries (rotations by near pi about x, y, z)."""
+    quats = [sp.quat_exp(rng.normal(size=3)) for _ in range(60)]
+    quats += [sp.quat_exp(3.1 * axis + 0.01 * rng.normal(size=3)) for axis in np.eye(3) for _ in range(5)]
+    R = np.array([sp.quat_to_R(q) for q in quats])
+    one_by_one = np.array([sp.R_to_quat(Ri) for Ri in R])
+    branches = {int(np.argmax(np.diag(Ri))) if np.trace(Ri) <= 0 else -1 for Ri in R}
+    assert branches == {-1, 0, 1, 2}
+    assert np.array_equal(sp.R_to_quat_many(R), one_by_one)
+
+
 def test_exp_map_and_axis_rotation(rng):
     for _ in range(20):
         phi = rng.normal(size=3)
