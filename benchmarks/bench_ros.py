@@ -2,9 +2,13 @@
 period jitter of /joint_states for the SCARA at 1 kHz (wall-clock paced; one rk4 step of 1 ms
 per cycle), the same at 200 Hz (one 5 ms rk4 step per cycle: a rate the engine sustains, so
 the numbers show the pacing itself), and the lock-step round-trip rate with a PD controller in
-the client (1 ms cycles).
+the client (1 ms cycles); the same at 1 kHz for the G1 humanoid (29 joints, 30 bodies in /tf each
+cycle; example-robot-data's URDF, fixed base) where example-robot-data is installed, its client
+holding it against gravity (tau = RNEA(q, 0, 0)). The load average is printed at the start and
+the end: the machine may be shared, so the node's own work per cycle (its diagnostics) is the
+number that depends least on load.
 
-    python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--json out.json]
+    python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--only scara|G1] [--json out.json]
 
 Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
 localhost discovery, unique node name and topics: tests/support/ros_sandbox.py).
@@ -17,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +37,18 @@ from mbsfmu_ros import conversion as cv  # noqa: E402
 from tests.support import ros_sandbox as rt  # noqa: E402
 
 MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
+
+
+def g1_model() -> Path | None:
+    """G1's URDF from example-robot-data (as benchmarks/bench_calls.py), None where not installed."""
+    try:
+        dist = metadata.distribution("example-robot-data")
+    except metadata.PackageNotFoundError:
+        print("example-robot-data is not installed (pip install example-robot-data): G1 skipped")
+        return None
+    return Path(
+        dist.locate_file("cmeel.prefix/share/example-robot-data/robots/g1_description/urdf/g1_29dof_rev_1_0.urdf")
+    )
 
 
 def _real_time_values(client) -> dict[str, float]:
@@ -47,7 +65,7 @@ def _real_time_values(client) -> dict[str, float]:
     return {}
 
 
-def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
+def paced(model_path: Path, rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
 
@@ -59,7 +77,7 @@ def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -
         **extra,
     }
     sandbox = rt.Sandbox(label)
-    proc = rt.start_node(MODEL, params, sandbox, log_dir / f"{label}.log")
+    proc = rt.start_node(model_path, params, sandbox, log_dir / f"{label}.log")
     client = rt.Client(sandbox, proc, name="bench_client")
     try:
         client.subscribe("/joint_states", JointState, depth=1000)
@@ -101,22 +119,27 @@ def paced(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -
         sandbox.close()
 
 
-def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
+def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
+    from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    model = mbsfmu.load_model(MODEL)
+    model = mbsfmu.load_model(model_path)
     lay = cv.joint_layout(model)
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
     sandbox = rt.Sandbox(label)
-    proc = rt.start_node(MODEL, params, sandbox, log_dir / f"{label}.log")
+    proc = rt.start_node(model_path, params, sandbox, log_dir / f"{label}.log")
     client = rt.Client(sandbox, proc, name="bench_client")
     try:
         pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
         if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
             raise RuntimeError(f"{label}: node not found")
+        client.subscribe("/diagnostics", DiagnosticArray)
         sent, rtt = [], []
-        q_ref, kp, kd = np.array([1.0, 0.5]), np.array([60.0, 40.0]), np.array([15.0, 8.0])
+        if model.nv == 2:  # the SCARA: a PD controller to (1.0, 0.5) rad
+            q_ref, kp, kd = np.array([1.0, 0.5]), np.array([60.0, 40.0]), np.array([15.0, 8.0])
+        else:  # held against gravity where it is
+            q_ref, kp, kd = np.zeros(model.nv), np.zeros(model.nv), np.zeros(model.nv)
         last = [-1]
 
         def on_state(msg):
@@ -128,7 +151,7 @@ def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Pat
             if sent:
                 rtt.append(now - sent[-1])
             q, qd = cv.state_from_joint_state(lay, msg.name, msg.position, msg.velocity)
-            u = model.inverse_dynamics(q, np.zeros(2), np.zeros(2)) + kp * (q_ref - q) - kd * qd
+            u = model.inverse_dynamics(q, np.zeros(model.nv), np.zeros(model.nv)) + kp * (q_ref - q) - kd * qd
             sent.append(time.perf_counter())
             pub.publish(Float64MultiArray(data=u.tolist()))
 
@@ -138,6 +161,8 @@ def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Pat
         client.spin_for(seconds)
         n, w = len(rtt) - n0, time.perf_counter() - w0
         r = np.array(rtt[n0:])
+        client.spin_for(1.5)  # the next diagnostics
+        node = _real_time_values(client)
         return {
             "variant": label,
             "cycle_s": 1.0 / rate,
@@ -146,6 +171,7 @@ def lock_step(rate: float, seconds: float, extra: dict, label: str, log_dir: Pat
             "real_time_factor": n / rate / w,
             "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
             "rtt_p99_ms": 1e3 * float(np.percentile(r, 99)),
+            "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
         }
     finally:
         rt.stop_node(proc)
@@ -158,24 +184,38 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="measured wall time per variant [s]")
     ap.add_argument("--rate", type=float, default=1000.0, help="publish rate [Hz]")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--only", choices=("scara", "G1"), help="one model's variants only")
     ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
     args = ap.parse_args(argv)
     logs = Path(args.logs)
     logs.mkdir(parents=True, exist_ok=True)
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
+    models = {"scara": MODEL, "G1": g1_model()}
+    paced_variants = {
+        "scara": (
+            ("paced", args.rate, {}),
+            ("paced_events", args.rate, {"executor": "events"}),
+            ("paced_decim10", args.rate, {"invariants_decimation": 10}),
+            ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
+            ("paced_200Hz", 200.0, {}),
+            ("paced_200Hz_events", 200.0, {"executor": "events"}),
+        ),
+        "G1": (("G1_paced", args.rate, {}), ("G1_paced_events", args.rate, {"executor": "events"})),
+    }
+    lock_variants = {
+        "scara": (("lockstep", {}), ("lockstep_events", {"executor": "events"})),
+        "G1": (("G1_lockstep", {}), ("G1_lockstep_events", {"executor": "events"})),
+    }
     results = []
-    for label, rate, extra in (
-        ("paced", args.rate, {}),
-        ("paced_events", args.rate, {"executor": "events"}),
-        ("paced_decim10", args.rate, {"invariants_decimation": 10}),
-        ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
-        ("paced_200Hz", 200.0, {}),
-        ("paced_200Hz_events", 200.0, {"executor": "events"}),
-    ):
-        results.append(paced(rate, args.seconds, extra, label, logs))
-        print(json.dumps(results[-1]), flush=True)
-    for label, extra in (("lockstep", {}), ("lockstep_events", {"executor": "events"})):
-        results.append(lock_step(args.rate, args.seconds, extra, label, logs))
-        print(json.dumps(results[-1]), flush=True)
+    for name, path in models.items():
+        if path is None or args.only not in (None, name):
+            continue
+        for label, rate, extra in paced_variants[name]:
+            results.append(paced(path, rate, args.seconds, extra, label, logs))
+            print(json.dumps(results[-1]), flush=True)
+        for label, extra in lock_variants[name]:
+            results.append(lock_step(path, args.rate, args.seconds, extra, label, logs))
+            print(json.dumps(results[-1]), flush=True)
     print()
     print(
         f"{'variant':<22} {'rate [Hz]':>10} {'RTF':>6} {'period p50/p99 [ms]':>20} {'jitter p50/p99 [ms]':>20} "
@@ -193,8 +233,9 @@ def main(argv=None) -> int:
             print(
                 f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
                 f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
-                f"{1e3 * r['cycle_s']:g} ms)"
+                f"{1e3 * r['cycle_s']:g} ms), node work p50 {r['node_work_p50_ms']:.3f} ms"
             )
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
