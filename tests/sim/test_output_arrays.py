@@ -122,3 +122,15 @@ def test_a_failing_outputs_call_names_the_problem():
         sim.outputs()
     with pytest.raises(mbsfmu.InputError, match="inputs must be finite"):
         sim.step(1e-3)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_body_poses_are_the_kinematics_poses(backend, rng):
+    """``body_poses`` (what /tf takes each cycle) gives ``kinematics()``'s R and p bit for bit, on both
+    backends, at a moving state of a free-floating tree."""
+    sim = Simulator(sprung_model(rng), backend=backend)
+    sim.advance_to(0.05)
+    R, p = sim.body_poses()
+    kin = sim.kinematics()
+    assert np.array_equal(R, kin.R) and np.array_equal(p, kin.p)
+    assert R.shape == (sim.model.N + 1, 3, 3) and not np.allclose(R[1:], np.eye(3))
