@@ -24,13 +24,16 @@ ARM = [f"panda_joint{i}" for i in range(1, 8)]
 FINGERS = ["panda_finger_joint1", "panda_finger_joint2"]
 ACTION = "joint_trajectory_controller/follow_joint_trajectory"
 PERIOD = 0.01  # [s] the node's cycle (publish_rate 100 Hz)
-SUCCEEDED = 4  # action_msgs/GoalStatus
+SUCCEEDED, ABORTED = 4, 6  # action_msgs/GoalStatus
 # the reach of test_trajectory_controller: three points, positions and velocities given (cubic segments)
 REACH = [
     (0.5, [0.2, -0.3, 0.1, -0.5, 0.2, 0.4, -0.2], [0.3] * 7),
     (1.0, [0.4, -0.5, 0.3, -0.9, 0.1, 0.8, 0.3], [0.1, 0.0, -0.2, 0.0, 0.1, 0.3, 0.0]),
     (1.5, [0.3, -0.2, 0.0, -1.2, 0.0, 1.0, 0.5], [0.0] * 7),
 ]
+
+
+SLOW = [(20 * t, q, [v / 20 for v in qd]) for t, q, qd in REACH]  # 30 s of sim time: still running when stopped
 
 
 def stamp_ns(header) -> int:
@@ -44,13 +47,13 @@ def duration(t: float):
     return Duration(sec=ns // 10**9, nanosec=ns % 10**9)
 
 
-def reach_goal(path_tol: float, goal_tol: float):
+def reach_goal(path_tol: float, goal_tol: float, points=REACH):
     from control_msgs.action import FollowJointTrajectory
     from control_msgs.msg import JointTolerance
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     traj = JointTrajectory(joint_names=list(ARM))
-    for t, q, qd in REACH:
+    for t, q, qd in points:
         traj.points.append(JointTrajectoryPoint(positions=q, velocities=qd, time_from_start=duration(t)))
     g = FollowJointTrajectory.Goal(trajectory=traj, goal_time_tolerance=duration(1.0))
     g.path_tolerance = [JointTolerance(name=n, position=path_tol) for n in ARM]
@@ -66,7 +69,8 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
     desired state at the step's start, 1.1e-4 rad, which this goal would abort on), and a goal
     tolerance of 1e-4 rad: SUCCEEDED, and the arm then rests on the last point to 1e-4 rad. The
     SCARA, no command sent to it, has the joint states of its own Simulator stepped cycle by cycle
-    (rk4, h = 1 ms: float64 round-off only, 1e-12) all along. Deleting the arm while a second
+    (rk4, h = 1 ms: float64 round-off only, 1e-12) all along. A joint command to the arm and a
+    reset each abort the goal it runs. Deleting the arm while a second
     goal runs removes its action server (the SCARA's stays) and the node goes on stepping."""
     interfaces_loaded()
     from control_msgs.action import FollowJointTrajectory
@@ -74,7 +78,7 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
     from sensor_msgs.msg import JointState
     from simulation_interfaces.msg import Result
     from simulation_interfaces.srv import DeleteEntity
-    from std_srvs.srv import SetBool
+    from std_srvs.srv import SetBool, Trigger
 
     params = {"world": str(WORLD), "publish_rate": 1 / PERIOD, "real_time_factor": 0.0, "start_paused": True}
     with rt.Sandbox("worldtraj") as sandbox:
@@ -123,9 +127,28 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
                 compared += 1
             assert compared >= 20 and sim.t >= 1.5
 
-            # a second goal runs; the arm is deleted: its action server goes, the SCARA's stays
-            sent = action.send_goal_async(reach_goal(0.01, 1e-4))
-            assert client.spin_until(sent.done) and sent.result().accepted, client.failure(log)
+            def running_goal():
+                sent = action.send_goal_async(reach_goal(0.01, 1e-4, SLOW))
+                assert client.spin_until(sent.done) and sent.result().accepted, client.failure(log)
+                return sent.result()
+
+            def aborted(handle) -> str:
+                done = handle.get_result_async()
+                assert client.spin_until(done.done), client.failure(log)
+                assert done.result().status == ABORTED
+                return done.result().result.error_string
+
+            # the robot's joint command and a reset stop the goal it runs
+            handle = running_goal()
+            pub.publish(JointState(name=["panda_joint2"], position=[0.0]))
+            assert aborted(handle) == "stopped by a joint command"
+            handle = running_goal()
+            r = client.call(Trigger, f"{NS}/{sandbox.node_name}/reset", Trigger.Request())
+            assert r is not None and r.success, client.failure(log)
+            assert aborted(handle) == "stopped by a reset"
+
+            # a goal runs; the arm is deleted: its action server goes, the SCARA's stays
+            running_goal()
             names = lambda: {n for n, _ in get_action_names_and_types(client.node)}  # noqa: E731
             assert client.spin_until(lambda: f"{NS}/scara/{ACTION}" in names()), client.failure(log)
             response = client.call(DeleteEntity, f"{NS}/delete_entity", DeleteEntity.Request(entity="arm7"))
