@@ -74,13 +74,15 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
     goal runs removes its action server (the SCARA's stays) and the node goes on stepping."""
     interfaces_loaded()
     from control_msgs.action import FollowJointTrajectory
-    from rclpy.action import ActionClient, get_action_names_and_types
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.action import ActionClient, get_action_server_names_and_types_by_node
     from sensor_msgs.msg import JointState
     from simulation_interfaces.msg import Result
     from simulation_interfaces.srv import DeleteEntity
     from std_srvs.srv import SetBool, Trigger
 
     params = {"world": str(WORLD), "publish_rate": 1 / PERIOD, "real_time_factor": 0.0, "start_paused": True}
+    params["diagnostics_rate"] = 20.0
     with rt.Sandbox("worldtraj") as sandbox:
         log = tmp_path / "node.log"
         proc = rt.start_node(None, params, sandbox, log, namespace=NS)
@@ -89,10 +91,21 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
             js = {r: [] for r in ("scara", "arm7")}
             for r, got in js.items():
                 client.node.create_subscription(JointState, f"{NS}/{r}/joint_states", got.append, 1_000_000)
+            diag = []
+            client.node.create_subscription(DiagnosticArray, sandbox.topic("/diagnostics"), diag.append, 100)
             assert client.spin_until(lambda: js["scara"] and js["arm7"]), client.failure(log)  # the initial state
             pub = client.publisher(f"{NS}/arm7/mbs/joint_commands", JointState)
             assert client.spin_until(lambda: pub.get_subscription_count() >= 1), client.failure(log)
             pub.publish(JointState(name=ARM + FINGERS, position=[0.0] * 9))
+
+            def accepted() -> bool:  # the hold is in before the goal (else it would stop the goal)
+                for arr in reversed(diag):
+                    for st in arr.status:
+                        if st.name.endswith(": commands"):
+                            return int({kv.key: kv.value for kv in st.values}["accepted"]) >= 1
+                return False
+
+            assert client.spin_until(accepted), client.failure(log)
             action = ActionClient(client.node, FollowJointTrajectory, f"{NS}/arm7/{ACTION}")
             assert action.wait_for_server(timeout_sec=rt.PATIENCE), client.failure(log)
             sent = action.send_goal_async(reach_goal(2e-5, 1e-4))
@@ -149,7 +162,11 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
 
             # a goal runs; the arm is deleted: its action server goes, the SCARA's stays
             running_goal()
-            names = lambda: {n for n, _ in get_action_names_and_types(client.node)}  # noqa: E731
+
+            def names() -> set[str]:  # the node's action servers (a client's own names are in the graph too)
+                found = get_action_server_names_and_types_by_node(client.node, sandbox.node_name, NS)
+                return {n for n, _ in found}
+
             assert client.spin_until(lambda: f"{NS}/scara/{ACTION}" in names()), client.failure(log)
             response = client.call(DeleteEntity, f"{NS}/delete_entity", DeleteEntity.Request(entity="arm7"))
             assert response is not None and response.result.result == Result.RESULT_OK, client.failure(log)
