@@ -66,7 +66,8 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
     to /w/arm7/joint_trajectory_controller/follow_joint_trajectory, then resumed. The goal has a
     path tolerance of 2e-5 rad per joint, the bound test_trajectory_controller shows for the one-
     model node (the feed-forward at each physics step's midpoint: measured 2.2e-6 rad; with the
-    desired state at the step's start, 1.1e-4 rad, which this goal would abort on), and a goal
+    desired state at the step's start, 1.1e-4 rad; in this world that goal aborts 3 ms in, at
+    3.0e-5 rad), and a goal
     tolerance of 1e-4 rad: SUCCEEDED, and the arm then rests on the last point to 1e-4 rad. The
     SCARA, no command sent to it, has the joint states of its own Simulator stepped cycle by cycle
     (rk4, h = 1 ms: float64 round-off only, 1e-12) all along. A joint command to the arm and a
