@@ -38,6 +38,10 @@ class CommandsMixin:
         if self.lock_step:
             self.lock_go = True
 
+    def renew_command(self) -> None:
+        """The command timeout counts from now (a trajectory being followed, as JTC's cmd_timeout)."""
+        self.cmd["last_ns"] = self.now_ns()
+
     def on_effort(self, msg: Float64MultiArray) -> None:
         try:
             values = cv.effort_command_inputs(msg.data, self.sim.input_names)

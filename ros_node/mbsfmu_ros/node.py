@@ -150,7 +150,7 @@ class MbsNode(WorldMixin, LoopMixin, ClockMixin, CommandsMixin, PublishingMixin,
             self.simulation = SimulationServices(self)
             self.named_pose_services = NamedPoseServices(self)
         self.trajectory = None  # joint_trajectory_controller's topic and action, where control_msgs imports
-        if rm.INTERFACES_MISSING is None and self.world is None:  # (not yet per robot of a world)
+        if rm.INTERFACES_MISSING is None and self.world is None:  # in a world, each robot has its own (robots.py)
             from .trajectory_controller import TrajectoryController
 
             self.trajectory = TrajectoryController(self)

@@ -51,8 +51,9 @@ def robot_topic(namespace: str, topic: str) -> str:
 class Robot:
     """One robot of the world: ``spec`` (name, namespace, frame prefix), its ``model`` and ``sim``,
     its base pose (``position`` [m], ``orientation`` (x, y, z, w) of its world frame in the node's
-    world frame), its command inputs (effort and joint commands, servos as in the one-model node)
-    and publishers."""
+    world frame), its command inputs (effort and joint commands, servos as in the one-model node;
+    trajectories through its own ``trajectory`` controller, where control_msgs imports) and
+    publishers."""
 
     def __init__(self, node, spec: RobotSpec, model):
         p = node.config
@@ -87,13 +88,22 @@ class Robot:
             node.create_subscription(Float64MultiArray, robot_topic(ns, tp.EFFORT_COMMANDS), self.on_effort, node.qos),
             node.create_subscription(JointState, robot_topic(ns, tp.JOINT_COMMANDS), self.on_joint_command, node.qos),
         ]
+        self.trajectory = None  # joint_trajectory_controller's topic and action in the robot's namespace
+        if rm.INTERFACES_MISSING is None:
+            from .trajectory_controller import TrajectoryController
+
+            self.trajectory = TrajectoryController(node, self, lambda topic: robot_topic(ns, topic), f"{self.name}: ")
+
+    def now_ns(self) -> int:
+        """Published sim time of the robot's state [ns] (ahead of the node's while the world steps)."""
+        return self.node.offset_ns + cv.time_to_ns(self.sim.t)
 
     # ---- commands ----------------------------------------------------------------------------
     def on_effort(self, msg: Float64MultiArray) -> None:
         try:
             values = cv.effort_command_inputs(msg.data, self.sim.input_names)
         except cv.CommandError as e:
-            return self.node.reject(f"effort {self.name}", f"{self.name}: effort command: {e}")
+            return self.reject("effort", f"effort command: {e}")
         self.apply(values)
 
     def on_joint_command(self, msg: JointState) -> None:
@@ -106,11 +116,17 @@ class Robot:
                 list(msg.name), msg.position, msg.velocity, msg.effort, self.aliases, self.servos
             )
         except cv.CommandError as e:
-            return n.reject(f"joint {self.name}", f"{self.name}: joint command: {e}")
+            return self.reject("joint", f"joint command: {e}")
+        if self.trajectory is not None:  # a joint command takes its joints from a trajectory
+            self.trajectory.stop("a joint command", msg.name)
         for name in msg.name:
             self.targets.pop(name, None)
         self.targets.update(targets)
         self.apply(efforts)
+
+    def reject(self, kind: str, text: str) -> None:
+        """A rejected command, counted and logged by the node with the robot's name."""
+        self.node.reject(f"{kind} {self.name}", f"{self.name}: {text}")
 
     def apply(self, values: dict[str, float]) -> None:
         """Set the inputs of an accepted command (held until the next one or the timeout),
@@ -121,6 +137,10 @@ class Robot:
         c["accepted"] += 1
         c["last_ns"], c["active"], c["timed_out"] = self.last_command_ns, True, False
 
+    def renew_command(self) -> None:
+        """The command timeout counts from now (a trajectory being followed, as JTC's cmd_timeout)."""
+        self.last_command_ns = self.node.cmd["last_ns"] = self.now_ns()
+
     def check_timeout(self, now_ns: int, timeout_ns: int) -> bool:
         """Zero the inputs and drop the servo targets after timeout_ns [ns] of sim time without
         a command (as the one-model node's ``command_timeout``); True when it did."""
@@ -128,11 +148,17 @@ class Robot:
             return False
         self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
         self.targets.clear()
+        if self.trajectory is not None:
+            self.trajectory.stop("the command timeout")
         self.last_command_ns = None
         return True
 
-    def actuator_efforts(self) -> dict[str, float]:
-        """The servo-driven joints' torques now (as the one-model node's ``actuator_efforts``)."""
+    def actuator_efforts(self, h: float = 0.0) -> dict[str, float]:
+        """The servo-driven joints' torques over the next physics step of h [s] (as the one-model
+        node's ``actuator_efforts``): a followed trajectory first sets its joints' targets, with the
+        feed-forward at the step's midpoint."""
+        if self.trajectory is not None:
+            self.trajectory.step(h)
         q, qd = self.sim.q, self.sim.qd
         q_ref, qd_ref, qdd_ref = (np.asarray(a) for a in cv.servo_reference_state(self.targets, self.servos, q, qd))
         tau_id = self.model.inverse_dynamics(q_ref, qd_ref, qdd_ref)
@@ -148,8 +174,9 @@ class Robot:
                 t0 = self.sim.t
                 n = max(1, math.ceil((t_end - t0) / h - 1e-9))
                 for j in range(1, n + 1):
-                    self.sim.set_inputs(self.actuator_efforts())
-                    self.sim.advance_to(t_end if j == n else t0 + j * (t_end - t0) / n)
+                    t_next = t_end if j == n else t0 + j * (t_end - t0) / n
+                    self.sim.set_inputs(self.actuator_efforts(t_next - self.sim.t))
+                    self.sim.advance_to(t_next)
             else:
                 self.sim.advance_to(t_end)
         except SimulationError as e:
@@ -162,6 +189,8 @@ class Robot:
         self.sim.set_inputs({n: 0.0 for n in self.sim.input_names})
         self.sim.t = t
         self.targets.clear()
+        if self.trajectory is not None:
+            self.trajectory.stop("a reset")
         self.last_command_ns = None
         self.position, self.orientation = tuple(self.spec.position), tuple(self.spec.orientation)
         self.ref_row = dg.checker_row(self.sim)
@@ -276,6 +305,9 @@ class Robot:
         return P.min(axis=0), P.max(axis=0)
 
     def destroy(self) -> None:
+        """Remove the robot's publishers, subscriptions and trajectory controller (its action server)."""
+        if self.trajectory is not None:
+            self.trajectory.destroy()
         for pub in (*self.pubs.values(), self.pub_description):
             self.node.destroy_publisher(pub)
         for sub in self.subs:

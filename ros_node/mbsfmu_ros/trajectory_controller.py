@@ -2,7 +2,15 @@
 (docs/guides/ros2.md, "Trajectories"): trajectory_msgs/JointTrajectory on the topic
 ``joint_trajectory_controller/joint_trajectory`` (fire and forget) and the control_msgs/
 FollowJointTrajectory action ``joint_trajectory_controller/follow_joint_trajectory`` (path and goal
-tolerances, goal time, feedback, cancel, preemption), both relative to the node's namespace.
+tolerances, goal time, feedback, cancel, preemption), both relative to the node's namespace, or in
+a world (``robots.py``) to each robot's namespace: one controller per servo owner.
+
+The servo owner is what holds the joints a trajectory drives: the one-model node, or a world's
+``Robot``. It gives ``sim`` (q, qd, t), ``servos``, ``targets``, ``now_ns()`` (sim time of its
+state [ns]), ``apply()`` (a command accepted), ``renew_command()`` (the command timeout counts from
+now), ``reject()`` (a command refused: log and diagnostics); the node gives the ROS entities, the
+cycle count ``k`` and the logger. The owner steps the controller (``step``) before each physics
+step of its servo and stops it (``stop``) on its joint commands, reset and command timeout.
 
 The trajectory drives its joints through the servo of position commands (``conversion.
 servo_efforts``): every physics step the node's loop asks ``step`` for the desired state, sets it
@@ -63,36 +71,45 @@ def tolerances_in(tols) -> list[tj.ToleranceIn]:
 
 
 class TrajectoryController:
-    """JTC's topic and action on ``node`` (an MbsNode: its sim, model, servos, targets, k, now_ns(),
-    reject(), apply() and get_logger())."""
+    """JTC's topic and action on ``node`` (an MbsNode: its qos, k and get_logger()) for the joints of
+    ``owner`` (the servo owner, see above; the node itself where None), named by ``name`` (a topic of
+    ``topics`` to the name it is created with; a robot's namespace in a world); ``label`` starts
+    the owner's log lines (a robot's ``"arm7: "``)."""
 
-    def __init__(self, node):
-        self.node = node
-        self.joints = list(node.servos)  # the joints a trajectory may drive
+    def __init__(self, node, owner=None, name=tp.ros_name, label: str = ""):
+        self.node, self.owner, self.label = node, owner if owner is not None else node, label
+        self.joints = list(self.owner.servos)  # the joints a trajectory may drive
         self.running: Running | None = None
         self.pending: Running | None = None  # a trajectory stamped to start later
-        node.create_subscription(JointTrajectory, tp.ros_name(tp.JOINT_TRAJECTORY), self.on_trajectory, node.qos)
+        self.sub = node.create_subscription(JointTrajectory, name(tp.JOINT_TRAJECTORY), self.on_trajectory, node.qos)
         self.action = ActionServer(
             node,
             FollowJointTrajectory,
-            tp.ros_name(tp.FOLLOW_JOINT_TRAJECTORY),
+            name(tp.FOLLOW_JOINT_TRAJECTORY),
             execute_callback=self.execute,
             goal_callback=self.on_goal,
             cancel_callback=self.on_cancel,
         )
 
+    def destroy(self) -> None:
+        """The owner is deleted: abort what runs or is pending (its execute callback ends), then
+        remove the action server and the subscription."""
+        self.stop("the deletion of its robot")
+        self.action.destroy()
+        self.node.destroy_subscription(self.sub)
+
     # ---- building a trajectory from a message --------------------------------------------------
     def now(self) -> float:
-        """Published sim time [s]."""
-        return self.node.now_ns() / cv.NS
+        """Sim time of the owner's state [s] (a robot's, while the world steps one robot after another)."""
+        return self.owner.now_ns() / cv.NS
 
     def state(self, names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """q, qd, qdd (n,) of the named joints to start a trajectory from: the desired state of the
         running trajectory for its joints (a velocity-continuous hand-over), the measured q and qd
         (qdd 0) for the others."""
-        s = self.node.servos
-        q = np.array([self.node.sim.q[s[n].iq] for n in names])
-        qd = np.array([self.node.sim.qd[s[n].iv] for n in names])
+        s = self.owner.servos
+        q = np.array([self.owner.sim.q[s[n].iq] for n in names])
+        qd = np.array([self.owner.sim.qd[s[n].iv] for n in names])
         qdd = np.zeros(len(names))
         r = self.running
         if r is not None:
@@ -126,7 +143,7 @@ class TrajectoryController:
         try:
             run = self.build(msg)
         except tj.TrajectoryError as e:
-            return self.node.reject("trajectory", f"{tp.JOINT_TRAJECTORY}: {e}; trajectory rejected")
+            return self.owner.reject("trajectory", f"{tp.JOINT_TRAJECTORY}: {e}; trajectory rejected")
         self.begin(run, "a trajectory on the topic")
 
     def on_goal(self, request) -> GoalResponse:
@@ -134,7 +151,7 @@ class TrajectoryController:
         try:
             self.build(request.trajectory, request.path_tolerance, request.goal_tolerance, request.goal_time_tolerance)
         except tj.TrajectoryError as e:
-            self.node.reject("trajectory", f"{tp.FOLLOW_JOINT_TRAJECTORY}: {e}; goal rejected")
+            self.owner.reject("trajectory", f"{tp.FOLLOW_JOINT_TRAJECTORY}: {e}; goal rejected")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -163,14 +180,14 @@ class TrajectoryController:
     # ---- following ----------------------------------------------------------------------------------
     def begin(self, run: Running, by: str) -> None:
         """Follow ``run`` (or keep it pending until its start time), ending what it replaces."""
-        self.node.apply({})  # counts as a command (accepted, fresh; in lock-step, one cycle)
+        self.owner.apply({})  # counts as a command (accepted, fresh; in lock-step, one cycle)
         if self.pending is not None:
             self.preempt(self.pending, by)
         if run.traj.start > self.now():  # until then what runs goes on; else the joints hold still
             self.pending = run
-            s = self.node.servos
+            s = self.owner.servos
             for n in run.traj.joint_names:
-                self.node.targets.setdefault(n, cv.JointTarget(position=float(self.node.sim.q[s[n].iq])))
+                self.owner.targets.setdefault(n, cv.JointTarget(position=float(self.owner.sim.q[s[n].iq])))
             return
         if self.running is not None:
             self.preempt(self.running, by)
@@ -188,13 +205,13 @@ class TrajectoryController:
         if self.pending is run:
             self.pending = None
         if hold:
-            s = self.node.servos
+            s = self.owner.servos
             for n in run.traj.joint_names:
-                self.node.targets[n] = cv.JointTarget(position=float(self.node.sim.q[s[n].iq]))
+                self.owner.targets[n] = cv.JointTarget(position=float(self.owner.sim.q[s[n].iq]))
         if run.handle is not None and not run.done.done():
             run.done.set_result((outcome, result))
         elif outcome == "abort" and run.handle is None and hold:
-            self.node.get_logger().warning(f"trajectory from the topic aborted: {result.error_string}")
+            self.node.get_logger().warning(f"{self.label}trajectory from the topic aborted: {result.error_string}")
 
     def stop(self, why: str, joints=None) -> None:
         """Abort what runs or is pending (a reset, the command timeout; a joint command: what drives
@@ -212,7 +229,7 @@ class TrajectoryController:
         d, m = tj.sample(run.traj, t), tj.sample(run.traj, t + 0.5 * h)
         for j, n in enumerate(run.traj.joint_names):
             ff = (float(m.q[j]), float(m.qd[j]), float(m.qdd[j]))
-            self.node.targets[n] = cv.JointTarget(float(d.q[j]), float(d.qd[j]), None, ff)
+            self.owner.targets[n] = cv.JointTarget(float(d.q[j]), float(d.qd[j]), None, ff)
         return d
 
     def step(self, h: float) -> None:
@@ -229,12 +246,12 @@ class TrajectoryController:
         run = self.running
         if run is None:
             return
-        self.node.cmd["last_ns"] = self.node.now_ns()  # the command timeout counts from the end (JTC's cmd_timeout)
+        self.owner.renew_command()  # the command timeout counts from the end (JTC's cmd_timeout)
         d = self.drive(run, t, h)
         names, tol = run.traj.joint_names, run.tolerances
-        s = self.node.servos
-        q = np.array([self.node.sim.q[s[n].iq] for n in names])
-        qd = np.array([self.node.sim.qd[s[n].iv] for n in names])
+        s = self.owner.servos
+        q = np.array([self.owner.sim.q[s[n].iq] for n in names])
+        qd = np.array([self.owner.sim.qd[s[n].iv] for n in names])
         e_q, e_qd = d.q - q, d.qd - qd
         if run.handle is not None and (run.fed_k != self.node.k or (d.done and not run.fed_end)):
             run.fed_k, run.fed_end = self.node.k, d.done  # once per cycle, and at the end
@@ -259,13 +276,13 @@ class TrajectoryController:
         """After a success: hold the last point (at rest) with the position servo."""
         last = run.traj.points[-1]
         for j, n in enumerate(run.traj.joint_names):
-            self.node.targets[n] = cv.JointTarget(position=float(last.q[j]))
+            self.owner.targets[n] = cv.JointTarget(position=float(last.q[j]))
 
     def feedback(self, run: Running, t: float, d: tj.Sample, q, qd):
         """FollowJointTrajectory feedback: desired, actual and error (desired - actual) at sim time t."""
         since = Duration(nanoseconds=round((t - run.traj.start) * cv.NS)).to_msg()
         fb = FollowJointTrajectory.Feedback()
-        fb.header.stamp = rm.stamp(self.node.now_ns())
+        fb.header.stamp = rm.stamp(self.owner.now_ns())
         fb.joint_names = list(run.traj.joint_names)
         fb.desired = JointTrajectoryPoint(
             positions=d.q.tolist(), velocities=d.qd.tolist(), accelerations=d.qdd.tolist(), time_from_start=since
