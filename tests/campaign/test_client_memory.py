@@ -126,9 +126,11 @@ def test_a_resume_reads_one_outcome_per_run_not_the_rows(tmp_path):
     assert peak10 - peak1 < 9_000 * 200, f"1k {peak1} B, 10k {peak10} B"
 
 
+@pytest.mark.slow
 def test_the_picture_holds_a_few_numbers_per_run_not_the_rows(tmp_path):
     """campaign.png from a 10k- and a 100k-run table: the picture reads the drawn columns (arrays, a
-    few numbers per run) and draws at most SCATTER_POINTS per outcome in a scatter."""
+    few numbers per run) and draws at most SCATTER_POINTS per outcome in a scatter. Slow tier: three
+    pictures, two under tracemalloc (4x matplotlib's time): 18 s of the fast tier's 107 s at load ~3."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq

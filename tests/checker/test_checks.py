@@ -721,8 +721,10 @@ def test_check_takes_a_run_folder_or_its_trajectory_csv(tmp_path, capsys):
     from mbsfmu.cli import main
 
     out = tmp_path / "run"
-    scn = str(ROOT / "scenarios" / "spacecraft_free.yaml")
-    assert main(["run", scn, "-o", str(out), "--quick", "--no-progress"]) == 0
+    scn = tmp_path / "spacecraft_free.yaml"  # the bundled scenario, plots off (matplotlib adds nothing here)
+    text = (ROOT / "scenarios" / "spacecraft_free.yaml").read_text(encoding="utf-8")
+    scn.write_text(text.replace("model: models/", f"model: {ROOT}/scenarios/models/") + "\noutputs: {plots: false}\n")
+    assert main(["run", str(scn), "-o", str(out), "--quick", "--no-progress"]) == 0
     capsys.readouterr()
     for target in (out / "trajectory.csv", out):
         assert main(["check", str(target), "--procedure", "1"]) == 0, capsys.readouterr().err
@@ -806,7 +808,10 @@ def _spring_pendulum_run(tmp_path):
 
     scn = tmp_path / "spring.yaml"
     model = ROOT / "scenarios" / "models" / "spring_pendulum.yaml"
-    scn.write_text(f"version: 1\nmodel: {model}\nduration: 0.4\ndt: 0.01\nchecks: {{energy_balance: rel:1.0e-10}}\n")
+    scn.write_text(
+        f"version: 1\nmodel: {model}\nduration: 0.4\ndt: 0.01\nchecks: {{energy_balance: rel:1.0e-10}}\n"
+        "outputs: {plots: false}\n"  # matplotlib adds nothing here
+    )
     assert main(["run", str(scn), "-o", str(tmp_path / "run"), "--no-progress"]) == 0
     return tmp_path / "run"
 

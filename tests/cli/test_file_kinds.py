@@ -15,8 +15,11 @@ from tests.support.paths import ROOT
 
 @pytest.fixture
 def bundled(tmp_path):
-    """A copy of the bundled scenarios folder (scenarios/ with models/), and the cwd there."""
+    """A copy of the bundled scenarios folder (scenarios/ with models/), and the cwd there; the
+    scenarios' plots off (the suggested runs are about the commands, matplotlib adds seconds)."""
     shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
+    for scn in (tmp_path / "scenarios").glob("*.yaml"):
+        scn.write_text(scn.read_text(encoding="utf-8") + "\noutputs: {plots: false}\n", encoding="utf-8")
     return tmp_path
 
 

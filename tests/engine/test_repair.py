@@ -87,6 +87,7 @@ def test_overlay_option_cli_flag_and_run_report(tmp_path, capsys):
     )
     (tmp_path / "s.yaml").write_text(
         "version: 1\nname: s\nmodel: vendor.yaml\nduration: 0.01\ndt: 0.005\nintegrator: {method: rk4}\n"
+        "outputs: {plots: false}\n"  # matplotlib adds nothing here
     )
     assert main(["run", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out")]) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -120,7 +121,8 @@ def _refused(run_cli, path) -> str:
 
 
 def _scenario_runs(run_cli, tmp_path, model: str) -> None:
-    (tmp_path / "s.yaml").write_text(f"version: 1\nmodel: {model}\nduration: 0.01\ndt: 0.005\n")
+    text = f"version: 1\nmodel: {model}\nduration: 0.01\ndt: 0.005\noutputs: {{plots: false}}\n"  # no matplotlib
+    (tmp_path / "s.yaml").write_text(text)
     result = run_cli("run", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out"), "--no-progress")
     assert result.returncode == 0, result.stderr
     assert "inertia of body 'arm' repaired" in result.stderr
@@ -169,7 +171,7 @@ def test_advice_for_a_urdf_works_as_written(tmp_path, run_cli):
 def test_advice_for_an_inline_scenario_model_works_as_written(tmp_path, run_cli):
     path = tmp_path / "s.yaml"
     body = "".join("  " + line + "\n" for line in ("bodies:\n" + ARM).splitlines())
-    path.write_text(f"version: 1\nduration: 0.01\ndt: 0.005\nmodel:\n  version: 1\n{body}")
+    path.write_text(f"version: 1\nduration: 0.01\ndt: 0.005\noutputs: {{plots: false}}\nmodel:\n  version: 1\n{body}")
     result = run_cli("run", str(path), "-o", str(tmp_path / "out"), "--no-progress")
     assert result.returncode == 2, result.stderr
     key = re.fullmatch(r"add (repair_inertia: true) to the model: section of (\S+)", _advice(result.stderr))

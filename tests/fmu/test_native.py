@@ -305,13 +305,9 @@ SPACECRAFT_SETTINGS = {"solver.h_max": 0.001, "rw1.torque": 0.01, "thr1.thrust":
 
 
 def relocated(native, tmp_path, model="spacecraft", platforms=("linux64",)) -> tuple[Path, Path]:
-    """The FMU built into a folder that is then deleted, copied and extracted elsewhere."""
-    from mbsfmu.fmu.native import build_native_fmu
-
-    build_dir = tmp_path / "build"
-    fmu = build_native_fmu(model_file(model), build_dir / f"{model}.fmu", platforms=platforms, progress=None)
-    moved = copy_fmu(fmu, tmp_path / "elsewhere")
-    shutil.rmtree(build_dir)
+    """The FMU built into a folder that is then deleted (the session's, ``NativeFmus.fmu``: one
+    build per model and platforms for the whole run), copied and extracted elsewhere."""
+    moved = copy_fmu(native.fmu(model, platforms), tmp_path / "elsewhere")
     extracted = tmp_path / "elsewhere" / "x"
     with zipfile.ZipFile(moved) as z:
         z.extractall(extracted)
@@ -337,8 +333,10 @@ def test_c_host_under_env_i_equals_fmpy_and_restores_a_serialised_state(native, 
 
 
 def test_no_build_machine_path_in_the_fmu(native, tmp_path):
-    fmu, x = relocated(native, tmp_path, platforms=("linux64", "win64", "darwin64"))
-    needles = [str(ROOT).encode(), b"/root", str(tmp_path).encode(), b"/tmp/", b"mbsfmu_native_"]
+    # the session's three-platform FMU (built into a folder under native.base, then deleted)
+    fmu, x = relocated(native, tmp_path, model="scara", platforms=("linux64", "win64", "darwin64"))
+    needles = [str(ROOT).encode(), b"/root", str(native.base).encode(), str(tmp_path).encode(), b"/tmp/"]
+    needles.append(b"mbsfmu_native_")  # build_native_fmu's temporary folder
     found = [
         (str(f.relative_to(x)), n.decode()) for f in x.rglob("*") if f.is_file() for n in needles if n in f.read_bytes()
     ]

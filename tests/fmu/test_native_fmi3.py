@@ -21,13 +21,9 @@ MODELS = ("spacecraft", "scara", "fourbar", "urdf_arm7.urdf")
 
 
 def fmu3(native, model: str, platforms=("linux64",)):
-    """The FMI 3.0 FMU of a bundled model, built once per session beside the FMI 2.0 ones."""
-    from mbsfmu.fmu.native import build_native_fmu
-
-    path = native.base / f"{model.split('.')[0]}-fmi3-{'+'.join(platforms)}.fmu"
-    if not path.exists():
-        build_native_fmu(model_file(model), path, platforms=platforms, progress=None, fmi_version=3)
-    return path
+    """The FMI 3.0 FMU of a bundled model, built once per session beside the FMI 2.0 ones (the
+    same file test_native_fmi3_fmpy.py, test_native_fmusim.py and test_native_host_loops.py get)."""
+    return native.fmu(model, platforms=platforms, fmi_version=3)
 
 
 def simulate(fmu, fmi_type: str, stop: float, outputs, **kw):

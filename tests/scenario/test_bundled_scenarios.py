@@ -1,10 +1,9 @@
 """Bundled scenarios run end to end through the CLI and pass their own checks; failing runs
 keep their outputs; bad scenario files name the file, line and field. The command runs in this
-process (the ``run_cli`` fixture) except in the end-to-end runs of the bundled scenarios."""
+process (the ``run_cli`` fixture): the end-to-end runs of ``mbsfmu`` in a process of its own are
+tests/test_doc_examples.py's (the commands of the README and the guides)."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,15 +15,13 @@ from tests.support.paths import MODELS, ROOT
 SCENARIOS = sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml"))
 
 
-def mbsfmu(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "mbsfmu", *args], cwd=cwd, capture_output=True, text=True)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_bundled_scenario_passes_its_checks(name, tmp_path):
-    """CI runs the quick durations; `mbsfmu run` without --quick runs the full ones."""
-    res = mbsfmu("run", f"scenarios/{name}", "--out", str(tmp_path), "--quick", "--no-progress")
+def test_bundled_scenario_passes_its_checks(name, tmp_path, run_cli, monkeypatch):
+    """CI runs the quick durations (the bundled file as it is, plots included); `mbsfmu run`
+    without --quick runs the full ones (tests/cli/test_cli.py)."""
+    monkeypatch.chdir(ROOT)
+    res = run_cli("run", f"scenarios/{name}", "--out", str(tmp_path), "--quick", "--no-progress")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "conservation checks: PASS" in res.stdout
     report = json.loads((tmp_path / "report.json").read_text())

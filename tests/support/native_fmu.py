@@ -42,18 +42,27 @@ def model_file(model: str) -> Path:
 
 
 class NativeFmus:
-    """Native FMUs built on demand into one session folder (the file is the cache)."""
+    """Native FMUs built on demand into one session folder (the file is the cache: one build per
+    model and options for the whole run; a test that changes an FMU works on a copy, ``copy_fmu``)."""
 
     def __init__(self, base: Path):
         self.base = base
 
-    def fmu(self, model: str, platforms=("linux64",), **solver) -> Path:
+    def fmu(self, model: str, platforms=("linux64",), **options) -> Path:
+        """The FMU of ``model`` for ``platforms`` with ``build_native_fmu``'s ``options`` (solver
+        settings, fmi_version): built into a folder of its own that is then deleted (the FMU holds
+        nothing of where it was built), kept in the session folder."""
         from mbsfmu.fmu.native import build_native_fmu
 
-        tag = "-".join(f"{k}{v}" for k, v in sorted(solver.items()))
+        tag = "-".join(f"{k}{v}" for k, v in sorted(options.items()))
         path = self.base / f"{Path(model).stem}-{'+'.join(platforms)}{tag}.fmu"
         if not path.exists():
-            build_native_fmu(model_file(model), path, platforms=platforms, progress=None, **solver)
+            build_dir = self.base / "build" / path.stem
+            built = build_native_fmu(
+                model_file(model), build_dir / path.name, platforms=platforms, progress=None, **options
+            )
+            built.replace(path)
+            shutil.rmtree(build_dir)
         return path
 
     def extracted(self, fmu: Path) -> Path:
