@@ -202,10 +202,10 @@ def zig_cache_dir() -> Path:
 
 
 def compile_target(
-    platform: str, srcdir: Path, c_files: list[str], out: Path, progress=print, fat: bool = True
+    platform: str, c_files: list[Path], include_dirs: list[Path], out: Path, progress=print, fat: bool = True
 ) -> dict[str, Path]:
-    """Compile c_files (names in srcdir) into the shared library ``out`` for an FMI platform, with
-    the core's one zig invocation (``build.zig_cc``) per zig target; darwin64's two slices joined
+    """Compile c_files (paths; their headers in include_dirs) into the shared library ``out`` for an
+    FMI platform, with the core's one zig invocation (``build.zig_cc``) per zig target; darwin64's two slices joined
     into one universal binary (``macho.fat_binary``) when ``fat``, else left apart (FMI 3.0 has a
     folder per architecture). progress: told when each target's compile starts (the first time on
     this machine, that zig builds its C library cache for it: minutes, once) and when it is done,
@@ -213,7 +213,7 @@ def compile_target(
     from ..engine.native import build
 
     targets, _suffix, libs = TARGETS[platform]
-    flags = [*build.FLAGS, *CFLAGS, f"-I{srcdir}", "-shared", *libs]
+    flags = [*build.FLAGS, *CFLAGS, *(f"-I{d}" for d in include_dirs), "-shared", *libs]
     if platform == "linux64":
         flags += ["-fPIC", "-Wl,-z,defs"]
     elif platform == "darwin64":  # the install name, else the build folder's path
@@ -232,7 +232,7 @@ def compile_target(
                 else f"{platform} ({target}): compiling {len(c_files)} C files..."
             )
         try:
-            build.zig_cc([srcdir / f for f in c_files], target, part, flags, progress=lambda _msg: None)
+            build.zig_cc(c_files, target, part, flags, progress=lambda _msg: None)
         except build.BuildError as e:
             raise NativeBuildError(f"compiling the FMU for {platform} failed (zig cc -target {target}): {e}") from None
         if progress:
@@ -318,13 +318,19 @@ def build_native_fmu(
             shutil.copyfile(f, src / f.name)
         (src / GENERATED).write_text(model_c, encoding="utf-8")
         c_files = sorted(f.name for f in src.glob("*.c"))
+        # compiled where the package keeps them, all but the generated file: zig caches an object by
+        # its source's path, contents and flags, so a second build (another model, the same
+        # sources) compiles only the model's file; the FMU's sources/ folder holds the copies
+        shared = {f.name: f for f in [*core_sources(), *(CSRC_DIR / w for w in wrapper)]}
+        compile_files = [shared.get(name, src / name) for name in c_files]
+        include_dirs = [*sorted({f.parent for f in shared.values()}), FMI_HEADERS[fmi_version]]  # no temp path
         binaries = {}  # the FMU's binaries/ folder -> the file
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(platforms)) as pool:
             jobs = {}
             for p in platforms:
                 out = tmp / "bin" / p / f"{identifier}{TARGETS[p][1]}"
                 out.parent.mkdir(parents=True)
-                jobs[p] = pool.submit(compile_target, p, src, c_files, out, progress, fmi_version == 2)
+                jobs[p] = pool.submit(compile_target, p, compile_files, include_dirs, out, progress, fmi_version == 2)
                 if fmi_version == 2:
                     binaries[p] = out
             for p, job in jobs.items():
