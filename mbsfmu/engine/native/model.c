@@ -290,7 +290,8 @@ static int unit_at(const double *R, int r, int c)
  * prismatic or fixed joint, RJ = 1), so the products' row k and column k are e_k but for the sign
  * of a zero; -1 otherwise, and always when s->dense. eunit_i = 3 k + r0 when moreover (or instead)
  * R_tree's column k is +-e_r0 and its row r0 +-e_k (a frame turned by quarter turns, rpy +-pi/2:
- * spatial.cos_sin): then E_i's row k and column r0 are +-e_r0^T, +-e_k exactly (crba.c). */
+ * spatial.cos_sin): then E_i's row k and column r0 are +-e_r0^T, +-e_k exactly; eunit = 9 + k where
+ * erot = k (crba.c dispatches on this one code). */
 static void joint_structure(mbs_sim *s, int i)
 {
     const double *Rt = s->body_f + BODY_F * i, *axis = Rt + 12;
@@ -313,6 +314,7 @@ static void joint_structure(mbs_sim *s, int i)
         if ((jt == MBS_REVOLUTE && k == (int)s->sax[i]) || jt == MBS_PRISMATIC || jt == MBS_FIXED)
             for (r0 = 0; r0 < 3; r0++)
                 if (unit_at(Rt, r0, k)) s->eunit[i] = 3 * k + r0;   /* E = (R_tree RJ)^T: unit at (k, r0) */
+    if (s->erot[i] >= 0.0) s->eunit[i] = 9.0 + s->erot[i];   /* E[k][k] = 1: erot's products */
 }
 
 /* depth_i and by_depth: the bodies sorted by depth, then index (a counting sort, O(N)). Any order
