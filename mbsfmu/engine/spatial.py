@@ -59,10 +59,25 @@ def z_to(n: Array) -> Array:
     return rot_axis(axis, math.atan2(sn, n[2]))
 
 
+QUARTER_TURN_CS = ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0))  # (cos, sin) of k pi/2, k mod 4
+
+
+def cos_sin(angle: float) -> tuple[float, float]:
+    """(cos, sin) of an angle [rad], exact (0, +-1) at the doubles k * (pi/2) for |k| <= 4 (the
+    doubles nearest the quarter turns, within half an ulp of k pi/2): np.cos(1.5707963267948966) is
+    6.1e-17, the cosine of that double, not of the quarter turn a URDF's rpy means by it. The exact
+    zeros let the core leave them out of its products (crba.c); elsewhere np.cos, np.sin."""
+    k = round(float(angle) / (math.pi / 2)) if math.isfinite(angle) else 0
+    if abs(k) <= 4 and angle == k * (math.pi / 2):
+        return QUARTER_TURN_CS[k % 4]
+    return float(np.cos(angle)), float(np.sin(angle))
+
+
 def rpy_to_R(rpy: Array) -> Array:
-    """URDF roll-pitch-yaw [rad] to rotation matrix: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    """URDF roll-pitch-yaw [rad] to rotation matrix: R = Rz(yaw) Ry(pitch) Rx(roll) (quarter turns
+    exact, cos_sin)."""
     r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    (cr, sr), (cp, sp), (cy, sy) = cos_sin(r), cos_sin(p), cos_sin(y)
     return np.array(
         [
             [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],

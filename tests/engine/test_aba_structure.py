@@ -129,6 +129,37 @@ def test_every_axis_sign_and_joint_kind(tmp_path):
     assert_same_run(model, structured, dense, seed=6)
 
 
+def test_frames_turned_by_quarter_turns(tmp_path):
+    """Joints in frames turned by +-pi/2 (the Panda's rpy origins): E_i = (R_tree RJ)^T is a rotation
+    about a coordinate axis composed with a signed permutation, whose exact zeros (spatial.cos_sin)
+    crba.c's products leave out (s->eunit: XT_I_X_add_pm, XT_force_add_pm, each unit entry's place
+    and sign); the mass matrix and everything else equal the dense products bit for bit."""
+    h = "1.5707963267948966"
+    rpys = [f"{h} 0 0", f"-{h} 0 0", f"0 {h} 0", f"0 0 -{h}", f"{h} 0 {h}", f"0 -{h} {h}", f"{h} {h} 0"]
+    rpys += ["3.141592653589793 0 0", f"{h} 0 0", f"0 {h} 0"]
+    axes = ["0 0 1", "0 0 -1", "1 0 0", "0 1 0", "0 0 1", "1 0 0", "0 -1 0", "0 1 0", "0 1 0", "0 0 1"]
+    kinds = ["revolute"] * 8 + ["prismatic", "revolute"]
+    joints, links, parent = [], ['<link name="base"/>'], "base"
+    for k, (axis, kind, rpy) in enumerate(zip(axes, kinds, rpys)):
+        child = f"l{k}"
+        links.append(
+            f'<link name="{child}"><inertial><origin xyz="0.02 {0.01 * k} 0.1" rpy="0.1 0.2 0.3"/>'
+            f'<mass value="{1 + k}"/><inertia ixx="0.02" ixy="0.001" ixz="0.003" iyy="0.03" iyz="0.002" izz="0.025"/>'
+            "</inertial></link>"
+        )
+        joints.append(
+            f'<joint name="j{k}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="0.1 -0.05 0.2" rpy="{rpy}"/><axis xyz="{axis}"/>'
+            '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>'
+        )
+        parent = child if k != 4 else parent  # a branch at l4
+    path = tmp_path / "quarter.urdf"
+    path.write_text('<robot name="quarter">' + "".join(links + joints) + "</robot>")
+    model, structured, dense, _ = pair(path)
+    assert_same_dynamics(model, structured, dense, seed=11)
+    assert_same_run(model, structured, dense, seed=12)
+
+
 def test_dense_and_structured_switch_back_and_forth():
     model, structured, _, n = pair(robot("UR5"))
     assert structured.set_dense(True) == 0

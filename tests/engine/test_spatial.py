@@ -41,6 +41,22 @@ def test_rpy_is_z_y_x():
     np.testing.assert_allclose(sp.rpy_to_R(np.array([r, p, y])), Rz @ Ry @ Rx, atol=1e-15)
 
 
+def test_quarter_turns_are_exact():
+    """rpy of the doubles k * (pi/2) (a URDF's 1.5707963267948966) give a signed permutation with
+    exact zeros (np.cos leaves 6.1e-17, the cosine of that double); within 1 ulp of np.cos, np.sin
+    (the double's own cosine is within 6.2e-17 of 0) and elsewhere the same numbers as np.cos, np.sin."""
+    h = np.pi / 2
+    for k in range(-4, 5):
+        c, s = sp.cos_sin(k * h)
+        assert (c, s) == (round(np.cos(k * h)), round(np.sin(k * h)))
+        assert abs(c - np.cos(k * h)) <= 2.5e-16 and abs(s - np.sin(k * h)) <= 2.5e-16
+    R = sp.rpy_to_R(np.array([h, 0.0, -h]))
+    assert set(np.abs(R).ravel()) == {0.0, 1.0}
+    np.testing.assert_array_equal(R @ R.T, np.eye(3))
+    for a in (np.nextafter(h, 0.0), 0.3, -2.0, 7.0, 3 * np.pi):
+        assert sp.cos_sin(a) == (np.cos(a), np.sin(a))
+
+
 def test_force_cross_is_dual_of_motion_cross(rng):
     """(v x m) . f == -(m . (v x* f)) (RBDA Eq. 2.32)."""
     v, m, f = rng.normal(size=(3, 6))

@@ -55,6 +55,9 @@ struct mbs_sim {
     double *sing;                              /* (N+1): the parameter check's singular-pivot counts */
     double *rt_one;                            /* (N+1): 1 if R_tree_i is exactly the identity, else 0 */
     double *erot;                              /* (N+1): k if E_i is a rotation about axis k, else -1 (spatial.h) */
+    double *eunit;                             /* (N+1): crba.c's structure of E_i: 9 + k if erot = k, else 3 kr + kc if
+                                                * E_i's row kr and column kc are +-e_kc^T, +-e_kr exactly (a rotation
+                                                * about an axis in a frame turned by quarter turns), else -1 */
     double *sax;                               /* (N+1): k if joint i's axis is +-e_k (revolute, prismatic), else -1 */
     int32_t *rev_ax;                           /* (N+1): 2 k + (erot = k) for a revolute joint about +-e_k, else -1
                                                 * (model.c joint_structure; the ABA's steps, the joint transforms) */

@@ -42,7 +42,7 @@ static size_t n_work(int N, int nv, int nx, int n_u, int n_rows)
     size_t N1 = (size_t)N + 1;
     return 72 * N1 + 24 * N1 + 42 * N1 + 144 * N1 + 3 * (size_t)nv + (size_t)nx + (size_t)n_u + (size_t)nv +
            (size_t)n_rows + 3 * (size_t)nx + DOP_STAGES * (size_t)nx + 18 * N1 +
-           mbs_loop_work(nv, n_rows) + 13 * N1;
+           mbs_loop_work(nv, n_rows) + 14 * N1;
 }
 
 /* every structural check of the tables; 0 and the reason in err if one fails */
@@ -193,7 +193,7 @@ void mbs_layout(mbs_sim *s)
     TAKE(K, DOP_STAGES * (size_t)s->nx);
     TAKE(kin_R, 9 * N1); TAKE(kin_p, 3 * N1); TAKE(kin_v, 6 * N1);
     TAKE(lw, mbs_loop_work(s->nv, s->n_rows));
-    TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1); TAKE(rt_one, N1); TAKE(erot, N1); TAKE(sax, N1); TAKE(first_add, N1);
+    TAKE(leaf, N1); TAKE(fk_need, N1); TAKE(sing, N1); TAKE(rt_one, N1); TAKE(erot, N1); TAKE(eunit, N1); TAKE(sax, N1); TAKE(first_add, N1);
     TAKE(depth, N1); TAKE(sc, 3 * N1);
     s->rev_ax = (int32_t *)d;                                 /* N + 1 int32 in N + 1 doubles */
     d += N1;
@@ -272,18 +272,32 @@ static int rotates_about(const double *R, int k)
     return 1;
 }
 
+/* 1 if the row-major R's row r and column c are +-e_c^T and +-e_r exactly (R[r][c] = +-1, the rest
+ * of that row and column 0): R turns e_c into +-e_r, a signed permutation on that pair */
+static int unit_at(const double *R, int r, int c)
+{
+    int j;
+    if (fabs(R[3 * r + c]) != 1.0) return 0;
+    for (j = 0; j < 3; j++)
+        if ((j != c && R[3 * r + j] != 0.0) || (j != r && R[3 * j + c] != 0.0)) return 0;
+    return 1;
+}
+
 /* rt_one_i (R_tree = 1 exactly: kinematics.c skips the product with it), and erot_i, sax_i, the
  * structure spatial.h's _k products use: sax = k when a revolute or prismatic joint's axis is +-e_k
  * exactly; erot = k when E_i = (R_tree RJ)^T is a rotation about e_k exactly: R_tree rotates about
  * e_k (R_tree = 1: about any axis) and so does RJ (a revolute joint about +-e_k, rot_axis_sc's zeros; a
  * prismatic or fixed joint, RJ = 1), so the products' row k and column k are e_k but for the sign
- * of a zero; -1 otherwise, and always when s->dense. */
+ * of a zero; -1 otherwise, and always when s->dense. eunit_i = 3 k + r0 when moreover (or instead)
+ * R_tree's column k is +-e_r0 and its row r0 +-e_k (a frame turned by quarter turns, rpy +-pi/2:
+ * spatial.cos_sin): then E_i's row k and column r0 are +-e_r0^T, +-e_k exactly; eunit = 9 + k where
+ * erot = k (crba.c dispatches on this one code). */
 static void joint_structure(mbs_sim *s, int i)
 {
     const double *Rt = s->body_f + BODY_F * i, *axis = Rt + 12;
-    int k, jt = s->jtype[i];
+    int k, r0, jt = s->jtype[i];
     s->rt_one[i] = rotates_about(Rt, 0) && rotates_about(Rt, 1) && Rt[8] == 1.0;
-    s->sax[i] = s->erot[i] = -1.0;
+    s->sax[i] = s->erot[i] = s->eunit[i] = -1.0;
     s->rev_ax[i] = -1;
     if (s->dense) return;
     if (jt == MBS_REVOLUTE || jt == MBS_PRISMATIC)
@@ -296,6 +310,11 @@ static void joint_structure(mbs_sim *s, int i)
             if (rotates_about(Rt, k)) s->erot[i] = k;
     }
     if (jt == MBS_REVOLUTE && s->sax[i] >= 0.0) s->rev_ax[i] = 2 * (int)s->sax[i] + (s->erot[i] >= 0.0);
+    for (k = 0; k < 3; k++)                                   /* RJ rotates about e_k (or is 1) */
+        if ((jt == MBS_REVOLUTE && k == (int)s->sax[i]) || jt == MBS_PRISMATIC || jt == MBS_FIXED)
+            for (r0 = 0; r0 < 3; r0++)
+                if (unit_at(Rt, r0, k)) s->eunit[i] = 3 * k + r0;   /* E = (R_tree RJ)^T: unit at (k, r0) */
+    if (s->erot[i] >= 0.0) s->eunit[i] = 9.0 + s->erot[i];   /* E[k][k] = 1: erot's products */
 }
 
 /* depth_i and by_depth: the bodies sorted by depth, then index (a counting sort, O(N)). Any order
