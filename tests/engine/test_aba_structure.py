@@ -59,7 +59,7 @@ def assert_same_dynamics(model, structured, dense, seed: int) -> None:
         f_ext = rng.normal(size=(model.N + 1, 6))
         np.testing.assert_array_equal(structured.aba(q, qd, tau), dense.aba(q, qd, tau))
         np.testing.assert_array_equal(structured.aba(q, qd, tau, f_ext), dense.aba(q, qd, tau, f_ext))
-        np.testing.assert_array_equal(structured.crba(q), dense.crba(q))  # crba.c's composite and column products
+        assert structured.crba(q).tobytes() == dense.crba(q).tobytes()  # crba.c's products; zeros' signs too
         qdd = rng.normal(size=model.nv)
         for got, want in zip(structured.kinematics(q, qd, qdd), dense.kinematics(q, qd, qdd)):
             np.testing.assert_array_equal(got, want)  # world poses, velocities, accelerations
@@ -158,6 +158,41 @@ def test_frames_turned_by_quarter_turns(tmp_path):
     model, structured, dense, _ = pair(path)
     assert_same_dynamics(model, structured, dense, seed=11)
     assert_same_run(model, structured, dense, seed=12)
+
+
+def test_joint_offsets_with_zeros_in_every_position(tmp_path):
+    """Joint offsets r with exact zeros in each of the 8 patterns (none, one, two, all three), in
+    frames turned by quarter turns (s->eunit) and about the joint's axis (s->erot), inertias with
+    exact zeros, and q = 0 (M then has exact zeros): the structured products give M bit for bit, the
+    signs of its zeros included (tobytes), and the dense products' numbers everywhere else."""
+    h = "1.5707963267948966"
+    xyzs = ["0 0 0", "0.1 0 0", "0 -0.2 0", "0 0 0.3", "0.1 -0.2 0", "0.1 0 0.3", "0 -0.2 0.3", "0.1 -0.2 0.3"]
+    rpys = [f"{h} 0 0", "0 0 0.4", f"0 -{h} 0", f"0 0 {h}", "0.3 0 0", f"-{h} 0 {h}", f"0 {h} 0", f"{h} 0 0"]
+    axes = ["0 0 1", "0 0 1", "1 0 0", "0 1 0", "1 0 0", "0 0 -1", "0 -1 0", "0 1 0"]
+    joints, links, parent = [], ['<link name="base"/>'], "base"
+    for k, (xyz, rpy, axis) in enumerate(zip(xyzs * 2, rpys + rpys[::-1], axes + axes[::-1])):
+        child = f"l{k}"
+        links.append(  # inertias with exact zeros (a centre of mass on an axis, no products of inertia)
+            f'<link name="{child}"><inertial><origin xyz="{xyzs[(k + 3) % 8]}" rpy="0 0 0"/>'
+            f'<mass value="{1 + k}"/><inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.025"/>'
+            "</inertial></link>"
+        )
+        joints.append(
+            f'<joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>'
+            '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>'
+        )
+        parent = child if k != 9 else parent  # a branch at l9
+    path = tmp_path / "offsets.urdf"
+    path.write_text('<robot name="offsets">' + "".join(links + joints) + "</robot>")
+    model, structured, dense, n = pair(path)
+    assert n >= 10
+    rng = np.random.default_rng(13)
+    qs = [np.zeros(model.nq)] + [model.random_state(rng)[0] for _ in range(5)]  # q = 0: M's exact zeros
+    for q in qs:
+        assert structured.crba(q).tobytes() == dense.crba(q).tobytes()
+    assert_same_dynamics(model, structured, dense, seed=14)
+    assert_same_run(model, structured, dense, seed=15)
 
 
 def test_dense_and_structured_switch_back_and_forth():
