@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
+from mbsfmu_ros.config import EXECUTORS
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS
 from tests.support.ros_interfaces import interfaces_loaded
@@ -402,11 +403,12 @@ def test_a_joint_command_the_command_timeout_and_a_reset(arm):
     assert res.status == ABORTED and res.result.error_string == "stopped by a reset"
 
 
-def test_a_paced_node_serves_while_a_goal_runs(tmp_path):
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_paced_node_serves_while_a_goal_runs(tmp_path, executor):
     """Paced (real_time_factor 0.1: the loop waits in the executor in every cycle, with a timeout
     that changes from call to call) a running goal leaves the node serving: ~/pause is answered
-    and the goal's cancel too (CANCELED). (The paused node of the later-start test is the one that
-    stalled with plain float timeouts.)"""
+    and the goal's cancel too (CANCELED), under each rclpy executor. (The paused node of the
+    later-start test is the one that stalled with plain float timeouts.)"""
     interfaces_loaded()
     from control_msgs.action import FollowJointTrajectory
     from rclpy.action import ActionClient
@@ -414,7 +416,7 @@ def test_a_paced_node_serves_while_a_goal_runs(tmp_path):
 
     with rt.Sandbox("trajectory_paced") as sandbox:
         log = tmp_path / "node.log"
-        params = {"real_time_factor": 0.1, "diagnostics_rate": 20.0}  # slack in every cycle: the loop waits
+        params = {"real_time_factor": 0.1, "diagnostics_rate": 20.0, "executor": executor}  # slack: the loop waits
         proc = rt.start_node(MODELS / "urdf_arm7.urdf", params, sandbox, log, namespace=NS)
         client = rt.Client(sandbox, proc)
         client.log = log
