@@ -63,10 +63,7 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     ),
     "frame_prefix": ("", "prefix of every frame name the node publishes (/tf, /tf_static, header.frame_id), e.g. r1/"),
     "publish_tf": (True, "publish /tf and /tf_static (false when robot_state_publisher makes them)"),
-    "executor": (
-        "events",
-        "rclpy executor: events (rclpy.experimental EventsExecutor) or single (SingleThreadedExecutor)",
-    ),
+    "executor": ("single", "rclpy executor: single (SingleThreadedExecutor) or events (rclpy.experimental)"),
     "servo_kp": (
         100.0,
         "position servo stiffness kp [N m/rad or N/m] of position commands (actuator model: inverse-dynamics "
@@ -134,7 +131,7 @@ class NodeConfig:
     clock_conflict: str = "stop"
     frame_prefix: str = ""
     publish_tf: bool = True
-    executor: str = "events"
+    executor: str = "single"
     servo_kp: float = 100.0
     servo_kd: float = 10.0
     servo_kv: float = 10.0

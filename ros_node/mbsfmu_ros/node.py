@@ -17,7 +17,6 @@ import argparse
 import math
 import os
 import sys
-import time
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
@@ -231,25 +230,6 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(remove_ros_args(argv)[1:])
 
 
-SHUTDOWN_GRACE = 2.0  # [s] the longest a failure waits for a shutdown in progress before it is reported
-
-
-def shutting_down(grace: float = SHUTDOWN_GRACE) -> bool:
-    """Whether rclpy's default context is shut down, or is within ``grace`` s of wall time. rclpy's
-    signal handler shuts it down from another thread, and ``rcl_shutdown`` tears the middleware
-    down before it marks the context invalid: a publish in between fails while ``rclpy.ok()`` is
-    still true (seen under the events executor, whose loop publishes more of the time)."""
-    end = time.monotonic() + grace
-    try:
-        while rclpy.ok():
-            if time.monotonic() >= end:
-                return False
-            time.sleep(0.01)
-    except KeyboardInterrupt:  # the signal's own exception, raised while waiting
-        return True
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m mbsfmu_ros``, ``mbsfmu ros`` and ``ros2 run mbsfmu_ros mbs_node``."""
     argv = list(sys.argv if argv is None else argv)
@@ -285,12 +265,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"mbsfmu ros: quit by set_simulation_state (STATE_QUITTING) at t = {node.now_ns() / 1e9:.9g} s",
                 file=sys.stderr,
             )
-    except (KeyboardInterrupt, ExternalShutdownException, Exception) as e:  # SIGINT or SIGTERM (rclpy handles both)
-        # after a signal, publishing may fail on the context being shut down; else a real failure
-        if not isinstance(e, (KeyboardInterrupt, ExternalShutdownException)) and not shutting_down():
-            raise
+    except (KeyboardInterrupt, ExternalShutdownException):  # SIGINT or SIGTERM (rclpy handles both)
         if node is not None:  # what ran, said as `mbsfmu run` says it (issue 20, item 3)
             print(f"mbsfmu ros: stopped by a signal (Ctrl-C or SIGTERM) at t = {node.sim.t:.9g} s", file=sys.stderr)
+    except Exception:
+        if rclpy.ok():  # a real failure; after SIGINT, publishing may fail on the shut-down context
+            raise
     finally:
         if node is not None:
             node.destroy_node()
