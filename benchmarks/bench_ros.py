@@ -191,20 +191,21 @@ def main(argv=None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
     models = {"scara": MODEL, "G1": g1_model()}
+    SINGLE = {"executor": "single"}  # the variants without a suffix: rclpy's SingleThreadedExecutor
     paced_variants = {
         "scara": (
-            ("paced", args.rate, {}),
+            ("paced", args.rate, SINGLE),
             ("paced_events", args.rate, {"executor": "events"}),
-            ("paced_decim10", args.rate, {"invariants_decimation": 10}),
+            ("paced_decim10", args.rate, {"invariants_decimation": 10, **SINGLE}),
             ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
-            ("paced_200Hz", 200.0, {}),
+            ("paced_200Hz", 200.0, SINGLE),
             ("paced_200Hz_events", 200.0, {"executor": "events"}),
         ),
-        "G1": (("G1_paced", args.rate, {}), ("G1_paced_events", args.rate, {"executor": "events"})),
+        "G1": (("G1_paced", args.rate, SINGLE), ("G1_paced_events", args.rate, {"executor": "events"})),
     }
     lock_variants = {
-        "scara": (("lockstep", {}), ("lockstep_events", {"executor": "events"})),
-        "G1": (("G1_lockstep", {}), ("G1_lockstep_events", {"executor": "events"})),
+        "scara": (("lockstep", SINGLE), ("lockstep_events", {"executor": "events"})),
+        "G1": (("G1_lockstep", SINGLE), ("G1_lockstep_events", {"executor": "events"})),
     }
     results = []
     for name, path in models.items():

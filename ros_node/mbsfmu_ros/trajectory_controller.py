@@ -88,8 +88,10 @@ class TrajectoryController:
             name(tp.FOLLOW_JOINT_TRAJECTORY),
             execute_callback=self.execute,
             goal_callback=self.on_goal,
+            handle_accepted_callback=self.on_accepted,
             cancel_callback=self.on_cancel,
         )
+        self.started: dict[bytes, Running | Result] = {}  # goal id -> its run (or why it failed), for execute
 
     def destroy(self) -> None:
         """The owner is deleted: abort what runs or is pending (its execute callback ends), then
@@ -155,17 +157,30 @@ class TrajectoryController:
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    async def execute(self, handle):
-        """Execute callback: follow the goal's trajectory from now; wait until the loop ends it."""
+    def on_accepted(self, handle) -> None:
+        """An accepted goal is followed from now, before any other callback runs (rclpy calls this
+        right after sending the acceptance): a joint command, reset or cancel that the client sends
+        once it sees the goal accepted finds it running. Its execute callback, a task the executor
+        starts later (the events executor after other ready work), waits for its end."""
         g = handle.request
+        handle.execute()  # EXECUTING; rclpy schedules ``execute``
         try:
             run = self.build(g.trajectory, g.path_tolerance, g.goal_tolerance, g.goal_time_tolerance)
         except tj.TrajectoryError as e:  # checked on receipt; time went on since (a stamp now past)
-            handle.abort()
             old = "before the current sim time" in str(e)
-            return Result(error_code=Result.OLD_HEADER_TIMESTAMP if old else Result.INVALID_GOAL, error_string=str(e))
+            code = Result.OLD_HEADER_TIMESTAMP if old else Result.INVALID_GOAL
+            self.started[bytes(handle.goal_id.uuid)] = Result(error_code=code, error_string=str(e))
+            return
         run.handle = handle
+        self.started[bytes(handle.goal_id.uuid)] = run
         self.begin(run, "a new goal")
+
+    async def execute(self, handle):
+        """Execute callback: wait until the loop (or a command, reset, cancel) ends the goal's run."""
+        run = self.started.pop(bytes(handle.goal_id.uuid))
+        if isinstance(run, Result):
+            handle.abort()
+            return run
         outcome, result = await run.done
         getattr(handle, outcome)()
         return result

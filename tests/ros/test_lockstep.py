@@ -1,6 +1,7 @@
 """Closed loop over real DDS in lock-step mode: a PD controller (with gravity compensation) in this
 process drives the SCARA node to a setpoint through /mbs/effort_commands; the trajectory equals the
-same loop run in-process with the Simulator to 1e-12 (in fact bit for bit)."""
+same loop run in-process with the Simulator to 1e-12 (in fact bit for bit), under each rclpy
+executor the node offers (parameter ``executor``), so the one not in use by default keeps working."""
 
 import time
 
@@ -12,6 +13,7 @@ pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[
 import mbsfmu
 from mbsfmu.sim.simulator import Simulator
 from mbsfmu_ros import conversion as cv
+from mbsfmu_ros.config import EXECUTORS
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS
 
@@ -30,8 +32,8 @@ def pd(model, q, qd):
     return model.inverse_dynamics(q, np.zeros(2), np.zeros(2)) + KP * (Q_REF - q) - KD * qd
 
 
-@pytest.fixture(scope="module")
-def loop(tmp_path_factory):
+@pytest.fixture(scope="module", params=EXECUTORS)
+def loop(request, tmp_path_factory):
     from rcl_interfaces.msg import Log
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
@@ -40,7 +42,7 @@ def loop(tmp_path_factory):
     lay = cv.joint_layout(model)
     sandbox = rt.Sandbox("lockstep")
     log = tmp_path_factory.mktemp("ros") / "node.log"
-    proc = rt.start_node(MODEL, PARAMS, sandbox, log)
+    proc = rt.start_node(MODEL, {**PARAMS, "executor": request.param}, sandbox, log)
     client = rt.Client(sandbox, proc)
     client.subscribe("/rosout", Log)
     # lock-step clients: command publisher matched first, then the state subscription (the node

@@ -12,6 +12,7 @@ from mbsfmu.sim.simulator import Simulator
 
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
+from mbsfmu_ros.config import EXECUTORS
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS, ROOT
 from tests.support.ros_interfaces import interfaces_loaded
@@ -61,7 +62,8 @@ def reach_goal(path_tol: float, goal_tol: float, points=REACH):
     return g
 
 
-def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path, executor):
     """Started paused: the arm held at its initial pose by a joint command in /w/arm7, a goal sent
     to /w/arm7/joint_trajectory_controller/follow_joint_trajectory, then resumed. The goal has a
     path tolerance of 2e-5 rad per joint, the bound test_trajectory_controller shows for the one-
@@ -72,7 +74,10 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
     SCARA, no command sent to it, has the joint states of its own Simulator stepped cycle by cycle
     (rk4, h = 1 ms: float64 round-off only, 1e-12) all along. A joint command to the arm and a
     reset each abort the goal it runs. Deleting the arm while a second
-    goal runs removes its action server (the SCARA's stays) and the node goes on stepping."""
+    goal runs removes its action server (the SCARA's stays) and the node goes on stepping. Under
+    each rclpy executor: under ``events`` the joint command sent once the goal is accepted came
+    before the goal's execute callback (started later as a task) until the goal was taken up in
+    the accepted callback."""
     interfaces_loaded()
     from control_msgs.action import FollowJointTrajectory
     from diagnostic_msgs.msg import DiagnosticArray
@@ -83,7 +88,7 @@ def test_a_robot_of_a_world_follows_a_trajectory_in_its_namespace(tmp_path):
     from std_srvs.srv import SetBool, Trigger
 
     params = {"world": str(WORLD), "publish_rate": 1 / PERIOD, "real_time_factor": 0.0, "start_paused": True}
-    params["diagnostics_rate"] = 20.0
+    params["diagnostics_rate"], params["executor"] = 20.0, executor
     with rt.Sandbox("worldtraj") as sandbox:
         log = tmp_path / "node.log"
         proc = rt.start_node(None, params, sandbox, log, namespace=NS)

@@ -43,6 +43,10 @@ LOCK_DIR = Path(tempfile.gettempdir()) / "mbsfmu-ros-domains"
 # Waits end as soon as the state is reached (or the node process exits), so this bounds only a
 # failure; it is long because on a machine short of memory a node's start alone took over 60 s.
 PATIENCE = 300.0
+# Environment variable naming the rclpy executor ("single" or "events", parameter ``executor``)
+# that ``start_node`` gives every node whose test does not set one: a run of tests/ros with it
+# set exercises the services, actions and loop under that executor.
+EXECUTOR_ENV = "MBSFMU_TEST_EXECUTOR"
 
 
 class DomainLease:
@@ -161,7 +165,10 @@ def start_node(
     (its domain, node name and topic prefix), stdout and stderr to ``log``. With ``namespace``
     (``/robot1``) the node runs in it: its relative topics are ``/robot1/joint_states``..., which
     the sandbox's prefix rules (names in the root namespace) leave alone. ``model`` None: none on
-    the command line (a world file given as parameter ``world``)."""
+    the command line (a world file given as parameter ``world``). Parameter ``executor`` comes
+    from ``$MBSFMU_TEST_EXECUTOR`` (``EXECUTOR_ENV``) when set and ``params`` has none."""
+    if os.environ.get(EXECUTOR_ENV):
+        params = {"executor": os.environ[EXECUTOR_ENV], **params}
     interfaces_loaded()  # built once here, so no node spends its start building tf2_msgs and simulation_interfaces
     ns = ["-r", f"__ns:={namespace}"] if namespace else []
     given = [] if model is None else [str(model)]
