@@ -33,6 +33,7 @@ class PublishingMixin:
 
     def create_outputs(self, qos: QoSProfile) -> None:
         """Every output publisher; the URDF and the fixed frames published once, latched."""
+        self.publish_failures = 0  # messages the middleware refused (``send``)
         self.pubs = {
             topic: self.create_publisher(rm.MESSAGE_CLASSES[topic], tp.ros_name(topic), qos)
             for topic in ms.state_topics(self.layout)
@@ -63,6 +64,27 @@ class PublishingMixin:
         with_tf = tf_message is not None
         self.state_msgs = StateMessages(self.model, self.layout, self.frame_id, self.frame_prefix, with_tf)
 
+    def send(self, pub, msg) -> bool:
+        """Publish msg on pub; False when the middleware refuses it (rclpy's RCLError, a
+        RuntimeError: a reliable subscriber that stops reading fills the writer's history and the
+        write times out). Counted (``publish_failures``, in the ``simulation`` status) and warned
+        about at most once a second: a reader never ends the simulation."""
+        try:
+            pub.publish(msg)
+            return True
+        except RuntimeError as e:
+            self.publish_failures += 1
+            try:
+                topic = pub.topic_name
+            except RuntimeError:  # the publisher's handle is gone
+                topic = "a publisher"
+            self.warn_throttled(
+                "publish",
+                f"{topic}: a message was not sent ({str(e).strip()}); {self.publish_failures} so far "
+                "(a reliable subscriber that stopped reading?)",
+            )
+            return False
+
     def publish_state(self) -> None:
         """/clock, the joint states, and every ``invariants_decimation``-th cycle momentum, CM,
         energy, /tf: the contents of ``mbsfmu.sim.messages`` (as the MCAP recorder's), filled into
@@ -72,7 +94,7 @@ class PublishingMixin:
         with_clock = tp.CLOCK in self.pubs  # not when following another /clock, or yielded to one (clock.py)
         msgs = self.state_msgs.fill(self.sim, ns, invariants=not self.k % self.decimation, with_clock=with_clock)
         for topic, msg in msgs.items():
-            self.pubs[topic].publish(msg)
+            self.send(self.pubs[topic], msg)
         self.clock_published = self.clock_published or with_clock
 
     def publish_diagnostics(self, wall: float) -> None:
@@ -103,10 +125,10 @@ class PublishingMixin:
                     values=[KeyValue(key=k, value=v) for k, v in s.values.items()],
                 )
             )
-        self.pub_diag.publish(arr)
+        self.send(self.pub_diag, arr)
         rtf = summary["real_time_factor"]
         if math.isfinite(rtf):
-            self.pub_rtf.publish(Float64(data=float(rtf)))
+            self.send(self.pub_rtf, Float64(data=float(rtf)))
 
     def engine_statuses(self) -> list[dg.Status]:
         """The engine's diagnostics: conservation checks and constraint drift."""
@@ -132,6 +154,7 @@ class PublishingMixin:
             "time_offset": f"{self.offset_ns / cv.NS:.9f}",
             "cycles": str(self.k),
             "integrator_steps": str(self.sim.n_steps),
+            "publish_failures": str(self.publish_failures),
         }
         if self.error:
             return dg.Status("simulation", dg.ERROR, f"engine stopped: {self.error}; call ~/reset", values)

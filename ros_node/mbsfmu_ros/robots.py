@@ -203,7 +203,7 @@ class Robot:
 
     def publish(self, contents: dict[str, dict]) -> None:
         for topic, msg in rm.ros_messages({t: c for t, c in contents.items() if t in self.pubs}).items():
-            self.pubs[topic].publish(msg)
+            self.node.send(self.pubs[topic], msg)
 
     def base_transform(self, ns: int, frame_id: str) -> dict:
         """/tf_static entry of the base pose: ``frame_id -> <frame_prefix><frame_id>``."""

@@ -115,7 +115,7 @@ class WorldMixin:
         self.last_ns = ns
         invariants = not self.k % self.decimation
         if tp.CLOCK in self.pubs:
-            self.pubs[tp.CLOCK].publish(rm.BUILDERS[tp.CLOCK]({"clock": ms.stamp(ns)}))
+            self.send(self.pubs[tp.CLOCK], rm.BUILDERS[tp.CLOCK]({"clock": ms.stamp(ns)}))
             self.clock_published = True
         tf = []
         for r in self.world.robots.values():
@@ -123,7 +123,7 @@ class WorldMixin:
             tf += contents.pop(tp.TF, {"transforms": []})["transforms"]
             r.publish(contents)
         if self.pub_tf is not None and tf:
-            self.pub_tf.publish(rm.BUILDERS[tp.TF]({"transforms": tf}))
+            self.send(self.pub_tf, rm.BUILDERS[tp.TF]({"transforms": tf}))
 
     # ---- diagnostics ----------------------------------------------------------------------
     def engine_statuses(self) -> list[dg.Status]:
