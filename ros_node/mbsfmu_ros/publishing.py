@@ -31,9 +31,10 @@ from .state_messages import StateMessages
 class PublishingMixin:
     """Publishers and what MbsNode publishes."""
 
+    publish_failures = 0  # messages the middleware refused (``send``), in every mode
+
     def create_outputs(self, qos: QoSProfile) -> None:
         """Every output publisher; the URDF and the fixed frames published once, latched."""
-        self.publish_failures = 0  # messages the middleware refused (``send``)
         self.pubs = {
             topic: self.create_publisher(rm.MESSAGE_CLASSES[topic], tp.ros_name(topic), qos)
             for topic in ms.state_topics(self.layout)
