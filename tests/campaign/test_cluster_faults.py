@@ -261,7 +261,8 @@ def test_a_run_that_shared_a_worker_with_a_crashing_run_is_not_blamed(tmp_path):
 def test_a_run_in_its_own_process_gives_the_row_of_a_run_in_the_worker(tmp_path, monkeypatch):
     """--run-timeout runs each run in a child process: the same rows (but wall time) as in-process,
     and none of the runs in this process (run_here, counted here, is not called; the child's own
-    runner module is not the one counted)."""
+    runner module is not the one counted). Run by run (batched=False): the batched path, which
+    a run time limit never takes, would run the in-process runs without run_here."""
     import pyarrow.parquet as pq
 
     from mbsfmu.campaign import Serial, montecarlo_design, run_campaign, runner
@@ -274,7 +275,14 @@ def test_a_run_in_its_own_process_gives_the_row_of_a_run_in_the_worker(tmp_path,
     for name, limit in (("here", None), ("child", 120.0)):
         here.clear()
         run_campaign(
-            SPRING, design, tmp_path / name, outputs=outputs, execution=Serial(), progress=False, run_timeout=limit
+            SPRING,
+            design,
+            tmp_path / name,
+            outputs=outputs,
+            execution=Serial(),
+            progress=False,
+            run_timeout=limit,
+            batched=False,
         )
         tables.append(pq.read_table(tmp_path / name / "campaign.parquet").drop_columns(["wall_time_s"]))
         ran_here.append(sorted(here))

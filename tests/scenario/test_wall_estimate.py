@@ -16,7 +16,9 @@ from tests.support.paths import ROOT
     "name, duration",
     [
         ("fourbar_partitioning.yaml", 2.0),  # 40 intervals of ~0.2-0.8 s, the first ~2 s (DOP853 at 1e-12)
-        ("spacecraft_gravity.yaml", 1000.0),  # ~1 ms per interval: extrapolated from ~0.3 s of the run
+        # ~0.3 ms per interval on a quiet machine: 1000 s ran whole inside the 0.3 s probe there
+        # ("measured"), 5000 s does not (extrapolated from ~0.3 s of the run)
+        ("spacecraft_gravity.yaml", 5000.0),
     ],
 )
 def test_estimate_is_within_2x_of_the_run(tmp_path, name, duration):
