@@ -15,33 +15,11 @@
 /* out += Xup^T I Xup (XT_I_X_add) with E's structure: its rotated blocks by rotated_block_ax */
 MBS_INLINE void XT_I_X_add_ax(int k, const double *E, const double *r, const double *I, double *out)
 {
-    double A[9], B[9], C[9], K[9], G[9], Z[9], W[9];
-    double r0 = r[0], r1 = r[1], r2 = r[2];
-    int a, b;
+    double A[9], B[9], C[9];
     rotated_block_ax(k, E, I, 0, 0, A);
     rotated_block_ax(k, E, I, 0, 3, B);
     rotated_block_ax(k, E, I, 3, 3, C);
-    for (b = 0; b < 3; b++) {                                 /* K = rx C' (columns r x C'[:, b]) */
-        K[0 + b] = r1 * C[6 + b] - r2 * C[3 + b];
-        K[3 + b] = r2 * C[0 + b] - r0 * C[6 + b];
-        K[6 + b] = r0 * C[3 + b] - r1 * C[0 + b];
-    }
-    for (a = 0; a < 9; a++) G[a] = B[a] + K[a];
-    for (a = 0; a < 3; a++) {                                 /* Z = B' rx, W = K rx (rows x r) */
-        Z[3 * a + 0] = B[3 * a + 1] * r2 - B[3 * a + 2] * r1;
-        Z[3 * a + 1] = B[3 * a + 2] * r0 - B[3 * a + 0] * r2;
-        Z[3 * a + 2] = B[3 * a + 0] * r1 - B[3 * a + 1] * r0;
-        W[3 * a + 0] = K[3 * a + 1] * r2 - K[3 * a + 2] * r1;
-        W[3 * a + 1] = K[3 * a + 2] * r0 - K[3 * a + 0] * r2;
-        W[3 * a + 2] = K[3 * a + 0] * r1 - K[3 * a + 1] * r0;
-    }
-    for (a = 0; a < 3; a++)
-        for (b = 0; b < 3; b++) {
-            M6(out, a, b) += A[3 * a + b] - Z[3 * a + b] - Z[3 * b + a] - W[3 * a + b];
-            M6(out, a, 3 + b) += G[3 * a + b];
-            M6(out, 3 + b, a) += G[3 * a + b];
-            M6(out, 3 + a, 3 + b) += C[3 * a + b];
-        }
+    shifted_blocks_add(A, B, C, r, out);
 }
 
 /* Signed-permutation structure (s->eunit = 3 kr + kc): E's row kr is e_kc^T and its column kc is
@@ -69,33 +47,11 @@ MBS_INLINE void rotated_block_pm(int kr, int kc, const double *E, const double *
 /* out += Xup^T I Xup (XT_I_X_add) with E's signed-permutation structure */
 MBS_INLINE void XT_I_X_add_pm(int kr, int kc, const double *E, const double *r, const double *I, double *out)
 {
-    double A[9], B[9], C[9], K[9], G[9], Z[9], W[9];
-    double r0 = r[0], r1 = r[1], r2 = r[2];
-    int a, b;
+    double A[9], B[9], C[9];
     rotated_block_pm(kr, kc, E, I, 0, 0, A);
     rotated_block_pm(kr, kc, E, I, 0, 3, B);
     rotated_block_pm(kr, kc, E, I, 3, 3, C);
-    for (b = 0; b < 3; b++) {                                 /* K = rx C' */
-        K[0 + b] = r1 * C[6 + b] - r2 * C[3 + b];
-        K[3 + b] = r2 * C[0 + b] - r0 * C[6 + b];
-        K[6 + b] = r0 * C[3 + b] - r1 * C[0 + b];
-    }
-    for (a = 0; a < 9; a++) G[a] = B[a] + K[a];
-    for (a = 0; a < 3; a++) {                                 /* Z = B' rx, W = K rx */
-        Z[3 * a + 0] = B[3 * a + 1] * r2 - B[3 * a + 2] * r1;
-        Z[3 * a + 1] = B[3 * a + 2] * r0 - B[3 * a + 0] * r2;
-        Z[3 * a + 2] = B[3 * a + 0] * r1 - B[3 * a + 1] * r0;
-        W[3 * a + 0] = K[3 * a + 1] * r2 - K[3 * a + 2] * r1;
-        W[3 * a + 1] = K[3 * a + 2] * r0 - K[3 * a + 0] * r2;
-        W[3 * a + 2] = K[3 * a + 0] * r1 - K[3 * a + 1] * r0;
-    }
-    for (a = 0; a < 3; a++)
-        for (b = 0; b < 3; b++) {
-            M6(out, a, b) += A[3 * a + b] - Z[3 * a + b] - Z[3 * b + a] - W[3 * a + b];
-            M6(out, a, 3 + b) += G[3 * a + b];
-            M6(out, 3 + b, a) += G[3 * a + b];
-            M6(out, 3 + a, 3 + b) += C[3 * a + b];
-        }
+    shifted_blocks_add(A, B, C, r, out);
 }
 
 /* out += X^T f (XT_force_add) with E's signed-permutation structure */

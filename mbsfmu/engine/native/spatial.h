@@ -79,20 +79,14 @@ static inline void rotated_block(const double *E, const double *I, int ro, int c
     out[6] = ROT_OUT(E, n, 2, 0); out[7] = ROT_OUT(E, n, 2, 1); out[8] = ROT_OUT(E, n, 2, 2);
 }
 
-/* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
- * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
- * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx.
- * The CRBA's composite inertias use this dense form (the closed-loop solve passes M's rounding on,
- * amplified where the constraints are redundant, rssr); the ABA uses XT_I_X_sym_k below, which
- * forms each mirrored pair once and rounds differently in the last bits. */
-static inline void XT_I_X_add(const double *E, const double *r, const double *I, double *out)
+/* out += the rotated blocks A', B', C' of an inertia shifted by r (RBDA Eq. 2.66 / Table 2.5):
+ * [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx; the one place each
+ * product XT_I_X_add* (dense, and crba.c's structured ones) does it, in one order of operations */
+MBS_INLINE void shifted_blocks_add(const double *A, const double *B, const double *C, const double *r, double *out)
 {
-    double A[9], B[9], C[9], K[9], G[9], Z[9], W[9];
+    double K[9], G[9], Z[9], W[9];
     double r0 = r[0], r1 = r[1], r2 = r[2];
     int a, b;
-    rotated_block(E, I, 0, 0, A);
-    rotated_block(E, I, 0, 3, B);
-    rotated_block(E, I, 3, 3, C);
     for (b = 0; b < 3; b++) {                                 /* K = rx C' (columns r x C'[:, b]) */
         K[0 + b] = r1 * C[6 + b] - r2 * C[3 + b];
         K[3 + b] = r2 * C[0 + b] - r0 * C[6 + b];
@@ -114,6 +108,21 @@ static inline void XT_I_X_add(const double *E, const double *r, const double *I,
             M6(out, 3 + b, a) += G[3 * a + b];
             M6(out, 3 + a, 3 + b) += C[3 * a + b];
         }
+}
+
+/* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
+ * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
+ * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx.
+ * The CRBA's composite inertias use this dense form (the closed-loop solve passes M's rounding on,
+ * amplified where the constraints are redundant, rssr); the ABA uses XT_I_X_sym_k below, which
+ * forms each mirrored pair once and rounds differently in the last bits. */
+static inline void XT_I_X_add(const double *E, const double *r, const double *I, double *out)
+{
+    double A[9], B[9], C[9];
+    rotated_block(E, I, 0, 0, A);
+    rotated_block(E, I, 0, 3, B);
+    rotated_block(E, I, 3, 3, C);
+    shifted_blocks_add(A, B, C, r, out);
 }
 
 /* Structured products. k (0, 1, 2) says that E is a rotation about coordinate axis k: row k and
