@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from mbsfmu.errors import InputError
 from mbsfmu.sim.messages import (
@@ -243,6 +245,29 @@ def servo_reference_state(
             s = servos[name]
             q_ref[s.iq], qd_ref[s.iv], qdd_ref[s.iv] = t.feedforward
     return q_ref, qd_ref, qdd_ref
+
+
+def servo_torques(
+    model, sim, targets: Mapping[str, JointTarget], servos: Mapping[str, ServoJoint], gains
+) -> dict[str, float]:
+    """``servo_efforts`` at the Simulator's state with its feed-forward tau_id = model's inverse
+    dynamics at ``servo_reference_state`` (the actuator model of the node and of a world's robot);
+    gains (kp, kd, kv)."""
+    q, qd = sim.q, sim.qd
+    q_ref, qd_ref, qdd_ref = (np.asarray(a) for a in servo_reference_state(targets, servos, q, qd))
+    return servo_efforts(targets, servos, q, qd, *gains, tau_id=model.inverse_dynamics(q_ref, qd_ref, qdd_ref))
+
+
+def advance_servoed(sim, t_end: float, h: float, efforts: Callable[[float], Mapping[str, float]]) -> None:
+    """Advance sim to t_end [s] in n = ceil((t_end - t) / h) equal sub-steps, efforts(dt) (the servo
+    torques over the next dt [s]) set before each and held over it: their work enters W_in like any
+    input's."""
+    t0 = sim.t
+    n = max(1, math.ceil((t_end - t0) / h - 1e-9))
+    for j in range(1, n + 1):
+        t_next = t_end if j == n else t0 + j * (t_end - t0) / n
+        sim.set_inputs(efforts(t_next - sim.t))
+        sim.advance_to(t_next)
 
 
 def servo_efforts(

@@ -38,7 +38,7 @@ from mbsfmu.errors import MbsError
 
 from . import conversion as cv
 from . import entity_state as es
-from .simulation_services import result
+from .simulation_services import requested_state, result
 from .world import RobotSpec, name_problem, namespace_problem, pose_problem
 
 MODEL_SUFFIXES = (".yaml", ".yml", ".json", ".urdf")
@@ -288,22 +288,8 @@ class EntityServices:
         if r is None:
             response.result = result(Result.RESULT_NOT_FOUND, self.unknown(request.entity))
             return response
-        frame = request.state.header.frame_id
-        if frame not in ("", n.frame_id):
-            response.result = result(
-                Result.RESULT_OPERATION_FAILED, f"frame {frame!r}: states are set in {n.frame_id!r} (or empty) only"
-            )
-            return response
-        st = request.state
-        p, o = st.pose.position, st.pose.orientation
-        pose = es.BodyState((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), (0.0,) * 3, (0.0,) * 3) if request.set_pose else None
-        lin, ang = st.twist.linear, st.twist.angular
-        twist = (
-            es.BodyState((0.0,) * 3, (0.0,) * 4, (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z))
-            if request.set_twist
-            else None
-        )
         try:
+            pose, twist = requested_state(request, n.frame_id)
             r.set_base_state(pose, twist)
         except es.InvalidState as e:
             response.result = result(SetEntityState.Response.INVALID_POSE, str(e))

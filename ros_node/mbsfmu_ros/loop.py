@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 import rclpy
 import rclpy.executors
 from rosgraph_msgs.msg import Clock
@@ -70,10 +69,7 @@ class LoopMixin:
         targets (``trajectory_controller``)."""
         if self.trajectory is not None:
             self.trajectory.step(h)
-        q, qd = self.sim.q, self.sim.qd
-        q_ref, qd_ref, qdd_ref = (np.asarray(a) for a in cv.servo_reference_state(self.targets, self.servos, q, qd))
-        tau_id = self.model.inverse_dynamics(q_ref, qd_ref, qdd_ref)
-        return cv.servo_efforts(self.targets, self.servos, q, qd, *self.gains, tau_id=tau_id)
+        return cv.servo_torques(self.model, self.sim, self.targets, self.servos, self.gains)
 
     def advance(self, t_end: float) -> bool:
         """Advance the episode to t_end [s] and publish; False if the engine failed. Inputs are
@@ -82,13 +78,7 @@ class LoopMixin:
         W_in like any input's."""
         try:
             if self.targets:
-                h = self.config.physics_step or self.period
-                t0 = self.sim.t
-                n = max(1, math.ceil((t_end - t0) / h - 1e-9))
-                for j in range(1, n + 1):
-                    t_next = t_end if j == n else t0 + j * (t_end - t0) / n
-                    self.sim.set_inputs(self.actuator_efforts(t_next - self.sim.t))
-                    self.sim.advance_to(t_next)
+                cv.advance_servoed(self.sim, t_end, self.config.physics_step or self.period, self.actuator_efforts)
             else:
                 self.sim.advance_to(t_end)
         except SimulationError as e:

@@ -159,10 +159,7 @@ class Robot:
         feed-forward at the step's midpoint."""
         if self.trajectory is not None:
             self.trajectory.step(h)
-        q, qd = self.sim.q, self.sim.qd
-        q_ref, qd_ref, qdd_ref = (np.asarray(a) for a in cv.servo_reference_state(self.targets, self.servos, q, qd))
-        tau_id = self.model.inverse_dynamics(q_ref, qd_ref, qdd_ref)
-        return cv.servo_efforts(self.targets, self.servos, q, qd, *self.node.gains, tau_id=tau_id)
+        return cv.servo_torques(self.model, self.sim, self.targets, self.servos, self.node.gains)
 
     # ---- stepping and state ------------------------------------------------------------------
     def advance_to(self, t_end: float) -> None:
@@ -171,12 +168,7 @@ class Robot:
         try:
             if self.targets:
                 h = self.node.config.physics_step or (t_end - self.sim.t)
-                t0 = self.sim.t
-                n = max(1, math.ceil((t_end - t0) / h - 1e-9))
-                for j in range(1, n + 1):
-                    t_next = t_end if j == n else t0 + j * (t_end - t0) / n
-                    self.sim.set_inputs(self.actuator_efforts(t_next - self.sim.t))
-                    self.sim.advance_to(t_next)
+                cv.advance_servoed(self.sim, t_end, h, self.actuator_efforts)
             else:
                 self.sim.advance_to(t_end)
         except SimulationError as e:

@@ -68,6 +68,23 @@ def result(code: int, message: str = "") -> Result:
     return Result(result=code, error_message=message)
 
 
+def requested_state(request, frame_id: str) -> tuple[es.BodyState | None, es.BodyState | None]:
+    """(pose, twist) a SetEntityState request asks for (None: not to set), as entity_state's
+    BodyStates; EntityError when its frame is neither ``frame_id`` nor empty."""
+    st = request.state
+    if st.header.frame_id not in ("", frame_id):
+        raise es.EntityError(f"frame {st.header.frame_id!r}: states are set in {frame_id!r} (or empty) only")
+    p, o = st.pose.position, st.pose.orientation
+    pose = es.BodyState((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), (0.0,) * 3, (0.0,) * 3) if request.set_pose else None
+    lin, ang = st.twist.linear, st.twist.angular
+    twist = (
+        es.BodyState((0.0,) * 3, (0.0,) * 4, (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z))
+        if request.set_twist
+        else None
+    )
+    return pose, twist
+
+
 @dataclass
 class StepGoal:
     """A SimulateSteps goal the node's loop is running: its handle, steps left, done when set."""
@@ -291,24 +308,14 @@ class SimulationServices:
 
     def set_entity_state(self, request, response):
         n = self.node
-        frame = request.state.header.frame_id
-        if frame not in ("", n.frame_id):
-            response.result = result(
-                Result.RESULT_OPERATION_FAILED, f"frame {frame!r}: states are set in {n.frame_id!r} (or empty) only"
-            )
+        try:
+            pose, twist = requested_state(request, n.frame_id)
+        except es.EntityError as e:
+            response.result = result(Result.RESULT_OPERATION_FAILED, str(e))
             return response
         if request.entity not in n.model.body_names:
             response.result = result(Result.RESULT_NOT_FOUND, f"no entity {request.entity!r}")
             return response
-        st = request.state
-        p, o = st.pose.position, st.pose.orientation
-        pose = es.BodyState((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), (0.0,) * 3, (0.0,) * 3) if request.set_pose else None
-        lin, ang = st.twist.linear, st.twist.angular
-        twist = (
-            es.BodyState((0.0,) * 3, (0.0,) * 4, (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z))
-            if request.set_twist
-            else None
-        )
         try:
             q, qd = es.set_base_state(n.model, n.sim.kinematics(), n.sim.q, n.sim.qd, request.entity, pose, twist)
         except es.InvalidState as e:
