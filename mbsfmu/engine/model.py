@@ -51,7 +51,9 @@ class Model:
     The dynamics calls (forward/inverse dynamics, mass matrix, derivatives, frame kinematics) run
     in the C core through its CPython binding when their arrays are float64 of the model's sizes
     (native.core.Core.calls: one C call, no conversion); anything else takes the checked path,
-    which converts or raises InputError naming the argument."""
+    which converts or raises InputError naming the argument. After the first such call their
+    default case runs in C with no Python frame (binding.c's Method in the instance dict, in front
+    of the method here: _bind_calls); help() and inspect.signature show the methods here."""
 
     _calls = None  # this model's Core.calls(), bound at the first dynamics call (_bind_calls)
     # the methods whose default case binding.c's Method runs (native.core.bound_methods, _bind_calls)
