@@ -589,7 +589,8 @@ class Model:
         except InputError:  # the core refuses this model: the checked paths say why, or run numpy
             self._calls = NO_CALLS
         names = self._C_METHODS if self.loops else self._C_METHODS + self._C_TREE_METHODS
-        self.__dict__.update(bound_methods(self._calls, self, names))
+        own = [n for n in names if getattr(type(self), n) is Model.__dict__[n]]  # a subclass's override runs
+        self.__dict__.update(bound_methods(self._calls, self, own))
         return self._calls
 
     def _check_out(self, out, shape: tuple[int, ...]) -> None:

@@ -287,10 +287,18 @@ def test_a_bad_out_is_an_input_error_naming_it(method, args, nd, rng):
             getattr(model, method)(*args(q, qd, tau, qdd), out=np.zeros(shape).tolist())
 
 
-def spied(model, log: list):
-    """model, its class turned into a subclass whose dynamics methods log their name, then run
-    (so a call binding.c's Method answers leaves no entry: it never reaches the Python method)."""
+C_METHODS = ("forward_dynamics", "inverse_dynamics", "mass_matrix", "frame_pose", "frame_velocity")
+C_METHODS += ("frame_acceleration", "aba_derivatives", "rnea_derivatives")  # the last two: trees only
+
+
+def spied(monkeypatch, log: list):
+    """Model's dynamics methods turned into ones that log their name, then run (so a call that
+    binding.c's Method answers leaves no entry: it never reaches the Python method); returns the
+    original methods (as attributes)."""
     import functools
+    import types
+
+    from mbsfmu.engine.model import Model
 
     def logging(name, fn):
         @functools.wraps(fn)
@@ -300,26 +308,26 @@ def spied(model, log: list):
 
         return method
 
-    names = (*model._C_METHODS, *model._C_TREE_METHODS)
-    model.__class__ = type("Spied", (type(model),), {n: logging(n, getattr(type(model), n)) for n in names})
-    return model
+    original = types.SimpleNamespace(**{name: Model.__dict__[name] for name in C_METHODS})
+    for name in C_METHODS:
+        monkeypatch.setattr(Model, name, logging(name, Model.__dict__[name]))
+    return original
 
 
-def test_the_methods_run_in_c_after_the_first_call(rng):
+def test_the_methods_run_in_c_after_the_first_call(rng, monkeypatch):
     """After the first call the dynamics methods are binding.c's Methods in the instance dict (the
     derivatives too on a tree, not with closed loops): the default case, positional or by keyword,
     runs in C (the Python method is not called) with the Python method's results; every other case
     (another backend, f_ext, method, a list, an unknown or repeated keyword) reaches the Python
     method, with its results and errors."""
     log = []
-    model = spied(load("urdf_arm7.urdf"), log)
+    py = spied(monkeypatch, log)
+    model = load("urdf_arm7.urdf")
     q, qd, tau, qdd = state(model, rng)
-    py = type(model).__mro__[1]
     model.mass_matrix(q)
     assert log == ["mass_matrix"]  # the first call binds
     want = py.mass_matrix(model, q)
-    names = (*model._C_METHODS, *model._C_TREE_METHODS)
-    assert all(type(model.__dict__[n]).__name__ == "Method" for n in names)
+    assert all(type(model.__dict__[n]).__name__ == "Method" for n in C_METHODS)
     frame = list(model.frames)[-1]
     out = np.empty((model.nv, model.nv))
     for got in (
@@ -407,7 +415,7 @@ def test_help_and_signature_document_the_methods(rng):
     model = load("scara.yaml")
     q, _qd, _tau, _ = state(model, rng)
     model.mass_matrix(q)
-    for name in (*model._C_METHODS, *model._C_TREE_METHODS):
+    for name in C_METHODS:
         fn, py = getattr(model, name), getattr(type(model), name)
         assert type(fn).__name__ == "Method"
         assert inspect.signature(fn) == inspect.signature(py.__get__(model))
@@ -459,3 +467,30 @@ def test_mass_matrix_out_from_another_thread(rng):
     worker.join()
     assert got[0] is out
     np.testing.assert_array_equal(out, want)
+
+
+def test_a_subclass_override_runs_on_every_call(rng):
+    """A Model subclass's own mass_matrix (another signature, or the same) is what every call runs:
+    no Method is put in front of an override; the methods it does not override still run in C."""
+    from mbsfmu.engine.model import Model
+
+    model = load("scara.yaml")
+    q, qd, tau, _ = state(model, rng)
+
+    class Scaled(Model):
+        def mass_matrix(self, q, backend="auto", out=None):
+            return 2.0 * super().mass_matrix(q, backend, out)
+
+        def frame_pose(self, q):
+            return "mine"
+
+    want = model.mass_matrix(q)
+    model.__class__ = Scaled
+    model.__dict__.pop("_calls")
+    for name in C_METHODS:
+        model.__dict__.pop(name)
+    for _ in range(3):
+        np.testing.assert_array_equal(model.mass_matrix(q), 2.0 * want)
+        assert model.frame_pose(q) == "mine"
+    assert "mass_matrix" not in model.__dict__ and "frame_pose" not in model.__dict__
+    assert type(model.__dict__["forward_dynamics"]).__name__ == "Method"
