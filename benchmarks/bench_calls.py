@@ -11,7 +11,9 @@ Pairs, each call from Python with float64 arrays at one random state:
 
 - ``Model.forward_dynamics(q, qd, tau)`` and ``pin.aba(model, data, q, v, tau)``;
 - ``Model.inverse_dynamics(q, qd, qdd)`` and ``pin.rnea``;
-- ``Model.mass_matrix(q)`` and ``pin.crba`` (Pinocchio fills the upper triangle only, ours all of M);
+- ``Model.mass_matrix(q)`` and ``pin.crba`` (Pinocchio's CRBA fills the upper triangle, its Python
+  binding then copies it to the lower one and returns M as a new array, as ours does);
+- ``Model.mass_matrix(q, out=M)`` (into a preallocated array) and ``pin.crba`` again;
 - ``Model.aba_derivatives(q, qd, tau)`` and ``pin.computeABADerivatives``;
 - ``Model.rnea_derivatives(q, qd, qdd)`` and ``pin.computeRNEADerivatives``;
 - ``Model.frame_pose(q, frame)`` (R, p returned) and ``pin.forwardKinematics`` +
@@ -111,10 +113,12 @@ def pairs(model: Model, tw, frame: str):
         return pin.getFrameVelocity(pm, pd, fid, lwa)
 
     m = model
+    M_out = np.empty((m.nv, m.nv))
     return {
         "forward_dynamics / aba": (lambda: m.forward_dynamics(q, qd, tau), lambda: pin.aba(pm, pd, pq, pv, ptau)),
         "inverse_dynamics / rnea": (lambda: m.inverse_dynamics(q, qd, qdd), lambda: pin.rnea(pm, pd, pq, pv, pa)),
         "mass_matrix / crba": (lambda: m.mass_matrix(q), lambda: pin.crba(pm, pd, pq)),
+        "mass_matrix(out=) / crba": (lambda: m.mass_matrix(q, out=M_out), lambda: pin.crba(pm, pd, pq)),
         "aba_derivatives": (
             lambda: m.aba_derivatives(q, qd, tau),
             lambda: pin.computeABADerivatives(pm, pd, pq, pv, ptau),

@@ -36,7 +36,7 @@ from .dynamics.rnea import rnea
 from .dynamics.singular import singular_joints
 from .inputs import real_array
 from .kinematics import Kinematics, forward_kinematics, point_jacobian
-from .native.core import NO_CALLS, model_core, usable
+from .native.core import NO_CALLS, bound_methods, model_core, usable
 from .spatial import Array
 from .spec.description import Body, Joint, ModelSpec, Origin
 from .spec.repair import advice as repair_advice
@@ -51,9 +51,21 @@ class Model:
     The dynamics calls (forward/inverse dynamics, mass matrix, derivatives, frame kinematics) run
     in the C core through its CPython binding when their arrays are float64 of the model's sizes
     (native.core.Core.calls: one C call, no conversion); anything else takes the checked path,
-    which converts or raises InputError naming the argument."""
+    which converts or raises InputError naming the argument. After the first such call their
+    default case runs in C with no Python frame (binding.c's Method in the instance dict, in front
+    of the method here: _bind_calls); help() and inspect.signature show the methods here."""
 
     _calls = None  # this model's Core.calls(), bound at the first dynamics call (_bind_calls)
+    # the methods whose default case binding.c's Method runs (native.core.bound_methods, _bind_calls)
+    _C_METHODS = (
+        "forward_dynamics",
+        "inverse_dynamics",
+        "mass_matrix",
+        "frame_pose",
+        "frame_velocity",
+        "frame_acceleration",
+    )
+    _C_TREE_METHODS = ("aba_derivatives", "rnea_derivatives")  # the trees' only (closed loops: InputError)
 
     def __init__(
         self, spec: ModelSpec, source: str = "<python>", lines: dict | None = None, repair_hint: str | None = None
@@ -279,16 +291,19 @@ class Model:
         """{joint name: (k, q - q0)} of the joint springs; PE = 1/2 k (q - q0)^2 (MBS Energy Testing Eq. 2)."""
         return {name: (float(k), float(q[iq] - q0)) for name, iq, _iv, k, q0 in self._springs}
 
-    def mass_matrix(self, q: Array, backend: str = "auto") -> Array:
+    def mass_matrix(self, q: Array, backend: str = "auto", out: Array | None = None) -> Array:
         """M(q): (nv, nv) joint-space inertia by CRBA. backend: "auto" (the C core, mbsfmu/native,
-        if it loads), "native" or "python" (the numpy reference)."""
+        if it loads), "native" or "python" (the numpy reference). out: a writeable C-contiguous
+        float64 (nv, nv) array to write M into and return (else a new array)."""
+        if out is not None:
+            self._check_out(out, (self.nv, self.nv))
         if backend == "auto" or backend == "native":
-            M = (self._calls or self._bind_calls()).mass_matrix(q)
+            M = (self._calls or self._bind_calls()).mass_matrix(q, out)
             if M is not None:
                 return M
         if _native(backend):
-            return model_core(self).crba(q)
-        return crba(self.tree, self.checked_vector("q", q, self.nq))
+            return _into(out, model_core(self).crba(q))
+        return _into(out, crba(self.tree, self.checked_vector("q", q, self.nq)))
 
     def rnea_derivatives(self, q: Array, qd: Array, qdd: Array, f_ext=None) -> tuple[Array, Array, Array]:
         """(dtau_dq, dtau_dqd, M), each (nv, nv), of tau = ``inverse_dynamics(q, qd, qdd, f_ext)``
@@ -368,34 +383,53 @@ class Model:
             self.tree, self.loops, part, q, qd, tau, core.inverse_dynamics, core.rnea_derivatives, core.crba, forces
         )
 
-    def inverse_dynamics(self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto") -> Array:
+    def inverse_dynamics(
+        self, q: Array, qd: Array, qdd: Array, f_ext=None, backend: str = "auto", out: Array | None = None
+    ) -> Array:
         """tau (nv,): actuator forces producing qdd, springs/dampers and f_ext acting (RNEA);
-        backend as for ``mass_matrix``."""
+        backend as for ``mass_matrix``; out: a writeable C-contiguous float64 (nv,) array to write
+        tau into and return (else a new array)."""
+        if out is not None:
+            self._check_out(out, (self.nv,))
         if f_ext is None and (backend == "auto" or backend == "native"):
-            tau = (self._calls or self._bind_calls()).inverse_dynamics(q, qd, qdd)
+            tau = (self._calls or self._bind_calls()).inverse_dynamics(q, qd, qdd, out)
             if tau is not None:
                 return tau
         if _native(backend):
-            return model_core(self).inverse_dynamics(q, qd, qdd, f_ext)
+            return _into(out, model_core(self).inverse_dynamics(q, qd, qdd, f_ext))
         q, qd, qdd = (
             self.checked_vector("q", q, self.nq),
             self.checked_vector("qd", qd, self.nv),
             self.checked_vector("qdd", qdd, self.nv),
         )
-        return rnea(self.tree, q, qd, qdd, self.external_forces(f_ext)) - self.passive_forces(q, qd)
+        return _into(out, rnea(self.tree, q, qd, qdd, self.external_forces(f_ext)) - self.passive_forces(q, qd))
 
     def forward_dynamics(
-        self, q: Array, qd: Array, tau: Array, f_ext=None, method: str = "aba", backend: str = "auto"
+        self,
+        q: Array,
+        qd: Array,
+        tau: Array,
+        f_ext=None,
+        method: str = "aba",
+        backend: str = "auto",
+        out: Array | None = None,
     ) -> Array:
         """qdd (nv,) under actuator forces tau, springs/dampers, gravity and f_ext.
 
         method: "aba" (O(N) articulated-body), "crba" (solve M qdd = tau - RNEA(q, qd, 0)) or
         "transform" (No's velocity transformation, B^T M B qdd = B^T (Q - M Bdot qd)).
-        backend (method "aba"): as for ``mass_matrix``."""
+        backend (method "aba"): as for ``mass_matrix``. out: a writeable C-contiguous float64 (nv,)
+        array to write qdd into and return (else a new array)."""
+        if out is not None:
+            self._check_out(out, (self.nv,))
         if f_ext is None and method == "aba" and (backend == "auto" or backend == "native"):
-            qdd = (self._calls or self._bind_calls()).forward_dynamics(q, qd, tau)
+            qdd = (self._calls or self._bind_calls()).forward_dynamics(q, qd, tau, out)
             if qdd is not None:
                 return qdd
+        return _into(out, self._forward_dynamics(q, qd, tau, f_ext, method, backend))
+
+    def _forward_dynamics(self, q, qd, tau, f_ext, method: str, backend: str) -> Array:
+        """forward_dynamics' checked paths: the C core through ctypes, or the numpy reference."""
         if method == "aba" and _native(backend):
             return model_core(self).forward_dynamics(q, qd, tau, f_ext)
         q, qd, tau = (
@@ -546,13 +580,34 @@ class Model:
 
     def _bind_calls(self):
         """This model's per-call functions (native.core.Core.calls of its core, this thread's), or
-        NO_CALLS where the core does not load; kept for the following calls."""
+        NO_CALLS where the core does not load; kept for the following calls. With the binding, the
+        dynamics methods' default case then runs in C in front of each (native.core.bound_methods,
+        kept in the instance dict: the call is one vectorcall, no Python frame)."""
         frames = {name: self._frame_arrays(name) for name in self.frames}
         try:
             self._calls = model_core(self).calls(frames) if usable() else NO_CALLS
         except InputError:  # the core refuses this model: the checked paths say why, or run numpy
             self._calls = NO_CALLS
+        names = self._C_METHODS if self.loops else self._C_METHODS + self._C_TREE_METHODS
+        own = [n for n in names if getattr(type(self), n) is Model.__dict__[n]]  # a subclass's override runs
+        self.__dict__.update(bound_methods(self._calls, self, own))
         return self._calls
+
+    def _check_out(self, out, shape: tuple[int, ...]) -> None:
+        """InputError unless out is a writeable C-contiguous float64 array of ``shape``."""
+        if not isinstance(out, np.ndarray):
+            raise InputError(f"out must be a numpy float64 array of shape {shape}, not {type(out).__name__}")
+        wrong = [
+            *([f"shape {out.shape}"] if out.shape != shape else []),
+            *([f"dtype {out.dtype}"] if out.dtype != np.float64 else []),
+            *(["not C-contiguous"] if not out.flags.c_contiguous else []),
+            *(["read-only"] if not out.flags.writeable else []),
+        ]
+        if wrong:
+            raise InputError(
+                f"out is {', '.join(wrong)}: expected a writeable C-contiguous float64 array of shape {shape} "
+                f"(model {self.source}, nv = {self.nv})"
+            )
 
     def _frame_arrays(self, frame: str) -> tuple[int, Array, Array]:
         """(body, R (3, 3), p (3,)) of a named frame (InputError for an unknown name), made once."""
@@ -660,6 +715,14 @@ class Model:
                 )
             problems.append(_map_path(Problem(("bodies", k, "joint"), msg), wheel_paths))
         return locate(problems, lines)
+
+
+def _into(out: Array | None, x: Array) -> Array:
+    """x, or x copied into out (checked by Model._check_out) and out."""
+    if out is None:
+        return x
+    out[...] = x
+    return out
 
 
 def _native(backend: str) -> bool:

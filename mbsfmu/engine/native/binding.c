@@ -20,6 +20,7 @@
  * InputError naming the argument. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
@@ -77,38 +78,54 @@ static PyObject *new_array(int nd, Py_ssize_t n0, Py_ssize_t n1) {
 
 #define DATA(o) ((double *)PyArray_DATA((PyArrayObject *)(o)))
 
-static int owned(const Calls *c, Py_ssize_t nargs, Py_ssize_t want) {
-    return nargs == want && PyThread_get_thread_ident() == c->thread;
-}
-
-/* (q, qd, b) -> fn(s, q, qd, b, NULL, result (nv,)) */
-static PyObject *vec3_call(Calls *c, vec3_fn fn, PyObject *const *args, Py_ssize_t nargs) {
-    if (!owned(c, nargs, 3)) Py_RETURN_NONE;
-    const double *q = vec(args[0], c->nq), *qd = vec(args[1], c->nv), *b = vec(args[2], c->nv);
-    if (!q || !qd || !b) Py_RETURN_NONE;
-    PyObject *out = new_array(1, c->nv, 0);
-    if (!out) return NULL;
-    if (fn(c->s, q, qd, b, NULL, DATA(out))) {
-        Py_DECREF(out);
-        Py_RETURN_NONE;
-    }
+/* out (a new reference) if it is a writeable, aligned, C-contiguous float64 array of nd dimensions,
+ * each n, whose memory overlaps none of the k inputs x[j] (n_x[j] doubles), else NULL with no
+ * exception: the caller answers None, and the Python method checks out (an InputError says what is
+ * wrong with it) or computes into new memory and copies (an input's memory: the core reads some
+ * inputs after it starts writing its result, e.g. ABA's qd). Absent or None: a new array. */
+static PyObject *result(PyObject *out, int nd, Py_ssize_t n, const double *const *x, const Py_ssize_t *n_x, int k) {
+    if (!out || out == Py_None) return new_array(nd, n, n);
+    if (!PyArray_Check(out)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)out;
+    if (PyArray_TYPE(a) != NPY_DOUBLE || PyArray_NDIM(a) != nd || !PyArray_ISCARRAY(a)) return NULL;
+    for (int d = 0; d < nd; d++)
+        if (PyArray_DIM(a, d) != n) return NULL;
+    const double *o = (const double *)PyArray_DATA(a);
+    Py_ssize_t size = nd == 2 ? n * n : n;
+    for (int j = 0; j < k; j++)
+        if (o < x[j] + n_x[j] && x[j] < o + size) return NULL;
+    Py_INCREF(out);
     return out;
 }
 
-static PyObject *Calls_forward_dynamics(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
-    return vec3_call(c, c->fd, args, nargs);
+/* fn(s, q, qd, b, NULL, result (nv,)) into out (NULL or None: a new array); None when not taken */
+static PyObject *vec3_run(Calls *c, vec3_fn fn, PyObject *x0, PyObject *x1, PyObject *x2, PyObject *out) {
+    if (PyThread_get_thread_ident() != c->thread) Py_RETURN_NONE;
+    const double *x[3] = {vec(x0, c->nq), vec(x1, c->nv), vec(x2, c->nv)};
+    if (!x[0] || !x[1] || !x[2]) Py_RETURN_NONE;
+    const Py_ssize_t n_x[3] = {c->nq, c->nv, c->nv};
+    PyObject *r = result(out, 1, c->nv, x, n_x, 3);
+    if (!r) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (fn(c->s, x[0], x[1], x[2], NULL, DATA(r))) {
+        Py_DECREF(r);
+        Py_RETURN_NONE;
+    }
+    return r;
 }
 
-static PyObject *Calls_inverse_dynamics(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
-    return vec3_call(c, c->id, args, nargs);
-}
-
-static PyObject *Calls_mass_matrix(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (!owned(c, nargs, 1)) Py_RETURN_NONE;
-    const double *q = vec(args[0], c->nq);
+/* mbs_crba(s, q, M (nv, nv)) into out (NULL or None: a new array); None when not taken */
+static PyObject *crba_run(Calls *c, PyObject *q_obj, PyObject *out) {
+    if (PyThread_get_thread_ident() != c->thread) Py_RETURN_NONE;
+    const double *q = vec(q_obj, c->nq);
     if (!q) Py_RETURN_NONE;
-    PyObject *M = new_array(2, c->nv, c->nv);
-    if (!M) return NULL;
+    PyObject *M = result(out, 2, c->nv, &q, &c->nq, 1);
+    if (!M) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
     if (c->crba(c->s, q, DATA(M))) {
         Py_DECREF(M);
         Py_RETURN_NONE;
@@ -116,10 +133,26 @@ static PyObject *Calls_mass_matrix(Calls *c, PyObject *const *args, Py_ssize_t n
     return M;
 }
 
+/* (q, qd, b[, out]): out None or absent makes a new result */
+static PyObject *Calls_forward_dynamics(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 && nargs != 4) Py_RETURN_NONE;
+    return vec3_run(c, c->fd, args[0], args[1], args[2], nargs == 4 ? args[3] : NULL);
+}
+
+static PyObject *Calls_inverse_dynamics(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 && nargs != 4) Py_RETURN_NONE;
+    return vec3_run(c, c->id, args[0], args[1], args[2], nargs == 4 ? args[3] : NULL);
+}
+
+static PyObject *Calls_mass_matrix(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 && nargs != 2) Py_RETURN_NONE;
+    return crba_run(c, args[0], nargs == 2 ? args[1] : NULL);
+}
+
 /* (q, qd, b) -> (A, B, M), three new (nv, nv) arrays the derivative function writes */
-static PyObject *derivatives_call(Calls *c, int aba, PyObject *const *args, Py_ssize_t nargs) {
-    if (!owned(c, nargs, 3)) Py_RETURN_NONE;
-    const double *q = vec(args[0], c->nq), *qd = vec(args[1], c->nv), *b = vec(args[2], c->nv);
+static PyObject *derivatives_run(Calls *c, int aba, PyObject *x0, PyObject *x1, PyObject *x2) {
+    if (PyThread_get_thread_ident() != c->thread) Py_RETURN_NONE;
+    const double *q = vec(x0, c->nq), *qd = vec(x1, c->nv), *b = vec(x2, c->nv);
     if (!q || !qd || !b) Py_RETURN_NONE;
     PyObject *A = new_array(2, c->nv, c->nv), *B = new_array(2, c->nv, c->nv), *M = new_array(2, c->nv, c->nv);
     if (!A || !B || !M) {
@@ -136,11 +169,13 @@ static PyObject *derivatives_call(Calls *c, int aba, PyObject *const *args, Py_s
 }
 
 static PyObject *Calls_aba_derivatives(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
-    return derivatives_call(c, 1, args, nargs);
+    if (nargs != 3) Py_RETURN_NONE;
+    return derivatives_run(c, 1, args[0], args[1], args[2]);
 }
 
 static PyObject *Calls_rnea_derivatives(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
-    return derivatives_call(c, 0, args, nargs);
+    if (nargs != 3) Py_RETURN_NONE;
+    return derivatives_run(c, 0, args[0], args[1], args[2]);
 }
 
 /* y = A x (A 3x3 row-major), summed in numpy's matmul order for a 3-vector */
@@ -158,11 +193,9 @@ static void cross3(const double *a, const double *b, double *c) {
  * (kinematics.Kinematics' formulas): what 0: (R_i Rf, p_i + R_i pf); 1: (R_i w_i, R_i (v_o + w x pf));
  * 2: (R_i w'_i, R_i (a_o + w' x pf + w x (v_o + w x pf))) (RBDA Sec. 2.11: classical acceleration).
  * None for an unknown name (the caller's checked path names it). */
-static PyObject *Calls_frame(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (!owned(c, nargs, 5)) Py_RETURN_NONE;
-    long what = PyLong_AsLong(args[4]);
-    if (what == -1 && PyErr_Occurred()) return NULL;
-    PyObject *entry = PyDict_GetItemWithError(c->frames, args[3]);
+static PyObject *frame_run(Calls *c, PyObject *q_obj, PyObject *qd_obj, PyObject *qdd_obj, PyObject *name, long what) {
+    if (PyThread_get_thread_ident() != c->thread) Py_RETURN_NONE;
+    PyObject *entry = PyDict_GetItemWithError(c->frames, name);
     if (!entry) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
@@ -170,9 +203,9 @@ static PyObject *Calls_frame(Calls *c, PyObject *const *args, Py_ssize_t nargs) 
     if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) Py_RETURN_NONE;
     Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
     if (i == -1 && PyErr_Occurred()) return NULL;
-    const double *q = vec(args[0], c->nq), *Rf = flat(PyTuple_GET_ITEM(entry, 1), 9);
+    const double *q = vec(q_obj, c->nq), *Rf = flat(PyTuple_GET_ITEM(entry, 1), 9);
     const double *pf = flat(PyTuple_GET_ITEM(entry, 2), 3);
-    const double *qd = what >= 1 ? vec(args[1], c->nv) : NULL, *qdd = what == 2 ? vec(args[2], c->nv) : NULL;
+    const double *qd = what >= 1 ? vec(qd_obj, c->nv) : NULL, *qdd = what == 2 ? vec(qdd_obj, c->nv) : NULL;
     if (!q || !pf || !Rf || (what >= 1 && !qd) || (what == 2 && !qdd) || i < 0 || i > c->N) Py_RETURN_NONE;
     if (c->fk(c->s, q, qd, qdd, c->R, c->p, what >= 1 ? c->v : NULL, what == 2 ? c->a : NULL)) Py_RETURN_NONE;
     const double *R = c->R + 9 * i, *w = c->v + 6 * i, *vo = w + 3, *dw = c->a + 6 * i, *dvo = dw + 3;
@@ -205,13 +238,20 @@ static PyObject *Calls_frame(Calls *c, PyObject *const *args, Py_ssize_t nargs) 
     return Py_BuildValue("(NN)", first, second);
 }
 
+static PyObject *Calls_frame(Calls *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) Py_RETURN_NONE;
+    long what = PyLong_AsLong(args[4]);
+    if (what == -1 && PyErr_Occurred()) return NULL;
+    return frame_run(c, args[0], args[1], args[2], args[3], what);
+}
+
 static PyMethodDef Calls_methods[] = {
     {"forward_dynamics", (PyCFunction)(void (*)(void))Calls_forward_dynamics, METH_FASTCALL,
-     "forward_dynamics(q, qd, tau) -> qdd (nv,), or None (then take the checked path)"},
+     "forward_dynamics(q, qd, tau[, out]) -> qdd (nv,) (out where given), or None (then take the checked path)"},
     {"inverse_dynamics", (PyCFunction)(void (*)(void))Calls_inverse_dynamics, METH_FASTCALL,
-     "inverse_dynamics(q, qd, qdd) -> tau (nv,), or None"},
+     "inverse_dynamics(q, qd, qdd[, out]) -> tau (nv,), or None"},
     {"mass_matrix", (PyCFunction)(void (*)(void))Calls_mass_matrix, METH_FASTCALL,
-     "mass_matrix(q) -> M (nv, nv), or None"},
+     "mass_matrix(q[, out]) -> M (nv, nv), or None"},
     {"aba_derivatives", (PyCFunction)(void (*)(void))Calls_aba_derivatives, METH_FASTCALL,
      "aba_derivatives(q, qd, tau) -> (dqdd_dq, dqdd_dqd, Minv), or None"},
     {"rnea_derivatives", (PyCFunction)(void (*)(void))Calls_rnea_derivatives, METH_FASTCALL,
@@ -235,6 +275,209 @@ static PyTypeObject CallsType = {
     .tp_methods = Calls_methods,
     .tp_dealloc = (destructor)Calls_dealloc,
 };
+
+/* ---- Method: a Model dynamics method's default case in one vectorcall ----------------------------
+ * method(calls, fallback, name, params) -> a callable the Model keeps in its instance dict under
+ * ``name`` (Model._bind_calls), in front of the Python method of the same name. A call in the case
+ * the Calls object takes (float64 arrays of the model's sizes in place; backend "auto" or "native",
+ * f_ext None, method "aba", out None or a usable array; positional or by keyword) runs the core
+ * function here, with no Python frame, string compares or attribute look-ups between; every other
+ * call (and a None from Calls) is passed on unchanged to ``fallback`` (the bound Python method,
+ * which converts, computes otherwise or raises the InputError naming the argument). Its __doc__,
+ * __name__ and __wrapped__ are the Python method's, so help() and inspect.signature document it.
+ * params: the Python method's parameter names after self, checked against PARAMS (a changed
+ * signature is a ValueError at binding time, not a call routed by the wrong position). */
+enum { K_FD, K_ID, K_MM, K_AD, K_RD, K_FP, K_FV, K_FA, N_KINDS };
+#define MAX_PARAMS 7
+
+static const char *const KIND_NAMES[N_KINDS] = {"forward_dynamics", "inverse_dynamics", "mass_matrix",
+                                                "aba_derivatives",  "rnea_derivatives", "frame_pose",
+                                                "frame_velocity",   "frame_acceleration"};
+static const char *const PARAMS[N_KINDS][MAX_PARAMS + 1] = {
+    {"q", "qd", "tau", "f_ext", "method", "backend", "out", NULL},
+    {"q", "qd", "qdd", "f_ext", "backend", "out", NULL},
+    {"q", "backend", "out", NULL},
+    {"q", "qd", "tau", "f_ext", NULL},
+    {"q", "qd", "qdd", "f_ext", NULL},
+    {"q", "frame", NULL},
+    {"q", "qd", "frame", NULL},
+    {"q", "qd", "qdd", "frame", NULL},
+};
+static const int REQUIRED[N_KINDS] = {3, 3, 1, 3, 3, 2, 3, 4}; /* the parameters without a default */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Calls *calls;
+    PyObject *fallback; /* the bound Python method */
+    PyObject *names;    /* the parameter names (interned), PARAMS[kind] */
+    int kind;
+} Method;
+
+static int is_none(PyObject *v) { return !v || v == Py_None; }
+
+static int is_str(PyObject *v, const char *s) {
+    return PyUnicode_CheckExact(v) && PyUnicode_CompareWithASCIIString(v, s) == 0;
+}
+
+/* backend absent, "auto" or "native": the cases in which the Python method tries the core first */
+static int core_backend(PyObject *v) { return !v || is_str(v, "auto") || is_str(v, "native"); }
+
+static Py_ssize_t param_index(const Method *m, PyObject *key) {
+    Py_ssize_t n = PyTuple_GET_SIZE(m->names);
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (PyTuple_GET_ITEM(m->names, j) == key) return j;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (PyUnicode_Compare(key, PyTuple_GET_ITEM(m->names, j)) == 0) return j;
+    if (PyErr_Occurred()) PyErr_Clear();
+    return -1;
+}
+
+static PyObject *Method_vectorcall(Method *m, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = PyTuple_GET_SIZE(m->names);
+    PyObject *p[MAX_PARAMS] = {NULL}, *r = Py_None;
+    Calls *c = m->calls;
+    if (nargs > n) goto fallback;
+    for (Py_ssize_t j = 0; j < nargs; j++) p[j] = args[j];
+    if (kwnames) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
+            Py_ssize_t j = param_index(m, PyTuple_GET_ITEM(kwnames, k));
+            if (j < 0 || p[j]) goto fallback; /* unknown or repeated: the Python method's TypeError */
+            p[j] = args[nargs + k];
+        }
+    }
+    for (int j = 0; j < REQUIRED[m->kind]; j++)
+        if (!p[j]) goto fallback;
+    switch (m->kind) {
+    case K_FD:
+        if (!is_none(p[3]) || !(!p[4] || is_str(p[4], "aba")) || !core_backend(p[5])) goto fallback;
+        r = vec3_run(c, c->fd, p[0], p[1], p[2], p[6]);
+        break;
+    case K_ID:
+        if (!is_none(p[3]) || !core_backend(p[4])) goto fallback;
+        r = vec3_run(c, c->id, p[0], p[1], p[2], p[5]);
+        break;
+    case K_MM:
+        if (!core_backend(p[1])) goto fallback;
+        r = crba_run(c, p[0], p[2]);
+        break;
+    case K_AD:
+    case K_RD:
+        if (!is_none(p[3])) goto fallback;
+        r = derivatives_run(c, m->kind == K_AD, p[0], p[1], p[2]);
+        break;
+    case K_FP: r = frame_run(c, p[0], NULL, NULL, p[1], 0); break;
+    case K_FV: r = frame_run(c, p[0], p[1], NULL, p[2], 1); break;
+    case K_FA: r = frame_run(c, p[0], p[1], p[2], p[3], 2); break;
+    }
+    if (r != Py_None) return r; /* the result, or NULL with the exception set */
+    Py_DECREF(r);
+fallback:
+    return PyObject_Vectorcall(m->fallback, args, nargsf, kwnames);
+}
+
+static int Method_traverse(Method *m, visitproc visit, void *arg) {
+    Py_VISIT(m->calls);
+    Py_VISIT(m->fallback);
+    Py_VISIT(m->names);
+    return 0;
+}
+
+static int Method_clear(Method *m) {
+    Py_CLEAR(m->calls);
+    Py_CLEAR(m->fallback);
+    Py_CLEAR(m->names);
+    return 0;
+}
+
+static void Method_dealloc(Method *m) {
+    PyObject_GC_UnTrack(m);
+    Method_clear(m);
+    PyObject_GC_Del(m);
+}
+
+/* __doc__, __name__, __qualname__ and __wrapped__: the Python method's (help, inspect.signature) */
+static PyObject *Method_attr(Method *m, void *name) { return PyObject_GetAttrString(m->fallback, (const char *)name); }
+
+static PyGetSetDef Method_getset[] = {
+    {"__doc__", (getter)Method_attr, NULL, NULL, "__doc__"},
+    {"__name__", (getter)Method_attr, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)Method_attr, NULL, NULL, "__qualname__"},
+    {"__self__", (getter)Method_attr, NULL, NULL, "__self__"},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef Method_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(Method, fallback), READONLY, "the Python method this runs the default case of"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+/* __get__ -> itself: kept in an instance dict it is never bound; the slot makes inspect and pydoc
+ * document it as a routine (signature and docstring), as the method it stands in front of */
+static PyObject *Method_get(PyObject *m, PyObject *obj, PyObject *type) {
+    (void)obj, (void)type;
+    Py_INCREF(m);
+    return m;
+}
+
+static PyObject *Method_repr(Method *m) { return PyUnicode_FromFormat("<binding.c Method of %R>", m->fallback); }
+
+static PyTypeObject MethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mbsfmu_binding.Method",
+    .tp_basicsize = sizeof(Method),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Method, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_traverse = (traverseproc)Method_traverse,
+    .tp_clear = (inquiry)Method_clear,
+    .tp_dealloc = (destructor)Method_dealloc,
+    .tp_getset = Method_getset,
+    .tp_members = Method_members,
+    .tp_repr = (reprfunc)Method_repr,
+    .tp_descr_get = Method_get,
+};
+
+/* method(calls, fallback, name, params) -> Method (see above) */
+static PyObject *method(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *calls, *fallback, *params;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "O!OsO!", &CallsType, &calls, &fallback, &name, &PyTuple_Type, &params)) return NULL;
+    int kind = 0;
+    while (kind < N_KINDS && strcmp(KIND_NAMES[kind], name) != 0) kind++;
+    if (kind == N_KINDS) return PyErr_Format(PyExc_ValueError, "binding.c has no Method for %s", name);
+    Py_ssize_t n = 0;
+    while (PARAMS[kind][n]) n++;
+    PyObject *names = PyTuple_New(n);
+    if (!names) return NULL;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *s = PyUnicode_InternFromString(PARAMS[kind][j]);
+        if (!s) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, j, s);
+    }
+    int same = PyObject_RichCompareBool(names, params, Py_EQ);
+    if (same != 1) {
+        if (same == 0)
+            PyErr_Format(PyExc_ValueError, "binding.c's Method for %s takes the parameters %R, the method has %R", name,
+                         names, params);
+        Py_DECREF(names);
+        return NULL;
+    }
+    Method *m = PyObject_GC_New(Method, &MethodType);
+    if (!m) {
+        Py_DECREF(names);
+        return NULL;
+    }
+    m->vectorcall = (vectorcallfunc)Method_vectorcall;
+    Py_INCREF(calls);
+    Py_INCREF(fallback);
+    m->calls = (Calls *)calls, m->fallback = fallback, m->names = names, m->kind = kind;
+    PyObject_GC_Track(m);
+    return (PyObject *)m;
+}
 
 /* bind(keep, frames, s, nq, nv, N, functions (6 addresses), buffers (6 addresses)) -> Calls owned by
  * this thread; the buffers: derivatives work, qdd (nv), R, p, v, a of N + 1 bodies */
@@ -400,6 +643,7 @@ static PyObject *bind_stepper(PyObject *self, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"bind_stepper", bind_stepper, METH_VARARGS, "bind_stepper(keep, s, u, x, n_x, step, invariants) -> Stepper"},
     {"bind", bind, METH_VARARGS, "bind(keep, frames, s, nq, nv, N, functions, buffers) -> Calls"},
+    {"method", method, METH_VARARGS, "method(calls, fallback, name, params) -> Method (a Model method's default case)"},
     {"bind_outputs", bind_outputs, METH_VARARGS, "bind_outputs(keep, fn, s, u, n_b, bodies, n_w, wheels, out)"},
     {NULL, NULL, 0, NULL},
 };
@@ -409,7 +653,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "mbsfmu_binding", NUL
 
 PyMODINIT_FUNC PyInit_mbsfmu_binding(void) {
     import_array();
-    if (PyType_Ready(&CallsType) < 0 || PyType_Ready(&OutputsType) < 0 || PyType_Ready(&StepperType) < 0)
+    if (PyType_Ready(&CallsType) < 0 || PyType_Ready(&MethodType) < 0 || PyType_Ready(&OutputsType) < 0 ||
+        PyType_Ready(&StepperType) < 0)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -22,6 +22,7 @@ failed build) a RuntimeWarning says why once and every call takes the ctypes pat
 from __future__ import annotations
 
 import ctypes as C
+import inspect
 import os
 import threading
 import weakref
@@ -148,12 +149,17 @@ class NoCalls:
     """The stand-in for ``Core.calls()`` where the binding is missing (and before a Model's core
     exists): every call answers None, so the caller takes the checked ctypes path."""
 
-    def forward_dynamics(self, q, qd, tau):
+    def forward_dynamics(self, q, qd, tau, out=None):
         return None
 
-    inverse_dynamics = aba_derivatives = rnea_derivatives = forward_dynamics
+    inverse_dynamics = forward_dynamics
 
-    def mass_matrix(self, q):
+    def aba_derivatives(self, q, qd, tau):
+        return None
+
+    rnea_derivatives = aba_derivatives
+
+    def mass_matrix(self, q, out=None):
         return None
 
     def frame(self, q, qd, qdd, name, what):
@@ -805,6 +811,22 @@ class CtypesStepper:
         out[17] = out[15] + out[16]
         out[18:] = self.core.x_view[-2:]
         return out
+
+
+def bound_methods(calls, owner, names) -> dict:
+    """{name: a callable running ``owner.name``'s default case in C, in front of it} for calls =
+    Core.calls() (binding.c's ``Method``: the arguments parsed, positional or by keyword, and the
+    core function run in one vectorcall; any other case is passed on to the Python method, bound to
+    owner); {} without the binding. Each Python method's parameters must be the ones binding.c
+    routes (ValueError otherwise)."""
+    mod = binding()
+    if mod is None or calls is NO_CALLS:
+        return {}
+    out = {}
+    for name in names:
+        fallback = getattr(type(owner), name).__get__(owner, type(owner))
+        out[name] = mod.method(calls, fallback, name, tuple(inspect.signature(fallback).parameters))
+    return out
 
 
 _MODEL_CORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
