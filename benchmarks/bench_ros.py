@@ -9,6 +9,14 @@ the end: the machine may be shared, so the node's own work per cycle (its diagno
 number that depends least on load.
 
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--only scara|G1] [--json out.json]
+    python benchmarks/bench_ros.py --stages [--only scara|G1]
+
+``--stages``: where the time of one 1 kHz cycle goes, in process (the node's own publishers and
+executors, no subscriber, every invariant and /tf each cycle): the engine step, filling the
+state messages (CDR bytes, ``state_messages.py``), publishing them as bytes against publishing the
+same messages as rclpy message objects (the object path: rclpy's Python -> C conversion and
+serialisation per message), and one ``spin_once(0)`` of each executor; medians of interleaved
+cycles in microseconds.
 
 Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
 localhost discovery, unique node name and topics: tests/support/ros_sandbox.py).
@@ -179,6 +187,63 @@ def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label:
         sandbox.close()
 
 
+def stages(model_path: Path, cycles: int = 3000) -> dict:
+    """Median microseconds of each stage of one cycle, in process (see ``--stages``)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.serialization import deserialize_message
+
+    from mbsfmu_ros import ros_messages as rm
+    from mbsfmu_ros.node import MbsNode
+
+    rm.bind_interfaces(build=True)
+    wall = time.perf_counter
+    with rt.Sandbox("stages") as sandbox:
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=sandbox.domain_id)
+        try:
+            params = [Parameter("publish_rate", value=1000.0), Parameter("physics_step", value=1e-3)]
+            node = MbsNode(model=str(model_path), context=context, parameter_overrides=params)
+            single, events = SingleThreadedExecutor(context=context), EventsExecutor(context=context)
+            times: dict[str, list[float]] = {k: [] for k in ("step", "fill", "publish", "publish_objects")}
+            times.update(spin_single=[], spin_events=[])
+            classes = rm.MESSAGE_CLASSES | {"/tf": rm.TFMessage}
+            for k in range(cycles):
+                t0 = wall()
+                node.sim.advance_to(node.sim.t + node.period)
+                t1 = wall()
+                msgs = node.state_msgs.fill(node.sim, node.now_ns(), invariants=True, with_clock=True)
+                t2 = wall()
+                for topic, data in msgs.items():
+                    node.pubs[topic].publish(data)
+                t3 = wall()
+                if k == 0:  # the same messages as objects (the path before the CDR bytes)
+                    objects = {t: deserialize_message(b, classes[t]) for t, b in msgs.items()}
+                for topic, msg in objects.items():
+                    node.pubs[topic].publish(msg)
+                t4 = wall()
+                times["step"].append(t1 - t0)
+                times["fill"].append(t2 - t1)
+                times["publish"].append(t3 - t2)
+                times["publish_objects"].append(t4 - t3)
+                executor = single if k % 2 else events  # one node in one executor at a time
+                executor.add_node(node)
+                t5 = wall()
+                executor.spin_once(timeout_sec=0.0)
+                times["spin_single" if k % 2 else "spin_events"].append(wall() - t5)
+                executor.remove_node(node)
+            out = {"model": model_path.stem, "topics": len(msgs)}
+            out.update({k: 1e6 * float(np.median(v)) for k, v in times.items()})
+            events.shutdown()
+            single.shutdown()
+            node.destroy_node()
+            return out
+        finally:
+            rclpy.try_shutdown(context=context)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="measured wall time per variant [s]")
@@ -186,7 +251,15 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--only", choices=("scara", "G1"), help="one model's variants only")
     ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
+    ap.add_argument("--stages", action="store_true", help="only the in-process time of each stage of a cycle")
     args = ap.parse_args(argv)
+    if args.stages:
+        print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
+        for name, path in {"scara": MODEL, "G1": g1_model()}.items():
+            if path is not None and args.only in (None, name):
+                print(json.dumps(stages(path)), flush=True)
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
+        return 0
     logs = Path(args.logs)
     logs.mkdir(parents=True, exist_ok=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
