@@ -127,7 +127,9 @@ def paced(model_path: Path, rate: float, seconds: float, extra: dict, label: str
         sandbox.close()
 
 
-def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
+def lock_step(
+    model_path: Path, rate: float, seconds: float, extra: dict, label: str, log_dir: Path, client_executor: str
+) -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
@@ -137,7 +139,7 @@ def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label:
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
     sandbox = rt.Sandbox(label)
     proc = rt.start_node(model_path, params, sandbox, log_dir / f"{label}.log")
-    client = rt.Client(sandbox, proc, name="bench_client")
+    client = rt.Client(sandbox, proc, name="bench_client", executor=client_executor)
     try:
         pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
         if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
@@ -173,6 +175,7 @@ def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label:
         node = _real_time_values(client)
         return {
             "variant": label,
+            "client_executor": client_executor,
             "cycle_s": 1.0 / rate,
             "round_trips": n,
             "round_trips_per_s": n / w,
@@ -264,21 +267,26 @@ def main(argv=None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
     models = {"scara": MODEL, "G1": g1_model()}
-    SINGLE = {"executor": "single"}  # the variants without a suffix: rclpy's SingleThreadedExecutor
+    SINGLE = {"executor": "single"}  # "_single": rclpy's SingleThreadedExecutor (else the default, events)
     paced_variants = {
         "scara": (
-            ("paced", args.rate, SINGLE),
-            ("paced_events", args.rate, {"executor": "events"}),
-            ("paced_decim10", args.rate, {"invariants_decimation": 10, **SINGLE}),
-            ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
-            ("paced_200Hz", 200.0, SINGLE),
-            ("paced_200Hz_events", 200.0, {"executor": "events"}),
+            ("paced", args.rate, {}),
+            ("paced_single", args.rate, SINGLE),
+            ("paced_decim10", args.rate, {"invariants_decimation": 10}),
+            ("paced_200Hz", 200.0, {}),
+            ("paced_200Hz_single", 200.0, SINGLE),
         ),
-        "G1": (("G1_paced", args.rate, SINGLE), ("G1_paced_events", args.rate, {"executor": "events"})),
+        "G1": (("G1_paced", args.rate, {}), ("G1_paced_single", args.rate, SINGLE)),
     }
+    # (label, node parameters, the client's executor): the client is a lean one (EventsExecutor, no
+    # parameter services) but in "_client_single" (rclpy's SingleThreadedExecutor, parameter services)
     lock_variants = {
-        "scara": (("lockstep", SINGLE), ("lockstep_events", {"executor": "events"})),
-        "G1": (("G1_lockstep", SINGLE), ("G1_lockstep_events", {"executor": "events"})),
+        "scara": (
+            ("lockstep", {}, "events"),
+            ("lockstep_single", SINGLE, "events"),
+            ("lockstep_client_single", {}, "single"),
+        ),
+        "G1": (("G1_lockstep", {}, "events"), ("G1_lockstep_single", SINGLE, "events")),
     }
     results = []
     for name, path in models.items():
@@ -287,8 +295,8 @@ def main(argv=None) -> int:
         for label, rate, extra in paced_variants[name]:
             results.append(paced(path, rate, args.seconds, extra, label, logs))
             print(json.dumps(results[-1]), flush=True)
-        for label, extra in lock_variants[name]:
-            results.append(lock_step(path, args.rate, args.seconds, extra, label, logs))
+        for label, extra, client_executor in lock_variants[name]:
+            results.append(lock_step(path, args.rate, args.seconds, extra, label, logs, client_executor))
             print(json.dumps(results[-1]), flush=True)
     print()
     print(

@@ -17,6 +17,8 @@ free joints only) is still built as a message each cycle.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from mbsfmu.sim import messages as ms
@@ -24,6 +26,8 @@ from mbsfmu.sim import messages as ms
 from . import ros_messages as rm
 from . import topics as tp
 from .cdr import ORIGIN, CdrLayout, CdrMessage
+
+STAMP = struct.Struct("<iI")  # builtin_interfaces/Time in CDR_LE: int32 sec, uint32 nanosec
 
 
 def _stamped(frame_id: str, n: int) -> tuple[CdrMessage, int, slice]:
@@ -38,16 +42,21 @@ def _stamped(frame_id: str, n: int) -> tuple[CdrMessage, int, slice]:
 
 
 class _Stamps:
-    """The stamp offsets (int32 sec, uint32 nanosec) of one CDR message's headers."""
+    """The stamps (int32 sec, uint32 nanosec, little endian) of one CDR message's headers, at
+    byte offsets ``offsets``."""
 
     def __init__(self, msg: CdrMessage, offsets):
         self.msg = msg
-        self.sec = [off // 4 for off in offsets]
-        self.nanosec = [off // 4 + 1 for off in offsets]
+        self.offset = offsets[0] if len(offsets) == 1 else None
+        self.sec = np.array([off // 4 for off in offsets], dtype=np.intp)
+        self.nanosec = self.sec + 1
 
     def set(self, sec: int, nanosec: int) -> None:
-        self.msg.i4[self.sec] = sec
-        self.msg.u4[self.nanosec] = nanosec
+        if self.offset is not None:  # one header: one pack, cheaper than numpy's indexing
+            STAMP.pack_into(self.msg.buf, self.offset, sec, nanosec)
+        else:
+            self.msg.i4[self.sec] = sec
+            self.msg.u4[self.nanosec] = nanosec
 
 
 class StateMessages:
