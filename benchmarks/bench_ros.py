@@ -12,7 +12,8 @@ number that depends least on load.
     python benchmarks/bench_ros.py --stages [--only scara|G1]
 
 ``--stages``: where the time of one 1 kHz cycle goes, in process (the node's own publishers and
-executors, no subscriber, every invariant and /tf each cycle): the engine step, filling the
+executors, no subscriber, every invariant and /tf each cycle, the model held against gravity by
+tau = RNEA(q, 0, 0) as the lock-step client holds G1): the engine step, filling the
 state messages (CDR bytes, ``state_messages.py``), publishing them as bytes against publishing the
 same messages as rclpy message objects (the object path: rclpy's Python -> C conversion and
 serialisation per message), and one ``spin_once(0)`` of each executor; medians of interleaved
@@ -213,7 +214,11 @@ def stages(model_path: Path, cycles: int = 3000) -> dict:
             times: dict[str, list[float]] = {k: [] for k in ("step", "fill", "publish", "publish_objects")}
             times.update(spin_single=[], spin_events=[])
             classes = rm.MESSAGE_CLASSES | {"/tf": rm.TFMessage}
+            model, zeros = node.model, np.zeros(node.model.nv)
             for k in range(cycles):
+                # held against gravity (tau = RNEA(q, 0, 0)), as the lock-step client holds G1
+                tau = model.inverse_dynamics(node.sim.q, zeros, zeros)
+                node.sim.set_inputs(cv.effort_command_inputs(tau.tolist(), node.sim.input_names))
                 t0 = wall()
                 node.sim.advance_to(node.sim.t + node.period)
                 t1 = wall()
