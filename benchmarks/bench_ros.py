@@ -146,7 +146,7 @@ def lock_step(
         if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
             raise RuntimeError(f"{label}: node not found")
         client.subscribe("/diagnostics", DiagnosticArray)
-        sent, rtt = [], []
+        sent, rtt, client_work = [], [], []  # client_work: its callback, message in to command out
         if model.nv == 2:  # the SCARA: a PD controller to (1.0, 0.5) rad
             q_ref, kp, kd = np.array([1.0, 0.5]), np.array([60.0, 40.0]), np.array([15.0, 8.0])
         else:  # held against gravity where it is
@@ -165,6 +165,7 @@ def lock_step(
             u = model.inverse_dynamics(q, np.zeros(model.nv), np.zeros(model.nv)) + kp * (q_ref - q) - kd * qd
             sent.append(time.perf_counter())
             pub.publish(Float64MultiArray(data=u.tolist()))
+            client_work.append(time.perf_counter() - now)
 
         client.subscribe("/joint_states", JointState, on_state)
         client.spin_until(lambda: len(rtt) > 20, 30)
@@ -184,6 +185,7 @@ def lock_step(
             "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
             "rtt_p99_ms": 1e3 * float(np.percentile(r, 99)),
             "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
+            "client_work_p50_ms": 1e3 * float(np.median(client_work[n0:])),
         }
     finally:
         rt.stop_node(proc)
@@ -320,7 +322,8 @@ def main(argv=None) -> int:
             print(
                 f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
                 f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
-                f"{1e3 * r['cycle_s']:g} ms), node work p50 {r['node_work_p50_ms']:.3f} ms"
+                f"{1e3 * r['cycle_s']:g} ms), node work p50 {r['node_work_p50_ms']:.3f} ms, client callback p50 "
+                f"{r['client_work_p50_ms']:.3f} ms"
             )
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
     if args.json:
