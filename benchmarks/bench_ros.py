@@ -9,6 +9,15 @@ the end: the machine may be shared, so the node's own work per cycle (its diagno
 number that depends least on load.
 
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--only scara|G1] [--json out.json]
+    python benchmarks/bench_ros.py --stages [--only scara|G1]
+
+``--stages``: where the time of one 1 kHz cycle goes, in process (the node's own publishers and
+executors, no subscriber, every invariant and /tf each cycle, the model held against gravity by
+tau = RNEA(q, 0, 0) as the lock-step client holds G1): the engine step, filling the
+state messages (CDR bytes, ``state_messages.py``), publishing them as bytes against publishing the
+same messages as rclpy message objects (the object path: rclpy's Python -> C conversion and
+serialisation per message), and one ``spin_once(0)`` of each executor; medians of interleaved
+cycles in microseconds.
 
 Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
 localhost discovery, unique node name and topics: tests/support/ros_sandbox.py).
@@ -119,7 +128,9 @@ def paced(model_path: Path, rate: float, seconds: float, extra: dict, label: str
         sandbox.close()
 
 
-def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label: str, log_dir: Path) -> dict:
+def lock_step(
+    model_path: Path, rate: float, seconds: float, extra: dict, label: str, log_dir: Path, client_executor: str
+) -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
@@ -129,13 +140,13 @@ def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label:
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
     sandbox = rt.Sandbox(label)
     proc = rt.start_node(model_path, params, sandbox, log_dir / f"{label}.log")
-    client = rt.Client(sandbox, proc, name="bench_client")
+    client = rt.Client(sandbox, proc, name="bench_client", executor=client_executor)
     try:
         pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
         if not client.spin_until(lambda: pub.get_subscription_count() > 0, 30):
             raise RuntimeError(f"{label}: node not found")
         client.subscribe("/diagnostics", DiagnosticArray)
-        sent, rtt = [], []
+        sent, rtt, client_work = [], [], []  # client_work: its callback, message in to command out
         if model.nv == 2:  # the SCARA: a PD controller to (1.0, 0.5) rad
             q_ref, kp, kd = np.array([1.0, 0.5]), np.array([60.0, 40.0]), np.array([15.0, 8.0])
         else:  # held against gravity where it is
@@ -154,6 +165,7 @@ def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label:
             u = model.inverse_dynamics(q, np.zeros(model.nv), np.zeros(model.nv)) + kp * (q_ref - q) - kd * qd
             sent.append(time.perf_counter())
             pub.publish(Float64MultiArray(data=u.tolist()))
+            client_work.append(time.perf_counter() - now)
 
         client.subscribe("/joint_states", JointState, on_state)
         client.spin_until(lambda: len(rtt) > 20, 30)
@@ -165,6 +177,7 @@ def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label:
         node = _real_time_values(client)
         return {
             "variant": label,
+            "client_executor": client_executor,
             "cycle_s": 1.0 / rate,
             "round_trips": n,
             "round_trips_per_s": n / w,
@@ -172,11 +185,73 @@ def lock_step(model_path: Path, rate: float, seconds: float, extra: dict, label:
             "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
             "rtt_p99_ms": 1e3 * float(np.percentile(r, 99)),
             "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
+            "client_work_p50_ms": 1e3 * float(np.median(client_work[n0:])),
         }
     finally:
         rt.stop_node(proc)
         client.close()
         sandbox.close()
+
+
+def stages(model_path: Path, cycles: int = 3000) -> dict:
+    """Median microseconds of each stage of one cycle, in process (see ``--stages``)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.serialization import deserialize_message
+
+    from mbsfmu_ros import ros_messages as rm
+    from mbsfmu_ros.node import MbsNode
+
+    rm.bind_interfaces(build=True)
+    wall = time.perf_counter
+    with rt.Sandbox("stages") as sandbox:
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=sandbox.domain_id)
+        try:
+            params = [Parameter("publish_rate", value=1000.0), Parameter("physics_step", value=1e-3)]
+            node = MbsNode(model=str(model_path), context=context, parameter_overrides=params)
+            single, events = SingleThreadedExecutor(context=context), EventsExecutor(context=context)
+            times: dict[str, list[float]] = {k: [] for k in ("step", "fill", "publish", "publish_objects")}
+            times.update(spin_single=[], spin_events=[])
+            classes = rm.MESSAGE_CLASSES | {"/tf": rm.TFMessage}
+            model, zeros = node.model, np.zeros(node.model.nv)
+            for k in range(cycles):
+                # held against gravity (tau = RNEA(q, 0, 0)), as the lock-step client holds G1
+                tau = model.inverse_dynamics(node.sim.q, zeros, zeros)
+                node.sim.set_inputs(cv.effort_command_inputs(tau.tolist(), node.sim.input_names))
+                t0 = wall()
+                node.sim.advance_to(node.sim.t + node.period)
+                t1 = wall()
+                msgs = node.state_msgs.fill(node.sim, node.now_ns(), invariants=True, with_clock=True)
+                t2 = wall()
+                for topic, data in msgs.items():
+                    node.pubs[topic].publish(data)
+                t3 = wall()
+                if k == 0:  # the same messages as objects (the path before the CDR bytes)
+                    objects = {t: deserialize_message(b, classes[t]) for t, b in msgs.items()}
+                for topic, msg in objects.items():
+                    node.pubs[topic].publish(msg)
+                t4 = wall()
+                times["step"].append(t1 - t0)
+                times["fill"].append(t2 - t1)
+                times["publish"].append(t3 - t2)
+                times["publish_objects"].append(t4 - t3)
+                executor = single if k % 2 else events  # one node in one executor at a time
+                executor.add_node(node)
+                t5 = wall()
+                executor.spin_once(timeout_sec=0.0)
+                times["spin_single" if k % 2 else "spin_events"].append(wall() - t5)
+                executor.remove_node(node)
+            out = {"model": model_path.stem, "topics": len(msgs)}
+            out.update({k: 1e6 * float(np.median(v)) for k, v in times.items()})
+            events.shutdown()
+            single.shutdown()
+            node.destroy_node()
+            return out
+        finally:
+            rclpy.try_shutdown(context=context)
 
 
 def main(argv=None) -> int:
@@ -186,26 +261,39 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--only", choices=("scara", "G1"), help="one model's variants only")
     ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
+    ap.add_argument("--stages", action="store_true", help="only the in-process time of each stage of a cycle")
     args = ap.parse_args(argv)
+    if args.stages:
+        print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
+        for name, path in {"scara": MODEL, "G1": g1_model()}.items():
+            if path is not None and args.only in (None, name):
+                print(json.dumps(stages(path)), flush=True)
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
+        return 0
     logs = Path(args.logs)
     logs.mkdir(parents=True, exist_ok=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
     models = {"scara": MODEL, "G1": g1_model()}
-    SINGLE = {"executor": "single"}  # the variants without a suffix: rclpy's SingleThreadedExecutor
+    SINGLE = {"executor": "single"}  # "_single": rclpy's SingleThreadedExecutor (else the default, events)
     paced_variants = {
         "scara": (
-            ("paced", args.rate, SINGLE),
-            ("paced_events", args.rate, {"executor": "events"}),
-            ("paced_decim10", args.rate, {"invariants_decimation": 10, **SINGLE}),
-            ("paced_decim10_events", args.rate, {"invariants_decimation": 10, "executor": "events"}),
-            ("paced_200Hz", 200.0, SINGLE),
-            ("paced_200Hz_events", 200.0, {"executor": "events"}),
+            ("paced", args.rate, {}),
+            ("paced_single", args.rate, SINGLE),
+            ("paced_decim10", args.rate, {"invariants_decimation": 10}),
+            ("paced_200Hz", 200.0, {}),
+            ("paced_200Hz_single", 200.0, SINGLE),
         ),
-        "G1": (("G1_paced", args.rate, SINGLE), ("G1_paced_events", args.rate, {"executor": "events"})),
+        "G1": (("G1_paced", args.rate, {}), ("G1_paced_single", args.rate, SINGLE)),
     }
+    # (label, node parameters, the client's executor): the client is a lean one (EventsExecutor, no
+    # parameter services) but in "_client_single" (rclpy's SingleThreadedExecutor, parameter services)
     lock_variants = {
-        "scara": (("lockstep", SINGLE), ("lockstep_events", {"executor": "events"})),
-        "G1": (("G1_lockstep", SINGLE), ("G1_lockstep_events", {"executor": "events"})),
+        "scara": (
+            ("lockstep", {}, "events"),
+            ("lockstep_single", SINGLE, "events"),
+            ("lockstep_client_single", {}, "single"),
+        ),
+        "G1": (("G1_lockstep", {}, "events"), ("G1_lockstep_single", SINGLE, "events")),
     }
     results = []
     for name, path in models.items():
@@ -214,8 +302,8 @@ def main(argv=None) -> int:
         for label, rate, extra in paced_variants[name]:
             results.append(paced(path, rate, args.seconds, extra, label, logs))
             print(json.dumps(results[-1]), flush=True)
-        for label, extra in lock_variants[name]:
-            results.append(lock_step(path, args.rate, args.seconds, extra, label, logs))
+        for label, extra, client_executor in lock_variants[name]:
+            results.append(lock_step(path, args.rate, args.seconds, extra, label, logs, client_executor))
             print(json.dumps(results[-1]), flush=True)
     print()
     print(
@@ -234,7 +322,8 @@ def main(argv=None) -> int:
             print(
                 f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
                 f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
-                f"{1e3 * r['cycle_s']:g} ms), node work p50 {r['node_work_p50_ms']:.3f} ms"
+                f"{1e3 * r['cycle_s']:g} ms), node work p50 {r['node_work_p50_ms']:.3f} ms, client callback p50 "
+                f"{r['client_work_p50_ms']:.3f} ms"
             )
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
     if args.json:

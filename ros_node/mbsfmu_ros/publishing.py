@@ -6,7 +6,7 @@ cycle (/clock, joint states, momentum, CM, energy, /tf), the latched URDF and fi
 ``k``, ``decimation``, ``frame_id``, ``frame_prefix``, ``follow_clock``, the diagnostics' ``ref_row``, ``checks``,
 ``thresholds``, ``stats`` and the run's state, and sets ``last_ns``. Message contents come from
 ``mbsfmu.sim.messages`` and ``diagnostics.py`` (pure), their rclpy form from ``ros_messages.py``
-(the state topics': ``state_messages.py``, filled in place).
+(the state topics': ``state_messages.py``, CDR bytes patched in place and published as they are).
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ class PublishingMixin:
 
     def publish_state(self) -> None:
         """/clock, the joint states, and every ``invariants_decimation``-th cycle momentum, CM,
-        energy, /tf: the contents of ``mbsfmu.sim.messages`` (as the MCAP recorder's), filled into
-        messages built once (``state_messages.py``)."""
+        energy, /tf: the contents of ``mbsfmu.sim.messages`` (as the MCAP recorder's), patched into
+        CDR bytes built once (``state_messages.py``) and published as serialised messages."""
         ns = self.now_ns()
         self.last_ns = ns
         with_clock = tp.CLOCK in self.pubs  # not when following another /clock, or yielded to one (clock.py)

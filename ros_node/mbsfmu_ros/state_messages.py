@@ -1,136 +1,165 @@
-"""The node's state messages, built once and filled in place each cycle (docs/performance.md, "ROS 2
-node"): the rclpy messages ``ros_messages.ros_messages`` would build from the contents of
-``mbsfmu.sim.messages.state_messages``, with the same values, but without building dicts and message
-objects per cycle. Names, frame ids and layouts are set once; each cycle sets the one stamp all
-headers share, the numbers, and nothing else.
+"""The node's state messages, built once as CDR bytes and patched in place each cycle
+(docs/performance.md, "ROS 2 node"): the serialised form of the rclpy messages
+``ros_messages.ros_messages`` would build from the contents of ``mbsfmu.sim.messages.state_messages``,
+with the same values, but without building dicts or message objects, and without rclpy's
+Python -> C conversion and serialisation per cycle (rclpy's ``publish`` takes the bytes as they
+are). Names, frame ids and the layout (``cdr.py``) are written once; each cycle writes the one
+stamp into every header and the numbers, nothing else.
 
 The values come from the same engine calls and index arrays as ``mbsfmu.sim.messages`` (joint
-layout, ``Simulator.invariants``, ``transforms``) and are copied unchanged (float64), so each
-published message equals the built one field for field (tests/ros/test_state_messages.py). The
-messages are created with ``check_fields=False``: rclpy then skips its per-field type checks on
-assignment, which every value here passes by construction (Python floats and ints, ``array('d')``).
-rclpy's ``publish`` serialises the message before it returns, so refilling it next cycle is safe.
+layout, ``Simulator.invariants``, ``relative_poses``) and are copied unchanged (float64), so each
+published message deserialises to the built one field for field, and its bytes are those
+``rclpy.serialization.serialize_message`` gives for it but for padding
+(tests/ros/test_state_messages.py). ``fill`` returns fresh ``bytes`` each cycle: refilling the
+buffers next cycle never changes what was published. /mbs/multi_dof_joint_states (spherical and
+free joints only) is still built as a message each cycle.
 """
 
 from __future__ import annotations
 
-from array import array
+import struct
 
-from builtin_interfaces.msg import Time
-from geometry_msgs.msg import (
-    Point,
-    PointStamped,
-    Quaternion,
-    Transform,
-    TransformStamped,
-    Vector3,
-    Vector3Stamped,
-    Wrench,
-    WrenchStamped,
-)
-from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, Header, MultiArrayDimension, MultiArrayLayout
+import numpy as np
 
 from mbsfmu.sim import messages as ms
 
 from . import ros_messages as rm
 from . import topics as tp
+from .cdr import ORIGIN, CdrLayout, CdrMessage
+
+STAMP = struct.Struct("<iI")  # builtin_interfaces/Time in CDR_LE: int32 sec, uint32 nanosec
 
 
-def _new(cls, **fields):
-    """A message of cls with the per-field checks off where its generator has them."""
-    try:
-        return cls(check_fields=False, **fields)
-    except (AssertionError, TypeError):  # a generator without check_fields: checked fields
-        return cls(**fields)
+def _stamped(frame_id: str, n: int) -> tuple[CdrMessage, int, slice]:
+    """A message {Header header; float64 x n} (geometry_msgs' PointStamped, Vector3Stamped,
+    WrenchStamped: Point/Vector3 are 3 float64, Wrench two Vector3), its stamp offset and the f8
+    slice of its numbers."""
+    lay = CdrLayout()
+    stamp = lay.header(frame_id)
+    off = lay.float64(n)
+    msg = lay.finish()
+    return msg, stamp, msg.doubles(off, n)
 
 
-def _set_xyz(v, values) -> None:
-    v.x, v.y, v.z = float(values[0]), float(values[1]), float(values[2])
+class _Stamps:
+    """The stamps (int32 sec, uint32 nanosec, little endian) of one CDR message's headers, at
+    byte offsets ``offsets``."""
+
+    def __init__(self, msg: CdrMessage, offsets):
+        self.msg = msg
+        self.offset = offsets[0] if len(offsets) == 1 else None
+        self.sec = np.array([off // 4 for off in offsets], dtype=np.intp)
+        self.nanosec = self.sec + 1
+
+    def set(self, sec: int, nanosec: int) -> None:
+        if self.offset is not None:  # one header: one pack, cheaper than numpy's indexing
+            STAMP.pack_into(self.msg.buf, self.offset, sec, nanosec)
+        else:
+            self.msg.i4[self.sec] = sec
+            self.msg.u4[self.nanosec] = nanosec
 
 
 class StateMessages:
-    """The state messages of one model, preallocated: ``fill`` returns topic -> message of the
-    current state, as ``ros_messages(state_messages(...))`` with ``with_frame_prefix`` would."""
+    """The state messages of one model, preallocated as CDR: ``fill`` returns topic -> serialised
+    message (``bytes``; a message object for /mbs/multi_dof_joint_states) of the current state, as
+    ``ros_messages(state_messages(...))`` with ``with_frame_prefix`` would, serialised."""
 
     def __init__(self, model, layout: ms.JointLayout, frame_id: str, frame_prefix: str, with_tf: bool):
         self.model, self.layout = model, layout
-        self.time = _new(Time)  # the stamp of every header and of /clock
-
-        def header(frame: str):
-            return _new(Header, stamp=self.time, frame_id=frame_prefix + frame)
-
-        self.clock = _new(Clock, clock=self.time)
-        self.joint_state = _new(JointState, header=header(frame_id), name=list(layout.names))
-        self.momentum = _new(
-            WrenchStamped, header=header(frame_id), wrench=_new(Wrench, force=_new(Vector3), torque=_new(Vector3))
-        )
-        self.com = _new(PointStamped, header=header(frame_id), point=_new(Point))
-        self.com_velocity = _new(Vector3Stamped, header=header(frame_id), vector=_new(Vector3))
-        n = len(ms.ENERGY_LABELS)
-        self.energy = _new(
-            Float64MultiArray,
-            layout=_new(
-                MultiArrayLayout,
-                dim=[_new(MultiArrayDimension, label=ms.ENERGY_LAYOUT_LABEL, size=n, stride=n)],
-                data_offset=0,
-            ),
-        )
+        self.frame = frame = frame_prefix + frame_id
+        # rosgraph_msgs/Clock {Time clock}
+        lay = CdrLayout()
+        stamp = lay.time()
+        self.clock = lay.finish()
+        self.clock_stamp = _Stamps(self.clock, [stamp])
+        # sensor_msgs/JointState {Header header; string[] name; float64[] position, velocity, effort}
+        lay = CdrLayout()
+        stamp = lay.header(frame)
+        lay.strings(layout.names)
+        n = len(layout.names)
+        offs = [lay.float64_sequence(n) for _ in range(3)]
+        self.joint_state = lay.finish()
+        self.js_stamp = _Stamps(self.joint_state, [stamp])
+        self.position, self.velocity, self.effort = (self.joint_state.doubles(off, n) for off in offs)
+        self.momentum, stamp_p, self.momentum_f8 = _stamped(frame, 6)  # force, torque
+        self.com, stamp_c, self.com_f8 = _stamped(frame, 3)
+        self.com_velocity, stamp_v, self.com_velocity_f8 = _stamped(frame, 3)
+        # std_msgs/Float64MultiArray {MultiArrayLayout {MultiArrayDimension[] dim {string label;
+        # uint32 size, stride}; uint32 data_offset}; float64[] data}
+        lay = CdrLayout()
+        n_e = len(ms.ENERGY_LABELS)
+        lay.uint32(1)
+        lay.string(ms.ENERGY_LAYOUT_LABEL)
+        lay.uint32(n_e)
+        lay.uint32(n_e)
+        lay.uint32(0)
+        off = lay.float64_sequence(n_e)
+        self.energy = lay.finish()
+        self.energy_f8 = self.energy.doubles(off, n_e)
+        self.invariant_stamps = [
+            _Stamps(self.momentum, [stamp_p]),
+            _Stamps(self.com, [stamp_c]),
+            _Stamps(self.com_velocity, [stamp_v]),
+        ]
         self.tf = None
-        self.translations, self.rotations = [], []  # of each transform in /tf, filled each cycle
         if with_tf and rm.TFMessage is not None:
-            self.tf = _new(
-                rm.TFMessage,
-                transforms=[
-                    _new(
-                        TransformStamped,
-                        header=header(frame_id if parent == ms.WORLD else parent),
-                        child_frame_id=frame_prefix + child,
-                        transform=_new(Transform, translation=_new(Vector3), rotation=_new(Quaternion)),
-                    )
-                    for parent, child in ms.transform_frames(model)
-                ],
-            )
-            self.translations = [t.transform.translation for t in self.tf.transforms]
-            self.rotations = [t.transform.rotation for t in self.tf.transforms]
+            # tf2_msgs/TFMessage {TransformStamped[] transforms {Header header; string
+            # child_frame_id; Transform {Vector3 translation; Quaternion rotation (x, y, z, w)}}}
+            lay = CdrLayout()
+            frames = ms.transform_frames(model)
+            lay.uint32(len(frames))
+            stamps, first = [], []
+            for parent, child in frames:
+                stamps.append(lay.header(frame if parent == ms.WORLD else frame_prefix + parent))
+                lay.string(frame_prefix + child)
+                first.append(lay.float64(7))
+            self.tf = lay.finish()
+            self.tf_stamps = _Stamps(self.tf, stamps)
+            # f8 indices of the 7 numbers (translation, quaternion) of every transform, (N, 7)
+            self.tf_f8 = (np.array(first)[:, None] - ORIGIN) // 8 + np.arange(7)
+            self.invariant_stamps.append(self.tf_stamps)
 
     def fill(self, sim, ns: int, invariants: bool, with_clock: bool) -> dict:
-        """topic -> message of the simulator's current state stamped ns [ns]: /clock (``with_clock``),
-        the joint states, and with ``invariants`` momentum, CM, energy and /tf (where tf2_msgs
-        imports); a model with spherical or free joints also gets /mbs/multi_dof_joint_states
-        (built from its contents each cycle)."""
+        """topic -> serialised message of the simulator's current state stamped ns [ns]: /clock
+        (``with_clock``), the joint states, and with ``invariants`` momentum, CM, energy and /tf
+        (where tf2_msgs imports); a model with spherical or free joints also gets
+        /mbs/multi_dof_joint_states (a message built from its contents each cycle)."""
         lay = self.layout
-        self.time.sec, self.time.nanosec = ms.ns_to_stamp(ns)
+        sec, nanosec = ms.ns_to_stamp(ns)
         q, qd = sim.q, sim.qd
         tau = sim.forces.joint_forces(sim.u)
+        out = {}
+        if with_clock:
+            self.clock_stamp.set(sec, nanosec)
+            out[tp.CLOCK] = self.clock.data()
         js = self.joint_state
-        js.position = array("d", q[lay.q_index].tobytes())
-        js.velocity = array("d", qd[lay.v_index].tobytes())
-        js.effort = array("d", tau[lay.v_index].tobytes())
-        out = {tp.CLOCK: self.clock} if with_clock else {}
-        out[tp.JOINT_STATES] = js
+        self.js_stamp.set(sec, nanosec)
+        js.f8[self.position] = q[lay.q_index]
+        js.f8[self.velocity] = qd[lay.v_index]
+        js.f8[self.effort] = tau[lay.v_index]
+        out[tp.JOINT_STATES] = js.data()
         if lay.multi_names:
             out[tp.MULTI_DOF_JOINT_STATES] = rm.BUILDERS[tp.MULTI_DOF_JOINT_STATES](
-                ms.multi_dof_joint_state(lay, q, qd, tau, ns, js.header.frame_id)
+                ms.multi_dof_joint_state(lay, q, qd, tau, ns, self.frame)
             )
         if not invariants:
             return out
         inv = sim.invariants()
-        _set_xyz(self.momentum.wrench.force, inv.P_sys)
-        _set_xyz(self.momentum.wrench.torque, inv.H_sys)
-        _set_xyz(self.com.point, inv.R)
-        _set_xyz(self.com_velocity.vector, inv.Rdot)
+        for s in self.invariant_stamps:
+            s.set(sec, nanosec)
+        f8 = self.momentum.f8
+        f8[self.momentum_f8.start : self.momentum_f8.start + 3] = inv.P_sys
+        f8[self.momentum_f8.start + 3 : self.momentum_f8.stop] = inv.H_sys
+        self.com.f8[self.com_f8] = inv.R
+        self.com_velocity.f8[self.com_velocity_f8] = inv.Rdot
         W_in, W_diss = sim.work
-        self.energy.data = array("d", (float(inv.KE), float(inv.PE), float(inv.E), float(W_in), float(W_diss)))
-        out[tp.CENTROIDAL_MOMENTUM] = self.momentum
-        out[tp.COM] = self.com
-        out[tp.COM_VELOCITY] = self.com_velocity
-        out[tp.ENERGY] = self.energy
+        self.energy.f8[self.energy_f8] = (inv.KE, inv.PE, inv.E, W_in, W_diss)
+        out[tp.CENTROIDAL_MOMENTUM] = self.momentum.data()
+        out[tp.COM] = self.com.data()
+        out[tp.COM_VELOCITY] = self.com_velocity.data()
+        out[tp.ENERGY] = self.energy.data()
         if self.tf is not None:
             xyz, quat = ms.relative_poses(self.model, *sim.body_poses())
-            for v, rot, t, r in zip(self.translations, self.rotations, xyz.tolist(), quat.tolist()):
-                v.x, v.y, v.z = t
-                rot.x, rot.y, rot.z, rot.w = r
-            out[tp.TF] = self.tf
+            self.tf.f8[self.tf_f8] = np.concatenate((xyz, quat), axis=1)
+            out[tp.TF] = self.tf.data()
         return out

@@ -1,8 +1,11 @@
-"""The node's preallocated state messages (``mbsfmu_ros.state_messages``) equal, field for field,
-the messages built from ``mbsfmu.sim.messages`` contents (``ros_messages``, ``with_frame_prefix``):
-refilled over several cycles, with a frame prefix, with and without the invariants and /clock, for
-a model with 1-DoF joints (SCARA) and one with a free joint and a wheel (spacecraft). In process,
-no DDS."""
+"""The node's preallocated state messages (``mbsfmu_ros.state_messages``, CDR bytes patched in
+place) deserialise, field for field, to the messages built from ``mbsfmu.sim.messages`` contents
+(``ros_messages``, ``with_frame_prefix``), and their bytes are rclpy's serialisation of those
+(``serialize_message``, the middleware's own encoder) in every byte but alignment padding (which
+Fast CDR leaves uninitialised and ours writes as zeros) and the trailing bytes of rmw's size estimate:
+refilled over several cycles, with frame ids and prefixes of lengths that move every later member's
+alignment padding, with and without the invariants and /clock, for a model with 1-DoF joints
+(SCARA) and one with a free joint and a wheel (spacecraft). In process, no DDS."""
 
 import numpy as np
 import pytest
@@ -19,16 +22,41 @@ from mbsfmu_ros.state_messages import StateMessages
 from tests.support.paths import MODELS
 
 
+def assert_same_cdr(got: bytes, msg, padding) -> None:
+    """got deserialises to msg, and equals rclpy's serialisation of msg but in padding, which is zero."""
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    assert deserialize_message(got, type(msg)) == msg
+    ref = serialize_message(msg)
+    # rmw's buffer is its size estimate, which may reserve alignment it did not use (up to 7 bytes,
+    # 12 for a JointState with three empty float64 sequences): bytes after ours, not read back
+    assert 0 <= len(ref) - len(got) <= 12
+    pad = np.zeros(len(got), dtype=bool)
+    pad[list(padding)] = True
+    a, b = np.frombuffer(got, np.uint8), np.frombuffer(ref[: len(got)], np.uint8)
+    assert np.array_equal(a[~pad], b[~pad]) and not a[pad].any()
+    assert pad.sum() < len(got) // 4  # padding only where alignment needs it
+
+
 @pytest.mark.parametrize("name", ["scara.yaml", "spacecraft.yaml"])
-@pytest.mark.parametrize("prefix", ["", "r1/"])
-def test_filled_messages_equal_the_built_ones(name, prefix):
+@pytest.mark.parametrize(("frame_id", "prefix"), [("odom", ""), ("odom", "r1/"), ("w", ""), ("base_link", "x")])
+def test_filled_messages_equal_the_built_ones(name, frame_id, prefix):
     # /tf: tf2_msgs, built by mbsfmu_ros.interface_packages (on a fresh machine only now, after
     # ros_messages was imported: bind it now)
     assert rm.bind_interfaces(build=True) is None and rm.TFMessage is not None
     model = mbsfmu.load_model(MODELS / name)
     sim = Simulator(model, h_max=1e-3)
     layout = cv.joint_layout(model)
-    state = StateMessages(model, layout, "odom", prefix, with_tf=True)
+    state = StateMessages(model, layout, frame_id, prefix, with_tf=True)
+    padding = {
+        tp.CLOCK: state.clock.padding,
+        tp.JOINT_STATES: state.joint_state.padding,
+        tp.CENTROIDAL_MOMENTUM: state.momentum.padding,
+        tp.COM: state.com.padding,
+        tp.COM_VELOCITY: state.com_velocity.padding,
+        tp.ENERGY: state.energy.padding,
+        tp.TF: state.tf.padding,
+    }
     rng = np.random.default_rng(3)
     tf_seen = 0
     for k in range(6):
@@ -36,13 +64,16 @@ def test_filled_messages_equal_the_built_ones(name, prefix):
         sim.advance_to(sim.t + 0.01)
         ns = cv.time_to_ns(sim.t) + 7 * cv.NS  # a stamp with seconds and nanoseconds
         invariants, with_clock = k % 2 == 0, k % 3 != 0
-        contents = ms.state_messages(sim, layout, ns, "odom", invariants=invariants, with_tf=True)
+        contents = ms.state_messages(sim, layout, ns, frame_id, invariants=invariants, with_tf=True)
         if not with_clock:
             contents.pop(tp.CLOCK)
         expected = rm.ros_messages(cv.with_frame_prefix(contents, prefix))
         got = state.fill(sim, ns, invariants=invariants, with_clock=with_clock)
         assert list(got) == list(expected)
         for topic, msg in expected.items():
-            assert got[topic] == msg, topic
+            if topic == tp.MULTI_DOF_JOINT_STATES:  # a message object
+                assert got[topic] == msg
+            else:
+                assert_same_cdr(got[topic], msg, padding[topic])
         tf_seen += tp.TF in expected and len(expected[tp.TF].transforms) == model.N
     assert tf_seen == 3  # cycles 0, 2, 4: every body's transform compared

@@ -200,7 +200,15 @@ class Client:
     Topics and services are named as the node names them (``/joint_states``, ``~/pause``); the
     client talks to their sandboxed names."""
 
-    def __init__(self, sandbox: Sandbox, proc: subprocess.Popen | None = None, name: str = "mbs_test_client"):
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        proc: subprocess.Popen | None = None,
+        name: str = "mbs_test_client",
+        executor: str = "single",
+    ):
+        """``executor``: "single" (rclpy's SingleThreadedExecutor) or "events" (its EventsExecutor,
+        and no parameter services on the client node: a lean client for benchmarks)."""
         self.proc = proc  # the node's process: waits end early when it has exited
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
         import rclpy
@@ -210,8 +218,16 @@ class Client:
         self.sandbox = sandbox
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=sandbox.domain_id)
-        self.node = rclpy.create_node(f"{name}_{sandbox.node_name}", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
+        lean = executor == "events"
+        self.node = rclpy.create_node(
+            f"{name}_{sandbox.node_name}", context=self.context, start_parameter_services=not lean
+        )
+        if lean:
+            from rclpy.experimental import EventsExecutor
+
+            self.executor = EventsExecutor(context=self.context)
+        else:
+            self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.msgs: dict[str, list] = {}
         self.arrivals: dict[str, list[float]] = {}
