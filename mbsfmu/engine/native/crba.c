@@ -245,9 +245,9 @@ void mbs_crba_core(mbs_sim *s, double *M)
         double col[6], Sc[6];
         if (n == 1) {                                         /* one column: carried as a 6-vector */
             double f[6], o[6];
-            compact_times_S(jt, axis, Ic + 36 * i, f);        /* f = Ic_i S_i, M_ii = S_i^T f */
-            ST_mul(jt, axis, f, Sc);
-            M[nv * si + si] = Sc[0];
+            compact_times_S(jt, axis, Ic + 36 * i, f);        /* f = Ic_i S_i, M_ii = S_i^T f (ST_mul) */
+            a = jt == MBS_PRISMATIC ? 3 : 0;
+            M[nv * si + si] = axis[0] * f[a] + axis[1] * f[a + 1] + axis[2] * f[a + 2];
             for (j = i; s->parent[j] > 0;) {
                 for (k = 0; k < 6; k++) o[k] = 0.0;
                 XT_force_add_km((int)s->eunit[j], s->E + 9 * j, s->r + 3 * j, f, o);   /* f = Xup_j^T f */
