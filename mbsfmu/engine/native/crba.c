@@ -10,7 +10,7 @@
  * operations in the same order as XT_force_cols_k: 7-DoF arm 0.95 -> 0.85 us, G1 2.8 -> 2.3 us).
  * The composite inertias Ic_i are carried in compact form (m, h, Ibar: below), not as 6 x 6
  * matrices: the transform to the parent rotates h and Ibar's upper triangle and shifts them in
- * closed form (7-DoF arm 0.79 -> 0.59 us, G1 2.40 -> 1.77 us from Python with out=; M's last bits
+ * closed form (7-DoF arm 0.81 -> 0.57 us, G1 2.40 -> 1.72 us from Python with out=; M's last bits
  * changed, within N eps of the reference: tests/engine/test_mass_matrix_rounding.py). */
 #include <string.h>
 #include "instance.h"
