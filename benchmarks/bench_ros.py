@@ -9,6 +9,7 @@ the end: the machine may be shared, so the node's own work per cycle (its diagno
 number that depends least on load.
 
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--only scara|G1] [--json out.json]
+                                   [--thread-priority 50]
     python benchmarks/bench_ros.py --stages [--only scara|G1]
 
 ``--stages``: where the time of one 1 kHz cycle goes, in process (the node's own publishers and
@@ -18,6 +19,10 @@ state messages (CDR bytes, ``state_messages.py``), publishing them as bytes agai
 same messages as rclpy message objects (the object path: rclpy's Python -> C conversion and
 serialisation per message), and one ``spin_once(0)`` of each executor; medians of interleaved
 cycles in microseconds.
+
+``--thread-priority P``: the node's parameter ``thread_priority`` (SCHED_FIFO P for its loop
+and middleware threads, ``scheduling.py``) and the same for this process (the client: a HIL
+client would run so too), to measure under a load of other processes.
 
 Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
 localhost discovery, unique node name and topics: tests/support/ros_sandbox.py).
@@ -43,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 import mbsfmu  # noqa: E402
 from mbsfmu_ros import conversion as cv  # noqa: E402
+from mbsfmu_ros import scheduling  # noqa: E402
 from tests.support import ros_sandbox as rt  # noqa: E402
 
 MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
@@ -262,6 +268,12 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("scara", "G1"), help="one model's variants only")
     ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
     ap.add_argument("--stages", action="store_true", help="only the in-process time of each stage of a cycle")
+    ap.add_argument(
+        "--thread-priority",
+        type=int,
+        default=0,
+        help="SCHED_FIFO priority of the node (its thread_priority) and of this client (0: normal scheduling)",
+    )
     args = ap.parse_args(argv)
     if args.stages:
         print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
@@ -272,6 +284,10 @@ def main(argv=None) -> int:
         return 0
     logs = Path(args.logs)
     logs.mkdir(parents=True, exist_ok=True)
+    prio = {"thread_priority": args.thread_priority} if args.thread_priority else {}
+    if args.thread_priority:  # before any client exists: its middleware threads inherit the policy
+        got = scheduling.apply(args.thread_priority, False)
+        print(f"client scheduling: {got.policy} {got.priority}; " + "; ".join(got.warnings), flush=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
     models = {"scara": MODEL, "G1": g1_model()}
     SINGLE = {"executor": "single"}  # "_single": rclpy's SingleThreadedExecutor (else the default, events)
@@ -300,10 +316,10 @@ def main(argv=None) -> int:
         if path is None or args.only not in (None, name):
             continue
         for label, rate, extra in paced_variants[name]:
-            results.append(paced(path, rate, args.seconds, extra, label, logs))
+            results.append(paced(path, rate, args.seconds, {**prio, **extra}, label, logs))
             print(json.dumps(results[-1]), flush=True)
         for label, extra, client_executor in lock_variants[name]:
-            results.append(lock_step(path, args.rate, args.seconds, extra, label, logs, client_executor))
+            results.append(lock_step(path, args.rate, args.seconds, {**prio, **extra}, label, logs, client_executor))
             print(json.dumps(results[-1]), flush=True)
     print()
     print(

@@ -183,11 +183,19 @@ def constraint_status(loop_outputs: Mapping[str, Mapping], warn: float, error: f
 
 
 def real_time_status(
-    summary: Mapping[str, float], target_rtf: float, lock_step: bool, paused: bool, warn: float, error: float
+    summary: Mapping[str, float],
+    target_rtf: float,
+    lock_step: bool,
+    paused: bool,
+    warn: float,
+    error: float,
+    scheduling: tuple[str, int] = ("SCHED_OTHER", 0),
 ) -> Status:
-    """Pacing: overrun share of the cycles since the last report, lateness and work time."""
+    """Pacing: overrun share of the cycles since the last report, lateness and work time, and the
+    loop thread's scheduling (policy, priority) in effect."""
     values = {k: _fmt(v) for k, v in summary.items()}
     values["target_real_time_factor"] = f"{target_rtf:g}"
+    values["scheduling"], values["thread_priority"] = scheduling[0], str(scheduling[1])
     if paused:
         return Status("real_time", OK, "paused", values)
     if lock_step:

@@ -24,6 +24,7 @@ from mbsfmu.sim import messages as ms
 from . import conversion as cv
 from . import diagnostics as dg
 from . import ros_messages as rm
+from . import scheduling
 from . import topics as tp
 from .state_messages import StateMessages
 
@@ -109,6 +110,7 @@ class PublishingMixin:
                 self.lock_step,
                 self.paused or self.error is not None,
                 *self.thresholds["overrun_fraction"],
+                scheduling.in_effect(),
             )
         )
         statuses.append(self.commands_status())
