@@ -121,6 +121,8 @@ def paced(model_path: Path, rate: float, seconds: float, extra: dict, label: str
             "real_time_factor": (stamps[-1] - stamps[0]) / wall,
             "period_p50_ms": 1e3 * float(np.percentile(dt, 50)),
             "period_p99_ms": 1e3 * float(np.percentile(dt, 99)),
+            "period_p999_ms": 1e3 * float(np.percentile(dt, 99.9)),
+            "period_max_ms": 1e3 * float(dt.max()),
             "jitter_p50_ms": 1e3 * float(np.percentile(np.abs(dt - period), 50)),
             "jitter_p99_ms": 1e3 * float(np.percentile(np.abs(dt - period), 99)),
             "missing_stamps": int(round((stamps[-1] - stamps[0]) / period)) + 1 - len(stamps),
@@ -190,6 +192,7 @@ def lock_step(
             "real_time_factor": n / rate / w,
             "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
             "rtt_p99_ms": 1e3 * float(np.percentile(r, 99)),
+            "rtt_p999_ms": 1e3 * float(np.percentile(r, 99.9)),
             "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
             "client_work_p50_ms": 1e3 * float(np.median(client_work[n0:])),
         }
@@ -324,7 +327,7 @@ def main(argv=None) -> int:
     print()
     print(
         f"{'variant':<22} {'rate [Hz]':>10} {'RTF':>6} {'period p50/p99 [ms]':>20} {'jitter p50/p99 [ms]':>20} "
-        f"{'node work p50 [ms]':>18} {'overruns':>8}"
+        f"{'node work p50 [ms]':>18} {'overruns':>8} {'period p99.9/max [ms]':>22}"
     )
     for r in results:
         if "rate_hz" in r:
@@ -332,12 +335,14 @@ def main(argv=None) -> int:
                 f"{r['variant']:<22} {r['rate_hz']:>10.1f} {r['real_time_factor']:>6.3f} "
                 f"{r['period_p50_ms']:>9.3f}/{r['period_p99_ms']:<10.3f} "
                 f"{r['jitter_p50_ms']:>9.3f}/{r['jitter_p99_ms']:<10.3f} "
-                f"{r['node_work_p50_ms']:>18.3f} {r['node_overrun_fraction']:>8.3f}"
+                f"{r['node_work_p50_ms']:>18.3f} {r['node_overrun_fraction']:>8.3f} "
+                f"{r['period_p999_ms']:>10.3f}/{r['period_max_ms']:<10.3f}"
             )
         else:
             print(
                 f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
-                f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
+                f"round trip p50/p99/p99.9 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f}/{r['rtt_p999_ms']:.3f} ms "
+                "(lock-step, cycle "
                 f"{1e3 * r['cycle_s']:g} ms), node work p50 {r['node_work_p50_ms']:.3f} ms, client callback p50 "
                 f"{r['client_work_p50_ms']:.3f} ms"
             )

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbsfmu.checker import CHECKS, conservation_report
+from mbsfmu.errors import MbsError
 from mbsfmu.sim.rows import records_row
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
@@ -165,6 +166,41 @@ def conservation_statuses(
         if name == "engine_agreement":
             values["worst"] = str(e.get("worst"))
         out.append(Status(name, level, msg, values))
+    return out
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    """What the engine's statuses of one model need, copied from the simulator in the cycle (the
+    checks then run on it elsewhere, ``engine_statuses``): the checker rows at the reference (start
+    or last reset) and now, the checks, the closed loops' outputs, and the prefix of the statuses'
+    names ("" for the node's model, "<robot>: " in a world)."""
+
+    ref: Mapping[str, float]
+    row: Mapping[str, float]
+    checks: tuple[str, ...]
+    loop_outputs: Mapping[str, Mapping]
+    label: str = ""
+
+
+def engine_snapshot(sim, ref: Mapping[str, float], checks: Sequence[str], label: str = "") -> EngineSnapshot:
+    """The EngineSnapshot of ``sim``'s current state (``checker_row``, ``Simulator.loop_outputs``)."""
+    return EngineSnapshot(ref, checker_row(sim), tuple(checks), sim.loop_outputs(), label)
+
+
+def engine_statuses(snapshots: Sequence[EngineSnapshot], thresholds: Mapping[str, tuple[float, float]]) -> list[Status]:
+    """Conservation (``conservation_statuses``) and constraint (``constraint_status``) statuses of
+    each snapshot, named with its label; a checker failure is an ERROR status saying so."""
+    out: list[Status] = []
+    for snap in snapshots:
+        try:
+            statuses = conservation_statuses(snap.ref, snap.row, snap.checks, thresholds)
+            c = constraint_status(snap.loop_outputs, *thresholds["constraints"])
+        except (MbsError, FloatingPointError, ValueError) as e:
+            out.append(Status(f"{snap.label}conservation", ERROR, f"checker failed: {e}"))
+            continue
+        for st in statuses + ([c] if c is not None else []):
+            out.append(Status(f"{snap.label}{st.name}", st.level, st.message, st.values))
     return out
 
 

@@ -144,8 +144,9 @@ class LoopMixin:
         while rclpy.ok() and not self.quitting:
             now = wall()
             if now >= next_diag:
-                self.publish_diagnostics(now)
+                self.publish_diagnostics(now)  # the checks run in the diagnostics thread (publishing.py)
                 next_diag = max(next_diag + self.diag_period, now + 0.5 * self.diag_period)
+            self.flush_diagnostics()
             if now >= next_clock_check:
                 self.check_clock()
                 next_clock_check = now + clock.CHECK_PERIOD
@@ -203,5 +204,7 @@ class LoopMixin:
             if not spun:
                 self.spin(executor, 0.0)
             spun = False
+        if self.diag_worker is not None:
+            self.diag_worker.shutdown(wait=True)
         if self.quitting:
             self.serve_until_gone(executor)

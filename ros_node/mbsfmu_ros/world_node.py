@@ -126,20 +126,11 @@ class WorldMixin:
             self.send(self.pub_tf, rm.BUILDERS[tp.TF]({"transforms": tf}))
 
     # ---- diagnostics ----------------------------------------------------------------------
-    def engine_statuses(self) -> list[dg.Status]:
-        """Each robot's conservation and constraint statuses, named ``<robot>: <check>``."""
+    def engine_snapshots(self) -> list[dg.EngineSnapshot]:
+        """Each robot's state for its conservation and constraint statuses, named ``<robot>: <check>``."""
         if self.world is None:
-            return super().engine_statuses()
-        out = []
-        for r in self.world.robots.values():
-            try:
-                statuses = dg.conservation_statuses(r.ref_row, dg.checker_row(r.sim), r.checks, self.thresholds)
-                c = dg.constraint_status(r.sim.loop_outputs(), *self.thresholds["constraints"])
-                for s in statuses + ([c] if c is not None else []):
-                    out.append(dg.Status(f"{r.name}: {s.name}", s.level, s.message, s.values))
-            except (MbsError, FloatingPointError, ValueError) as e:
-                out.append(dg.Status(f"{r.name}: conservation", dg.ERROR, f"checker failed: {e}"))
-        return out
+            return super().engine_snapshots()
+        return [dg.engine_snapshot(r.sim, r.ref_row, r.checks, f"{r.name}: ") for r in self.world.robots.values()]
 
     def hardware_id(self) -> str:
         if self.world is None:
