@@ -12,6 +12,7 @@ cycle (/clock, joint states, momentum, CM, energy, /tf), the latched URDF and fi
 from __future__ import annotations
 
 import math
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -28,6 +29,8 @@ from . import ros_messages as rm
 from . import scheduling
 from . import topics as tp
 from .state_messages import StateMessages
+
+GIL_SWITCH_INTERVAL = 2e-4  # [s] at most, once the diagnostics thread runs (sys.setswitchinterval)
 
 
 class PublishingMixin:
@@ -106,8 +109,9 @@ class PublishingMixin:
         """/diagnostics (conservation, constraints, real time, commands, simulation) and
         /mbs/real_time_factor. The state is copied now (``engine_snapshots``, 0.03-0.1 ms) and the
         independent checker runs on the copy in the diagnostics thread (1.3-4.6 ms on the SCARA and
-        G1: a stall of the loop if run in its cycle); ``flush_diagnostics`` publishes the message
-        once the check is done. A diagnostics period that comes while a check still runs is skipped."""
+        G1: a stall of the loop if run in its cycle), the loop taking the GIL back within
+        ``GIL_SWITCH_INTERVAL``; ``flush_diagnostics`` publishes the message once the check is
+        done. A diagnostics period that comes while a check still runs is skipped."""
         if self.diag_pending is not None:
             return
         try:
@@ -130,6 +134,8 @@ class PublishingMixin:
         ]
         if self.diag_worker is None:  # started from the loop thread: it inherits its scheduling
             self.diag_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mbsfmu-diagnostics")
+            # the loop waiting for the GIL waits out the checker's slice: Python's 5 ms would stall it as before
+            sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL))
         engine = [s for s in snapshots if isinstance(s, dg.EngineSnapshot)]
         failed = [s for s in snapshots if isinstance(s, dg.Status)]
         check = self.diag_worker.submit(dg.engine_statuses, engine, dict(self.thresholds))

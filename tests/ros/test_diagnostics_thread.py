@@ -4,6 +4,7 @@ diagnostics thread, and the message goes out once it is done, with the values th
 for that copy. A node in this process (its own rclpy context and ROS domain), the check held at a
 gate so nothing depends on timing."""
 
+import sys
 import threading
 import time
 
@@ -12,6 +13,7 @@ import pytest
 pytest.importorskip("rclpy", reason="ROS 2 tests need rclpy: pip install -e \".[test,ros]\" (or source ROS 2)")
 
 from mbsfmu_ros import diagnostics as dg
+from mbsfmu_ros.publishing import GIL_SWITCH_INTERVAL
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS
 from tests.support.ros_interfaces import interfaces_loaded
@@ -36,6 +38,8 @@ def test_the_checks_run_in_their_thread_on_a_copy_of_the_state(monkeypatch):
         return checked(snapshots, thresholds)
 
     monkeypatch.setattr(dg, "engine_statuses", held)
+    monkeypatch.setattr(sys, "setswitchinterval", lambda s: switch.append(s))  # this process keeps its own
+    switch: list[float] = []
     with rt.Sandbox("diagthread") as sandbox:
         context = rclpy.Context()
         rclpy.init(context=context, domain_id=sandbox.domain_id)
@@ -58,6 +62,7 @@ def test_the_checks_run_in_their_thread_on_a_copy_of_the_state(monkeypatch):
         finally:
             rclpy.try_shutdown(context=context)
     ((thread, snapshots),) = calls
+    assert switch and switch[-1] <= GIL_SWITCH_INTERVAL  # the loop waits at most that long for the GIL
     assert thread != loop_thread
     assert snapshots[0].row["time"] == 0.05  # the state when the diagnostics were due, not later
     diag, rtf = sent
