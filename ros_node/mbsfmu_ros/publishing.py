@@ -114,10 +114,11 @@ class PublishingMixin:
         done. A diagnostics period that comes while a check still runs is skipped."""
         if self.diag_pending is not None:
             return
+        failed: list[dg.Status] = []
         try:
-            snapshots = self.engine_snapshots()
+            engine = self.engine_snapshots()
         except (MbsError, FloatingPointError, ValueError) as e:
-            snapshots = [dg.Status("conservation", dg.ERROR, f"checker failed: {e}")]
+            engine, failed = [], [dg.Status("conservation", dg.ERROR, f"checker failed: {e}")]
         summary = self.stats.summary(wall, self.sim.t)
         statuses = [
             dg.real_time_status(
@@ -136,8 +137,6 @@ class PublishingMixin:
             self.diag_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mbsfmu-diagnostics")
             # the loop waiting for the GIL waits out the checker's slice: Python's 5 ms would stall it as before
             sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL))
-        engine = [s for s in snapshots if isinstance(s, dg.EngineSnapshot)]
-        failed = [s for s in snapshots if isinstance(s, dg.Status)]
         check = self.diag_worker.submit(dg.engine_statuses, engine, dict(self.thresholds))
         self.diag_pending = (check, failed, statuses, max(self.last_ns, 0), summary["real_time_factor"])
 

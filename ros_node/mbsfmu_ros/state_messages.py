@@ -12,7 +12,9 @@ published message deserialises to the built one field for field, and its bytes a
 ``rclpy.serialization.serialize_message`` gives for it but for padding
 (tests/ros/test_state_messages.py). ``fill`` returns fresh ``bytes`` each cycle: refilling the
 buffers next cycle never changes what was published. /mbs/multi_dof_joint_states (spherical and
-free joints only) is still built as a message each cycle.
+free joints only) is still built as a message each cycle. A world's robots (``robots.py``) have
+one StateMessages each, without /clock and /tf; the world's one /tf of every robot is a
+``TfMessage`` of several models (``world_node.py``).
 """
 
 from __future__ import annotations
