@@ -9,6 +9,7 @@ the end: the machine may be shared, so the node's own work per cycle (its diagno
 number that depends least on load.
 
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--only scara|G1] [--json out.json]
+                                   [--thread-priority 50]
     python benchmarks/bench_ros.py --stages [--only scara|G1]
 
 ``--stages``: where the time of one 1 kHz cycle goes, in process (the node's own publishers and
@@ -18,6 +19,10 @@ state messages (CDR bytes, ``state_messages.py``), publishing them as bytes agai
 same messages as rclpy message objects (the object path: rclpy's Python -> C conversion and
 serialisation per message), and one ``spin_once(0)`` of each executor; medians of interleaved
 cycles in microseconds.
+
+``--thread-priority P``: the node's parameter ``thread_priority`` (SCHED_FIFO P for its loop
+and middleware threads, ``scheduling.py``) and the same for this process (the client: a HIL
+client would run so too), to measure under a load of other processes.
 
 Each variant starts the node in its own process in its own sandbox (a leased ROS domain,
 localhost discovery, unique node name and topics: tests/support/ros_sandbox.py).
@@ -43,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 import mbsfmu  # noqa: E402
 from mbsfmu_ros import conversion as cv  # noqa: E402
+from mbsfmu_ros import scheduling  # noqa: E402
 from tests.support import ros_sandbox as rt  # noqa: E402
 
 MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
@@ -115,6 +121,8 @@ def paced(model_path: Path, rate: float, seconds: float, extra: dict, label: str
             "real_time_factor": (stamps[-1] - stamps[0]) / wall,
             "period_p50_ms": 1e3 * float(np.percentile(dt, 50)),
             "period_p99_ms": 1e3 * float(np.percentile(dt, 99)),
+            "period_p999_ms": 1e3 * float(np.percentile(dt, 99.9)),
+            "period_max_ms": 1e3 * float(dt.max()),
             "jitter_p50_ms": 1e3 * float(np.percentile(np.abs(dt - period), 50)),
             "jitter_p99_ms": 1e3 * float(np.percentile(np.abs(dt - period), 99)),
             "missing_stamps": int(round((stamps[-1] - stamps[0]) / period)) + 1 - len(stamps),
@@ -184,6 +192,7 @@ def lock_step(
             "real_time_factor": n / rate / w,
             "rtt_p50_ms": 1e3 * float(np.percentile(r, 50)),
             "rtt_p99_ms": 1e3 * float(np.percentile(r, 99)),
+            "rtt_p999_ms": 1e3 * float(np.percentile(r, 99.9)),
             "node_work_p50_ms": 1e3 * node.get("work_p50", np.nan),
             "client_work_p50_ms": 1e3 * float(np.median(client_work[n0:])),
         }
@@ -262,6 +271,12 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("scara", "G1"), help="one model's variants only")
     ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
     ap.add_argument("--stages", action="store_true", help="only the in-process time of each stage of a cycle")
+    ap.add_argument(
+        "--thread-priority",
+        type=int,
+        default=0,
+        help="SCHED_FIFO priority of the node (its thread_priority) and of this client (0: normal scheduling)",
+    )
     args = ap.parse_args(argv)
     if args.stages:
         print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
@@ -272,6 +287,10 @@ def main(argv=None) -> int:
         return 0
     logs = Path(args.logs)
     logs.mkdir(parents=True, exist_ok=True)
+    prio = {"thread_priority": args.thread_priority} if args.thread_priority else {}
+    if args.thread_priority:  # before any client exists: its middleware threads inherit the policy
+        got = scheduling.apply(args.thread_priority, False)
+        print(f"client scheduling: {got.policy} {got.priority}; " + "; ".join(got.warnings), flush=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)", flush=True)
     models = {"scara": MODEL, "G1": g1_model()}
     SINGLE = {"executor": "single"}  # "_single": rclpy's SingleThreadedExecutor (else the default, events)
@@ -300,15 +319,15 @@ def main(argv=None) -> int:
         if path is None or args.only not in (None, name):
             continue
         for label, rate, extra in paced_variants[name]:
-            results.append(paced(path, rate, args.seconds, extra, label, logs))
+            results.append(paced(path, rate, args.seconds, {**prio, **extra}, label, logs))
             print(json.dumps(results[-1]), flush=True)
         for label, extra, client_executor in lock_variants[name]:
-            results.append(lock_step(path, args.rate, args.seconds, extra, label, logs, client_executor))
+            results.append(lock_step(path, args.rate, args.seconds, {**prio, **extra}, label, logs, client_executor))
             print(json.dumps(results[-1]), flush=True)
     print()
     print(
         f"{'variant':<22} {'rate [Hz]':>10} {'RTF':>6} {'period p50/p99 [ms]':>20} {'jitter p50/p99 [ms]':>20} "
-        f"{'node work p50 [ms]':>18} {'overruns':>8}"
+        f"{'node work p50 [ms]':>18} {'overruns':>8} {'period p99.9/max [ms]':>22}"
     )
     for r in results:
         if "rate_hz" in r:
@@ -316,12 +335,14 @@ def main(argv=None) -> int:
                 f"{r['variant']:<22} {r['rate_hz']:>10.1f} {r['real_time_factor']:>6.3f} "
                 f"{r['period_p50_ms']:>9.3f}/{r['period_p99_ms']:<10.3f} "
                 f"{r['jitter_p50_ms']:>9.3f}/{r['jitter_p99_ms']:<10.3f} "
-                f"{r['node_work_p50_ms']:>18.3f} {r['node_overrun_fraction']:>8.3f}"
+                f"{r['node_work_p50_ms']:>18.3f} {r['node_overrun_fraction']:>8.3f} "
+                f"{r['period_p999_ms']:>10.3f}/{r['period_max_ms']:<10.3f}"
             )
         else:
             print(
                 f"{r['variant']:<22} {r['round_trips_per_s']:>10.1f} {r['real_time_factor']:>6.3f} "
-                f"round trip p50/p99 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f} ms (lock-step, cycle "
+                f"round trip p50/p99/p99.9 {r['rtt_p50_ms']:.3f}/{r['rtt_p99_ms']:.3f}/{r['rtt_p999_ms']:.3f} ms "
+                "(lock-step, cycle "
                 f"{1e3 * r['cycle_s']:g} ms), node work p50 {r['node_work_p50_ms']:.3f} ms, client callback p50 "
                 f"{r['client_work_p50_ms']:.3f} ms"
             )

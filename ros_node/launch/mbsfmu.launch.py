@@ -32,6 +32,8 @@ ARGS = {  # node parameters as launch arguments: name: description (not given = 
     "frame_prefix": "prefix of every frame name the node publishes, e.g. robot1/ (default none)",
     "publish_tf": "publish /tf and /tf_static (default true; false with robot_state_publisher:=true)",
     "clock_conflict": "another /clock on the domain: stop publishing /clock, or follow it (default stop)",
+    "thread_priority": "SCHED_FIFO priority 1-99 of the node's loop (ros2_control_node uses 50) (default 0: off)",
+    "lock_memory": "lock the node's memory in RAM (mlockall) (default false)",
 }
 
 

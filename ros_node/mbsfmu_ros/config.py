@@ -18,6 +18,7 @@ from mbsfmu.errors import InputError
 from mbsfmu.sim.simulator import INTEGRATORS
 
 from .diagnostics import CONSERVATION_CHECKS, DEFAULT_THRESHOLDS
+from .scheduling import MAX_PRIORITY
 
 EXECUTORS = ("single", "events")
 CLOCK_CONFLICT = ("stop", "follow")  # what a node does when another one publishes /clock (clock.py)
@@ -75,6 +76,12 @@ PARAMETERS: dict[str, tuple[object, str]] = {  # name: (default, description)
     ),
     "servo_kd": (10.0, "position servo damping kd [N m s/rad or N s/m] of position commands"),
     "servo_kv": (10.0, "velocity servo gain kv [N m s/rad or N s/m] of velocity-only commands"),
+    "thread_priority": (
+        0,
+        "SCHED_FIFO priority 1-99 of the loop thread and the middleware's threads (ros2_control_node's "
+        "parameter; it uses 50); 0 = off: normal scheduling",
+    ),
+    "lock_memory": (False, "lock the process's memory in RAM (mlockall) against page faults in a cycle"),
 }
 # parameters that `ros2 param set` may change while the node runs (the others shape the run)
 DYNAMIC = (
@@ -139,6 +146,8 @@ class NodeConfig:
     servo_kp: float = 100.0
     servo_kd: float = 10.0
     servo_kv: float = 10.0
+    thread_priority: int = 0
+    lock_memory: bool = False
     thresholds: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
     @property
@@ -211,6 +220,10 @@ def node_config(values: Mapping[str, object]) -> NodeConfig:
     if not (isinstance(dec, int) and not isinstance(dec, bool)) or dec < 1:
         bad("invariants_decimation", "must be an integer >= 1")
         p["invariants_decimation"] = 1
+    prio = p["thread_priority"]
+    if not (isinstance(prio, int) and not isinstance(prio, bool)) or not 0 <= prio <= MAX_PRIORITY:
+        bad("thread_priority", f"must be an integer from 0 (off) to {MAX_PRIORITY}")
+        p["thread_priority"] = 0
     if p["clock_conflict"] not in CLOCK_CONFLICT:
         bad("clock_conflict", f"must be one of {', '.join(CLOCK_CONFLICT)}")
     if p["executor"] not in EXECUTORS:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbsfmu.checker import CHECKS, conservation_report
+from mbsfmu.errors import MbsError
 from mbsfmu.sim.rows import records_row
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
@@ -168,6 +169,41 @@ def conservation_statuses(
     return out
 
 
+@dataclass(frozen=True)
+class EngineSnapshot:
+    """What the engine's statuses of one model need, copied from the simulator in the cycle (the
+    checks then run on it elsewhere, ``engine_statuses``): the checker rows at the reference (start
+    or last reset) and now, the checks, the closed loops' outputs, and the prefix of the statuses'
+    names ("" for the node's model, "<robot>: " in a world)."""
+
+    ref: Mapping[str, float]
+    row: Mapping[str, float]
+    checks: tuple[str, ...]
+    loop_outputs: Mapping[str, Mapping]
+    label: str = ""
+
+
+def engine_snapshot(sim, ref: Mapping[str, float], checks: Sequence[str], label: str = "") -> EngineSnapshot:
+    """The EngineSnapshot of ``sim``'s current state (``checker_row``, ``Simulator.loop_outputs``)."""
+    return EngineSnapshot(ref, checker_row(sim), tuple(checks), sim.loop_outputs(), label)
+
+
+def engine_statuses(snapshots: Sequence[EngineSnapshot], thresholds: Mapping[str, tuple[float, float]]) -> list[Status]:
+    """Conservation (``conservation_statuses``) and constraint (``constraint_status``) statuses of
+    each snapshot, named with its label; a checker failure is an ERROR status saying so."""
+    out: list[Status] = []
+    for snap in snapshots:
+        try:
+            statuses = conservation_statuses(snap.ref, snap.row, snap.checks, thresholds)
+            c = constraint_status(snap.loop_outputs, *thresholds["constraints"])
+        except (MbsError, FloatingPointError, ValueError) as e:
+            out.append(Status(f"{snap.label}conservation", ERROR, f"checker failed: {e}"))
+            continue
+        for st in statuses + ([c] if c is not None else []):
+            out.append(Status(f"{snap.label}{st.name}", st.level, st.message, st.values))
+    return out
+
+
 def constraint_status(loop_outputs: Mapping[str, Mapping], warn: float, error: float) -> Status | None:
     """Loop-closure violation: worst |Phi| and |Phidot| over the loops (absolute); None without loops."""
     if not loop_outputs:
@@ -183,11 +219,19 @@ def constraint_status(loop_outputs: Mapping[str, Mapping], warn: float, error: f
 
 
 def real_time_status(
-    summary: Mapping[str, float], target_rtf: float, lock_step: bool, paused: bool, warn: float, error: float
+    summary: Mapping[str, float],
+    target_rtf: float,
+    lock_step: bool,
+    paused: bool,
+    warn: float,
+    error: float,
+    scheduling: tuple[str, int] = ("SCHED_OTHER", 0),
 ) -> Status:
-    """Pacing: overrun share of the cycles since the last report, lateness and work time."""
+    """Pacing: overrun share of the cycles since the last report, lateness and work time, and the
+    loop thread's scheduling (policy, priority) in effect."""
     values = {k: _fmt(v) for k, v in summary.items()}
     values["target_real_time_factor"] = f"{target_rtf:g}"
+    values["scheduling"], values["thread_priority"] = scheduling[0], str(scheduling[1])
     if paused:
         return Status("real_time", OK, "paused", values)
     if lock_step:

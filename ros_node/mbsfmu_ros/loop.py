@@ -19,7 +19,7 @@ from rosgraph_msgs.msg import Clock
 
 from mbsfmu.sim.simulator import SimulationError
 
-from . import clock
+from . import clock, scheduling
 from . import conversion as cv
 from . import topics as tp
 from .pacing import MAX_LAG
@@ -103,9 +103,31 @@ class LoopMixin:
         self.spin_timeout.timeout = timeout
         executor.spin_once(timeout_sec=self.spin_timeout)
 
+    def apply_scheduling(self) -> None:
+        """``thread_priority`` and ``lock_memory`` (``scheduling.py``) for the thread that runs the
+        loop, once; what the system refused is warned about once, naming the parameter and what to
+        do, and the node goes on at normal priority."""
+        p = self.config
+        if p.thread_priority == 0 and not p.lock_memory:
+            return
+        got = scheduling.apply(p.thread_priority, p.lock_memory)
+        for text in got.warnings:
+            self.get_logger().warning(text)
+        if got.policy == "SCHED_FIFO":
+            self.get_logger().info(
+                f"thread_priority: SCHED_FIFO {got.priority} on {got.threads} thread(s) (the loop and the middleware's)"
+                f"{'; memory locked' if got.memory_locked else ''}"
+            )
+            if self.rtf == 0 and not self.lock_step and not self.follow_clock:
+                self.get_logger().warning(
+                    "thread_priority with real_time_factor 0: a SCHED_FIFO loop that never sleeps holds a core "
+                    "(the kernel's real-time throttling leaves others 5 %)"
+                )
+
     def run(self, executor) -> None:
         """Cycle until shutdown: paced, as fast as possible, or in lock-step (see pacing.py)."""
         wall = time.perf_counter
+        self.apply_scheduling()
         timeout_object = getattr(rclpy.executors, "TimeoutObject", None)  # where this rclpy has it
         self.spin_timeout = None if timeout_object is None else timeout_object(0.0)
         budget = self.period / self.rtf if self.rtf > 0 else None
@@ -122,8 +144,9 @@ class LoopMixin:
         while rclpy.ok() and not self.quitting:
             now = wall()
             if now >= next_diag:
-                self.publish_diagnostics(now)
+                self.publish_diagnostics(now)  # the checks run in the diagnostics thread (publishing.py)
                 next_diag = max(next_diag + self.diag_period, now + 0.5 * self.diag_period)
+            self.flush_diagnostics()
             if now >= next_clock_check:
                 self.check_clock()
                 next_clock_check = now + clock.CHECK_PERIOD
@@ -181,5 +204,7 @@ class LoopMixin:
             if not spun:
                 self.spin(executor, 0.0)
             spun = False
+        if self.diag_worker is not None:
+            self.diag_worker.shutdown(wait=True)
         if self.quitting:
             self.serve_until_gone(executor)

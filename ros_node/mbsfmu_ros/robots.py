@@ -29,6 +29,7 @@ from . import diagnostics as dg
 from . import entity_state as es
 from . import ros_messages as rm
 from . import topics as tp
+from .state_messages import StateMessages
 from .world import RobotSpec
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -81,6 +82,8 @@ class Robot:
             for topic in ms.state_topics(self.layout)
             if topic in ROBOT_TOPICS
         }
+        # its state topics as CDR bytes filled in place (/tf is the world's: one for every robot)
+        self.state_msgs = StateMessages(model, self.layout, node.frame_id, spec.frame_prefix, with_tf=False)
         self.pub_description = node.create_publisher(String, robot_topic(ns, tp.ROBOT_DESCRIPTION), LATCHED)
         if urdf is not None:
             self.pub_description.publish(String(data=urdf))
@@ -186,16 +189,6 @@ class Robot:
         self.last_command_ns = None
         self.position, self.orientation = tuple(self.spec.position), tuple(self.spec.orientation)
         self.ref_row = dg.checker_row(self.sim)
-
-    def messages(self, ns: int, frame_id: str, invariants: bool, with_tf: bool) -> dict[str, dict]:
-        """Contents of the robot's state topics (and /tf) at sim time ns, frames prefixed."""
-        contents = ms.state_messages(self.sim, self.layout, ns, frame_id, invariants=invariants, with_tf=with_tf)
-        contents.pop(tp.CLOCK)
-        return cv.with_frame_prefix(contents, self.spec.frame_prefix)
-
-    def publish(self, contents: dict[str, dict]) -> None:
-        for topic, msg in rm.ros_messages({t: c for t, c in contents.items() if t in self.pubs}).items():
-            self.node.send(self.pubs[topic], msg)
 
     def base_transform(self, ns: int, frame_id: str) -> dict:
         """/tf_static entry of the base pose: ``frame_id -> <frame_prefix><frame_id>``."""

@@ -12,7 +12,9 @@ published message deserialises to the built one field for field, and its bytes a
 ``rclpy.serialization.serialize_message`` gives for it but for padding
 (tests/ros/test_state_messages.py). ``fill`` returns fresh ``bytes`` each cycle: refilling the
 buffers next cycle never changes what was published. /mbs/multi_dof_joint_states (spherical and
-free joints only) is still built as a message each cycle.
+free joints only) is still built as a message each cycle. A world's robots (``robots.py``) have
+one StateMessages each, without /clock and /tf; the world's one /tf of every robot is a
+``TfMessage`` of several models (``world_node.py``).
 """
 
 from __future__ import annotations
@@ -101,23 +103,7 @@ class StateMessages:
             _Stamps(self.com, [stamp_c]),
             _Stamps(self.com_velocity, [stamp_v]),
         ]
-        self.tf = None
-        if with_tf and rm.TFMessage is not None:
-            # tf2_msgs/TFMessage {TransformStamped[] transforms {Header header; string
-            # child_frame_id; Transform {Vector3 translation; Quaternion rotation (x, y, z, w)}}}
-            lay = CdrLayout()
-            frames = ms.transform_frames(model)
-            lay.uint32(len(frames))
-            stamps, first = [], []
-            for parent, child in frames:
-                stamps.append(lay.header(frame if parent == ms.WORLD else frame_prefix + parent))
-                lay.string(frame_prefix + child)
-                first.append(lay.float64(7))
-            self.tf = lay.finish()
-            self.tf_stamps = _Stamps(self.tf, stamps)
-            # f8 indices of the 7 numbers (translation, quaternion) of every transform, (N, 7)
-            self.tf_f8 = (np.array(first)[:, None] - ORIGIN) // 8 + np.arange(7)
-            self.invariant_stamps.append(self.tf_stamps)
+        self.tf = TfMessage([(model, frame_id, frame_prefix)]) if with_tf and rm.TFMessage is not None else None
 
     def fill(self, sim, ns: int, invariants: bool, with_clock: bool) -> dict:
         """topic -> serialised message of the simulator's current state stamped ns [ns]: /clock
@@ -159,7 +145,41 @@ class StateMessages:
         out[tp.COM_VELOCITY] = self.com_velocity.data()
         out[tp.ENERGY] = self.energy.data()
         if self.tf is not None:
-            xyz, quat = ms.relative_poses(self.model, *sim.body_poses())
-            self.tf.f8[self.tf_f8] = np.concatenate((xyz, quat), axis=1)
-            out[tp.TF] = self.tf.data()
+            out[tp.TF] = self.tf.fill([sim], sec, nanosec)
         return out
+
+
+class TfMessage:
+    """tf2_msgs/TFMessage of the moving frames of one or more models (a world's robots share one
+    /tf), preallocated as CDR: ``parts`` (model, frame_id, frame_prefix) in order, each model's
+    transforms as ``ms.state_messages`` gives them with ``with_frame_prefix``; ``fill`` writes the
+    stamp and every body's relative pose (``ms.relative_poses``) and returns the bytes."""
+
+    def __init__(self, parts):
+        # tf2_msgs/TFMessage {TransformStamped[] transforms {Header header; string child_frame_id;
+        # Transform {Vector3 translation; Quaternion rotation (x, y, z, w)}}}
+        lay = CdrLayout()
+        frames = [ms.transform_frames(model) for model, _frame_id, _prefix in parts]
+        lay.uint32(sum(len(f) for f in frames))
+        stamps, firsts = [], []
+        for (_model, frame_id, prefix), pairs in zip(parts, frames):
+            first = []
+            for parent, child in pairs:
+                stamps.append(lay.header(prefix + frame_id if parent == ms.WORLD else prefix + parent))
+                lay.string(prefix + child)
+                first.append(lay.float64(7))
+            firsts.append(first)
+        self.msg = lay.finish()
+        self.padding = self.msg.padding
+        self.stamps = _Stamps(self.msg, stamps)
+        self.models = [model for model, _frame_id, _prefix in parts]
+        # per part, the f8 indices of the 7 numbers (translation, quaternion) of every transform, (N, 7)
+        self.f8 = [(np.array(first, dtype=np.intp).reshape(-1, 1) - ORIGIN) // 8 + np.arange(7) for first in firsts]
+
+    def fill(self, sims, sec: int, nanosec: int) -> bytes:
+        """The message for the current states of ``sims`` (one per part, in order), stamped (sec, nanosec)."""
+        self.stamps.set(sec, nanosec)
+        for model, index, sim in zip(self.models, self.f8, sims):
+            xyz, quat = ms.relative_poses(model, *sim.body_poses())
+            self.msg.f8[index] = np.concatenate((xyz, quat), axis=1)
+        return self.msg.data()

@@ -21,6 +21,7 @@ from . import diagnostics as dg
 from . import ros_messages as rm
 from . import topics as tp
 from .robots import LATCHED, Robot, World
+from .state_messages import TfMessage
 from .world import RobotSpec, WorldError, WorldSpec, load_world
 
 
@@ -28,6 +29,8 @@ class WorldMixin:
     """World mode of MbsNode: robots, their outputs, diagnostics and reset."""
 
     world: World | None = None
+    tf_key: tuple[int, ...] = ()  # the robots (ids, in order) the world's /tf message was built for
+    tf_msg: TfMessage | None = None
 
     def init_world(self) -> None:
         """World mode before the outputs exist: the node's ``sim`` is an empty ``World``, no
@@ -117,29 +120,27 @@ class WorldMixin:
         if tp.CLOCK in self.pubs:
             self.send(self.pubs[tp.CLOCK], rm.BUILDERS[tp.CLOCK]({"clock": ms.stamp(ns)}))
             self.clock_published = True
-        tf = []
-        for r in self.world.robots.values():
-            contents = r.messages(ns, self.frame_id, invariants, self.pub_tf is not None)
-            tf += contents.pop(tp.TF, {"transforms": []})["transforms"]
-            r.publish(contents)
-        if self.pub_tf is not None and tf:
-            self.send(self.pub_tf, rm.BUILDERS[tp.TF]({"transforms": tf}))
+        robots = list(self.world.robots.values())
+        for r in robots:
+            for topic, data in r.state_msgs.fill(r.sim, ns, invariants, with_clock=False).items():
+                self.send(r.pubs[topic], data)
+        if self.pub_tf is not None and invariants and robots:
+            self.send(self.pub_tf, self.world_tf(robots).fill([r.sim for r in robots], *ms.ns_to_stamp(ns)))
+
+    def world_tf(self, robots: list[Robot]) -> TfMessage:
+        """The one /tf of the robots (CDR, ``state_messages.TfMessage``), built again when they change."""
+        key = tuple(map(id, robots))
+        if self.tf_msg is None or self.tf_key != key:
+            self.tf_key = key
+            self.tf_msg = TfMessage([(r.model, self.frame_id, r.spec.frame_prefix) for r in robots])
+        return self.tf_msg
 
     # ---- diagnostics ----------------------------------------------------------------------
-    def engine_statuses(self) -> list[dg.Status]:
-        """Each robot's conservation and constraint statuses, named ``<robot>: <check>``."""
+    def engine_snapshots(self) -> list[dg.EngineSnapshot]:
+        """Each robot's state for its conservation and constraint statuses, named ``<robot>: <check>``."""
         if self.world is None:
-            return super().engine_statuses()
-        out = []
-        for r in self.world.robots.values():
-            try:
-                statuses = dg.conservation_statuses(r.ref_row, dg.checker_row(r.sim), r.checks, self.thresholds)
-                c = dg.constraint_status(r.sim.loop_outputs(), *self.thresholds["constraints"])
-                for s in statuses + ([c] if c is not None else []):
-                    out.append(dg.Status(f"{r.name}: {s.name}", s.level, s.message, s.values))
-            except (MbsError, FloatingPointError, ValueError) as e:
-                out.append(dg.Status(f"{r.name}: conservation", dg.ERROR, f"checker failed: {e}"))
-        return out
+            return super().engine_snapshots()
+        return [dg.engine_snapshot(r.sim, r.ref_row, r.checks, f"{r.name}: ") for r in self.world.robots.values()]
 
     def hardware_id(self) -> str:
         if self.world is None:

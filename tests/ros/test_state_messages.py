@@ -18,7 +18,7 @@ from mbsfmu.sim.simulator import Simulator
 from mbsfmu_ros import conversion as cv
 from mbsfmu_ros import ros_messages as rm
 from mbsfmu_ros import topics as tp
-from mbsfmu_ros.state_messages import StateMessages
+from mbsfmu_ros.state_messages import StateMessages, TfMessage
 from tests.support.paths import MODELS
 
 
@@ -77,3 +77,29 @@ def test_filled_messages_equal_the_built_ones(name, frame_id, prefix):
                 assert_same_cdr(got[topic], msg, padding[topic])
         tf_seen += tp.TF in expected and len(expected[tp.TF].transforms) == model.N
     assert tf_seen == 3  # cycles 0, 2, 4: every body's transform compared
+
+
+def test_a_worlds_tf_of_several_robots_equals_the_built_one():
+    """A world's one /tf (``TfMessage`` of several models, each with its frame prefix, as
+    world_node.py publishes it): the transforms of every robot, in order, as built from
+    ``mbsfmu.sim.messages`` with ``with_frame_prefix``."""
+    assert rm.bind_interfaces(build=True) is None and rm.TFMessage is not None
+    parts, sims = [], []
+    for name, prefix in (("scara.yaml", "a/"), ("spacecraft.yaml", "b/"), ("scara.yaml", "c/")):
+        model = mbsfmu.load_model(MODELS / name)
+        parts.append((model, "odom", prefix))
+        sims.append(Simulator(model, h_max=1e-3))
+    tf = TfMessage(parts)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        transforms = []
+        for sim in sims:
+            sim.u = rng.uniform(-1.0, 1.0, len(sim.input_names))
+            sim.advance_to(sim.t + 0.01)
+        ns = cv.time_to_ns(sims[0].t) + 3 * cv.NS
+        for (model, frame_id, prefix), sim in zip(parts, sims):
+            contents = ms.state_messages(sim, cv.joint_layout(model), ns, frame_id, invariants=True, with_tf=True)
+            transforms += cv.with_frame_prefix(contents, prefix)[tp.TF]["transforms"]
+        expected = rm.BUILDERS[tp.TF]({"transforms": transforms})
+        assert len(expected.transforms) == sum(m.N for m, _f, _p in parts)
+        assert_same_cdr(tf.fill(sims, *ms.ns_to_stamp(ns)), expected, tf.padding)

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from mbsfmu_ros import topics
@@ -160,19 +160,21 @@ def start_node(
     sandbox: Sandbox,
     log: str | os.PathLike,
     namespace: str | None = None,
+    prefix: Sequence[str] = (),
 ) -> subprocess.Popen:
     """``python -m mbsfmu_ros MODEL --ros-args -r ... -p ...`` in a subprocess inside ``sandbox``
     (its domain, node name and topic prefix), stdout and stderr to ``log``. With ``namespace``
     (``/robot1``) the node runs in it: its relative topics are ``/robot1/joint_states``..., which
     the sandbox's prefix rules (names in the root namespace) leave alone. ``model`` None: none on
     the command line (a world file given as parameter ``world``). Parameter ``executor`` comes
-    from ``$MBSFMU_TEST_EXECUTOR`` (``EXECUTOR_ENV``) when set and ``params`` has none."""
+    from ``$MBSFMU_TEST_EXECUTOR`` (``EXECUTOR_ENV``) when set and ``params`` has none. ``prefix``:
+    a command the node runs under (``setpriv ...``)."""
     if os.environ.get(EXECUTOR_ENV):
         params = {"executor": os.environ[EXECUTOR_ENV], **params}
     interfaces_loaded()  # built once here, so no node spends its start building tf2_msgs and simulation_interfaces
     ns = ["-r", f"__ns:={namespace}"] if namespace else []
     given = [] if model is None else [str(model)]
-    cmd = [sys.executable, "-m", "mbsfmu_ros", *given, *param_args(params), *sandbox.ros_args(), *ns]
+    cmd = [*prefix, sys.executable, "-m", "mbsfmu_ros", *given, *param_args(params), *sandbox.ros_args(), *ns]
     with open(log, "w") as out:
         return subprocess.Popen(cmd, env=sandbox.env(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
