@@ -134,7 +134,8 @@ def test_paced_at_wall_clock_and_the_real_time_factor_reports_it(ros):
     /mbs/real_time_factor published in the same window reports what was measured (within 0.1: its
     0.25 s windows are offset from ours at the two ends); one window may read above 1 after a stall,
     as the node catches up at most MAX_LAG of wall time (pacing.py) before it re-anchors: at most
-    1 + MAX_LAG / 0.25 s, +5 % jitter."""
+    1 + MAX_LAG / 0.25 s, +5 % jitter; one may read below 0.5 while the node is starved (0.34 beside
+    another test run at load ~5), so the half-speed bound holds for their median."""
     n_clock, n_rtf = len(ros.msgs["/clock"]), len(ros.msgs["/mbs/real_time_factor"])
     ros.spin_for(2.5)
     clock = ros.msgs["/clock"][n_clock:]
@@ -147,7 +148,8 @@ def test_paced_at_wall_clock_and_the_real_time_factor_reports_it(ros):
     assert 0.5 <= measured <= 1.05, f"sim {sim[-1]:.3f} s in wall {wall:.3f} s, pace {measured:.3f}"
     rtf = [m.data for m in ros.msgs["/mbs/real_time_factor"][n_rtf + 1 :]]  # the first window began before ours
     assert len(rtf) >= 5, rtf
-    assert all(0.5 <= r <= 1.05 + MAX_LAG / 0.25 for r in rtf), rtf
+    assert all(0 < r <= 1.05 + MAX_LAG / 0.25 for r in rtf), rtf
+    assert float(np.median(rtf)) >= 0.5, rtf  # one 0.25 s window may fall while the node is starved
     assert abs(sum(rtf) / len(rtf) - measured) <= 0.1, (rtf, measured)
 
 

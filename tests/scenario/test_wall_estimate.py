@@ -21,11 +21,16 @@ from tests.support.paths import ROOT
         ("spacecraft_gravity.yaml", 5000.0),
     ],
 )
-def test_estimate_is_within_2x_of_the_run(tmp_path, name, duration):
-    """Within 2x of the run loop's measured wall time (report.json wall_time_s) either way, the
-    estimate being from the intervals after the first and the run's the whole loop: the probe and the
-    run share the machine's load within seconds of each other (measured at load ~9: 1.02 and 1.00 of
-    the run; extrapolated from the first interval, the four-bar's was 2.3x)."""
+def test_estimate_is_within_2x_of_the_run(tmp_path, monkeypatch, name, duration):
+    """Within 2x of the run loop's measured time (report.json wall_time_s) either way, the estimate
+    being from the intervals after the first and the run's the whole loop (measured in wall time at
+    load ~9: 1.02 and 1.00 of the run; extrapolated from the first interval, the four-bar's was 2.3x).
+    Both read the process's CPU time here (run.py's clock, patched for this test): in wall time a
+    load that changes between the 0.3 s probe and the run moves the ratio by the change (2.35x once,
+    at load ~2 with another test run starting beside it), which says nothing of the estimator."""
+    from mbsfmu.scenario import run
+
+    monkeypatch.setattr(run.wallclock, "perf_counter", run.wallclock.process_time)
     scn = load_scenario(ROOT / "scenarios" / name)
     wall, how = estimate_wall(scn, duration)
     assert how.startswith("extrapolated from") and "first interval not counted" in how, how
