@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import ROOT
-from tests.support.run_folder import build_once, run_folder
+from tests.support.paths import MODELS, ROOT
+from tests.support.run_folder import build_once, model_key, run_folder
 
 LOCKS = Path("/proc/locks")
 # a process that asks build_once for PATH; its build writes MARK.started, waits for MARK.go (so
@@ -122,3 +122,15 @@ def test_run_folder_is_the_runs_not_the_workers(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
     assert run_folder(Factory(), "shared") == tmp_path / "shared"
     assert (tmp_path / "shared").is_dir()
+
+
+def test_two_tests_models_of_one_name_are_two_builds(tmp_path):
+    """A model file of a test's own (tmp_path/gripper.yaml) is keyed by its path, so another test's
+    gripper (a URDF of the same stem, with other options) is not served its FMU; a bundled model
+    by its name, as the FMU file names always were."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = model_key(tmp_path / "a" / "gripper.yaml"), model_key(tmp_path / "b" / "gripper.urdf")
+    assert a != b and a.startswith("gripper-") and b.startswith("gripper-")
+    assert model_key(tmp_path / "a" / "gripper.yaml") == a
+    assert model_key(MODELS / "scara.yaml") == "scara" and model_key(MODELS / "urdf_arm7.urdf") == "urdf_arm7"

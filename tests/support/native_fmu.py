@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from tests.support.paths import MODELS, ROOT, SUPPORT
-from tests.support.run_folder import build_once
+from tests.support.run_folder import build_once, model_key
 
 HOST_SOURCE = SUPPORT / "c_host" / "fmu_run.c"
 HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
@@ -65,7 +65,7 @@ class NativeFmus:
         from mbsfmu.fmu.native import build_native_fmu
 
         tag = "-".join(f"{k}{v}" for k, v in sorted(options.items()))
-        path = self.base / f"{Path(model).stem}-{'+'.join(platforms)}{tag}.fmu"
+        path = self.base / f"{model_key(model_file(model))}-{'+'.join(platforms)}{tag}.fmu"
         return build_once(
             path,
             lambda folder: build_native_fmu(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.support.paths import MODELS, ROOT, SUPPORT
-from tests.support.run_folder import build_once
+from tests.support.run_folder import build_once, model_key
 
 C_HOST = SUPPORT / "c_host" / "fmu_run.c"
 FMI_HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
@@ -32,8 +32,8 @@ class FmuFiles:
         from mbsfmu.fmu import build_fmu
 
         tag = "-".join(f"{k}{v}" for k, v in sorted(solver.items()))
-        path = self.base / f"{Path(model).stem}-{naming}-{'noloader' if loader is False else 'loader'}{tag}.fmu"
         src = Path(model) if Path(model).suffix else MODELS / f"{model}.yaml"
+        path = self.base / f"{model_key(src)}-{naming}-{'noloader' if loader is False else 'loader'}{tag}.fmu"
         return build_once(
             path, lambda folder: build_fmu(src, folder / path.name, naming=naming, loader=loader, **solver)
         )

@@ -11,12 +11,15 @@ plain build."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.support.paths import MODELS
 
 
 def run_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
@@ -43,3 +46,13 @@ def build_once(path: Path, build: Callable[[Path], Path]) -> Path:
             with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}-") as tmp:
                 os.replace(build(Path(tmp)), path)
     return path
+
+
+def model_key(model: Path) -> str:
+    """The name of what is built from the model file ``model`` in a run's folder: a bundled
+    model's stem; another file's stem and a digest of its full path (two tests' own gripper.yaml,
+    each in its tmp_path, are two models: keyed by the stem alone, the first build served both)."""
+    model = Path(model)
+    if model.parent == MODELS:
+        return model.stem
+    return f"{model.stem}-{hashlib.sha256(str(model.resolve()).encode()).hexdigest()[:12]}"
