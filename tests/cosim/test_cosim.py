@@ -29,6 +29,7 @@ from mbsfmu.errors import MbsError
 from mbsfmu.scenario import ScenarioError, build_simulator, load_scenario, run_scenario
 from mbsfmu.trajectory import read_trajectory
 from tests.support.paths import ROOT
+from tests.support.run_folder import run_folder
 
 SCENARIO = ROOT / "scenarios" / "scara_tracking_cosim.yaml"
 T = 1.5  # s: past the references' t0 = 1 s, 1500 communication steps of 1 ms
@@ -247,7 +248,7 @@ def test_the_model_fmu_is_built_from_the_scenarios_model_with_its_overrides(tmp_
 def fmu_dir(tmp_path_factory) -> Path:
     pytest.importorskip("pythonfmu")
     pytest.importorskip("fmpy")
-    return tmp_path_factory.getbasetemp() / "cosim_fmus"
+    return run_folder(tmp_path_factory, "cosim_fmus")  # the cache is safe for concurrent builds
 
 
 class Runs:

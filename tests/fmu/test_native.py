@@ -38,6 +38,7 @@ from tests.support.native_fmu import (
     variables,
 )
 from tests.support.paths import MODELS, ROOT
+from tests.support.run_folder import build_once
 
 pytestmark = pytest.mark.integration
 
@@ -80,8 +81,7 @@ def test_model_description_equals_the_python_runtime_s(native, model):
 
     nat = description(native.fmu(model))
     py_path = native.base / f"{model}-python.fmu"
-    if not py_path.exists():
-        build_fmu(model_file(model), py_path, loader=False)
+    build_once(py_path, lambda folder: build_fmu(model_file(model), folder / py_path.name, loader=False))
     py = description(py_path)
     for tag in ("LogCategories", "DefaultExperiment"):
         assert ET.tostring(nat.find(tag)) == ET.tostring(py.find(tag)), tag
@@ -276,9 +276,8 @@ def run_python_fmu(base: Path, model: str, dt: float, steps: int, reals, setting
     from mbsfmu.fmu import build_fmu
 
     path = base / f"{Path(model).stem}-python.fmu"
-    if not path.exists():
-        build_fmu(model_file(model), path)
-    out = base / f"{Path(model).stem}-python-run.npy"
+    build_once(path, lambda folder: build_fmu(model_file(model), folder / path.name))
+    out = base / f"{Path(model).stem}-python-run-{os.getpid()}.npy"
     args = {
         "fmu": str(path),
         "dt": dt,
@@ -484,7 +483,7 @@ def test_win64_under_wine_equals_linux64(native, tmp_path, model):
     assert lin.returncode == 0, lin.stderr
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "WINEPREFIX": str(wine_prefix(native)),
+        "WINEPREFIX": str(native.wine_prefix()),
         "WINEDEBUG": "-all",
         "HOME": str(tmp_path),
     }
@@ -549,12 +548,6 @@ def test_linux64_gives_the_same_bits_on_a_cpu_without_avx(native, tmp_path, cpu,
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
-
-
-def wine_prefix(native) -> Path:
-    d = native.base / "wineprefix"
-    d.mkdir(exist_ok=True)
-    return d
 
 
 FMI2_FUNCTIONS = (

@@ -137,11 +137,9 @@ def test_win64_model_exchange_and_fmi3_under_wine_equal_linux64(native, tmp_path
     cannot count: "not measured", checked on Linux above)."""
     exe = wine()
     fmu2, x2, fmu3, x3 = extracted_fmus(native, model, platforms=("linux64", "win64"))
-    prefix = native.base / "wineprefix"
-    prefix.mkdir(exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "WINEPREFIX": str(prefix),
+        "WINEPREFIX": str(native.wine_prefix()),
         "WINEDEBUG": "-all",
         "HOME": str(tmp_path),
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from tests.support.paths import MODELS, ROOT, SUPPORT
+from tests.support.run_folder import build_once, model_key
 
 HOST_SOURCE = SUPPORT / "c_host" / "fmu_run.c"
 HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
@@ -42,62 +43,59 @@ def model_file(model: str) -> Path:
 
 
 class NativeFmus:
-    """Native FMUs built on demand into one session folder (the file is the cache: one build per
-    model and options for the whole run; a test that changes an FMU works on a copy, ``copy_fmu``)."""
+    """Native FMUs built on demand into one folder of the run (the file is the cache: one build per
+    model and options for the whole run, shared by its xdist workers, ``run_folder.build_once``; a
+    test that changes an FMU works on a copy, ``copy_fmu``)."""
 
-    def __init__(self, base: Path):
-        self.base = base
+    def __init__(self, base: Path, own: Path):
+        """base: the run's folder (shared by its xdist workers); own: this process's folder."""
+        self.base, self.own = base, own
+
+    def wine_prefix(self) -> Path:
+        """The WINEPREFIX of this process's wine runs: one per xdist worker (wine sets a prefix up
+        on its first run; two workers never do that in one folder at once)."""
+        prefix = self.own / "wineprefix"
+        prefix.mkdir(exist_ok=True)
+        return prefix
 
     def fmu(self, model: str, platforms=("linux64",), **options) -> Path:
         """The FMU of ``model`` for ``platforms`` with ``build_native_fmu``'s ``options`` (solver
         settings, fmi_version): built into a folder of its own that is then deleted (the FMU holds
-        nothing of where it was built), kept in the session folder."""
+        nothing of where it was built), kept in the run's folder."""
         from mbsfmu.fmu.native import build_native_fmu
 
         tag = "-".join(f"{k}{v}" for k, v in sorted(options.items()))
-        path = self.base / f"{Path(model).stem}-{'+'.join(platforms)}{tag}.fmu"
-        if not path.exists():
-            build_dir = self.base / "build" / path.stem
-            built = build_native_fmu(
-                model_file(model), build_dir / path.name, platforms=platforms, progress=None, **options
-            )
-            built.replace(path)
-            shutil.rmtree(build_dir)
-        return path
+        path = self.base / f"{model_key(model_file(model))}-{'+'.join(platforms)}{tag}.fmu"
+        return build_once(
+            path,
+            lambda folder: build_native_fmu(
+                model_file(model), folder / path.name, platforms=platforms, progress=None, **options
+            ),
+        )
 
     def extracted(self, fmu: Path) -> Path:
-        d = self.base / "x" / fmu.stem
-        if not d.exists():
-            with zipfile.ZipFile(fmu) as z:
-                z.extractall(d)
-        return d
+        return build_once(self.base / "x" / fmu.stem, lambda folder: extract(fmu, folder / fmu.stem))
 
     def host(self, platform: str = "linux64", fmi_version: int = 2) -> Path:
         """The C host for ``fmi_version`` (fmu_run or fmu3_run) compiled by zig for ``platform``."""
         target, name, libs = (HOST_TARGETS if fmi_version == 2 else HOST3_TARGETS)[platform]
         source, headers = (HOST_SOURCE, HEADERS) if fmi_version == 2 else (HOST3_SOURCE, HEADERS3)
-        exe = self.base / name
-        if not exe.exists():
-            run = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "ziglang",
-                    "cc",
-                    "-target",
-                    target,
-                    "-O2",
-                    f"-I{headers}",
-                    str(source),
-                    "-o",
-                    str(exe),
-                    *libs,
-                ],
-                capture_output=True,
-                text=True,
-            )
+
+        def compile_host(folder: Path) -> Path:
+            exe = folder / name
+            cmd = [sys.executable, "-m", "ziglang", "cc", "-target", target, "-O2", f"-I{headers}", str(source)]
+            run = subprocess.run([*cmd, "-o", str(exe), *libs], capture_output=True, text=True)
             assert run.returncode == 0, run.stderr
-        return exe
+            return exe
+
+        return build_once(self.base / name, compile_host)
+
+
+def extract(fmu: Path, folder: Path) -> Path:
+    """The FMU's files extracted into ``folder``."""
+    with zipfile.ZipFile(fmu) as z:
+        z.extractall(folder)
+    return folder
 
 
 def description(fmu: Path) -> ET.Element:

@@ -14,14 +14,16 @@ import numpy as np
 import pytest
 
 from tests.support.paths import MODELS, ROOT, SUPPORT
+from tests.support.run_folder import build_once, model_key
 
 C_HOST = SUPPORT / "c_host" / "fmu_run.c"
 FMI_HEADERS = ROOT / "mbsfmu" / "fmu" / "csrc" / "fmi2"
 
 
 class FmuFiles:
-    """FMUs built on demand into one session folder (the file is the cache: every test module
-    that asks for the same FMU gets the same file), and their extracted folders."""
+    """FMUs built on demand into one folder of the run (the file is the cache: every test module
+    that asks for the same FMU gets the same file, whichever xdist worker runs it:
+    ``run_folder.build_once``), and their extracted folders."""
 
     def __init__(self, base: Path):
         self.base = base
@@ -30,34 +32,39 @@ class FmuFiles:
         from mbsfmu.fmu import build_fmu
 
         tag = "-".join(f"{k}{v}" for k, v in sorted(solver.items()))
-        path = self.base / f"{Path(model).stem}-{naming}-{'noloader' if loader is False else 'loader'}{tag}.fmu"
-        if not path.exists():
-            src = Path(model) if Path(model).suffix else MODELS / f"{model}.yaml"
-            build_fmu(src, path, naming=naming, loader=loader, **solver)
-        return path
+        src = Path(model) if Path(model).suffix else MODELS / f"{model}.yaml"
+        path = self.base / f"{model_key(src)}-{naming}-{'noloader' if loader is False else 'loader'}{tag}.fmu"
+        return build_once(
+            path, lambda folder: build_fmu(src, folder / path.name, naming=naming, loader=loader, **solver)
+        )
 
     def extracted(self, fmu: Path) -> Path:
-        d = self.base / "x" / fmu.stem
-        if not d.exists():
+        def extract(folder: Path) -> Path:
+            d = folder / fmu.stem
             with zipfile.ZipFile(fmu) as z:
                 z.extractall(d)
             for so in (d / "binaries").rglob("*.so"):
                 so.chmod(0o755)
-        return d
+            return d
+
+        return build_once(self.base / "x" / fmu.stem, extract)
 
     def c_host(self) -> Path:
-        exe = self.base / "fmu_run"
-        if not exe.exists():
-            gcc = shutil.which("gcc")
-            if gcc is None:
-                pytest.skip("no gcc for the C host")
+        gcc = shutil.which("gcc")
+        if gcc is None:
+            pytest.skip("no gcc for the C host")
+
+        def compile_host(folder: Path) -> Path:
+            exe = folder / "fmu_run"
             run = subprocess.run(
                 [gcc, "-Wall", "-O1", f"-I{FMI_HEADERS}", str(C_HOST), "-o", str(exe), "-ldl"],
                 capture_output=True,
                 text=True,
             )
             assert run.returncode == 0, run.stderr
-        return exe
+            return exe
+
+        return build_once(self.base / "fmu_run", compile_host)
 
 
 def value_refs(fmu: Path) -> dict[str, int]:
