@@ -189,11 +189,17 @@ def test_ctrl_c_keeps_what_was_computed():
             threading.Event().wait(0.001)
         os.kill(os.getpid(), signal.SIGINT)
 
+    # Python's own handler, also where SIGINT came in ignored (a job started in the background
+    # without job control inherits SIG_IGN: the runs would then never end)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     helper = threading.Thread(target=interrupt)
     helper.start()
-    with pytest.raises(KeyboardInterrupt) as e:
-        mbsfmu.rollout(sim, 2**31 - 2, 1e-3, q0=[[0.1], [0.2], [0.3]], threads=2, states=False)
-    helper.join()
+    try:
+        with pytest.raises(KeyboardInterrupt) as e:
+            mbsfmu.rollout(sim, 2**31 - 2, 1e-3, q0=[[0.1], [0.2], [0.3]], threads=2, states=False)
+    finally:
+        helper.join()
+        signal.signal(signal.SIGINT, previous)
     got = e.value.rollout  # the signal may come before a thread took its first run: then none began
     assert set(got.status) <= {"stopped", "not run"}
     for status, n_done, n_int in zip(got.status, got.n_done, got.n_int_steps):
