@@ -63,12 +63,7 @@ MBS_INLINE void XT_force_add_pm(int kr, int kc, const double *E, const double *r
         g[b] = b == kc ? u * f[3 + kr] : E[3 * c1 + b] * f[3 + c1] + E[3 * c2 + b] * f[3 + c2];
         n[b] = b == kc ? u * f[kr] : E[3 * c1 + b] * f[c1] + E[3 * c2 + b] * f[c2];
     }
-    out[0] += n[0] + (r[1] * g[2] - r[2] * g[1]);
-    out[1] += n[1] + (r[2] * g[0] - r[0] * g[2]);
-    out[2] += n[2] + (r[0] * g[1] - r[1] * g[0]);
-    out[3] += g[0];
-    out[4] += g[1];
-    out[5] += g[2];
+    force_shift_add(n, g, r, out);
 }
 
 /* on s->eunit: erot's products (9 + k: E[k][k] = 1), the signed permutation's (3 kr + kc), else the

@@ -160,6 +160,18 @@ MBS_INLINE void X_motion_ax(int k, const double *E, const double *r, const doubl
     }
 }
 
+/* out += [n + r x g; g]: the last step of X^T f for X = (E, r), with n = E^T f's moment part and
+ * g = E^T f's force part (XT_force_add's order of operations) */
+MBS_INLINE void force_shift_add(const double *n, const double *g, const double *r, double *out)
+{
+    out[0] += n[0] + (r[1] * g[2] - r[2] * g[1]);
+    out[1] += n[1] + (r[2] * g[0] - r[0] * g[2]);
+    out[2] += n[2] + (r[0] * g[1] - r[1] * g[0]);
+    out[3] += g[0];
+    out[4] += g[1];
+    out[5] += g[2];
+}
+
 /* out += X^T f (XT_force_add) */
 MBS_INLINE void XT_force_add_ax(int k, const double *E, const double *r, const double *f, double *out)
 {
@@ -172,12 +184,7 @@ MBS_INLINE void XT_force_add_ax(int k, const double *E, const double *r, const d
         g[b] = E[3 * lo + b] * f[3 + lo] + E[3 * hi + b] * f[3 + hi];
         n[b] = E[3 * lo + b] * f[lo] + E[3 * hi + b] * f[hi];
     }
-    out[0] += n[0] + (r[1] * g[2] - r[2] * g[1]);
-    out[1] += n[1] + (r[2] * g[0] - r[0] * g[2]);
-    out[2] += n[2] + (r[0] * g[1] - r[1] * g[0]);
-    out[3] += g[0];
-    out[4] += g[1];
-    out[5] += g[2];
+    force_shift_add(n, g, r, out);
 }
 
 /* n = M E for the 3x3 block M of I at (ro, co) (ROT_N): column k is M's */
