@@ -96,33 +96,44 @@ def test_bundled_models_get_the_same_numbers(path):
         assert_same_run(model, structured, dense, seed=4, steps=50)
 
 
+def write_tree(path, parts, stays):
+    """A URDF tree at ``path`` (robot named after its stem): ``parts`` (kind, origin xyz, origin rpy,
+    axis, inertial origin xyz, inertial rpy, inertia attributes) of joints j0, j1, ... and links l0,
+    l1, ... of mass 1 + k, each link hung from the one before, or from that one's parent where
+    ``stays(k)`` of the one before (branches); a limit on every joint but a fixed one."""
+    links, joints, parent = ['<link name="base"/>'], [], "base"
+    for k, (kind, xyz, rpy, axis, com_xyz, com_rpy, inertia) in enumerate(parts):
+        links.append(
+            f'<link name="l{k}"><inertial><origin xyz="{com_xyz}" rpy="{com_rpy}"/><mass value="{1 + k}"/>'
+            f"<inertia {inertia}/></inertial></link>"
+        )
+        limit = '<limit lower="-1" upper="1" effort="10" velocity="1"/>' if kind != "fixed" else ""
+        joints.append(
+            f'<joint name="j{k}" type="{kind}"><parent link="{parent}"/><child link="l{k}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>'
+        )
+        parent = parent if stays(k) else f"l{k}"
+    path.write_text(f'<robot name="{path.stem}">' + "".join(links + joints) + "</robot>")
+    return path
+
+
 def test_every_axis_sign_and_joint_kind(tmp_path):
     """Revolute joints about +-x, +-y, +-z with and without a turned joint frame, prismatic and fixed
     joints: each takes its structured products (or the dense ones where the frame is turned about
     another axis than the joint's; a frame turned about the joint's own axis, or a fixed or prismatic
     joint's frame turned about a coordinate axis, keeps the rotation about one axis)."""
-    joints, links = [], ['<link name="base"/>']
     axes = ["1 0 0", "0 1 0", "0 0 1", "-1 0 0", "0 -1 0", "0 0 -1", "0 1 0", "0 0 1"]
     kinds = ["revolute", "revolute", "prismatic", "revolute", "revolute", "revolute", "fixed", "revolute"]
     rpys = ["0 0 0", "0.3 0 0", "0 0 0", "0 0 0", "0 0.2 0.1", "0 0 0", "0 0 0", "0 0 0"]
     axes += ["1 0 0", "0 0 -1", "0 1 0", "0 1 0", "0 -1 0"]  # turned about one axis: their own, any
     kinds += ["revolute", "revolute", "prismatic", "fixed", "revolute"]  # (the fixed joint is lumped into
     rpys += ["0.4 0 0", "0 0 -0.7", "0 0 0.3", "0 0.5 0", "0 -0.2 0"]  # the next: turned about y twice)
-    parent = "base"
-    for k, (axis, kind, rpy) in enumerate(zip(axes, kinds, rpys)):
-        child = f"l{k}"
-        links.append(
-            f'<link name="{child}"><inertial><origin xyz="0.02 {0.01 * k} 0.1" rpy="0 0 0"/><mass value="{1 + k}"/>'
-            f'<inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.025"/></inertial></link>'
-        )
-        limit = '<limit lower="-1" upper="1" effort="10" velocity="1"/>' if kind != "fixed" else ""
-        joints.append(
-            f'<joint name="j{k}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="0.1 0 0.2" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>'
-        )
-        parent = child if k % 3 else parent  # a tree: some links hang from the same parent
-    path = tmp_path / "axes.urdf"
-    path.write_text('<robot name="axes">' + "".join(links + joints) + "</robot>")
+    inertia = 'ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.025"'
+    parts = [
+        (kind, "0.1 0 0.2", rpy, axis, f"0.02 {0.01 * k} 0.1", "0 0 0", inertia)
+        for k, (axis, kind, rpy) in enumerate(zip(axes, kinds, rpys))
+    ]
+    path = write_tree(tmp_path / "axes.urdf", parts, lambda k: k % 3 == 0)  # links hang from one parent
     model, structured, dense, n = pair(path)
     assert n >= 5
     assert_same_dynamics(model, structured, dense, seed=5)
@@ -139,22 +150,12 @@ def test_frames_turned_by_quarter_turns(tmp_path):
     rpys += ["3.141592653589793 0 0", f"{h} 0 0", f"0 {h} 0"]
     axes = ["0 0 1", "0 0 -1", "1 0 0", "0 1 0", "0 0 1", "1 0 0", "0 -1 0", "0 1 0", "0 1 0", "0 0 1"]
     kinds = ["revolute"] * 8 + ["prismatic", "revolute"]
-    joints, links, parent = [], ['<link name="base"/>'], "base"
-    for k, (axis, kind, rpy) in enumerate(zip(axes, kinds, rpys)):
-        child = f"l{k}"
-        links.append(
-            f'<link name="{child}"><inertial><origin xyz="0.02 {0.01 * k} 0.1" rpy="0.1 0.2 0.3"/>'
-            f'<mass value="{1 + k}"/><inertia ixx="0.02" ixy="0.001" ixz="0.003" iyy="0.03" iyz="0.002" izz="0.025"/>'
-            "</inertial></link>"
-        )
-        joints.append(
-            f'<joint name="j{k}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="0.1 -0.05 0.2" rpy="{rpy}"/><axis xyz="{axis}"/>'
-            '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>'
-        )
-        parent = child if k != 4 else parent  # a branch at l4
-    path = tmp_path / "quarter.urdf"
-    path.write_text('<robot name="quarter">' + "".join(links + joints) + "</robot>")
+    inertia = 'ixx="0.02" ixy="0.001" ixz="0.003" iyy="0.03" iyz="0.002" izz="0.025"'
+    parts = [
+        (kind, "0.1 -0.05 0.2", rpy, axis, f"0.02 {0.01 * k} 0.1", "0.1 0.2 0.3", inertia)
+        for k, (axis, kind, rpy) in enumerate(zip(axes, kinds, rpys))
+    ]
+    path = write_tree(tmp_path / "quarter.urdf", parts, lambda k: k == 4)  # a branch at l4
     model, structured, dense, _ = pair(path)
     assert_same_dynamics(model, structured, dense, seed=11)
     assert_same_run(model, structured, dense, seed=12)
@@ -169,22 +170,13 @@ def test_joint_offsets_with_zeros_in_every_position(tmp_path):
     xyzs = ["0 0 0", "0.1 0 0", "0 -0.2 0", "0 0 0.3", "0.1 -0.2 0", "0.1 0 0.3", "0 -0.2 0.3", "0.1 -0.2 0.3"]
     rpys = [f"{h} 0 0", "0 0 0.4", f"0 -{h} 0", f"0 0 {h}", "0.3 0 0", f"-{h} 0 {h}", f"0 {h} 0", f"{h} 0 0"]
     axes = ["0 0 1", "0 0 1", "1 0 0", "0 1 0", "1 0 0", "0 0 -1", "0 -1 0", "0 1 0"]
-    joints, links, parent = [], ['<link name="base"/>'], "base"
-    for k, (xyz, rpy, axis) in enumerate(zip(xyzs * 2, rpys + rpys[::-1], axes + axes[::-1])):
-        child = f"l{k}"
-        links.append(  # inertias with exact zeros (a centre of mass on an axis, no products of inertia)
-            f'<link name="{child}"><inertial><origin xyz="{xyzs[(k + 3) % 8]}" rpy="0 0 0"/>'
-            f'<mass value="{1 + k}"/><inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.025"/>'
-            "</inertial></link>"
-        )
-        joints.append(
-            f'<joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>'
-            '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>'
-        )
-        parent = child if k != 9 else parent  # a branch at l9
-    path = tmp_path / "offsets.urdf"
-    path.write_text('<robot name="offsets">' + "".join(links + joints) + "</robot>")
+    # inertias with exact zeros (a centre of mass on an axis, no products of inertia)
+    inertia = 'ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.025"'
+    parts = [
+        ("revolute", xyz, rpy, axis, xyzs[(k + 3) % 8], "0 0 0", inertia)
+        for k, (xyz, rpy, axis) in enumerate(zip(xyzs * 2, rpys + rpys[::-1], axes + axes[::-1]))
+    ]
+    path = write_tree(tmp_path / "offsets.urdf", parts, lambda k: k == 9)  # a branch at l9
     model, structured, dense, n = pair(path)
     assert n >= 10
     rng = np.random.default_rng(13)
