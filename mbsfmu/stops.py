@@ -43,6 +43,19 @@ def exit_code(e: BaseException) -> int:
     return EXIT_CODES.get(signum_of(e), 130)
 
 
+def wrapped_interrupt(e: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt (a Stop) among ``e``'s causes and contexts, or None: a signal raised
+    inside code that wraps whatever it catches (Python 3.11 turns an exception in ``__set_name__``,
+    e.g. one raised while a module defines its classes, into a RuntimeError) is still the stop."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def _in_ignored_context(frame) -> bool:
     """True if ``frame`` runs inside a garbage-collector callback or a finalizer (``__del__``), where
     Python prints an exception as "Exception ignored in ..." with its traceback and drops it (Dask's

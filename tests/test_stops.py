@@ -76,3 +76,26 @@ def test_a_signal_elsewhere_stops_at_once():
             signal.raise_signal(signal.SIGTERM)
             sum(range(1000))
             pytest.fail("not stopped")
+
+
+def test_a_stop_wrapped_by_the_code_it_interrupted_is_still_the_stop(tmp_path, monkeypatch):
+    """A signal while the plots are drawn can land in a module's class definitions, where Python 3.11
+    wraps it in a RuntimeError ("Error calling __set_name__"): the run stops (the Stop comes out, as
+    from anywhere else in it), not "plots not written" and exit 0 (seen once beside another test run)."""
+    from mbsfmu.scenario import plots
+    from mbsfmu.scenario.run import run_scenario
+    from mbsfmu.scenario.spec import load_scenario
+    from tests.support.paths import ROOT
+
+    def interrupted(*args, **kwargs):
+        try:
+            raise stops.Stop(signal.SIGINT)
+        except stops.Stop as e:
+            raise RuntimeError("Error calling __set_name__") from e
+
+    monkeypatch.setattr(plots, "plot_run", interrupted)
+    scn = load_scenario(ROOT / "scenarios" / "spacecraft_free.yaml")
+    assert scn.plots
+    with pytest.raises(stops.Stop):
+        run_scenario(scn, tmp_path / "o", duration=0.05, progress=False)
+    assert stops.wrapped_interrupt(RuntimeError("no signal")) is None

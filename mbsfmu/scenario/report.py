@@ -156,6 +156,9 @@ def _finish(scn, out, T, wall, error, solver, skip_checks, extra, plot_traj, kin
                 str(p) for p in plot_run(plot_traj(traj) if plot_traj else traj, out, scn.name, kinds, checks)
             ]
         except Exception as e:  # noqa: BLE001 - a plot is never worth the report: say why and go on
+            stop = stops.wrapped_interrupt(e)
+            if stop is not None:  # a signal while the plots were drawn: the run was stopped
+                raise stop from None
             report["plot_error"] = f"{type(e).__name__}: {e}"
         try:
             write_json(out / "report.json", report)
