@@ -489,13 +489,19 @@ MBS_INLINE void rigid_bias_force(const double *I, const double *v, double *out)
     bias_from(v, h, g, out);
 }
 
-/* R (row-major) of the unit quaternion (w, x, y, z) (spatial.quat_to_R) */
+/* R (row-major) of the quaternion (w, x, y, z) of any nonzero norm: the rotation of q / |q|
+ * (spatial.quat_to_R). The unit quaternion's R = I + 2 w [v]x + 2 [v]x^2, v = (x, y, z) (J. Sola,
+ * "Quaternion kinematics for the error-state Kalman filter", arXiv:1711.02508, the rotation matrix
+ * of a quaternion), is not homogeneous in q; at q / |q| it is I + s (w [v]x + [v]x^2) with
+ * s = 2 / |q|^2, written out below. The configuration is the quaternion's direction (MuJoCo's
+ * mj_kinematics normalises a ball or free joint's quaternion the same way): between RK4's stages
+ * |q| != 1, and R stays orthonormal to rounding, as the compact composite inertias (crba.c) need. */
 static inline void quat_to_R(const double *qt, double *R)
 {
-    double w = qt[0], x = qt[1], y = qt[2], z = qt[3];
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - w * z);     R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z);     R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y);     R[7] = 2 * (y * z + w * x);     R[8] = 1 - 2 * (x * x + y * y);
+    double w = qt[0], x = qt[1], y = qt[2], z = qt[3], s = 2.0 / (w * w + x * x + y * y + z * z);
+    R[0] = 1 - s * (y * y + z * z); R[1] = s * (x * y - w * z);     R[2] = s * (x * z + w * y);
+    R[3] = s * (x * y + w * z);     R[4] = 1 - s * (x * x + z * z); R[5] = s * (y * z - w * x);
+    R[6] = s * (x * z - w * y);     R[7] = s * (y * z + w * x);     R[8] = 1 - s * (x * x + y * y);
 }
 
 /* Rodrigues: R = I + sin(angle) K + (1 - cos(angle)) K K, K = skew(a) (spatial.rot_axis), from
