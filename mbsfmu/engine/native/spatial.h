@@ -113,9 +113,9 @@ MBS_INLINE void shifted_blocks_add(const double *A, const double *B, const doubl
 /* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
  * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
  * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx.
- * The CRBA's composite inertias use this dense form (the closed-loop solve passes M's rounding on,
- * amplified where the constraints are redundant, rssr); the ABA uses XT_I_X_sym_k below, which
- * forms each mirrored pair once and rounds differently in the last bits. */
+ * singular_pivots (model.c) uses this dense form; the ABA uses XT_I_X_sym_k below, which forms
+ * each mirrored pair once and rounds differently in the last bits; the CRBA carries its composite
+ * inertias in compact form (crba.c). */
 static inline void XT_I_X_add(const double *E, const double *r, const double *I, double *out)
 {
     double A[9], B[9], C[9];
