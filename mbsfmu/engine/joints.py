@@ -15,6 +15,9 @@ subspace here is constant in the child frame, so the velocity-product term cJ is
 |           |                                     | child axes [rad/s]                    |
 
 The free joint's velocity order (linear, angular) is Pinocchio's, so results compare directly.
+A quaternion stands for its direction: the joint's rotation is that of q / |q| (spatial.quat_to_R),
+so the dynamics at a quaternion of any nonzero norm (RK4's stages, where |q| != 1) are those at the
+unit one, as in MuJoCo's mj_kinematics and the C core.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ def motion_subspace(jtype: int, axis: Array) -> Array:
 
 
 def joint_pose(jtype: int, axis: Array, q: Array) -> tuple[Array, Array]:
-    """(R, p): orientation of the child frame in the joint frame and its origin [m] there."""
+    """(R, p): orientation of the child frame in the joint frame (a quaternion's: the rotation of
+    q / |q|) and its origin [m] there."""
     if jtype == REVOLUTE:
         return rot_axis(axis, q[0]), np.zeros(3)
     if jtype == PRISMATIC:

@@ -648,7 +648,24 @@ class Model:
         if not np.all(np.isfinite(x)):
             bad = np.flatnonzero(~np.isfinite(x)).tolist()
             raise InputError(f"{name} has non-finite entries at indices {bad}")
+        if name == "q" and self.nq != self.nv:
+            self._check_quaternion_directions(x)
         return x
+
+    def _check_quaternion_directions(self, q: Array) -> None:
+        """InputError unless every quaternion of q has a direction (|quat|^2 positive and finite:
+        the joints take the rotation of quat / |quat|, spatial.quat_to_R; the core's
+        mbs_quat_directions)."""
+        t = self.tree
+        for i in range(1, self.N + 1):
+            if t.jtype[i] in (joints.SPHERICAL, joints.FREE):
+                s = int(t.iq[i] + t.nq[i]) - 4
+                n2 = float(q[s : s + 4] @ q[s : s + 4])
+                if not (0.0 < n2 < np.inf and 1.0 / n2 < np.inf):
+                    raise InputError(
+                        f"q[{s}:{s + 4}] (joint {self.joint_names[i - 1]!r}) is a quaternion of norm "
+                        f"{np.sqrt(n2):g}: it has no direction (|q|^2 must be positive and finite)"
+                    )
 
     def external_forces(self, f_ext) -> Array | None:
         """f_ext ({body: [torque; force]} or an (N, 6) array, body axes at the body origin [N m; N]) as

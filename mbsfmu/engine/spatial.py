@@ -101,13 +101,19 @@ def R_to_rpy(R: Array) -> Array:
 
 
 def quat_to_R(quat: Array) -> Array:
-    """Unit quaternion (w, x, y, z) to rotation matrix (body axes as columns in the parent)."""
+    """Rotation matrix (body axes as columns in the parent) of the quaternion (w, x, y, z) of any
+    nonzero norm: the rotation of quat / |quat|, I + s (w [v]x + [v]x^2) with v = (x, y, z) and
+    s = 2 / |quat|^2 (the unit quaternion's I + 2 w [v]x + 2 [v]x^2, Sola, arXiv:1711.02508, is not
+    homogeneous in quat). A spherical or free joint's configuration is its quaternion's direction:
+    between RK4's stages |quat| != 1 (MuJoCo's mj_kinematics normalises the same way); the C
+    core's quat_to_R (spatial.h) has the same operations in the same order."""
     w, x, y, z = quat
+    s = 2.0 / (w * w + x * x + y * y + z * z)
     return np.array(
         [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+            [1 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y)],
+            [s * (x * y + w * z), 1 - s * (x * x + z * z), s * (y * z - w * x)],
+            [s * (x * z - w * y), s * (y * z + w * x), 1 - s * (x * x + y * y)],
         ]
     )
 

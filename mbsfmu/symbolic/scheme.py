@@ -131,13 +131,17 @@ def _rot_axis(a: sp.Matrix, angle) -> sp.Matrix:
     return sp.eye(3) + sp.sin(angle) * K + (1 - sp.cos(angle)) * K * K
 
 
-def _quat_to_R(w, x, y, z) -> sp.Matrix:
-    """Unit quaternion (w, x, y, z) to rotation matrix, as the engine's spatial.quat_to_R."""
+def _quat_to_R(w, x, y, z, s=None) -> sp.Matrix:
+    """The rotation of the quaternion (w, x, y, z) of any nonzero norm, I + s (w [v]x + [v]x^2) with
+    s = 2 / |q|^2 (the rotation of q / |q|), as the engine's spatial.quat_to_R; s: a symbol standing
+    for 2 / |q|^2, or None for the expression."""
+    if s is None:
+        s = 2 / (w * w + x * x + y * y + z * z)
     return sp.Matrix(
         [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+            [1 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y)],
+            [s * (x * y + w * z), 1 - s * (x * x + z * z), s * (y * z - w * x)],
+            [s * (x * z - w * y), s * (y * z + w * x), 1 - s * (x * x + y * y)],
         ]
     )
 
@@ -330,13 +334,15 @@ class Body:
 
 def _joint_rotation(X: Assignments, jt: int, qi, Rt: sp.Matrix, a, tag: str) -> sp.Matrix:
     """R_tree R_J(q_i), the child frame in the parent's axes: Rodrigues I + sin K + (1 - cos) K^2 about
-    the joint axis (revolute), the quaternion's rotation (spherical, free), else R_tree."""
+    the joint axis (revolute), the rotation of the quaternion's direction (spherical, free: sq = 2 / |q|^2),
+    else R_tree."""
     if jt == joints.REVOLUTE:
         s, c = X.let(f"s_{tag}", sp.sin(qi[0])), X.let(f"c_{tag}", sp.cos(qi[0]))
         K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]], dtype=float)
         return numbers(Rt) + s * numbers(Rt @ K) + (1 - c) * numbers(Rt @ K @ K)
     if jt in (joints.SPHERICAL, joints.FREE):
-        Rq = X.matrix(f"Rq_{tag}", _quat_to_R(*qi[-4:]))
+        w, x, y, z = qi[-4:]
+        Rq = X.matrix(f"Rq_{tag}", _quat_to_R(w, x, y, z, X.let(f"sq_{tag}", 2 / (w * w + x * x + y * y + z * z))))
         return numbers(Rt) * Rq
     return numbers(Rt)
 

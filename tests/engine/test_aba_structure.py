@@ -143,7 +143,7 @@ def test_every_axis_sign_and_joint_kind(tmp_path):
 def test_frames_turned_by_quarter_turns(tmp_path):
     """Joints in frames turned by +-pi/2 (the Panda's rpy origins): E_i = (R_tree RJ)^T is a rotation
     about a coordinate axis composed with a signed permutation, whose exact zeros (spatial.cos_sin)
-    crba.c's products leave out (s->eunit: XT_I_X_add_pm, XT_force_add_pm, each unit entry's place
+    crba.c's products leave out (s->eunit: compact_rotate_pm, XT_force_add_pm, each unit entry's place
     and sign); the mass matrix and everything else equal the dense products bit for bit."""
     h = "1.5707963267948966"
     rpys = [f"{h} 0 0", f"-{h} 0 0", f"0 {h} 0", f"0 0 -{h}", f"{h} 0 {h}", f"0 -{h} {h}", f"{h} {h} 0"]

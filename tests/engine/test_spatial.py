@@ -15,6 +15,19 @@ def test_quaternion_round_trip_and_product(rng):
         np.testing.assert_allclose(sp.quat_to_R(sp.quat_mul(qa, qb)), Ra @ Rb, atol=1e-13)
 
 
+def test_rotation_of_a_quaternion_is_that_of_its_direction(rng):
+    """quat_to_R(c q) = quat_to_R(q / |q|) for any c != 0, orthonormal (to 8 eps: a few roundings per
+    entry); the unit formula I + 2 w [v]x + 2 [v]x^2 of c q is neither (1e-4 off at c = 1.0001)."""
+    eps = np.finfo(float).eps
+    for _ in range(50):
+        q = rng.normal(size=4)
+        R = sp.quat_to_R(q / np.linalg.norm(q))
+        for c in (1.0001, 0.9, -3.7, 1e-3):
+            Rc = sp.quat_to_R(c * q)
+            np.testing.assert_allclose(Rc, R, rtol=0, atol=8 * eps)
+            np.testing.assert_allclose(Rc @ Rc.T, np.eye(3), rtol=0, atol=8 * eps)
+
+
 def test_quaternions_of_many_rotations_equal_one_by_one(rng):
     """R_to_quat_many equals R_to_quat bit for bit in every branch of Shepperd's method: trace > 0,
     and each of the three largest diagonal entries (rotations by near pi about x, y, z)."""

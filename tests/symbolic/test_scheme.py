@@ -207,3 +207,24 @@ def test_scara_closed_form():
     assert _zero(M - sp.Matrix([[M11, M12], [M12, M22]]))
     assert _zero(h - sp.Matrix([C1, C2]))
     assert _zero(f - sp.Matrix([tau1 - G1, tau2 - G2]))
+
+
+def test_a_quaternion_of_any_norm_gives_its_directions_equations():
+    """The generated M and qdd at quaternions scaled by 1.0001 and 0.9 equal the engine's at the unit
+    ones (the joint rotation is that of q / |q|, as spatial.quat_to_R): branched_robot's free base and
+    spherical neck."""
+    model = mbsfmu.load_model(MODELS + "branched_robot.yaml")
+    ns = load_numpy(numpy_source(derive(model)))
+    t = model.tree
+    quats = [int(t.iq[i] + t.nq[i]) - 4 for i in range(1, model.N + 1) if t.nq[i] > t.nv[i]]
+    assert len(quats) == 2
+    for q, qd, u in random_states(model, 2):
+        for c in (1.0001, 0.9):
+            qs = q.copy()
+            for s in quats:
+                qs[s : s + 4] *= c
+            pairs = engine_pairs(model, ns, q, qd, u)
+            M, _h, _f = ns["eom"](qs, qd, u)
+            np.testing.assert_allclose(M, pairs["M"][1], rtol=0, atol=pairs["M"][2])
+            _mine, engine, atol = pairs["qdd"]
+            np.testing.assert_allclose(ns["forward_dynamics"](qs, qd, u), engine, rtol=0, atol=atol)

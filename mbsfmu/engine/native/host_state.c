@@ -24,22 +24,14 @@ static double quat_norm(const double *qt)
 
 int mbs_sim_set_host_x(mbs_sim *s, const double *xh, char *err, size_t n_err)
 {
-    int e, k;
+    int k;
     if (!s || s->magic != MBS_MAGIC || !xh) return MBS_ERROR;
     for (k = 0; k < s->nx; k++)
         if (!isfinite(xh[k])) {
             mbs_fmt(err, n_err, "state entry %d is %g: the state must be finite", k, xh[k]);
             return MBS_ERROR;
         }
-    for (e = 0; e < s->n_elem; e++)
-        if (s->elem[4 * e] == EL_QUAT) {
-            double n = quat_norm(xh + s->elem[4 * e + 1]);
-            if (!(n > 0.0) || !isfinite(1.0 / n)) {
-                mbs_fmt(err, n_err, "q[%d:%d] is a quaternion of norm %g: it has no direction",
-                        (int)s->elem[4 * e + 1], (int)s->elem[4 * e + 1] + 4, n);
-                return MBS_ERROR;
-            }
-        }
+    if (mbs_quat_directions(s, xh, err, n_err) != MBS_OK) return MBS_ERROR;
     memcpy(s->xs, xh, sizeof(double) * (size_t)s->nx);
     mbs_normalise(s, s->xs);
     return mbs_sim_set_x(s, s->xs, 2, err, n_err);

@@ -138,6 +138,7 @@ void mbs_rhs(mbs_sim *s, const double *x, const double *u, double *xdot);
 void mbs_rhs_near(mbs_sim *s, const double *x, const double *u, double *xdot, const double *x0);
 void mbs_config_rate(const mbs_sim *s, const double *q, const double *qd, double *out);
 void mbs_normalise(const mbs_sim *s, double *x);
+int mbs_quat_directions(const mbs_sim *s, const double *q, char *err, size_t n_err);
 int mbs_rk4(mbs_sim *s, double dt);
 int mbs_dop853(mbs_sim *s, double dt);
 /* loops.c */

@@ -89,6 +89,24 @@ void mbs_normalise(const mbs_sim *s, double *x)
         }
 }
 
+/* MBS_OK if every quaternion of q has a direction (|q|^2 positive and finite, and so 2 / |q|^2 of
+ * quat_to_R, spatial.h), else MBS_ERROR with the reason in err */
+int mbs_quat_directions(const mbs_sim *s, const double *q, char *err, size_t n_err)
+{
+    int e;
+    for (e = 0; e < s->n_elem; e++)
+        if (s->elem[4 * e] == EL_QUAT) {
+            const double *qt = q + s->elem[4 * e + 1];
+            double n2 = qt[0] * qt[0] + qt[1] * qt[1] + qt[2] * qt[2] + qt[3] * qt[3];
+            if (!(n2 > 0.0) || !isfinite(n2) || !isfinite(1.0 / n2)) {
+                mbs_fmt(err, n_err, "q[%d:%d] is a quaternion of norm %g: it has no direction (|q|^2 must be "
+                        "positive and finite)", (int)s->elem[4 * e + 1], (int)s->elem[4 * e + 1] + 4, sqrt(n2));
+                return MBS_ERROR;
+            }
+        }
+    return MBS_OK;
+}
+
 /* the name of state entry k for messages ("q.<joint>[k]", "qd.<joint>", "W_in", "W_diss") */
 static void state_name(const mbs_sim *s, int k, char *buf, size_t n)
 {

@@ -133,6 +133,9 @@ const mbs_invariants *mbs_sim_invariants(mbs_sim *s);
 const double *mbs_sim_lambda(mbs_sim *s);                        /* (n_rows,) loop multipliers */
 
 /* ---- algorithms at a given state (no springs/dampers/inputs added unless said) ---------------- */
+/* q: a spherical or free joint's quaternion of any nonzero norm stands for its direction (the joint
+ * rotates by that of q / |q|, spatial.h quat_to_R); MBS_ERROR if q is not finite or a quaternion's
+ * |q|^2 is not positive and finite. */
 /* qdd = ABA(q, qd, tau, f_ext); f_ext (N+1)*6 body wrenches [N m; N], body axes about the body
  * origin, row 0 ignored, or NULL. */
 int mbs_aba(mbs_sim *s, const double *q, const double *qd, const double *tau, const double *f_ext, double *qdd);

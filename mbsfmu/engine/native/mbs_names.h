@@ -55,6 +55,7 @@
 #define mbs_n_ti MBS_PREFIXED(mbs_n_ti)
 #define mbs_normalise MBS_PREFIXED(mbs_normalise)
 #define mbs_passive_forces MBS_PREFIXED(mbs_passive_forces)
+#define mbs_quat_directions MBS_PREFIXED(mbs_quat_directions)
 #define mbs_rebuild_inertia MBS_PREFIXED(mbs_rebuild_inertia)
 #define mbs_records_at MBS_PREFIXED(mbs_records_at)
 #define mbs_rhs MBS_PREFIXED(mbs_rhs)

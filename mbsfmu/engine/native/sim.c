@@ -224,11 +224,13 @@ const char *mbs_sim_body_name(const mbs_sim *s, int i) { return valid(s) ? mbs_b
 const char *mbs_sim_joint_name(const mbs_sim *s, int i) { return valid(s) ? mbs_joint_name(s, i) : "world"; }
 
 /* ---- algorithms at a given state ---------------------------------------------------------- */
-/* checks q (finite, unit quaternions not required: the algorithms take any q), qd, b, f_ext */
+/* checks q (finite; quaternions of any nonzero norm: the algorithms take the rotation of their
+ * direction, quat_to_R), qd, b, f_ext */
 static int check_args(mbs_sim *s, const double *q, const double *qd, const char *b_name, const double *b,
                       const double *f_ext)
 {
     if (!q || !mbs_all_finite(q, s->nq)) { mbs_fmt(s->msg, MBS_MSG, "q has non-finite entries"); return MBS_ERROR; }
+    if (s->nq != s->nv && mbs_quat_directions(s, q, s->msg, MBS_MSG) != MBS_OK) return MBS_ERROR;
     if (qd && !mbs_all_finite(qd, s->nv)) { mbs_fmt(s->msg, MBS_MSG, "qd has non-finite entries"); return MBS_ERROR; }
     if (b_name && (!b || !mbs_all_finite(b, s->nv))) {
         mbs_fmt(s->msg, MBS_MSG, "%s has non-finite entries", b_name);

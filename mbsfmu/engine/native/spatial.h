@@ -113,9 +113,9 @@ MBS_INLINE void shifted_blocks_add(const double *A, const double *B, const doubl
 /* out += X^T I X for a symmetric spatial inertia I = [[A, B], [B^T, C]]: rotate the blocks to
  * parent axes, A' = E^T A E (B', C' alike), then shift by r (RBDA Eq. 2.66 / Table 2.5):
  * X^T I X = [[A' - Z - Z^T - K rx, B' + K], [(B' + K)^T, C']], K = rx C', Z = B' rx.
- * The CRBA's composite inertias use this dense form (the closed-loop solve passes M's rounding on,
- * amplified where the constraints are redundant, rssr); the ABA uses XT_I_X_sym_k below, which
- * forms each mirrored pair once and rounds differently in the last bits. */
+ * singular_pivots (model.c) uses this dense form; the ABA uses XT_I_X_sym_k below, which forms
+ * each mirrored pair once and rounds differently in the last bits; the CRBA carries its composite
+ * inertias in compact form (crba.c). */
 static inline void XT_I_X_add(const double *E, const double *r, const double *I, double *out)
 {
     double A[9], B[9], C[9];
@@ -489,13 +489,19 @@ MBS_INLINE void rigid_bias_force(const double *I, const double *v, double *out)
     bias_from(v, h, g, out);
 }
 
-/* R (row-major) of the unit quaternion (w, x, y, z) (spatial.quat_to_R) */
+/* R (row-major) of the quaternion (w, x, y, z) of any nonzero norm: the rotation of q / |q|
+ * (spatial.quat_to_R). The unit quaternion's R = I + 2 w [v]x + 2 [v]x^2, v = (x, y, z) (J. Sola,
+ * "Quaternion kinematics for the error-state Kalman filter", arXiv:1711.02508, the rotation matrix
+ * of a quaternion), is not homogeneous in q; at q / |q| it is I + s (w [v]x + [v]x^2) with
+ * s = 2 / |q|^2, written out below. The configuration is the quaternion's direction (MuJoCo's
+ * mj_kinematics normalises a ball or free joint's quaternion the same way): between RK4's stages
+ * |q| != 1, and R stays orthonormal to rounding, as the compact composite inertias (crba.c) need. */
 static inline void quat_to_R(const double *qt, double *R)
 {
-    double w = qt[0], x = qt[1], y = qt[2], z = qt[3];
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - w * z);     R[2] = 2 * (x * z + w * y);
-    R[3] = 2 * (x * y + w * z);     R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - w * x);
-    R[6] = 2 * (x * z - w * y);     R[7] = 2 * (y * z + w * x);     R[8] = 1 - 2 * (x * x + y * y);
+    double w = qt[0], x = qt[1], y = qt[2], z = qt[3], s = 2.0 / (w * w + x * x + y * y + z * z);
+    R[0] = 1 - s * (y * y + z * z); R[1] = s * (x * y - w * z);     R[2] = s * (x * z + w * y);
+    R[3] = s * (x * y + w * z);     R[4] = 1 - s * (x * x + z * z); R[5] = s * (y * z - w * x);
+    R[6] = s * (x * z - w * y);     R[7] = s * (y * z + w * x);     R[8] = 1 - s * (x * x + y * y);
 }
 
 /* Rodrigues: R = I + sin(angle) K + (1 - cos(angle)) K K, K = skew(a) (spatial.rot_axis), from

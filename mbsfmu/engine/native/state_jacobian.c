@@ -176,16 +176,7 @@ int mbs_state_jacobian(mbs_sim *s, const double *xh, const double *u, double k_n
     nn = (size_t)nv * (size_t)nv;
     if (!mbs_all_finite(xh, nx)) { mbs_fmt(s->msg, MBS_MSG, "the state has non-finite entries"); return MBS_ERROR; }
     if (!mbs_all_finite(u, nu)) { mbs_fmt(s->msg, MBS_MSG, "the inputs have non-finite entries"); return MBS_ERROR; }
-    for (e = 0; e < s->n_elem; e++)
-        if (s->elem[4 * e] == EL_QUAT) {
-            const double *qt = xh + s->elem[4 * e + 1];
-            double n2 = qt[0] * qt[0] + qt[1] * qt[1] + qt[2] * qt[2] + qt[3] * qt[3];
-            if (!(n2 > 0.0) || !isfinite(1.0 / n2)) {
-                mbs_fmt(s->msg, MBS_MSG, "q[%d:%d] is a quaternion of norm %g: it has no direction",
-                        (int)s->elem[4 * e + 1], (int)s->elem[4 * e + 1] + 4, sqrt(n2));
-                return MBS_ERROR;
-            }
-        }
+    if (mbs_quat_directions(s, xh, s->msg, MBS_MSG) != MBS_OK) return MBS_ERROR;
     dw = work;
     fw = dw + mbs_derivatives_work(s);
     x = fw + mbs_force_derivatives_work(s);
