@@ -69,11 +69,7 @@ class StateMessages:
     def __init__(self, model, layout: ms.JointLayout, frame_id: str, frame_prefix: str, with_tf: bool):
         self.model, self.layout = model, layout
         self.frame = frame = frame_prefix + frame_id
-        # rosgraph_msgs/Clock {Time clock}
-        lay = CdrLayout()
-        stamp = lay.time()
-        self.clock = lay.finish()
-        self.clock_stamp = _Stamps(self.clock, [stamp])
+        self.clock = ClockMessage()
         # sensor_msgs/JointState {Header header; string[] name; float64[] position, velocity, effort}
         lay = CdrLayout()
         stamp = lay.header(frame)
@@ -109,15 +105,24 @@ class StateMessages:
         """topic -> serialised message of the simulator's current state stamped ns [ns]: /clock
         (``with_clock``), the joint states, and with ``invariants`` momentum, CM, energy and /tf
         (where tf2_msgs imports); a model with spherical or free joints also gets
-        /mbs/multi_dof_joint_states (a message built from its contents each cycle)."""
+        /mbs/multi_dof_joint_states (a message built from its contents each cycle). The
+        ``fill_joint_states`` and ``fill_invariants`` parts in one dict."""
+        out = self.fill_joint_states(sim, ns, with_clock)
+        if invariants:
+            out.update(self.fill_invariants(sim, ns))
+        return out
+
+    def fill_joint_states(self, sim, ns: int, with_clock: bool) -> dict:
+        """The first part of ``fill``: /clock (``with_clock``), the joint states and the multi-DoF
+        joint states, what a lock-step controller waits for (the node publishes them before it
+        computes the rest, ``publishing.py``)."""
         lay = self.layout
         sec, nanosec = ms.ns_to_stamp(ns)
         q, qd = sim.q, sim.qd
         tau = sim.forces.joint_forces(sim.u)
         out = {}
         if with_clock:
-            self.clock_stamp.set(sec, nanosec)
-            out[tp.CLOCK] = self.clock.data()
+            out[tp.CLOCK] = self.clock.fill(sec, nanosec)
         js = self.joint_state
         self.js_stamp.set(sec, nanosec)
         js.f8[self.position] = q[lay.q_index]
@@ -128,8 +133,11 @@ class StateMessages:
             out[tp.MULTI_DOF_JOINT_STATES] = rm.BUILDERS[tp.MULTI_DOF_JOINT_STATES](
                 ms.multi_dof_joint_state(lay, q, qd, tau, ns, self.frame)
             )
-        if not invariants:
-            return out
+        return out
+
+    def fill_invariants(self, sim, ns: int) -> dict:
+        """The second part of ``fill``: momentum, CM, CM velocity, energy and /tf (where tf2_msgs imports)."""
+        sec, nanosec = ms.ns_to_stamp(ns)
         inv = sim.invariants()
         for s in self.invariant_stamps:
             s.set(sec, nanosec)
@@ -140,20 +148,38 @@ class StateMessages:
         self.com_velocity.f8[self.com_velocity_f8] = inv.Rdot
         W_in, W_diss = sim.work
         self.energy.f8[self.energy_f8] = (inv.KE, inv.PE, inv.E, W_in, W_diss)
-        out[tp.CENTROIDAL_MOMENTUM] = self.momentum.data()
-        out[tp.COM] = self.com.data()
-        out[tp.COM_VELOCITY] = self.com_velocity.data()
-        out[tp.ENERGY] = self.energy.data()
+        out = {
+            tp.CENTROIDAL_MOMENTUM: self.momentum.data(),
+            tp.COM: self.com.data(),
+            tp.COM_VELOCITY: self.com_velocity.data(),
+            tp.ENERGY: self.energy.data(),
+        }
         if self.tf is not None:
             out[tp.TF] = self.tf.fill([sim], sec, nanosec)
         return out
+
+
+class ClockMessage:
+    """rosgraph_msgs/Clock {Time clock} preallocated as CDR (the node's /clock, a world's too):
+    ``fill`` writes the stamp and returns the bytes."""
+
+    def __init__(self):
+        lay = CdrLayout()
+        stamp = lay.time()
+        self.msg = lay.finish()
+        self.padding = self.msg.padding
+        self.stamp = _Stamps(self.msg, [stamp])
+
+    def fill(self, sec: int, nanosec: int) -> bytes:
+        self.stamp.set(sec, nanosec)
+        return self.msg.data()
 
 
 class TfMessage:
     """tf2_msgs/TFMessage of the moving frames of one or more models (a world's robots share one
     /tf), preallocated as CDR: ``parts`` (model, frame_id, frame_prefix) in order, each model's
     transforms as ``ms.state_messages`` gives them with ``with_frame_prefix``; ``fill`` writes the
-    stamp and every body's relative pose (``ms.relative_poses``) and returns the bytes."""
+    stamp and every body's relative pose (``ms.RelativePoses``) and returns the bytes."""
 
     def __init__(self, parts):
         # tf2_msgs/TFMessage {TransformStamped[] transforms {Header header; string child_frame_id;
@@ -172,14 +198,13 @@ class TfMessage:
         self.msg = lay.finish()
         self.padding = self.msg.padding
         self.stamps = _Stamps(self.msg, stamps)
-        self.models = [model for model, _frame_id, _prefix in parts]
+        self.poses = [ms.RelativePoses(model) for model, _frame_id, _prefix in parts]
         # per part, the f8 indices of the 7 numbers (translation, quaternion) of every transform, (N, 7)
         self.f8 = [(np.array(first, dtype=np.intp).reshape(-1, 1) - ORIGIN) // 8 + np.arange(7) for first in firsts]
 
     def fill(self, sims, sec: int, nanosec: int) -> bytes:
         """The message for the current states of ``sims`` (one per part, in order), stamped (sec, nanosec)."""
         self.stamps.set(sec, nanosec)
-        for model, index, sim in zip(self.models, self.f8, sims):
-            xyz, quat = ms.relative_poses(model, *sim.body_poses())
-            self.msg.f8[index] = np.concatenate((xyz, quat), axis=1)
+        for poses, index, sim in zip(self.poses, self.f8, sims):
+            self.msg.f8[index] = poses(*sim.body_poses())
         return self.msg.data()
