@@ -46,7 +46,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.joints import FREE, SPHERICAL
-from ..engine.spatial import R_to_quat, R_to_quat_many
+from ..engine.kinematics import RelativePoses
+from ..engine.spatial import R_to_quat
 from ..errors import InputError
 
 Array = NDArray[np.float64]
@@ -306,41 +307,10 @@ def transform_frames(model) -> list[tuple[str, str]]:
     ]
 
 
-class RelativePoses:
-    """The pose of every body of ``model`` relative to its parent body, in ``transform_frames``
-    order, with the parent index arrays built once (the node's /tf fills these each cycle):
-    rotation E_i = R_parent^T R_i, translation r_i = R_parent^T (p_i - p_parent), each product
-    summed over its three terms in index order (j = 0, 1, 2); for roots (parent the world) the
-    body's world pose itself. Quaternions by ``R_to_quat_many``."""
-
-    def __init__(self, model):
-        parent = np.asarray(model.L[1:], dtype=np.intp)
-        self.root = np.flatnonzero(parent == 0)
-        self.parent = np.where(parent == 0, 1, parent)  # any body for roots: overwritten below
-        self.N = len(parent)
-
-    def __call__(self, R: Array, p: Array) -> Array:
-        """(N, 7): translation [m] and rotation quaternion (x, y, z, w) of every body relative to
-        its parent, from the world poses R (N+1, 3, 3), p (N+1, 3) (entry 0 the world)."""
-        Rb, pb = R[1:], p[1:]
-        Rp = R[self.parent]
-        P = Rp[:, :, :, None] * Rb[:, :, None, :]  # P[n, j, i, k] = Rp[n, j, i] Rb[n, j, k]
-        E = P[:, 0] + P[:, 1] + P[:, 2]
-        Q = Rp * (pb - p[self.parent])[:, :, None]  # Q[n, j, i] = Rp[n, j, i] (p_i - p_parent)[n, j]
-        out = np.empty((self.N, 7))
-        out[:, :3] = Q[:, 0] + Q[:, 1] + Q[:, 2]
-        E[self.root] = Rb[self.root]
-        out[self.root, :3] = pb[self.root]
-        quat = R_to_quat_many(E)
-        out[:, 3:6] = quat[:, 1:]
-        out[:, 6] = quat[:, 0]
-        return out
-
-
 def relative_poses(model, R: Array, p: Array) -> tuple[Array, Array]:
     """(translation (N, 3) [m], rotation quaternions (N, 4) x, y, z, w) of every body relative to
     its parent body, in ``transform_frames`` order, from the world poses R (N+1, 3, 3), p (N+1, 3)
-    of the bodies (entry 0 the world): ``RelativePoses``."""
+    of the bodies (entry 0 the world): ``kinematics.RelativePoses``."""
     poses = RelativePoses(model)(R, p)
     return poses[:, :3], poses[:, 3:]
 

@@ -28,7 +28,7 @@ from ..engine.dynamics import closed_loops as loop_dyn
 from ..engine.dynamics.aba import aba
 from ..engine.forces import ForceElements
 from ..engine.inputs import real_array
-from ..engine.kinematics import forward_kinematics
+from ..engine.kinematics import RelativePoses, forward_kinematics
 from ..engine.model import Model
 from ..engine.spatial import Array
 from ..errors import InputError, MbsError, brief
@@ -138,6 +138,7 @@ class Simulator:
         self._output_names: tuple[str, ...] | None = None
         self._output_slices: dict[str, slice] | None = None
         self._out = None  # the core's outputs call, made at the first outputs()
+        self._relative_poses = None  # the python backend's RelativePoses, made at the first relative_poses()
         self.backend, self._native = _backend(backend, integrator, model, loop_method), None
         if self.backend == "native":
             from ..engine.native.core import Core
@@ -419,6 +420,17 @@ class Simulator:
             return R, p
         kin = forward_kinematics(self.model.tree, q, qd)
         return kin.R, kin.p
+
+    def relative_poses(self) -> Array:
+        """(N, 7) every body's translation [m] and rotation quaternion (x, y, z, w) relative to its
+        parent body (``kinematics.RelativePoses``) at the current state: on the native backend one
+        core call into the instance's array (mbs_sim_relative_poses, the same bits; overwritten by
+        the next call), else from ``body_poses``."""
+        if self._native is not None:
+            return self._native.relative_poses()
+        if self._relative_poses is None:
+            self._relative_poses = RelativePoses(self.model)
+        return self._relative_poses(*self.body_poses())
 
     def invariants(self) -> Invariants:
         """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state (on the native

@@ -7,7 +7,7 @@ are). Names, frame ids and the layout (``cdr.py``) are written once; each cycle 
 stamp into every header and the numbers, nothing else.
 
 The values come from the same engine calls and index arrays as ``mbsfmu.sim.messages`` (joint
-layout, ``Simulator.invariants``, ``relative_poses``) and are copied unchanged (float64), so each
+layout, ``Simulator.invariants``, ``Simulator.relative_poses``) and are copied unchanged (float64), so each
 published message deserialises to the built one field for field, and its bytes are those
 ``rclpy.serialization.serialize_message`` gives for it but for padding
 (tests/ros/test_state_messages.py). ``fill`` returns fresh ``bytes`` each cycle: refilling the
@@ -179,7 +179,7 @@ class TfMessage:
     """tf2_msgs/TFMessage of the moving frames of one or more models (a world's robots share one
     /tf), preallocated as CDR: ``parts`` (model, frame_id, frame_prefix) in order, each model's
     transforms as ``ms.state_messages`` gives them with ``with_frame_prefix``; ``fill`` writes the
-    stamp and every body's relative pose (``ms.RelativePoses``) and returns the bytes."""
+    stamp and every body's relative pose (``Simulator.relative_poses``, one core call) and returns the bytes."""
 
     def __init__(self, parts):
         # tf2_msgs/TFMessage {TransformStamped[] transforms {Header header; string child_frame_id;
@@ -198,13 +198,12 @@ class TfMessage:
         self.msg = lay.finish()
         self.padding = self.msg.padding
         self.stamps = _Stamps(self.msg, stamps)
-        self.poses = [ms.RelativePoses(model) for model, _frame_id, _prefix in parts]
         # per part, the f8 indices of the 7 numbers (translation, quaternion) of every transform, (N, 7)
         self.f8 = [(np.array(first, dtype=np.intp).reshape(-1, 1) - ORIGIN) // 8 + np.arange(7) for first in firsts]
 
     def fill(self, sims, sec: int, nanosec: int) -> bytes:
         """The message for the current states of ``sims`` (one per part, in order), stamped (sec, nanosec)."""
         self.stamps.set(sec, nanosec)
-        for poses, index, sim in zip(self.poses, self.f8, sims):
-            self.msg.f8[index] = poses(*sim.body_poses())
+        for index, sim in zip(self.f8, sims):
+            self.msg.f8[index] = sim.relative_poses()
         return self.msg.data()
