@@ -114,6 +114,7 @@ class Simulator:
         self.integrator, self.h_max, self.rtol, self.atol = integrator, float(h_max), float(rtol), float(atol)
         self.forces = ForceElements(model)
         self.input_names = self.forces.layout.names
+        self._input_index = {name: k for k, name in enumerate(self.input_names)}  # set_inputs' lookup
         self._nq, self._nv = model.nq, model.nv
         t = model.tree
         self._quat = [
@@ -239,28 +240,33 @@ class Simulator:
 
     def set_input(self, name: str, value: float) -> None:
         """Set one named input (see ``input_names``) [SI units]."""
-        if name not in self.input_names:
-            import difflib
-
-            close = difflib.get_close_matches(name, self.input_names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InputError(
-                f"unknown input {name!r}{hint}; model {self.model.source} has inputs: "
-                f"{', '.join(self.input_names) or 'none'}"
-            )
-        try:
-            v = float(real_array(f"input {name!r}", value))
-        except (TypeError, ValueError) as e:
-            if isinstance(e, InputError):
-                raise
-            raise InputError(f"input {name!r} must be a number, got {value!r}") from None
-        if not math.isfinite(v):
-            raise InputError(f"input {name!r} is {v}: inputs must be finite")
-        self.u[self.input_names.index(name)] = v
+        self.set_inputs({name: value})
 
     def set_inputs(self, values: dict[str, float]) -> None:
-        for name, v in values.items():
-            self.set_input(name, v)
+        """Set named inputs (see ``input_names``) [SI units], in the order given; InputError names
+        an unknown input (did-you-mean) or a value that is no finite real number."""
+        index = self._input_index
+        for name, value in values.items():
+            k = index.get(name)
+            if k is None:
+                import difflib
+
+                close = difflib.get_close_matches(name, self.input_names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise InputError(
+                    f"unknown input {name!r}{hint}; model {self.model.source} has inputs: "
+                    f"{', '.join(self.input_names) or 'none'}"
+                )
+            if type(value) is not float:  # a Python float is real: the check below is for the rest
+                try:
+                    value = float(real_array(f"input {name!r}", value))
+                except (TypeError, ValueError) as e:
+                    if isinstance(e, InputError):
+                        raise
+                    raise InputError(f"input {name!r} must be a number, got {value!r}") from None
+            if not math.isfinite(value):
+                raise InputError(f"input {name!r} is {value}: inputs must be finite")
+            self._u[k] = value
 
     def get_state(self) -> SimState:
         return SimState(self.t, self.x.copy(), self.u.copy(), self.n_steps, self.n_rhs, self.h_last)
