@@ -220,9 +220,10 @@ const mbs_kinematics *mbs_sim_kinematics(mbs_sim *s)
     return &s->kin;
 }
 
-/* Shepperd's method as mbsfmu.engine.spatial.R_to_quat (the same operations in the same order, no
- * fused multiply-adds: equal bit for bit): the unit quaternion q (w, x, y, z), w >= 0, of the
- * rotation matrix R (row-major). */
+/* Shepperd's method (S. W. Shepperd, J. Guidance and Control 1(3), 1978) as
+ * mbsfmu.engine.spatial.R_to_quat (the same operations in the same order, no fused multiply-adds:
+ * equal bit for bit): the unit quaternion q (w, x, y, z), w >= 0, of the rotation matrix R
+ * (row-major). */
 static void quat_of_R(const double *R, double *q)
 {
     double t = R[0] + R[4] + R[8], s;
