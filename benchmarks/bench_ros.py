@@ -9,16 +9,23 @@ the end: the machine may be shared, so the node's own work per cycle (its diagno
 number that depends least on load.
 
     python benchmarks/bench_ros.py [--seconds 10] [--rate 1000] [--only scara|G1] [--json out.json]
-                                   [--thread-priority 50]
+                                   [--thread-priority 50] [--lock-step]
     python benchmarks/bench_ros.py --stages [--only scara|G1]
+
+``--lock-step``: only the lock-step variants (the round trips per second, SCARA and G1, about a
+minute at the default 10 s each).
 
 ``--stages``: where the time of one 1 kHz cycle goes, in process (the node's own publishers and
 executors, no subscriber, every invariant and /tf each cycle, the model held against gravity by
-tau = RNEA(q, 0, 0) as the lock-step client holds G1): the engine step, filling the
-state messages (CDR bytes, ``state_messages.py``), publishing them as bytes against publishing the
+tau = RNEA(q, 0, 0) as the lock-step client holds G1): the effort command's callback (``command``:
+a Float64MultiArray of tau into the inputs), the engine step, filling the state messages (CDR
+bytes, ``state_messages.py``: ``fill``, of which ``fill_joint_states`` is what a lock-step
+controller waits for, published first), publishing them as bytes against publishing the
 same messages as rclpy message objects (the object path: rclpy's Python -> C conversion and
 serialisation per message), and one ``spin_once(0)`` of each executor; medians of interleaved
-cycles in microseconds.
+cycles in microseconds. ``spin_*`` is mostly the cost of giving up the processor where other
+processes are runnable (the GIL released, a system call): ~80 us at a load of 1-2 on two cores,
+as ``time.sleep(0)`` costs there, a few us on a quiet machine.
 
 ``--thread-priority P``: the node's parameter ``thread_priority`` (SCHED_FIFO P for its loop
 and middleware threads, ``scheduling.py``) and the same for this process (the client: a HIL
@@ -209,6 +216,7 @@ def stages(model_path: Path, cycles: int = 3000) -> dict:
     from rclpy.experimental import EventsExecutor
     from rclpy.parameter import Parameter
     from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
 
     from mbsfmu_ros import ros_messages as rm
     from mbsfmu_ros.node import MbsNode
@@ -222,31 +230,40 @@ def stages(model_path: Path, cycles: int = 3000) -> dict:
             params = [Parameter("publish_rate", value=1000.0), Parameter("physics_step", value=1e-3)]
             node = MbsNode(model=str(model_path), context=context, parameter_overrides=params)
             single, events = SingleThreadedExecutor(context=context), EventsExecutor(context=context)
-            times: dict[str, list[float]] = {k: [] for k in ("step", "fill", "publish", "publish_objects")}
+            stage_names = ("command", "step", "fill_joint_states", "fill", "publish", "publish_objects")
+            times: dict[str, list[float]] = {k: [] for k in stage_names}
             times.update(spin_single=[], spin_events=[])
             classes = rm.MESSAGE_CLASSES | {"/tf": rm.TFMessage}
             model, zeros = node.model, np.zeros(node.model.nv)
             for k in range(cycles):
                 # held against gravity (tau = RNEA(q, 0, 0)), as the lock-step client holds G1
-                tau = model.inverse_dynamics(node.sim.q, zeros, zeros)
-                node.sim.set_inputs(cv.effort_command_inputs(tau.tolist(), node.sim.input_names))
+                command = Float64MultiArray(data=model.inverse_dynamics(node.sim.q, zeros, zeros).tolist())
+                tc = wall()
+                node.on_effort(command)
                 t0 = wall()
                 node.sim.advance_to(node.sim.t + node.period)
                 t1 = wall()
-                msgs = node.state_msgs.fill(node.sim, node.now_ns(), invariants=True, with_clock=True)
+                if k % 2:  # the whole fill, or only its first part (the state a controller waits for)
+                    msgs = node.state_msgs.fill(node.sim, node.now_ns(), invariants=True, with_clock=True)
+                else:
+                    node.state_msgs.fill_joint_states(node.sim, node.now_ns(), with_clock=True)
                 t2 = wall()
-                for topic, data in msgs.items():
-                    node.pubs[topic].publish(data)
-                t3 = wall()
-                if k == 0:  # the same messages as objects (the path before the CDR bytes)
-                    objects = {t: deserialize_message(b, classes[t]) for t, b in msgs.items()}
-                for topic, msg in objects.items():
-                    node.pubs[topic].publish(msg)
-                t4 = wall()
+                t3 = t4 = t2
+                if k % 2:
+                    for topic, data in msgs.items():
+                        node.pubs[topic].publish(data)
+                    t3 = wall()
+                    if k == 1:  # the same messages as objects (the path before the CDR bytes)
+                        objects = {t: deserialize_message(b, classes[t]) for t, b in msgs.items()}
+                    for topic, msg in objects.items():
+                        node.pubs[topic].publish(msg)
+                    t4 = wall()
+                times["command"].append(t0 - tc)
                 times["step"].append(t1 - t0)
-                times["fill"].append(t2 - t1)
-                times["publish"].append(t3 - t2)
-                times["publish_objects"].append(t4 - t3)
+                times["fill" if k % 2 else "fill_joint_states"].append(t2 - t1)
+                if k % 2:
+                    times["publish"].append(t3 - t2)
+                    times["publish_objects"].append(t4 - t3)
                 executor = single if k % 2 else events  # one node in one executor at a time
                 executor.add_node(node)
                 t5 = wall()
@@ -271,6 +288,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("scara", "G1"), help="one model's variants only")
     ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
     ap.add_argument("--stages", action="store_true", help="only the in-process time of each stage of a cycle")
+    ap.add_argument("--lock-step", action="store_true", help="only the lock-step variants (round trips per second)")
     ap.add_argument(
         "--thread-priority",
         type=int,
@@ -318,7 +336,7 @@ def main(argv=None) -> int:
     for name, path in models.items():
         if path is None or args.only not in (None, name):
             continue
-        for label, rate, extra in paced_variants[name]:
+        for label, rate, extra in () if args.lock_step else paced_variants[name]:
             results.append(paced(path, rate, args.seconds, {**prio, **extra}, label, logs))
             print(json.dumps(results[-1]), flush=True)
         for label, extra, client_executor in lock_variants[name]:

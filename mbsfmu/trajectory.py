@@ -144,6 +144,20 @@ class Trajectory(Mapping):
         _check_time(out, source, first_line=None)
         return cls(out, source)
 
+    @classmethod
+    def from_rows(cls, names: Sequence[str], rows: Sequence[Sequence[float]], source: str = "<rows>") -> Trajectory:
+        """A trajectory from float rows (T, len(names)) under column names (each column a view of
+        one block), validated like a file (``time`` present, strictly increasing): the columns of
+        ``from_columns`` without a conversion per column."""
+        values = np.asarray(rows, dtype=float)
+        if values.ndim != 2 or values.shape[1] != len(names):
+            raise TrajectoryError(f"{source}: rows of shape {values.shape}, expected (T, {len(names)}) for the names")
+        out = dict(zip(map(str, names), values.T))
+        if len(out) != len(names):
+            raise TrajectoryError(f"{source}: repeated column names")
+        _check_time(out, source, first_line=None)
+        return cls(out, source)
+
     # Mapping interface
     def __getitem__(self, name: str) -> Array:
         try:

@@ -137,6 +137,21 @@ def test_unreadable_files(tmp_path):
         read_trajectory(binary)
 
 
+def test_from_rows_gives_the_columns_of_from_columns_and_validates_like_a_file():
+    rows = [[0.0, 1.0, -2.0], [0.5, 3.0, 4.0]]
+    traj = Trajectory.from_rows(["time", "a", "b"], rows, "<rows>")
+    ref = Trajectory.from_columns({"time": [0.0, 0.5], "a": [1.0, 3.0], "b": [-2.0, 4.0]})
+    assert traj.names == ref.names and all(np.array_equal(traj[c], ref[c]) for c in ref)
+    with pytest.raises(TrajectoryError, match="no 'time' column"):
+        Trajectory.from_rows(["a"], [[1.0]])
+    with pytest.raises(TrajectoryError, match=r"<rows>: rows of shape \(1, 2\), expected \(T, 3\)"):
+        Trajectory.from_rows(["time", "a", "b"], [[0.0, 1.0]])
+    with pytest.raises(TrajectoryError, match="repeated column names"):
+        Trajectory.from_rows(["time", "a", "a"], [[0.0, 1.0, 2.0]])
+    with pytest.raises(TrajectoryError, match="row 2: time"):
+        Trajectory.from_rows(["time"], [[1.0], [0.0]])
+
+
 def test_from_columns_validates_like_a_file():
     traj = Trajectory.from_columns({"time": 0.0, "a": 1.0})
     assert traj.n_rows == 1 and traj["a"][0] == 1.0

@@ -81,16 +81,25 @@ def as_trajectory(data) -> Trajectory:
 
 
 _FOUND: dict[int, tuple[weakref.ref, System]] = {}  # id(trajectory) -> (its weak reference, its System)
+_BY_NAMES: dict[tuple[str, ...], System] = {}  # column names -> their System, the last BY_NAMES_KEPT sets
+BY_NAMES_KEPT = 8
 
 
 def discover(traj: Trajectory) -> System:
     """Bodies (``<body>.m``), wheels (``<wheel>.Iw``), springs (``<spring>.k``) in column order
-    (found once per trajectory: a trajectory's columns never change)."""
+    (found once per trajectory, a trajectory's columns never change, and once per set of column
+    names: a caller that checks new rows of the same columns each time, as the ROS node's
+    diagnostics, finds them once)."""
     key = id(traj)  # a Trajectory is a Mapping: compared by value, not hashable
     entry = _FOUND.get(key)
     if entry is not None and entry[0]() is traj:
         return entry[1]
-    found = _discover(traj)
+    found = _BY_NAMES.get(traj.names)
+    if found is None:
+        found = _discover(traj)
+        if len(_BY_NAMES) >= BY_NAMES_KEPT:
+            _BY_NAMES.pop(next(iter(_BY_NAMES)))
+        _BY_NAMES[traj.names] = found
     _FOUND[key] = (weakref.ref(traj, lambda _ref: _FOUND.pop(key, None)), found)
     return found
 

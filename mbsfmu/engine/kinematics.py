@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .spatial import Array, crm, cross, skew
+from .spatial import Array, R_to_quat_many, crm, cross, skew
 from .spec.tree import Tree, joint_transforms
 
 
@@ -90,3 +90,34 @@ def point_jacobian(tree: Tree, kin: Kinematics, body: int, r: Array) -> Array:
         J[3:, sl] = vo - skew(P - kin.p[k]) @ w
         k = tree.parent[k]
     return J
+
+
+class RelativePoses:
+    """The pose of every body of ``model`` relative to its parent body, in tree order (ROS's /tf
+    transforms, ``mbsfmu.sim.messages``), its index arrays built once: rotation E_i = R_parent^T
+    R_i, translation r_i = R_parent^T (p_i - p_parent), each product summed over its three terms
+    in index order (j = 0, 1, 2); for a root (parent the world) its world pose itself; quaternions
+    by ``R_to_quat_many``. The core's ``mbs_sim_relative_poses`` gives the same bits."""
+
+    def __init__(self, model):
+        parent = np.asarray(model.L[1:], dtype=np.intp)
+        self.root = np.flatnonzero(parent == 0)
+        self.parent = np.where(parent == 0, 1, parent)  # any body for roots: overwritten below
+        self.N = len(parent)
+
+    def __call__(self, R: Array, p: Array) -> Array:
+        """(N, 7): translation [m] and rotation quaternion (x, y, z, w) of every body relative to
+        its parent, from the world poses R (N+1, 3, 3), p (N+1, 3) (entry 0 the world)."""
+        Rb, pb = R[1:], p[1:]
+        Rp = R[self.parent]
+        P = Rp[:, :, :, None] * Rb[:, :, None, :]  # P[n, j, i, k] = Rp[n, j, i] Rb[n, j, k]
+        E = P[:, 0] + P[:, 1] + P[:, 2]
+        Q = Rp * (pb - p[self.parent])[:, :, None]  # Q[n, j, i] = Rp[n, j, i] (p_i - p_parent)[n, j]
+        out = np.empty((self.N, 7))
+        out[:, :3] = Q[:, 0] + Q[:, 1] + Q[:, 2]
+        E[self.root] = Rb[self.root]
+        out[self.root, :3] = pb[self.root]
+        quat = R_to_quat_many(E)
+        out[:, 3:6] = quat[:, 1:]
+        out[:, 6] = quat[:, 0]
+        return out

@@ -136,36 +136,42 @@ def R_to_quat(R: Array) -> Array:
     return q if q[0] >= 0 else -q
 
 
+# Shepperd's method case by case for R_to_quat_many: case 0 (trace > 0) and 1 + i (R_ii the largest
+# diagonal entry); per case and quaternion slot (w, x, y, z) either 0.25 s (QUAT_QUARTER) or the
+# numerator R[A] + SIGN R[B] (flat indices 3 row + column; SIGN -1: R[A] - R[B], bit for bit)
+QUAT_A = np.array([[0, 7, 2, 3], [7, 0, 1, 2], [2, 1, 0, 5], [3, 2, 5, 0]])
+QUAT_B = np.array([[0, 5, 6, 1], [5, 0, 3, 6], [6, 3, 0, 7], [1, 6, 7, 0]])
+QUAT_SIGN = np.array([[0, -1, -1, -1], [-1, 0, 1, 1], [-1, 1, 0, 1], [-1, 1, 1, 0]], dtype=np.float64)
+QUAT_QUARTER = np.eye(4, dtype=bool)
+NEXT_TWO = np.array([[1, 2], [2, 0], [0, 1]])  # j, k = i + 1, i + 2 (mod 3)
+
+
 def R_to_quat_many(R: Array) -> Array:
     """``R_to_quat`` of each rotation matrix of R (n, 3, 3): (n, 4) quaternions (w, x, y, z), w >= 0,
-    by the same formulas in the same order (so equal bit for bit), as array operations."""
+    by the same formulas in the same order (so equal bit for bit), as array operations: where
+    every trace is positive by its first case alone, else every row's case picked from tables
+    (``QUAT_A``...), without a mask per case."""
     R = np.asarray(R, dtype=np.float64)
     t = R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2]
-    if (t > 0).all():  # the common case, without masks
+    if (t > 0).all():  # the common case
         s = 2.0 * np.sqrt(1.0 + t)
         q = np.stack(
             (0.25 * s, (R[:, 2, 1] - R[:, 1, 2]) / s, (R[:, 0, 2] - R[:, 2, 0]) / s, (R[:, 1, 0] - R[:, 0, 1]) / s),
             axis=1,
         )
         return q
-    q = np.empty((len(R), 4))
-    m = t > 0
-    s = 2.0 * np.sqrt(1.0 + t[m])
-    q[m, 0] = 0.25 * s
-    q[m, 1] = (R[m, 2, 1] - R[m, 1, 2]) / s
-    q[m, 2] = (R[m, 0, 2] - R[m, 2, 0]) / s
-    q[m, 3] = (R[m, 1, 0] - R[m, 0, 1]) / s
-    largest = np.argmax(np.diagonal(R, axis1=1, axis2=2), axis=1)
-    for i in range(3):
-        m = (t <= 0) & (largest == i)
-        if not m.any():
-            continue
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[m, i, i] - R[m, j, j] - R[m, k, k])
-        q[m, 0] = (R[m, k, j] - R[m, j, k]) / s
-        q[m, 1 + i] = 0.25 * s
-        q[m, 1 + j] = (R[m, j, i] + R[m, i, j]) / s
-        q[m, 1 + k] = (R[m, k, i] + R[m, i, k]) / s
+    n = len(R)
+    rows = np.arange(n)
+    f = R.reshape(n, 9)
+    d = f[:, [0, 4, 8]]
+    i = np.argmax(d, axis=1)
+    jk = NEXT_TWO[i]
+    positive = t > 0
+    case = np.where(positive, 0, i + 1)
+    s = 2.0 * np.sqrt(np.where(positive, 1.0 + t, ((1.0 + d[rows, i]) - d[rows, jk[:, 0]]) - d[rows, jk[:, 1]]))
+    r = rows[:, None]
+    q = (f[r, QUAT_A[case]] + QUAT_SIGN[case] * f[r, QUAT_B[case]]) / s[:, None]
+    q = np.where(QUAT_QUARTER[case], (0.25 * s)[:, None], q)
     q[q[:, 0] < 0] *= -1.0
     return q
 

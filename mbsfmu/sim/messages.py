@@ -46,7 +46,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..engine.joints import FREE, SPHERICAL
-from ..engine.spatial import R_to_quat, R_to_quat_many
+from ..engine.kinematics import RelativePoses
+from ..engine.spatial import R_to_quat
 from ..errors import InputError
 
 Array = NDArray[np.float64]
@@ -309,14 +310,9 @@ def transform_frames(model) -> list[tuple[str, str]]:
 def relative_poses(model, R: Array, p: Array) -> tuple[Array, Array]:
     """(translation (N, 3) [m], rotation quaternions (N, 4) x, y, z, w) of every body relative to
     its parent body, in ``transform_frames`` order, from the world poses R (N+1, 3, 3), p (N+1, 3)
-    of the bodies (entry 0 the world): rotation R_parent^T R_i, translation R_parent^T (p_i -
-    p_parent), parent the world (R = I, p = 0) for roots; quaternions by ``R_to_quat_many``."""
-    parent = np.asarray(model.L[1:], dtype=np.int64)
-    Rp, pp = R[parent].copy(), p[parent].copy()
-    Rp[parent == 0], pp[parent == 0] = np.eye(3), 0.0
-    E = np.einsum("nji,njk->nik", Rp, R[1:])
-    xyz = np.einsum("nji,nj->ni", Rp, p[1:] - pp)
-    return xyz, R_to_quat_many(E)[:, [1, 2, 3, 0]]
+    of the bodies (entry 0 the world): ``kinematics.RelativePoses``."""
+    poses = RelativePoses(model)(R, p)
+    return poses[:, :3], poses[:, 3:]
 
 
 def transforms(model, kin) -> list[tuple[str, str, list[float], list[float]]]:

@@ -28,7 +28,7 @@ from ..engine.dynamics import closed_loops as loop_dyn
 from ..engine.dynamics.aba import aba
 from ..engine.forces import ForceElements
 from ..engine.inputs import real_array
-from ..engine.kinematics import forward_kinematics
+from ..engine.kinematics import RelativePoses, forward_kinematics
 from ..engine.model import Model
 from ..engine.spatial import Array
 from ..errors import InputError, MbsError, brief
@@ -114,6 +114,7 @@ class Simulator:
         self.integrator, self.h_max, self.rtol, self.atol = integrator, float(h_max), float(rtol), float(atol)
         self.forces = ForceElements(model)
         self.input_names = self.forces.layout.names
+        self._input_index = {name: k for k, name in enumerate(self.input_names)}  # set_inputs' lookup
         self._nq, self._nv = model.nq, model.nv
         t = model.tree
         self._quat = [
@@ -138,6 +139,7 @@ class Simulator:
         self._output_names: tuple[str, ...] | None = None
         self._output_slices: dict[str, slice] | None = None
         self._out = None  # the core's outputs call, made at the first outputs()
+        self._relative_poses = None  # the python backend's RelativePoses, made at the first relative_poses()
         self.backend, self._native = _backend(backend, integrator, model, loop_method), None
         if self.backend == "native":
             from ..engine.native.core import Core
@@ -238,28 +240,33 @@ class Simulator:
 
     def set_input(self, name: str, value: float) -> None:
         """Set one named input (see ``input_names``) [SI units]."""
-        if name not in self.input_names:
-            import difflib
-
-            close = difflib.get_close_matches(name, self.input_names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InputError(
-                f"unknown input {name!r}{hint}; model {self.model.source} has inputs: "
-                f"{', '.join(self.input_names) or 'none'}"
-            )
-        try:
-            v = float(real_array(f"input {name!r}", value))
-        except (TypeError, ValueError) as e:
-            if isinstance(e, InputError):
-                raise
-            raise InputError(f"input {name!r} must be a number, got {value!r}") from None
-        if not math.isfinite(v):
-            raise InputError(f"input {name!r} is {v}: inputs must be finite")
-        self.u[self.input_names.index(name)] = v
+        self.set_inputs({name: value})
 
     def set_inputs(self, values: dict[str, float]) -> None:
-        for name, v in values.items():
-            self.set_input(name, v)
+        """Set named inputs (see ``input_names``) [SI units], in the order given; InputError names
+        an unknown input (did-you-mean) or a value that is no finite real number."""
+        index = self._input_index
+        for name, value in values.items():
+            k = index.get(name)
+            if k is None:
+                import difflib
+
+                close = difflib.get_close_matches(name, self.input_names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise InputError(
+                    f"unknown input {name!r}{hint}; model {self.model.source} has inputs: "
+                    f"{', '.join(self.input_names) or 'none'}"
+                )
+            if type(value) is not float:  # a Python float is real: the check below is for the rest
+                try:
+                    value = float(real_array(f"input {name!r}", value))
+                except (TypeError, ValueError) as e:
+                    if isinstance(e, InputError):
+                        raise
+                    raise InputError(f"input {name!r} must be a number, got {value!r}") from None
+            if not math.isfinite(value):
+                raise InputError(f"input {name!r} is {value}: inputs must be finite")
+            self._u[k] = value
 
     def get_state(self) -> SimState:
         return SimState(self.t, self.x.copy(), self.u.copy(), self.n_steps, self.n_rhs, self.h_last)
@@ -419,6 +426,17 @@ class Simulator:
             return R, p
         kin = forward_kinematics(self.model.tree, q, qd)
         return kin.R, kin.p
+
+    def relative_poses(self) -> Array:
+        """(N, 7) every body's translation [m] and rotation quaternion (x, y, z, w) relative to its
+        parent body (``kinematics.RelativePoses``) at the current state: on the native backend one
+        core call into the instance's array (mbs_sim_relative_poses, the same bits; overwritten by
+        the next call), else from ``body_poses``."""
+        if self._native is not None:
+            return self._native.relative_poses()
+        if self._relative_poses is None:
+            self._relative_poses = RelativePoses(self.model)
+        return self._relative_poses(*self.body_poses())
 
     def invariants(self) -> Invariants:
         """The engine's own p_sys, P_sys, H_sys, R, Rdot, KE, PE at the current state (on the native

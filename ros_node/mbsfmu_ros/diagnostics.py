@@ -31,6 +31,7 @@ import numpy as np
 from mbsfmu.checker import CHECKS, conservation_report
 from mbsfmu.errors import MbsError
 from mbsfmu.sim.rows import records_row
+from mbsfmu.trajectory import Trajectory
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
 LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
@@ -136,8 +137,9 @@ def conservation_statuses(
         return []
     if row["time"] == ref["time"]:
         row = {**row, "time": ref["time"] + 1e-9}  # the checker wants increasing time
-    cols = {c: [ref[c], row[c]] for c in ref if c in row}
-    report = conservation_report(cols, list(checks), procedure=1)
+    names = [c for c in ref if c in row]
+    rows = [[ref[c] for c in names], [row[c] for c in names]]
+    report = conservation_report(Trajectory.from_rows(names, rows, "<diagnostics>"), list(checks), procedure=1)
     out = []
     for name in checks:
         e = report["checks"][name]

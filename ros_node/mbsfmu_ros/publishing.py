@@ -96,14 +96,18 @@ class PublishingMixin:
     def publish_state(self) -> None:
         """/clock, the joint states, and every ``invariants_decimation``-th cycle momentum, CM,
         energy, /tf: the contents of ``mbsfmu.sim.messages`` (as the MCAP recorder's), patched into
-        CDR bytes built once (``state_messages.py``) and published as serialised messages."""
+        CDR bytes built once (``state_messages.py``) and published as serialised messages. /clock
+        and the joint states go out before the invariants and /tf are computed: a lock-step
+        controller works on its state while the node fills the rest."""
         ns = self.now_ns()
         self.last_ns = ns
         with_clock = tp.CLOCK in self.pubs  # not when following another /clock, or yielded to one (clock.py)
-        msgs = self.state_msgs.fill(self.sim, ns, invariants=not self.k % self.decimation, with_clock=with_clock)
-        for topic, msg in msgs.items():
+        for topic, msg in self.state_msgs.fill_joint_states(self.sim, ns, with_clock).items():
             self.send(self.pubs[topic], msg)
         self.clock_published = self.clock_published or with_clock
+        if not self.k % self.decimation:
+            for topic, msg in self.state_msgs.fill_invariants(self.sim, ns).items():
+                self.send(self.pubs[topic], msg)
 
     def publish_diagnostics(self, wall: float) -> None:
         """/diagnostics (conservation, constraints, real time, commands, simulation) and

@@ -7,12 +7,11 @@ are). Names, frame ids and the layout (``cdr.py``) are written once; each cycle 
 stamp into every header and the numbers, nothing else.
 
 The values come from the same engine calls and index arrays as ``mbsfmu.sim.messages`` (joint
-layout, ``Simulator.invariants``, ``relative_poses``) and are copied unchanged (float64), so each
+layout, ``Simulator.invariants``, ``Simulator.relative_poses``) and are copied unchanged (float64), so each
 published message deserialises to the built one field for field, and its bytes are those
 ``rclpy.serialization.serialize_message`` gives for it but for padding
 (tests/ros/test_state_messages.py). ``fill`` returns fresh ``bytes`` each cycle: refilling the
-buffers next cycle never changes what was published. /mbs/multi_dof_joint_states (spherical and
-free joints only) is still built as a message each cycle. A world's robots (``robots.py``) have
+buffers next cycle never changes what was published. A world's robots (``robots.py``) have
 one StateMessages each, without /clock and /tf; the world's one /tf of every robot is a
 ``TfMessage`` of several models (``world_node.py``).
 """
@@ -63,17 +62,13 @@ class _Stamps:
 
 class StateMessages:
     """The state messages of one model, preallocated as CDR: ``fill`` returns topic -> serialised
-    message (``bytes``; a message object for /mbs/multi_dof_joint_states) of the current state, as
+    message (``bytes``) of the current state, as
     ``ros_messages(state_messages(...))`` with ``with_frame_prefix`` would, serialised."""
 
     def __init__(self, model, layout: ms.JointLayout, frame_id: str, frame_prefix: str, with_tf: bool):
         self.model, self.layout = model, layout
         self.frame = frame = frame_prefix + frame_id
-        # rosgraph_msgs/Clock {Time clock}
-        lay = CdrLayout()
-        stamp = lay.time()
-        self.clock = lay.finish()
-        self.clock_stamp = _Stamps(self.clock, [stamp])
+        self.clock = ClockMessage()
         # sensor_msgs/JointState {Header header; string[] name; float64[] position, velocity, effort}
         lay = CdrLayout()
         stamp = lay.header(frame)
@@ -104,32 +99,43 @@ class StateMessages:
             _Stamps(self.com_velocity, [stamp_v]),
         ]
         self.tf = TfMessage([(model, frame_id, frame_prefix)]) if with_tf and rm.TFMessage is not None else None
+        self.multi = MultiDofJointState(layout, frame) if layout.multi_names else None
 
     def fill(self, sim, ns: int, invariants: bool, with_clock: bool) -> dict:
         """topic -> serialised message of the simulator's current state stamped ns [ns]: /clock
         (``with_clock``), the joint states, and with ``invariants`` momentum, CM, energy and /tf
         (where tf2_msgs imports); a model with spherical or free joints also gets
-        /mbs/multi_dof_joint_states (a message built from its contents each cycle)."""
+        /mbs/multi_dof_joint_states. The
+        ``fill_joint_states`` and ``fill_invariants`` parts in one dict."""
+        out = self.fill_joint_states(sim, ns, with_clock)
+        if invariants:
+            out.update(self.fill_invariants(sim, ns))
+        return out
+
+    def fill_joint_states(self, sim, ns: int, with_clock: bool) -> dict:
+        """The first part of ``fill``: /clock (``with_clock``), the joint states and the multi-DoF
+        joint states, what a lock-step controller waits for (the node publishes them before it
+        computes the rest, ``publishing.py``)."""
         lay = self.layout
         sec, nanosec = ms.ns_to_stamp(ns)
         q, qd = sim.q, sim.qd
         tau = sim.forces.joint_forces(sim.u)
         out = {}
         if with_clock:
-            self.clock_stamp.set(sec, nanosec)
-            out[tp.CLOCK] = self.clock.data()
+            out[tp.CLOCK] = self.clock.fill(sec, nanosec)
         js = self.joint_state
         self.js_stamp.set(sec, nanosec)
         js.f8[self.position] = q[lay.q_index]
         js.f8[self.velocity] = qd[lay.v_index]
         js.f8[self.effort] = tau[lay.v_index]
         out[tp.JOINT_STATES] = js.data()
-        if lay.multi_names:
-            out[tp.MULTI_DOF_JOINT_STATES] = rm.BUILDERS[tp.MULTI_DOF_JOINT_STATES](
-                ms.multi_dof_joint_state(lay, q, qd, tau, ns, self.frame)
-            )
-        if not invariants:
-            return out
+        if self.multi is not None:
+            out[tp.MULTI_DOF_JOINT_STATES] = self.multi.fill(q, qd, tau, sec, nanosec)
+        return out
+
+    def fill_invariants(self, sim, ns: int) -> dict:
+        """The second part of ``fill``: momentum, CM, CM velocity, energy and /tf (where tf2_msgs imports)."""
+        sec, nanosec = ms.ns_to_stamp(ns)
         inv = sim.invariants()
         for s in self.invariant_stamps:
             s.set(sec, nanosec)
@@ -140,20 +146,92 @@ class StateMessages:
         self.com_velocity.f8[self.com_velocity_f8] = inv.Rdot
         W_in, W_diss = sim.work
         self.energy.f8[self.energy_f8] = (inv.KE, inv.PE, inv.E, W_in, W_diss)
-        out[tp.CENTROIDAL_MOMENTUM] = self.momentum.data()
-        out[tp.COM] = self.com.data()
-        out[tp.COM_VELOCITY] = self.com_velocity.data()
-        out[tp.ENERGY] = self.energy.data()
+        out = {
+            tp.CENTROIDAL_MOMENTUM: self.momentum.data(),
+            tp.COM: self.com.data(),
+            tp.COM_VELOCITY: self.com_velocity.data(),
+            tp.ENERGY: self.energy.data(),
+        }
         if self.tf is not None:
             out[tp.TF] = self.tf.fill([sim], sec, nanosec)
         return out
+
+
+class MultiDofJointState:
+    """sensor_msgs/MultiDOFJointState of the spherical and free joints preallocated as CDR, with
+    the values ``ms.multi_dof_joint_state`` gives (q, qd, tau entries copied, zeros where a
+    spherical joint has no translation, linear rate or force): ``fill`` writes the stamp and the
+    three blocks (transforms, twists, wrenches) by one index assignment each."""
+
+    def __init__(self, layout: ms.JointLayout, frame: str):
+        # {Header header; string[] joint_names; geometry_msgs/Transform[] transforms {Vector3
+        # translation; Quaternion rotation (x, y, z, w)}; Twist[] twist {Vector3 linear, angular};
+        # Wrench[] wrench {Vector3 force, torque}}: each sequence a count and its float64 structs
+        lay = CdrLayout()
+        stamp = lay.header(frame)
+        lay.strings(layout.multi_names)
+        n = len(layout.multi_names)
+        offs = []
+        for width in (7, 6, 6):
+            lay.uint32(n)
+            offs.append(lay.float64(width * n))
+        self.msg = lay.finish()
+        self.padding = self.msg.padding
+        self.stamp = _Stamps(self.msg, [stamp])
+        dst: tuple[list[int], list[int], list[int]] = ([], [], [])  # f8 indices written from q, qd, tau
+        src: tuple[list[int], list[int], list[int]] = ([], [], [])  # their q, qd, tau indices
+        first = [(off - ORIGIN) // 8 for off in offs]
+        for k, (iq, iv, free) in enumerate(zip(layout.multi_q, layout.multi_v, layout.multi_free)):
+            t, w, f = first[0] + 7 * k, first[1] + 6 * k, first[2] + 6 * k
+            if free:  # q = (x, y, z, qw, qx, qy, qz), qd = (v, omega), tau = (force, torque)
+                pairs = (
+                    zip(range(t, t + 7), (iq, iq + 1, iq + 2, iq + 4, iq + 5, iq + 6, iq + 3)),
+                    zip(range(w, w + 6), range(iv, iv + 6)),
+                    zip(range(f, f + 6), range(iv, iv + 6)),
+                )
+            else:  # q = (qw, qx, qy, qz), qd = omega, tau = torque; translation, linear, force zero
+                pairs = (
+                    zip(range(t + 3, t + 7), (iq + 1, iq + 2, iq + 3, iq)),
+                    zip(range(w + 3, w + 6), range(iv, iv + 3)),
+                    zip(range(f + 3, f + 6), range(iv, iv + 3)),
+                )
+            for d, sidx, pair in zip(dst, src, pairs):
+                for a, b in pair:
+                    d.append(a)
+                    sidx.append(b)
+        self.dst = tuple(np.array(d, dtype=np.intp) for d in dst)
+        self.src = tuple(np.array(i, dtype=np.intp) for i in src)
+
+    def fill(self, q, qd, tau, sec: int, nanosec: int) -> bytes:
+        """The message for q (nq,), qd (nv,), tau (nv,), stamped (sec, nanosec)."""
+        self.stamp.set(sec, nanosec)
+        f8 = self.msg.f8
+        for d, i, x in zip(self.dst, self.src, (q, qd, tau)):
+            f8[d] = x[i]
+        return self.msg.data()
+
+
+class ClockMessage:
+    """rosgraph_msgs/Clock {Time clock} preallocated as CDR (the node's /clock, a world's too):
+    ``fill`` writes the stamp and returns the bytes."""
+
+    def __init__(self):
+        lay = CdrLayout()
+        stamp = lay.time()
+        self.msg = lay.finish()
+        self.padding = self.msg.padding
+        self.stamp = _Stamps(self.msg, [stamp])
+
+    def fill(self, sec: int, nanosec: int) -> bytes:
+        self.stamp.set(sec, nanosec)
+        return self.msg.data()
 
 
 class TfMessage:
     """tf2_msgs/TFMessage of the moving frames of one or more models (a world's robots share one
     /tf), preallocated as CDR: ``parts`` (model, frame_id, frame_prefix) in order, each model's
     transforms as ``ms.state_messages`` gives them with ``with_frame_prefix``; ``fill`` writes the
-    stamp and every body's relative pose (``ms.relative_poses``) and returns the bytes."""
+    stamp and every body's relative pose (``Simulator.relative_poses``, one core call) and returns the bytes."""
 
     def __init__(self, parts):
         # tf2_msgs/TFMessage {TransformStamped[] transforms {Header header; string child_frame_id;
@@ -172,14 +250,12 @@ class TfMessage:
         self.msg = lay.finish()
         self.padding = self.msg.padding
         self.stamps = _Stamps(self.msg, stamps)
-        self.models = [model for model, _frame_id, _prefix in parts]
         # per part, the f8 indices of the 7 numbers (translation, quaternion) of every transform, (N, 7)
         self.f8 = [(np.array(first, dtype=np.intp).reshape(-1, 1) - ORIGIN) // 8 + np.arange(7) for first in firsts]
 
     def fill(self, sims, sec: int, nanosec: int) -> bytes:
         """The message for the current states of ``sims`` (one per part, in order), stamped (sec, nanosec)."""
         self.stamps.set(sec, nanosec)
-        for model, index, sim in zip(self.models, self.f8, sims):
-            xyz, quat = ms.relative_poses(model, *sim.body_poses())
-            self.msg.f8[index] = np.concatenate((xyz, quat), axis=1)
+        for index, sim in zip(self.f8, sims):
+            self.msg.f8[index] = sim.relative_poses()
         return self.msg.data()

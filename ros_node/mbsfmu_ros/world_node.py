@@ -21,7 +21,7 @@ from . import diagnostics as dg
 from . import ros_messages as rm
 from . import topics as tp
 from .robots import LATCHED, Robot, World
-from .state_messages import TfMessage
+from .state_messages import ClockMessage, TfMessage
 from .world import RobotSpec, WorldError, WorldSpec, load_world
 
 
@@ -88,6 +88,7 @@ class WorldMixin:
         from std_msgs.msg import Float64
 
         self.pubs = {}
+        self.clock_msg = ClockMessage()  # /clock as CDR bytes, as a single model's (state_messages.py)
         if not self.follow_clock:
             self.pubs[tp.CLOCK] = self.create_publisher(rm.MESSAGE_CLASSES[tp.CLOCK], tp.ros_name(tp.CLOCK), qos)
         self.pub_js = None
@@ -118,12 +119,16 @@ class WorldMixin:
         self.last_ns = ns
         invariants = not self.k % self.decimation
         if tp.CLOCK in self.pubs:
-            self.send(self.pubs[tp.CLOCK], rm.BUILDERS[tp.CLOCK]({"clock": ms.stamp(ns)}))
+            self.send(self.pubs[tp.CLOCK], self.clock_msg.fill(*ms.ns_to_stamp(ns)))
             self.clock_published = True
         robots = list(self.world.robots.values())
         for r in robots:
-            for topic, data in r.state_msgs.fill(r.sim, ns, invariants, with_clock=False).items():
+            for topic, data in r.state_msgs.fill_joint_states(r.sim, ns, with_clock=False).items():
                 self.send(r.pubs[topic], data)
+        if invariants:
+            for r in robots:
+                for topic, data in r.state_msgs.fill_invariants(r.sim, ns).items():
+                    self.send(r.pubs[topic], data)
         if self.pub_tf is not None and invariants and robots:
             self.send(self.pub_tf, self.world_tf(robots).fill([r.sim for r in robots], *ms.ns_to_stamp(ns)))
 

@@ -3,6 +3,9 @@
 import numpy as np
 
 import mbsfmu
+from mbsfmu.engine.kinematics import RelativePoses, forward_kinematics
+from mbsfmu.engine.spatial import quat_to_R
+from mbsfmu.sim.simulator import Simulator
 from tests.support.paths import MODELS
 from tests.support.trees import random_tree
 
@@ -63,3 +66,47 @@ def test_body_poses_compose_along_the_path(rng):
         E = X[:3, :3]  # rotation parent -> body coordinates
         np.testing.assert_allclose(kin.R[i], kin.R[lam] @ E.T, rtol=0, atol=1e-12)
         np.testing.assert_allclose(np.linalg.det(kin.R[i]), 1.0, rtol=0, atol=1e-12)
+
+
+def relative_pose_models(rng):
+    """A branched random tree (free base, spherical joints) and the spacecraft (free root, wheels)."""
+    return (random_tree(rng, 10), mbsfmu.load_model(MODELS / "spacecraft.yaml"))
+
+
+def test_relative_poses_compose_to_the_world_poses(rng):
+    """RelativePoses: parent pose composed with each body's relative pose (quaternion as matrix)
+    gives the body's world pose back; roots are relative to the world. Tolerance: a product of
+    unit-sized rotations and a quaternion of them, ~10 eps per entry; positions of a few m."""
+    for model in relative_pose_models(rng):
+        poses = RelativePoses(model)
+        for _ in range(20):
+            kin = forward_kinematics(model.tree, *model.random_state(rng))
+            out = poses(kin.R, kin.p)
+            assert out.shape == (model.N, 7)
+            for i in range(1, model.N + 1):
+                j = int(model.L[i])
+                xyz, (x, y, z, w) = out[i - 1, :3], out[i - 1, 3:]
+                assert w >= 0
+                np.testing.assert_allclose(np.linalg.norm(out[i - 1, 3:]), 1.0, rtol=0, atol=1e-14)
+                np.testing.assert_allclose(kin.R[j] @ quat_to_R([w, x, y, z]), kin.R[i], rtol=0, atol=1e-13)
+                np.testing.assert_allclose(kin.p[j] + kin.R[j] @ xyz, kin.p[i], rtol=0, atol=1e-12)
+
+
+def test_core_relative_poses_equal_numpy_bit_for_bit(rng):
+    """Simulator.relative_poses on the native backend (mbs_sim_relative_poses, one core call) gives
+    RelativePoses' bits of the same world poses, in every case of Shepperd's method."""
+    cases = set()
+    for model in relative_pose_models(rng):
+        sim = Simulator(model, backend="native")
+        poses = RelativePoses(model)
+        for _ in range(40):
+            sim.set_configuration(*model.random_state(rng))
+            R, p = sim.body_poses()
+            want = poses(R, p)
+            assert np.array_equal(sim.relative_poses().view(np.uint64), want.view(np.uint64))
+            E = np.array([quat_to_R(q) for q in want[:, [6, 3, 4, 5]]])
+            t = np.trace(E, axis1=1, axis2=2)
+            cases |= {-1 if ti > 0 else int(np.argmax(np.diag(Ei))) for ti, Ei in zip(t, E)}
+        sim.advance_to(0.01)  # and after a step (the core's lazy kinematics of the new state)
+        assert np.array_equal(sim.relative_poses(), poses(*sim.body_poses()))
+    assert cases == {-1, 0, 1, 2}

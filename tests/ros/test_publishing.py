@@ -1,7 +1,7 @@
 """What the node publishes about frames (over real DDS on loopback): ``frame_prefix`` put before
 every frame name (/tf, /tf_static, the stamped outputs' header.frame_id), as robot_state_publisher's
 frame_prefix does, so two robots on one /tf keep apart; ``publish_tf: false`` (robot_state_publisher
-running) leaves /tf and /tf_static to others."""
+running) leaves /tf and /tf_static to others; and the order of a cycle's messages (in process)."""
 
 import pytest
 
@@ -77,3 +77,37 @@ def test_publish_tf_false_leaves_tf_to_robot_state_publisher(tmp_path):
             client.close()
     assert code == 0, rt.read_log(log)
     assert (tf, tf_static) == (0, 0)
+
+
+def test_clock_and_joint_states_go_out_before_the_invariants_are_computed():
+    """publish_state sends /clock and the joint states, then fills momentum, CM, energy and /tf
+    and sends them (a lock-step controller works on its state meanwhile); a cycle without the
+    invariants (``invariants_decimation``) sends only the first two. A node in this process (its
+    own rclpy context and ROS domain), its sends recorded in order."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from mbsfmu_ros import topics as tp
+    from mbsfmu_ros.node import MbsNode
+
+    interfaces_loaded()
+    with rt.Sandbox("order") as sandbox:
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=sandbox.domain_id)
+        try:
+            params = [Parameter("lock_step", value=True), Parameter("invariants_decimation", value=2)]
+            node = MbsNode(model=str(MODEL), context=context, parameter_overrides=params)
+            topic_of = {id(pub): topic for topic, pub in node.pubs.items()}
+            events = []
+            node.send = lambda pub, msg: events.append(topic_of[id(pub)]) or True
+            fill_invariants = node.state_msgs.fill_invariants
+            node.state_msgs.fill_invariants = lambda *a: events.append("fill_invariants") or fill_invariants(*a)
+            node.cycle()  # k = 1: joint states only
+            first, events[:] = list(events), []
+            node.cycle()  # k = 2: everything
+            node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=context)
+    assert first == [tp.CLOCK, tp.JOINT_STATES]
+    invariants = [tp.CENTROIDAL_MOMENTUM, tp.COM, tp.COM_VELOCITY, tp.ENERGY, tp.TF]
+    assert events == [tp.CLOCK, tp.JOINT_STATES, "fill_invariants", *invariants]

@@ -5,7 +5,8 @@ place) deserialise, field for field, to the messages built from ``mbsfmu.sim.mes
 Fast CDR leaves uninitialised and ours writes as zeros) and the trailing bytes of rmw's size estimate:
 refilled over several cycles, with frame ids and prefixes of lengths that move every later member's
 alignment padding, with and without the invariants and /clock, for a model with 1-DoF joints
-(SCARA) and one with a free joint and a wheel (spacecraft). In process, no DDS."""
+(SCARA), one with a free joint and a wheel (spacecraft) and a random tree of free, spherical and
+revolute joints (both with /mbs/multi_dof_joint_states). In process, no DDS."""
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from mbsfmu_ros import ros_messages as rm
 from mbsfmu_ros import topics as tp
 from mbsfmu_ros.state_messages import StateMessages, TfMessage
 from tests.support.paths import MODELS
+from tests.support.trees import random_tree
 
 
 def assert_same_cdr(got: bytes, msg, padding) -> None:
@@ -38,13 +40,20 @@ def assert_same_cdr(got: bytes, msg, padding) -> None:
     assert pad.sum() < len(got) // 4  # padding only where alignment needs it
 
 
-@pytest.mark.parametrize("name", ["scara.yaml", "spacecraft.yaml"])
+def state_model(name: str):
+    """A model file, or "tree": a random tree of free, spherical and revolute joints."""
+    if name == "tree":
+        return random_tree(np.random.default_rng(1), 6, types=("spherical", "revolute"))
+    return mbsfmu.load_model(MODELS / name)
+
+
+@pytest.mark.parametrize("name", ["scara.yaml", "spacecraft.yaml", "tree"])
 @pytest.mark.parametrize(("frame_id", "prefix"), [("odom", ""), ("odom", "r1/"), ("w", ""), ("base_link", "x")])
 def test_filled_messages_equal_the_built_ones(name, frame_id, prefix):
     # /tf: tf2_msgs, built by mbsfmu_ros.interface_packages (on a fresh machine only now, after
     # ros_messages was imported: bind it now)
     assert rm.bind_interfaces(build=True) is None and rm.TFMessage is not None
-    model = mbsfmu.load_model(MODELS / name)
+    model = state_model(name)
     sim = Simulator(model, h_max=1e-3)
     layout = cv.joint_layout(model)
     state = StateMessages(model, layout, frame_id, prefix, with_tf=True)
@@ -57,8 +66,10 @@ def test_filled_messages_equal_the_built_ones(name, frame_id, prefix):
         tp.ENERGY: state.energy.padding,
         tp.TF: state.tf.padding,
     }
+    if state.multi is not None:
+        padding[tp.MULTI_DOF_JOINT_STATES] = state.multi.padding
     rng = np.random.default_rng(3)
-    tf_seen = 0
+    tf_seen = multi_seen = 0
     for k in range(6):
         sim.u = rng.uniform(-1.0, 1.0, len(sim.input_names))
         sim.advance_to(sim.t + 0.01)
@@ -71,12 +82,11 @@ def test_filled_messages_equal_the_built_ones(name, frame_id, prefix):
         got = state.fill(sim, ns, invariants=invariants, with_clock=with_clock)
         assert list(got) == list(expected)
         for topic, msg in expected.items():
-            if topic == tp.MULTI_DOF_JOINT_STATES:  # a message object
-                assert got[topic] == msg
-            else:
-                assert_same_cdr(got[topic], msg, padding[topic])
+            assert_same_cdr(got[topic], msg, padding[topic])
         tf_seen += tp.TF in expected and len(expected[tp.TF].transforms) == model.N
+        multi_seen += tp.MULTI_DOF_JOINT_STATES in expected
     assert tf_seen == 3  # cycles 0, 2, 4: every body's transform compared
+    assert multi_seen == (6 if layout.multi_names else 0)
 
 
 def test_a_worlds_tf_of_several_robots_equals_the_built_one():

@@ -197,6 +197,12 @@ def test_bad_input_is_rejected_with_names():
         sim.set_input("q3.tau", 1.0)
     with pytest.raises(mbsfmu.InputError, match="input 'q1.tau' is nan"):
         sim.set_input("q1.tau", float("nan"))
+    with pytest.raises(mbsfmu.InputError, match="input 'q2.tau' has complex entries"):
+        sim.set_inputs({"q1.tau": 1.0, "q2.tau": 1j})
+    with pytest.raises(mbsfmu.InputError, match="input 'q2.tau' must be a number, got 'x'"):
+        sim.set_inputs({"q2.tau": "x"})
+    sim.set_inputs({"q2.tau": np.float64(-2.0), "q1.tau": 3})  # by name, any real number
+    assert sim.u.tolist() == [3.0, -2.0]
     with pytest.raises(mbsfmu.InputError, match="dt must be a positive"):
         sim.step(0.0)
     with pytest.raises(mbsfmu.InputError, match="dt must be a positive"):

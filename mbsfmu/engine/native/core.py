@@ -103,6 +103,7 @@ SIGNATURES = {
     "mbs_sim_stats": (None, [P, P, P, P]),
     "mbs_sim_qdd": (P, [P]),
     "mbs_sim_invariants": (P, [P]),
+    "mbs_sim_relative_poses": (I, [P, P]),
     "mbs_aba": (I, [P, P, P, P, P, P]),
     "mbs_rnea": (I, [P, P, P, P, P, P]),
     "mbs_crba": (I, [P, P, P]),
@@ -300,6 +301,7 @@ class Core:
         self._step_inputs, self._outputs = L.mbs_sim_step_inputs, L.mbs_sim_outputs
         self.u_in = self._uin[: self.n_u]  # the inputs step_inputs passes (fixed address)
         self._inv_view = (None, None)  # (address, array) of invariant_view, made at its first call
+        self._poses = None  # relative_poses' array, made at its first call
         self._x_view = self._x.view()
         self._x_view.flags.writeable = False
 
@@ -781,6 +783,17 @@ class Core:
             view.flags.writeable = False
             self._inv_view = (p, view)
         return self._inv_view[1]
+
+    def relative_poses(self) -> np.ndarray:
+        """(N, 7) every body's translation [m] and quaternion (x, y, z, w) relative to its parent
+        at the current state (mbs_sim_relative_poses: ``kinematics.RelativePoses`` bit for bit),
+        written into one array per instance: its values are those of this call's state."""
+        if self._poses is None:
+            self._poses = np.zeros((self.N, 7))
+            self._poses_call = partial(self._L.mbs_sim_relative_poses, self._s, _ptr(self._poses))
+        if self._poses_call():
+            raise InputError("relative_poses: the core instance is not valid")
+        return self._poses
 
     def invariants(self) -> Invariants_C:
         """The invariants of the current state (computed once per state)."""

@@ -154,6 +154,10 @@ int mbs_forward_dynamics(mbs_sim *s, const double *q, const double *qd, const do
  * v (N+1)*6 spatial velocities [rad/s; m/s], body axes at the body origin; row 0 the world. */
 typedef struct { const double *R, *p, *v; } mbs_kinematics;
 const mbs_kinematics *mbs_sim_kinematics(mbs_sim *s);
+/* Every body's pose relative to its parent body at the current state (mbsfmu.engine.kinematics.
+ * RelativePoses, bit for bit; a root's: its world pose): out (N*7) per body the translation
+ * Rp^T (p - pp) [m] and the quaternion (x, y, z, w) of Rp^T R (ROS's order). */
+int mbs_sim_relative_poses(mbs_sim *s, double *out);
 /* Names from the tables: body i (1..N, tree order, wheel rotors named after their wheel) and its
  * joint; "world" for 0 or out of range. */
 const char *mbs_sim_body_name(const mbs_sim *s, int i);

@@ -80,6 +80,7 @@
 #define mbs_sim_message MBS_PREFIXED(mbs_sim_message)
 #define mbs_sim_outputs MBS_PREFIXED(mbs_sim_outputs)
 #define mbs_sim_qdd MBS_PREFIXED(mbs_sim_qdd)
+#define mbs_sim_relative_poses MBS_PREFIXED(mbs_sim_relative_poses)
 #define mbs_sim_rhs MBS_PREFIXED(mbs_sim_rhs)
 #define mbs_sim_set_dense MBS_PREFIXED(mbs_sim_set_dense)
 #define mbs_sim_set_host_x MBS_PREFIXED(mbs_sim_set_host_x)

@@ -220,6 +220,60 @@ const mbs_kinematics *mbs_sim_kinematics(mbs_sim *s)
     return &s->kin;
 }
 
+/* Shepperd's method (S. W. Shepperd, J. Guidance and Control 1(3), 1978) as
+ * mbsfmu.engine.spatial.R_to_quat (the same operations in the same order, no fused multiply-adds:
+ * equal bit for bit): the unit quaternion q (w, x, y, z), w >= 0, of the rotation matrix R
+ * (row-major). */
+static void quat_of_R(const double *R, double *q)
+{
+    double t = R[0] + R[4] + R[8], s;
+    int i = 0, j, k, n;
+    if (t > 0) {
+        s = 2.0 * sqrt(1.0 + t);
+        q[0] = 0.25 * s;
+        q[1] = (R[7] - R[5]) / s;
+        q[2] = (R[2] - R[6]) / s;
+        q[3] = (R[3] - R[1]) / s;
+    } else {
+        if (R[4] > R[0]) i = 1;                               /* the first largest diagonal entry */
+        if (R[8] > R[4 * i]) i = 2;
+        j = (i + 1) % 3; k = (i + 2) % 3;
+        s = 2.0 * sqrt(1.0 + R[4 * i] - R[4 * j] - R[4 * k]);
+        q[0] = (R[3 * k + j] - R[3 * j + k]) / s;
+        q[1 + i] = 0.25 * s;
+        q[1 + j] = (R[3 * j + i] + R[3 * i + j]) / s;
+        q[1 + k] = (R[3 * k + i] + R[3 * i + k]) / s;
+    }
+    if (q[0] < 0)
+        for (n = 0; n < 4; n++) q[n] = -q[n];
+}
+
+int mbs_sim_relative_poses(mbs_sim *s, double *out)
+{
+    const mbs_kinematics *kin = mbs_sim_kinematics(s);
+    const double *R, *p, *Rp, *pp;
+    double E[9], d[3], q[4];
+    int i, a, c;
+    if (!kin || !out) return MBS_ERROR;
+    for (i = 1; i <= s->N; i++, out += 7) {
+        R = kin->R + 9 * i; p = kin->p + 3 * i;
+        if (s->parent[i] == 0) {                              /* a root: its world pose */
+            memcpy(E, R, sizeof E);
+            memcpy(out, p, sizeof d);
+        } else {                                              /* E = Rp^T R, r = Rp^T (p - pp) */
+            Rp = kin->R + 9 * s->parent[i]; pp = kin->p + 3 * s->parent[i];
+            for (a = 0; a < 3; a++) d[a] = p[a] - pp[a];
+            for (a = 0; a < 3; a++) {
+                for (c = 0; c < 3; c++) E[3 * a + c] = Rp[a] * R[c] + Rp[3 + a] * R[3 + c] + Rp[6 + a] * R[6 + c];
+                out[a] = Rp[a] * d[0] + Rp[3 + a] * d[1] + Rp[6 + a] * d[2];
+            }
+        }
+        quat_of_R(E, q);
+        out[3] = q[1]; out[4] = q[2]; out[5] = q[3]; out[6] = q[0];
+    }
+    return MBS_OK;
+}
+
 const char *mbs_sim_body_name(const mbs_sim *s, int i) { return valid(s) ? mbs_body_name(s, i) : "world"; }
 const char *mbs_sim_joint_name(const mbs_sim *s, int i) { return valid(s) ? mbs_joint_name(s, i) : "world"; }
 
