@@ -330,7 +330,11 @@ def main(argv=None) -> int:
             ("lockstep_single", SINGLE, "events"),
             ("lockstep_client_single", {}, "single"),
         ),
-        "G1": (("G1_lockstep", {}, "events"), ("G1_lockstep_single", SINGLE, "events")),
+        "G1": (
+            ("G1_lockstep", {}, "events"),
+            ("G1_lockstep_single", SINGLE, "events"),
+            ("G1_lockstep_client_single", {}, "single"),
+        ),
     }
     results = []
     for name, path in models.items():

@@ -234,8 +234,9 @@ def state_from_joint_state(
     message with those fields). InputError names what is missing."""
     if len(position) != len(names) or len(velocity) != len(names):
         raise InputError(f"joint state has {len(names)} names, {len(position)} positions, {len(velocity)} velocities")
-    where = {n: k for k, n in enumerate(names)}
-    missing = [n for n in layout.names if n not in where]
+    names_in_order = tuple(names[: len(layout.names)]) == layout.names  # as the node publishes them
+    where = {} if names_in_order else {n: k for k, n in enumerate(names)}
+    missing = [] if names_in_order else [n for n in layout.names if n not in where]
     if layout.multi_names and multi is None:
         missing += list(layout.multi_names)
     get = dict.__getitem__ if isinstance(multi, dict) else getattr
@@ -245,9 +246,10 @@ def state_from_joint_state(
     if missing:
         raise InputError(f"joint state lacks {', '.join(missing)}")
     q, qd = np.full(layout.nq, math.nan), np.full(layout.nv, math.nan)
-    for e, n in enumerate(layout.names):
-        q[layout.q_index[e]] = position[where[n]]
-        qd[layout.v_index[e]] = velocity[where[n]]
+    if layout.names:
+        order = slice(None, len(layout.names)) if names_in_order else [where[n] for n in layout.names]
+        q[layout.q_index] = np.asarray(position, dtype=np.float64)[order]
+        qd[layout.v_index] = np.asarray(velocity, dtype=np.float64)[order]
     for n, iq, iv, free in zip(layout.multi_names, layout.multi_q, layout.multi_v, layout.multi_free):
         k = mwhere[n]
         tr, tw = get(multi, "transforms")[k], get(multi, "twist")[k]

@@ -78,6 +78,15 @@ def test_fields_and_inverse_are_exact(robot, rng):
         lay, [js["name"][k] for k in perm], [js["position"][k] for k in perm], [js["velocity"][k] for k in perm], mj
     )
     assert np.array_equal(q2, q) and np.array_equal(qd2, qd)
+    # in the node's own order (the direct path), as rclpy hands them (array.array), an extra joint after
+    q3, qd3 = ms.state_from_joint_state(
+        lay,
+        js["name"] + ["other_robot_joint"],
+        array.array("d", js["position"] + [7.0]),
+        array.array("d", js["velocity"] + [8.0]),
+        mj,
+    )
+    assert np.array_equal(q3, q) and np.array_equal(qd3, qd)
     with pytest.raises(mbsfmu.InputError, match="lacks r_ankle"):
         ms.state_from_joint_state(lay, js["name"][:-1], js["position"][:-1], js["velocity"][:-1], mj)
     with pytest.raises(mbsfmu.InputError, match="lacks base, neck"):
