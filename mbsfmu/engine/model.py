@@ -93,6 +93,13 @@ class Model:
         self.joint_names = tuple(b.joint.name for b in self.bodies)
         self.body_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.body_names)})
         self.joint_index = MappingProxyType({name: i + 1 for i, name in enumerate(self.joint_names)})
+        t = self.tree
+        # (joint name, slice of q) of every spherical and free joint's quaternion (w, x, y, z)
+        self.quaternions = tuple(
+            (b.joint.name, slice(int(t.iq[i] + t.nq[i]) - 4, int(t.iq[i] + t.nq[i])))
+            for i, b in enumerate(self.bodies, start=1)
+            if t.jtype[i] in (joints.SPHERICAL, joints.FREE)
+        )
         self.frames = MappingProxyType(
             {fname: (i + 1, fr) for i, b in enumerate(self.bodies) for fname, fr in b.frames.items()}
         )
@@ -648,7 +655,7 @@ class Model:
         if not np.all(np.isfinite(x)):
             bad = np.flatnonzero(~np.isfinite(x)).tolist()
             raise InputError(f"{name} has non-finite entries at indices {bad}")
-        if name == "q" and self.nq != self.nv:
+        if name == "q":
             self._check_quaternion_directions(x)
         return x
 
@@ -656,16 +663,13 @@ class Model:
         """InputError unless every quaternion of q has a direction (|quat|^2 positive and finite:
         the joints take the rotation of quat / |quat|, spatial.quat_to_R; the core's
         mbs_quat_directions)."""
-        t = self.tree
-        for i in range(1, self.N + 1):
-            if t.jtype[i] in (joints.SPHERICAL, joints.FREE):
-                s = int(t.iq[i] + t.nq[i]) - 4
-                n2 = float(q[s : s + 4] @ q[s : s + 4])
-                if not (0.0 < n2 < np.inf and 1.0 / n2 < np.inf):
-                    raise InputError(
-                        f"q[{s}:{s + 4}] (joint {self.joint_names[i - 1]!r}) is a quaternion of norm "
-                        f"{np.sqrt(n2):g}: it has no direction (|q|^2 must be positive and finite)"
-                    )
+        for joint, sl in self.quaternions:
+            n2 = float(q[sl] @ q[sl])
+            if not (0.0 < n2 < np.inf and 1.0 / n2 < np.inf):
+                raise InputError(
+                    f"q[{sl.start}:{sl.stop}] (joint {joint!r}) is a quaternion of norm "
+                    f"{np.sqrt(n2):g}: it has no direction (|q|^2 must be positive and finite)"
+                )
 
     def external_forces(self, f_ext) -> Array | None:
         """f_ext ({body: [torque; force]} or an (N, 6) array, body axes at the body origin [N m; N]) as

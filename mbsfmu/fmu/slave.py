@@ -46,7 +46,6 @@ import numpy as np
 from pythonfmu.enums import Fmi2Status
 
 from .. import load_model
-from ..engine import joints
 from ..engine.model import Model
 from ..errors import MbsError
 from ..sim.outputs import angular_momentum_scale, energy_scale
@@ -412,7 +411,7 @@ class MbsfmuSlave(SlaveBase):
                 else:
                     values[f.name] = float(x)
         if "x" in values:
-            for sl in _quaternions(self._sim.model):
+            for _, sl in self._sim.model.quaternions:
                 n = float(np.linalg.norm(values["x"][sl]))
                 if abs(n - 1.0) > QUAT_TOL:
                     problems.append(
@@ -453,16 +452,6 @@ class MbsfmuSlave(SlaveBase):
 def _plain(value):
     """A SimState field as JSON data (arrays as lists of Python floats: repr round-trips exactly)."""
     return value.tolist() if isinstance(value, np.ndarray) else value
-
-
-def _quaternions(model) -> list[slice]:
-    """The slices of x (= of q) holding the unit quaternions of spherical and free joints."""
-    t = model.tree
-    return [
-        slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
-        for i in range(1, model.N + 1)
-        if t.jtype[i] in (joints.SPHERICAL, joints.FREE)
-    ]
 
 
 def _is_number(x) -> bool:

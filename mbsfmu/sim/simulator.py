@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine import joints
 from ..engine.dynamics import closed_loops as loop_dyn
 from ..engine.dynamics.aba import aba
 from ..engine.forces import ForceElements
@@ -116,12 +115,7 @@ class Simulator:
         self.input_names = self.forces.layout.names
         self._input_index = {name: k for k, name in enumerate(self.input_names)}  # set_inputs' lookup
         self._nq, self._nv = model.nq, model.nv
-        t = model.tree
-        self._quat = [
-            slice(int(t.iq[i]) + (3 if t.jtype[i] == joints.FREE else 0), int(t.iq[i] + t.nq[i]))
-            for i in range(1, model.N + 1)
-            if t.jtype[i] in (joints.SPHERICAL, joints.FREE)
-        ]
+        self._quat = [sl for _, sl in model.quaternions]
         self.state_names = _state_names(model)
         self._record_names: tuple[str, ...] | None = None  # built at the first record_names()
         self._record_index = (  # the C core's body records: rigid bodies, then wheel rotors (outputs.py order)
