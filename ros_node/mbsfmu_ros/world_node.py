@@ -29,7 +29,7 @@ class WorldMixin:
     """World mode of MbsNode: robots, their outputs, diagnostics and reset."""
 
     world: World | None = None
-    tf_key: tuple[int, ...] = ()  # the robots (ids, in order) the world's /tf message was built for
+    tf_robots: tuple[Robot, ...] = ()  # the robots (in order) the world's /tf message was built for
     tf_msg: TfMessage | None = None
 
     def init_world(self) -> None:
@@ -133,10 +133,11 @@ class WorldMixin:
             self.send(self.pub_tf, self.world_tf(robots).fill([r.sim for r in robots], *ms.ns_to_stamp(ns)))
 
     def world_tf(self, robots: list[Robot]) -> TfMessage:
-        """The one /tf of the robots (CDR, ``state_messages.TfMessage``), built again when they change."""
-        key = tuple(map(id, robots))
-        if self.tf_msg is None or self.tf_key != key:
-            self.tf_key = key
+        """The one /tf of the robots (CDR, ``state_messages.TfMessage``), built again when they change
+        (compared by identity, the robots held: a deleted robot's id may be a new one's)."""
+        same = len(robots) == len(self.tf_robots) and all(a is b for a, b in zip(robots, self.tf_robots))
+        if self.tf_msg is None or not same:
+            self.tf_robots = tuple(robots)
             self.tf_msg = TfMessage([(r.model, self.frame_id, r.spec.frame_prefix) for r in robots])
         return self.tf_msg
 
