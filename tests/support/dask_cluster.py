@@ -112,8 +112,11 @@ def wait_listening(port: int, proc: subprocess.Popen, deadline_s: float = 120) -
 def python_without_mbsfmu(tmp: Path) -> tuple[tuple[str, ...], dict]:
     """(command, env) of a Python with this one's installed packages (dask, numpy...) but no
     mbsfmu: ``-S`` skips the site hooks (.pth files, where an editable install of mbsfmu hooks in),
-    PYTHONPATH gives back the site-packages folders themselves."""
-    site = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))
+    PYTHONPATH gives back the site-packages folders themselves: this interpreter's, and those of
+    the base Python that a venv made with --system-site-packages also reads."""
+    folders = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
+    folders += [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
+    site = os.pathsep.join(dict.fromkeys(folders))
     return (sys.executable, "-S"), dask_env(tmp, site)
 
 
