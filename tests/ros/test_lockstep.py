@@ -1,7 +1,9 @@
 """Closed loop over real DDS in lock-step mode: a PD controller (with gravity compensation) in this
 process drives the SCARA node to a setpoint through /mbs/effort_commands; the trajectory equals the
 same loop run in-process with the Simulator to 1e-12 (in fact bit for bit), under each rclpy
-executor the node offers (parameter ``executor``), so the one not in use by default keeps working."""
+executor the node offers (parameter ``executor``), so the one not in use by default keeps working,
+and with a client that takes the joint states as CDR bytes (``raw=True``) and reads them with
+``JointStateReader`` (docs/guides/ros2.md, "Lock-step")."""
 
 import time
 
@@ -14,6 +16,7 @@ import mbsfmu
 from mbsfmu.sim.simulator import Simulator
 from mbsfmu_ros import conversion as cv
 from mbsfmu_ros.config import EXECUTORS
+from mbsfmu_ros.joint_state_reader import JointStateReader
 from tests.support import ros_sandbox as rt
 from tests.support.paths import MODELS
 
@@ -32,7 +35,11 @@ def pd(model, q, qd):
     return model.inverse_dynamics(q, np.zeros(2), np.zeros(2)) + KP * (Q_REF - q) - KD * qd
 
 
-@pytest.fixture(scope="module", params=EXECUTORS)
+# (the node's executor, how the client reads the joint states)
+CASES = [(executor, "messages") for executor in EXECUTORS] + [("events", "raw")]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=["-".join(c) for c in CASES])
 def loop(request, tmp_path_factory):
     from rcl_interfaces.msg import Log
     from sensor_msgs.msg import JointState
@@ -42,7 +49,8 @@ def loop(request, tmp_path_factory):
     lay = cv.joint_layout(model)
     sandbox = rt.Sandbox("lockstep")
     log = tmp_path_factory.mktemp("ros") / "node.log"
-    proc = rt.start_node(MODEL, {**PARAMS, "executor": request.param}, sandbox, log)
+    executor, reads = request.param
+    proc = rt.start_node(MODEL, {**PARAMS, "executor": executor}, sandbox, log)
     client = rt.Client(sandbox, proc)
     client.subscribe("/rosout", Log)
     # lock-step clients: command publisher matched first, then the state subscription (the node
@@ -56,8 +64,15 @@ def loop(request, tmp_path_factory):
         pytest.fail(f"node not found within {rt.PATIENCE:g} s; {why}")
     states, times = [], []
 
+    reader = JointStateReader()
+
     def on_state(msg):
-        t = cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
+        if reads == "raw":  # bytes: read in place
+            msg = reader.read(msg)
+            stamp = msg.sec, msg.nanosec
+        else:
+            stamp = msg.header.stamp.sec, msg.header.stamp.nanosec
+        t = cv.stamp_to_ns(*stamp)
         if states and t == states[-1][0]:
             return  # the same state announced again: answer once
         q, qd = cv.state_from_joint_state(lay, msg.name, msg.position, msg.velocity)
@@ -66,7 +81,7 @@ def loop(request, tmp_path_factory):
         if len(states) <= N:
             pub.publish(Float64MultiArray(data=pd(model, q, qd).tolist()))
 
-    client.subscribe("/joint_states", JointState, on_state)
+    client.subscribe("/joint_states", JointState, on_state, raw=reads == "raw")
     ok = client.spin_until(lambda: len(states) > N)
     client.states, client.times, client.proc, client.log, client.model = states, times, proc, log, model
     if not ok:

@@ -234,8 +234,18 @@ class Client:
         self.msgs: dict[str, list] = {}
         self.arrivals: dict[str, list[float]] = {}
 
-    def subscribe(self, topic: str, msg_type, callback: Callable | None = None, depth: int = 1000) -> None:
-        """Record ``topic`` in ``msgs[topic]`` (reliable, keep last ``depth``)."""
+    def subscribe(
+        self,
+        topic: str,
+        msg_type,
+        callback: Callable | None = None,
+        depth: int = 1000,
+        record: bool = True,
+        raw: bool = False,
+    ) -> None:
+        """Record ``topic`` in ``msgs[topic]`` (reliable, keep last ``depth``). ``record`` False:
+        only ``callback`` gets the messages (a benchmark's client: thousands of messages held
+        would make each of the garbage collector's passes longer); ``raw``: as CDR bytes."""
         from rclpy.qos import QoSProfile, ReliabilityPolicy
 
         self.msgs[topic], self.arrivals[topic] = [], []
@@ -246,9 +256,8 @@ class Client:
             if callback is not None:
                 callback(msg)
 
-        self.node.create_subscription(
-            msg_type, self.sandbox.topic(topic), cb, QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
-        )
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(msg_type, self.sandbox.topic(topic), cb if record else callback, qos, raw=raw)
 
     def publisher(self, topic: str, msg_type, depth: int = 10):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
