@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from importlib import metadata
@@ -56,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 import mbsfmu  # noqa: E402
 from mbsfmu_ros import conversion as cv  # noqa: E402
 from mbsfmu_ros import scheduling  # noqa: E402
+from mbsfmu_ros.joint_state_reader import JointStateReader  # noqa: E402
 from tests.support import ros_sandbox as rt  # noqa: E402
 
 MODEL = ROOT / "scenarios" / "models" / "scara.yaml"
@@ -144,7 +146,15 @@ def paced(model_path: Path, rate: float, seconds: float, extra: dict, label: str
 
 
 def lock_step(
-    model_path: Path, rate: float, seconds: float, extra: dict, label: str, log_dir: Path, client_executor: str
+    model_path: Path,
+    rate: float,
+    seconds: float,
+    extra: dict,
+    label: str,
+    log_dir: Path,
+    client_executor: str,
+    client_reads: str = "messages",
+    peer: str = "node",
 ) -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
@@ -154,7 +164,20 @@ def lock_step(
     lay = cv.joint_layout(model)
     params = {"publish_rate": rate, "physics_step": 1.0 / rate, "lock_step": True, "diagnostics_rate": 1.0, **extra}
     sandbox = rt.Sandbox(label)
-    proc = rt.start_node(model_path, params, sandbox, log_dir / f"{label}.log")
+    if peer == "echo":  # the floor: the same messages answered at once, nothing computed (ros_echo.py)
+        with open(log_dir / f"{label}.log", "w") as out:
+            echo = [
+                sys.executable,
+                str(ROOT / "benchmarks" / "ros_echo.py"),
+                str(model_path),
+                "--period",
+                str(1 / rate),
+            ]
+            proc = subprocess.Popen(
+                [*echo, "--ros-args", *sandbox.ros_args()], env=sandbox.env(), stdout=out, stderr=subprocess.STDOUT
+            )
+    else:
+        proc = rt.start_node(model_path, params, sandbox, log_dir / f"{label}.log")
     client = rt.Client(sandbox, proc, name="bench_client", executor=client_executor)
     try:
         pub = client.publisher("/mbs/effort_commands", Float64MultiArray)
@@ -168,21 +191,34 @@ def lock_step(
             q_ref, kp, kd = np.zeros(model.nv), np.zeros(model.nv), np.zeros(model.nv)
         last = [-1]
 
+        reader = JointStateReader()
+
         def on_state(msg):
-            t = cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
+            if client_reads == "raw":  # CDR bytes, read in place (joint_state_reader.py)
+                msg = reader.read(msg)
+                t, names, position, velocity = (
+                    cv.stamp_to_ns(msg.sec, msg.nanosec),
+                    msg.name,
+                    msg.position,
+                    msg.velocity,
+                )
+            else:  # rclpy's message object
+                t = cv.stamp_to_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)
+                names, position, velocity = msg.name, msg.position, msg.velocity
             if t == last[0]:
                 return
             last[0] = t
             now = time.perf_counter()
             if sent:
                 rtt.append(now - sent[-1])
-            q, qd = cv.state_from_joint_state(lay, msg.name, msg.position, msg.velocity)
+            q, qd = cv.state_from_joint_state(lay, names, position, velocity)
             u = model.inverse_dynamics(q, np.zeros(model.nv), np.zeros(model.nv)) + kp * (q_ref - q) - kd * qd
             sent.append(time.perf_counter())
             pub.publish(Float64MultiArray(data=u.tolist()))
             client_work.append(time.perf_counter() - now)
 
-        client.subscribe("/joint_states", JointState, on_state)
+        # not recorded: 10,000s of messages held would lengthen every pass of the garbage collector
+        client.subscribe("/joint_states", JointState, on_state, record=False, raw=client_reads == "raw")
         client.spin_until(lambda: len(rtt) > 20, 30)
         n0, w0 = len(rtt), time.perf_counter()
         client.spin_for(seconds)
@@ -193,6 +229,8 @@ def lock_step(
         return {
             "variant": label,
             "client_executor": client_executor,
+            "client_reads": client_reads,
+            "peer": peer,
             "cycle_s": 1.0 / rate,
             "round_trips": n,
             "round_trips_per_s": n / w,
@@ -286,6 +324,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=1000.0, help="publish rate [Hz]")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--only", choices=("scara", "G1"), help="one model's variants only")
+    ap.add_argument("--variant", action="append", help="only this variant (repeatable)")
+    ap.add_argument("--repeat", type=int, default=1, help="run the variants this many times, alternated")
     ap.add_argument("--logs", default="/tmp/mbsfmu_bench_ros", help="folder for the node logs")
     ap.add_argument("--stages", action="store_true", help="only the in-process time of each stage of a cycle")
     ap.add_argument("--lock-step", action="store_true", help="only the lock-step variants (round trips per second)")
@@ -322,30 +362,40 @@ def main(argv=None) -> int:
         ),
         "G1": (("G1_paced", args.rate, {}), ("G1_paced_single", args.rate, SINGLE)),
     }
-    # (label, node parameters, the client's executor): the client is a lean one (EventsExecutor, no
-    # parameter services) but in "_client_single" (rclpy's SingleThreadedExecutor, parameter services)
+    # (label, node parameters, the client's executor[, how it reads the state]): the client is a lean
+    # one (EventsExecutor, no parameter services) but in "_client_*" (rclpy's SingleThreadedExecutor,
+    # parameter services); it reads rclpy's message objects but in "_raw" (the CDR bytes through
+    # mbsfmu_ros.joint_state_reader, as a Python controller can: docs/guides/ros2.md, "Lock-step");
+    # "_echo": the floor, no node but ros_echo.py answering with the same messages at once
     lock_variants = {
         "scara": (
             ("lockstep", {}, "events"),
             ("lockstep_single", SINGLE, "events"),
             ("lockstep_client_single", {}, "single"),
+            ("lockstep_client_raw", {}, "single", "raw"),
+            ("echo_client_single", {}, "single", "messages", "echo"),
         ),
         "G1": (
             ("G1_lockstep", {}, "events"),
             ("G1_lockstep_single", SINGLE, "events"),
             ("G1_lockstep_client_single", {}, "single"),
+            ("G1_lockstep_client_raw", {}, "single", "raw"),
+            ("G1_echo_client_single", {}, "single", "messages", "echo"),
         ),
     }
     results = []
-    for name, path in models.items():
-        if path is None or args.only not in (None, name):
-            continue
-        for label, rate, extra in () if args.lock_step else paced_variants[name]:
-            results.append(paced(path, rate, args.seconds, {**prio, **extra}, label, logs))
-            print(json.dumps(results[-1]), flush=True)
-        for label, extra, client_executor in lock_variants[name]:
-            results.append(lock_step(path, args.rate, args.seconds, {**prio, **extra}, label, logs, client_executor))
-            print(json.dumps(results[-1]), flush=True)
+    for _ in range(args.repeat):
+        for name, path in models.items():
+            if path is None or args.only not in (None, name):
+                continue
+            for label, rate, extra in () if args.lock_step else paced_variants[name]:
+                if args.variant in (None, []) or label in args.variant:
+                    results.append(paced(path, rate, args.seconds, {**prio, **extra}, label, logs))
+                    print(json.dumps(results[-1]), flush=True)
+            for label, extra, *client in lock_variants[name]:
+                if args.variant in (None, []) or label in args.variant:
+                    results.append(lock_step(path, args.rate, args.seconds, {**prio, **extra}, label, logs, *client))
+                    print(json.dumps(results[-1]), flush=True)
     print()
     print(
         f"{'variant':<22} {'rate [Hz]':>10} {'RTF':>6} {'period p50/p99 [ms]':>20} {'jitter p50/p99 [ms]':>20} "
