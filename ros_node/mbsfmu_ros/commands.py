@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -29,9 +30,13 @@ class CommandsMixin:
         c["last_rejection"], c["last_rejection_wall"] = text, time.monotonic()
         self.warn_throttled(kind, text)
 
-    def apply(self, values: dict[str, float]) -> None:
-        """Set the inputs of an accepted command (held until the next one)."""
-        self.sim.set_inputs(values)
+    def apply(self, values: dict[str, float] | np.ndarray) -> None:
+        """Set the inputs of an accepted command (held until the next one): by name, or all of
+        them in ``input_names`` order (validated: ``cv.effort_command_inputs``)."""
+        if isinstance(values, dict):
+            self.sim.set_inputs(values)
+        else:
+            self.sim.u[:] = values
         c = self.cmd
         c["accepted"] += 1
         c["last_ns"], c["active"], c["timed_out"] = self.now_ns(), True, False

@@ -75,15 +75,22 @@ def _finite(values: Sequence[float], names: Sequence[str], what: str) -> list[fl
     return out
 
 
-def effort_command_inputs(data: Sequence[float], input_names: Sequence[str]) -> dict[str, float]:
-    """Validated inputs from /mbs/effort_commands (std_msgs/Float64MultiArray, forward_command_
-    controller rules): ``data`` must have one finite entry per input, in ``input_names`` order."""
+def effort_command_inputs(data: Sequence[float], input_names: Sequence[str]) -> np.ndarray:
+    """Validated inputs (``input_names`` order, a new array) from /mbs/effort_commands
+    (std_msgs/Float64MultiArray, forward_command_controller rules): ``data`` must have one finite
+    entry per input, in that order. rclpy hands ``data`` as an array of float64, read at once."""
     if len(data) != len(input_names):
         raise CommandError(
             f"effort command has {len(data)} entries, the model has {len(input_names)} inputs"
             f"{': ' + ', '.join(input_names) if input_names else ''}; command rejected"
         )
-    return dict(zip(input_names, _finite(data, input_names, "effort command")))
+    try:
+        u = np.array(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        u = np.array(_finite(data, input_names, "effort command"))  # names what is not a number
+    if not np.isfinite(u).all():
+        _finite(u, input_names, "effort command")  # names every non-finite entry
+    return u
 
 
 def command_aliases(model, input_names: Sequence[str]) -> dict[str, str]:

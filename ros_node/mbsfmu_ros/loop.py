@@ -165,17 +165,17 @@ class LoopMixin:
                     self.spin(executor, max(0.0, min(0.05, next_diag - now)))
                 continue
             if self.lock_step:
-                n = self.pub_js.get_subscription_count()
-                if n > self.lock_subscribers:
-                    self.publish_state()  # (re)announce the current state to a new controller
-                self.lock_subscribers = n
-                if self.lock_go:
+                if self.lock_go:  # a command came: the cycle at once
                     self.lock_go = False
                     t0 = wall()
                     self.cycle()
                     self.stats.record(0.0, wall() - t0, None)
-                else:
-                    self.spin(executor, max(0.0, min(0.05, next_diag - now)))
+                    continue
+                n = self.pub_js.get_subscription_count()
+                if n > self.lock_subscribers:
+                    self.publish_state()  # (re)announce the current state to a new controller
+                self.lock_subscribers = n
+                self.spin(executor, max(0.0, min(0.05, next_diag - now)))
                 continue
             budget = self.period / self.rtf if self.rtf > 0 else None  # parameters may change at run time
             if self.reanchor:

@@ -131,10 +131,13 @@ class Robot:
         """A rejected command, counted and logged by the node with the robot's name."""
         self.node.reject(f"{kind} {self.name}", f"{self.name}: {text}")
 
-    def apply(self, values: dict[str, float]) -> None:
-        """Set the inputs of an accepted command (held until the next one or the timeout),
-        counted in the node's ``commands`` status."""
-        self.sim.set_inputs(values)
+    def apply(self, values: dict[str, float] | np.ndarray) -> None:
+        """Set the inputs of an accepted command (held until the next one or the timeout), by name
+        or all of them in ``input_names`` order, counted in the node's ``commands`` status."""
+        if isinstance(values, dict):
+            self.sim.set_inputs(values)
+        else:
+            self.sim.u[:] = values
         self.last_command_ns = self.node.now_ns()
         c = self.node.cmd
         c["accepted"] += 1

@@ -62,7 +62,13 @@ def test_transforms_compose_to_the_world_poses(name, rng):
 # ---- commands --------------------------------------------------------------------------------
 def test_effort_command_follows_forward_command_controller(spacecraft):
     names = Simulator(spacecraft).input_names
-    assert cv.effort_command_inputs([0.1, 0.2, 0.3, 0.4, 5.0], names) == dict(zip(names, [0.1, 0.2, 0.3, 0.4, 5.0]))
+    import array
+
+    for data in ([0.1, 0.2, 0.3, 0.4, 5.0], array.array("d", [0.1, 0.2, 0.3, 0.4, 5.0])):  # rclpy's is array.array
+        u = cv.effort_command_inputs(data, names)
+        assert u.dtype == np.float64 and u.tolist() == [0.1, 0.2, 0.3, 0.4, 5.0]
+    with pytest.raises(cv.CommandError, match=r"non-finite value\(s\) rw1.torque = x"):
+        cv.effort_command_inputs(["x", 0.0, 0.0, 0.0, 0.0], names)
     with pytest.raises(
         cv.CommandError,
         match=r"has 2 entries, the model has 5 inputs: rw1.torque, rw2.torque, "
