@@ -83,3 +83,26 @@ def test_launch_file_declares_the_model_use_sim_time_and_starts_the_node():
     executables = {ast.literal_eval(k["executable"]) for k in kw if "executable" in k}
     packages = {ast.literal_eval(k["package"]) for k in kw if "package" in k}
     assert "mbs_node" in executables and "mbsfmu_ros" in packages
+
+
+def test_the_pure_python_modules_import_without_ros():
+    """The modules the package docstring names as pure Python import with rclpy and every ROS
+    message package blocked (a client without ROS reads JointState bytes with one of them)."""
+    code = (
+        "import sys\n"
+        "for m in ('rclpy', 'sensor_msgs', 'std_msgs', 'rosgraph_msgs', 'geometry_msgs', 'builtin_interfaces',\n"
+        "          'diagnostic_msgs', 'tf2_msgs', 'simulation_interfaces', 'control_msgs', 'trajectory_msgs'):\n"
+        "    sys.modules[m] = None  # an import of it raises ImportError\n"
+        "import mbsfmu_ros\n"
+        "from mbsfmu_ros import config, conversion, diagnostics, joint_state_reader, pacing, world\n"
+        "from mbsfmu_ros.cdr import CdrLayout\n"
+        "lay = CdrLayout(); stamp = lay.header('base'); lay.strings(['a', 'bc'])\n"
+        "offsets = [lay.float64_sequence(2) for _ in range(3)]; cdr = lay.finish()\n"
+        "cdr.f8[cdr.doubles(offsets[0], 2)] = [1.5, -2.0]\n"
+        "js = joint_state_reader.JointStateReader().read(cdr.data())\n"
+        "assert js.name == ('a', 'bc') and js.position.tolist() == [1.5, -2.0] and js.frame_id == 'base'\n"
+        "assert 'rclpy' not in [k for k, v in sys.modules.items() if v is not None]\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(PKG), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
