@@ -4,8 +4,8 @@ node (docs/guides/ros2.md, "Lock-step"): subscribe with ``raw=True`` and read ea
 and three arrays per message (~16 us for G1's 29 joints with warm caches); ``read`` unpacks the
 stamp, views position, velocity and effort in place (numpy, no copy) and decodes the names only
 when their bytes differ from the last message's: a publisher's names do not change between
-messages, so the reader hands back the same tuple of names, which ``state_from_joint_state``
-compares with the model's by identity.
+messages, so the reader hands back the same tuple of names, no new strings (``state_from_joint_state``
+compares it with the model's in one tuple comparison).
 
 The layout is the one ``cdr.py`` writes (plain CDR, XCDR1, little endian; alignment counted from
 the end of the 4-byte encapsulation header): Header {Time stamp {int32 sec; uint32 nanosec};
@@ -117,7 +117,7 @@ def _float64s(data: bytes, p: int) -> tuple[np.ndarray, int]:
     """A float64 sequence at p (after 4-alignment) as a read-only view, and the offset after it."""
     n, p = _count(data, _align(p, 4), 8)
     if n == 0:
-        return np.empty(0), p
+        return np.frombuffer(b"", dtype="<f8"), p  # read-only as the others
     p = _align(p, 8)
     if p + 8 * n > len(data):
         raise ValueError(f"JointState: {n} float64 at byte {p} run past the end ({len(data)} bytes)")

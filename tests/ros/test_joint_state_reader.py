@@ -64,6 +64,7 @@ def test_empty_sequences_as_a_publisher_may_leave_them(empty):
         values[k] = np.empty(0)
     got = assert_reads_as_rclpy(JointStateReader(), serialize_message(joint_state("abcd", values)))
     assert all(len(getattr(got, f)) == 0 for f, k in zip(("position", "velocity", "effort"), range(3)) if k in empty)
+    assert not any(getattr(got, f).flags.writeable for f in ("position", "velocity", "effort"))  # views, read-only
 
 
 def test_non_ascii_names_and_frame():
