@@ -22,6 +22,10 @@ from tests.support.journal import wait_rows
 from tests.support.paths import DATA, ROOT
 
 SPRING = DATA / "campaign_spring.yaml"
+# [s] a campaign's wait for a worker after one ended (the default 60 s): each crash test restarts the
+# worker 2-6 times, and beside another test run a restart once took longer than 60 s (a two-run CI
+# beside the README's run at load ~5): the tests wait on the worker's return, bounded, not on a speed
+RESTART_PATIENCE = 300.0
 
 
 def _montecarlo(tmp, out, *extra, runs=4):
@@ -197,7 +201,7 @@ def test_a_run_that_ends_its_worker_costs_two_workers_and_is_a_row(tmp_path):
     (dask's default would take 4), then its row says KilledWorker; the campaign goes on."""
     attempts = tmp_path / "attempts"
     spec = RunSpec("unused.yaml", 7, {"body.mass.mass": 0.7}, None, ())
-    with Dask(workers=1) as execution:
+    with Dask(workers=1, timeout=RESTART_PATIENCE) as execution:
         [(got, record)] = list(execution.imap_unordered(functools.partial(crash, attempts), iter([spec])))
     assert got is spec and ALLOWED_FAILURES == 1
     assert len(set(attempts.read_text().split())) == 2  # two worker processes ended
@@ -218,7 +222,7 @@ def test_a_batch_that_ends_its_worker_is_split_and_only_the_crashing_run_is_a_ro
     runs of the batch complete and only the crashing one is a KilledWorker row."""
     attempts = tmp_path / "attempts"
     specs = [RunSpec("unused.yaml", i, {}, None, ()) for i in range(6)]
-    with Dask(workers=1, batch=3) as execution:
+    with Dask(workers=1, batch=3, timeout=RESTART_PATIENCE) as execution:
         got = list(execution.imap_unordered(functools.partial(crash_one, attempts, 4), iter(specs)))
     rows = {spec.index: record["row"] for spec, record in got}
     assert sorted(rows) == list(range(6))
@@ -246,7 +250,7 @@ def test_a_run_that_shared_a_worker_with_a_crashing_run_is_not_blamed(tmp_path):
             scheduler_kwargs={"allowed_failures": ALLOWED_FAILURES},
         ) as cluster,
         Client(cluster) as client,
-        Dask(client, batch=1) as execution,
+        Dask(client, batch=1, timeout=RESTART_PATIENCE) as execution,
     ):
         got = list(execution.imap_unordered(functools.partial(crash_one, attempts, 4), iter(specs)))
     rows = {spec.index: record["row"] for spec, record in got}
